@@ -1,0 +1,281 @@
+"""A decoder-only transformer (GPT) in one file, laid out like GPT-2.
+
+References: "Attention Is All You Need" (Vaswani et al., 2017), GPT-2 (Radford et al., 2019),
+nanoGPT. The ideas follow the project's seeds: token embedding + sinusoidal positional
+encoding, masked multi-head self-attention (tril -> masked_fill(-inf) -> softmax -> @ V),
+a position-wise feed-forward network and cross-entropy on the next token.
+
+Shapes: B = batch, T = new positions, P = cached (past) positions, C = d_model,
+H = n_head, D = head_dim = d_model / n_head, V = vocab_size.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+# One (key, value) pair per layer, each [B, H, P, D].
+KVCache = tuple[tuple[torch.Tensor, torch.Tensor], ...]
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 50257  # GPT-2's BPE vocabulary, <|endoftext|> included
+    block_size: int = 256  # longest context the model is trained on (and can be run on)
+    n_layer: int = 4
+    n_head: int = 4
+    d_model: int = 256
+    dropout: float = 0.0
+    pos_encoding: str = "sinusoidal"  # "sinusoidal" (the seeds' formula) or "learned" (GPT-2)
+    layer_norm_eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model={self.d_model} must be divisible by n_head={self.n_head}")
+        if self.pos_encoding not in ("sinusoidal", "learned"):
+            raise ValueError(f"pos_encoding must be 'sinusoidal' or 'learned', not {self.pos_encoding!r}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_head
+
+    def to_json(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n")
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> "GPTConfig":
+        data = json.loads(Path(path).read_text())
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def positional_encoding(n_positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """The sinusoidal table [n_positions, d_model] of "Attention Is All You Need".
+
+    PE[pos, 2i] = sin(pos / base^(2i/d_model)),  PE[pos, 2i+1] = cos(pos / base^(2i/d_model)).
+    An odd d_model gets its last (sine) column with no cosine partner.
+    """
+    position = torch.arange(n_positions, dtype=torch.float64).unsqueeze(1)  # [N, 1]
+    # exp(-2i * ln(base) / d_model) == 1 / base^(2i/d_model), computed in float64 for exact tables
+    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(base) / d_model))
+    pe = torch.zeros(n_positions, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
+    return pe.float()
+
+
+class CausalSelfAttention(nn.Module):
+    """Masked multi-head self-attention with an optional key/value cache."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.n_head = config.n_head
+        self.head_dim = config.head_dim
+        self.c_attn = nn.Linear(config.d_model, 3 * config.d_model)  # W_Q, W_K, W_V in one matmul
+        self.c_proj = nn.Linear(config.d_model, config.d_model)  # W_O
+        self.attn_dropout = nn.Dropout(config.dropout)
+        self.resid_dropout = nn.Dropout(config.dropout)
+        self.dropout = config.dropout
+
+    def forward(
+        self,
+        x: torch.Tensor,  # [B, T, C]
+        past: tuple[torch.Tensor, torch.Tensor] | None = None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor], torch.Tensor | None]:
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        # [B, T, C] -> [B, H, T, D]: each head attends in its own D-dimensional subspace
+        q = q.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+        k = k.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+        v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+        if past is not None:
+            k = torch.cat([past[0], k], dim=2)  # [B, H, P+T, D]
+            v = torch.cat([past[1], v], dim=2)
+        present = (k, v)
+
+        weights = None
+        if past is None and not output_attentions:
+            # Fast path for training: the fused kernel computes exactly the masked softmax below.
+            y = F.scaled_dot_product_attention(
+                q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
+            )
+        else:
+            S = k.size(2)  # P + T
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))  # [B, H, T, S]
+            # Query t sits at absolute position P + t and may see keys 0..P+t (the shifted tril).
+            mask = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(diagonal=S - T)
+            scores = scores.masked_fill(~mask, float("-inf"))
+            weights = F.softmax(scores, dim=-1)  # rows sum to 1, zeros above the diagonal
+            y = self.attn_dropout(weights) @ v  # [B, H, T, D]
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # concatenate the heads
+        return self.resid_dropout(self.c_proj(y)), present, (weights if output_attentions else None)
+
+
+class FeedForward(nn.Module):
+    """Position-wise feed-forward network: d_model -> 4*d_model -> d_model with tanh-GELU."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(config.d_model, 4 * config.d_model)
+        self.gelu = nn.GELU(approximate="tanh")  # GPT-2's "gelu_new"
+        self.c_proj = nn.Linear(4 * config.d_model, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    """Pre-LayerNorm transformer block: x + attn(ln(x)), then x + ffn(ln(x))."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.mlp = FeedForward(config)
+
+    def forward(self, x, past=None, output_attentions=False):
+        a, present, weights = self.attn(self.ln_1(x), past, output_attentions)
+        x = x + a
+        x = x + self.mlp(self.ln_2(x))
+        return x, present, weights
+
+
+class GPTOutput(NamedTuple):
+    logits: torch.Tensor  # [B, T, V]
+    loss: torch.Tensor | None
+    past_key_values: KVCache | None  # per layer (key, value), each [B, H, P+T, D]
+    attentions: tuple[torch.Tensor, ...] | None  # per layer [B, H, T, P+T]
+
+
+class GPT(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.d_model)
+        if config.pos_encoding == "learned":
+            self.wpe = nn.Embedding(config.block_size, config.d_model)
+        else:
+            # A buffer, not a parameter: the table is fixed by the formula. Not saved with the
+            # weights (persistent=False) because it is recomputed from the config.
+            self.register_buffer("pe", positional_encoding(config.block_size, config.d_model), persistent=False)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.ln_f = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight  # weight tying, as GPT-2
+        self.apply(self._init_weights)
+        # GPT-2: scale the projections that write into the residual stream by 1/sqrt(2 * n_layer),
+        # so the stream's variance does not grow with depth.
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_parameters(self, non_embedding: bool = False) -> int:
+        n = sum(p.numel() for p in self.parameters())  # the tied head is counted once
+        if non_embedding:
+            n -= self.wte.weight.numel()
+            if self.config.pos_encoding == "learned":
+                n -= self.wpe.weight.numel()
+        return n
+
+    def position_table(self) -> torch.Tensor:
+        """The [block_size, d_model] table added to the token embeddings."""
+        return self.wpe.weight if self.config.pos_encoding == "learned" else self.pe
+
+    def forward(
+        self,
+        idx: torch.Tensor,  # [B, T] token ids
+        targets: torch.Tensor | None = None,  # [B, T] next-token ids
+        past_key_values: KVCache | None = None,
+        use_cache: bool = False,
+        output_attentions: bool = False,
+        return_hidden: bool = False,
+    ):
+        """Plain calls return ``(logits, loss)`` (nanoGPT); with ``use_cache`` or
+        ``output_attentions`` they return a :class:`GPTOutput`; ``return_hidden`` returns only
+        the final hidden states [B, T, C] (after ln_f, before the output head)."""
+        B, T = idx.shape
+        past_len = 0 if past_key_values is None else past_key_values[0][0].size(2)
+        # Positions continue after the cached ones. Checked only when sizes are concrete, so that
+        # a traced export keeps past length symbolic.
+        if not torch.jit.is_tracing() and not torch.compiler.is_compiling():
+            if past_len + T > self.config.block_size:
+                raise ValueError(
+                    f"sequence of {past_len + T} positions exceeds block_size={self.config.block_size}"
+                )
+        pos = torch.arange(past_len, past_len + T, device=idx.device)  # [T]
+        x = self.wte(idx) + self.position_table()[pos]  # [B, T, C]
+        x = self.drop(x)
+
+        presents, attentions = [], []
+        for i, block in enumerate(self.blocks):
+            past = None if past_key_values is None else past_key_values[i]
+            x, present, weights = block(x, past, output_attentions)
+            presents.append(present)
+            attentions.append(weights)
+        x = self.ln_f(x)  # [B, T, C]: the last hidden state
+        if return_hidden:
+            return x
+        logits = self.lm_head(x)  # [B, T, V]
+
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1)
+        if use_cache or output_attentions:
+            return GPTOutput(
+                logits,
+                loss,
+                tuple(presents) if use_cache else None,
+                tuple(attentions) if output_attentions else None,
+            )
+        return logits, loss
+
+    @torch.no_grad()
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Reference sampler with the key/value cache; temperature 0 means greedy."""
+        idx = idx[:, -self.config.block_size :]
+        out = self(idx, use_cache=True)
+        past, logits = out.past_key_values, out.logits[:, -1, :]
+        for _ in range(max_new_tokens):
+            if temperature == 0:
+                nxt = logits.argmax(dim=-1, keepdim=True)
+            else:
+                logits = logits / temperature
+                if top_k is not None:
+                    v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
+                    logits = logits.masked_fill(logits < v[:, [-1]], float("-inf"))
+                nxt = torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
+            idx = torch.cat([idx, nxt], dim=1)
+            if past[0][0].size(2) >= self.config.block_size:
+                # Context full: slide the window and recompute (rare for a demo's lengths).
+                out = self(idx[:, -self.config.block_size :], use_cache=True)
+            else:
+                out = self(nxt, past_key_values=past, use_cache=True)
+            past, logits = out.past_key_values, out.logits[:, -1, :]
+        return idx

