@@ -1,0 +1,176 @@
+"""Tokenization tab: the seeds' examples, the switches, ids -> text and bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from playground import limits
+from playground.tokenization import (
+    EXAMPLES,
+    compare_encodings,
+    decode_ids,
+    encode_prompt,
+    tokenize,
+    token_labels,
+    visible_whitespace,
+)
+from playground.validation import InputError
+
+
+def test_seed_hello_everyone():
+    # Seed 001: encoder.encode("hello everyone") -> [31373, 2506]; pieces ['hello', ' everyone'].
+    r = tokenize("hello everyone")
+    assert r.ids == [31373, 2506]
+    assert [t.text for t in r.tokens] == ["hello", " everyone"]
+    assert (r.n_tokens, r.n_characters) == (2, 14)
+    assert r.chars_per_token == pytest.approx(7.0)
+    assert r.highlighted == [("hello", "31373"), (" everyone", "2506")]
+
+
+def test_seed_hi_my_name_is_moussa():
+    # Seed 001, embedding layer section: tokenizer.encode("Hi my name is Moussa").
+    assert tokenize("Hi my name is Moussa").ids == [17250, 616, 1438, 318, 42436, 11400]
+
+
+def test_seed_attention_isallyou_need_splits_the_glued_words():
+    # Seed 001: "isallyou" is three words glued together; BPE still splits it into known pieces.
+    r = tokenize("Attention isallyou need")
+    assert "".join(s.text for s in r.spans) == "Attention isallyou need"
+    covering = [t.text for t in r.tokens if t.text.strip() and t.text.strip() in "isallyou"]
+    assert len(covering) >= 2
+    assert r.tokens[-1].text == " need"
+
+
+def test_examples_are_the_seeds():
+    assert set(EXAMPLES) == {"hello everyone", "Hi my name is Moussa", "Attention isallyou need"}
+
+
+def test_endoftext_switch():
+    special = tokenize("<|endoftext|>", special_as_token=True)
+    assert special.ids == [50256] and special.tokens[0].special
+    assert "single special token 50256" in special.notice
+    plain = tokenize("<|endoftext|>", special_as_token=False)
+    assert 50256 not in plain.ids and plain.n_tokens > 1
+    assert "".join(t.text for t in plain.tokens) == "<|endoftext|>"
+    assert "plain text" in plain.notice
+
+
+def test_visible_whitespace():
+    assert visible_whitespace("a b\tc\nd") == "a⋅b→c↵\nd"
+    r = tokenize("to be\nor", show_whitespace=True)
+    assert "".join(text for text, _ in r.highlighted) == "to⋅be↵\nor"
+    # the ids do not change with the view
+    assert r.ids == tokenize("to be\nor").ids
+
+
+@pytest.mark.parametrize("text", ["🎭 emoji", "中文字符", "مرحبا بالعالم", "naïve café", "tabs\tand\r\nlines"])
+def test_spans_cover_the_text_exactly(text):
+    r = tokenize(text)
+    assert "".join(s.text for s in r.spans) == text
+    assert sum(len(s.ids) for s in r.spans) == r.n_tokens
+    assert decode_ids(r.ids).text == text
+    assert r.n_bytes == len(text.encode("utf-8"))
+
+
+def test_emoji_is_one_span_of_several_tokens():
+    r = tokenize("🎭")
+    assert len(r.spans) == 1 and len(r.spans[0].ids) == r.n_tokens > 1
+    assert not r.tokens[0].complete  # its first token is only part of the emoji's 4 bytes
+    assert "part of a character" in r.notice
+
+
+def test_html_escapes_user_text():
+    from html.parser import HTMLParser
+
+    text = '<script>alert("x")</script> & <b>'
+    r = tokenize(text)
+
+    class Collect(HTMLParser):
+        tags: list[str] = []
+        data: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+
+        def handle_data(self, data):
+            self.data.append(data)
+
+    parser = Collect(convert_charrefs=True)
+    parser.feed(r.html)
+    assert set(parser.tags) == {"div", "span"}  # no tag from the user's text survives
+    assert "".join(parser.data) == text  # and the text itself is shown as typed
+
+
+def test_empty_text_is_a_notice_not_an_error():
+    r = tokenize("")
+    assert r.n_tokens == 0 and r.ids == [] and "Empty" in r.notice
+
+
+@pytest.mark.parametrize(
+    "bad, fragment",
+    [("x" * (limits.MAX_TEXT_CHARS + 1), "limit"), ("nul\x00byte", "control character"), ("\udc80", "surrogate"), (42, "must be text")],
+)
+def test_tokenize_refuses(bad, fragment):
+    with pytest.raises(InputError, match=fragment):
+        tokenize(bad)
+
+
+def test_tokenize_refuses_non_bool_switches():
+    with pytest.raises(InputError, match="true or false"):
+        tokenize("hi", special_as_token="maybe")
+
+
+def test_decode_seed_ids():
+    assert decode_ids("31373, 2506").text == "hello everyone"
+    assert decode_ids([31373, 2506]).text == "hello everyone"
+    assert decode_ids("[17250 616 1438 318 42436 11400]").text == "Hi my name is Moussa"
+    assert "special token" in decode_ids("50256").notice
+
+
+def test_decode_partial_character_says_so():
+    r = decode_ids(tokenize("🎭").ids[:1])
+    assert "\ufffd" in r.text and "valid UTF-8" in r.notice
+
+
+@pytest.mark.parametrize(
+    "bad, fragment",
+    [
+        ("50257", "0 to 50256"),
+        ("-1", "0 to 50256"),
+        ("1, 2.5", "item 2"),
+        ("hello", "item 1"),
+        ("", "empty"),
+        ("[]", "no numbers"),
+        ("__import__('os').system('ls')", "not a whole number"),
+        ([1, "x"], "must be a number"),
+        ([], "empty"),
+        ([10**30], "0 to 50256"),
+        (", ".join(["1"] * (limits.MAX_IDS + 1)), "limit"),
+    ],
+)
+def test_decode_refuses(bad, fragment):
+    with pytest.raises(InputError, match=fragment):
+        decode_ids(bad)
+
+
+def test_other_encodings_are_offered_only_offline():
+    results = {c.name: c for c in compare_encodings("hello everyone")}
+    # r50k_base is GPT-2's ranks file under another name (same sha256 in tiktoken_ext).
+    assert results["r50k_base"].available and results["r50k_base"].ids == [31373, 2506]
+    for c in results.values():
+        assert (c.available and c.n_tokens == len(c.ids)) or "not available offline" in c.note
+
+
+def test_token_labels_and_prompt_limit():
+    assert token_labels([31373, 2506]) == ["hello", "⋅everyone"]
+    assert encode_prompt("hello everyone", name="prompt", max_chars=100, max_tokens=2) == [31373, 2506]
+    with pytest.raises(InputError, match="3 tokens long; the limit here is 2"):
+        encode_prompt("hello everyone hi", name="prompt", max_chars=100, max_tokens=2)
+
+
+def test_to_dict_is_json_ready():
+    import json
+
+    d = tokenize("hello everyone").to_dict()
+    assert json.loads(json.dumps(d))["ids"] == [31373, 2506]
+    assert json.loads(json.dumps(decode_ids("31373").to_dict()))["text"] == "hello"
