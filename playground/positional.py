@@ -1,0 +1,205 @@
+"""Positional encoding tab: the seeds' sinusoidal table, its frequencies, and the model's own table.
+
+PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = cos(pos / base^(2i/d_model)),
+values from ``model.positional_encoding`` (the function the model itself uses). Because
+sin(a)sin(b) + cos(a)cos(b) = cos(a - b), the dot product PE[p] · PE[p+k] = sum_i cos(f_i k)
+depends only on the offset k, which the similarity figures show.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from model import GPT
+from model import positional_encoding as model_positional_encoding
+
+from . import limits
+from .plots import base_layout, heatmap, line_plot
+from .resources import get_model
+from .validation import InputError, parse_int_list, validate_float, validate_int
+
+__all__ = [
+    "FORMULA_LATEX",
+    "SEED_DIMS",
+    "PositionalResult",
+    "ModelTableResult",
+    "frequencies",
+    "positional_encoding",
+    "model_position_table",
+]
+
+FORMULA_LATEX = (
+    r"PE_{(pos,\,2i)} = \sin\left(\frac{pos}{\text{base}^{2i/d_{model}}}\right), \quad "
+    r"PE_{(pos,\,2i+1)} = \cos\left(\frac{pos}{\text{base}^{2i/d_{model}}}\right), \quad "
+    r"f_i = \frac{1}{\text{base}^{2i/d_{model}}} = \exp\left(-\frac{2i\,\ln \text{base}}{d_{model}}\right)"
+)
+SEED_DIMS = (2, 4, 6, 8)  # seed 001 plots out[0, :, 2:10:2]
+# A heatmap of more cells than this is drawn with every k-th row/column (the table is exact).
+MAX_HEATMAP_CELLS = 512 * 512
+
+
+def frequencies(d_model: int, base: float) -> np.ndarray:
+    """f_i = 1 / base^(2i/d_model) for i = 0 .. d_model/2 - 1 (radians per position)."""
+    return np.exp(np.arange(0, d_model, 2, dtype=np.float64) * (-math.log(base) / d_model))
+
+
+@dataclass(frozen=True)
+class PositionalResult:
+    d_model: int
+    n_positions: int
+    base: float
+    dims: list[int]
+    table: np.ndarray = field(repr=False)  # [n_positions, d_model] float32
+    frequencies: np.ndarray = field(repr=False)  # [d_model/2] radians per position
+    wavelengths: np.ndarray = field(repr=False)  # [d_model/2] positions per full turn, 2*pi/f_i
+    offset_spread: float  # max over p of |PE[p]·PE[p+k] - PE[0]·PE[k]|: ~0, it depends only on k
+    heatmap: go.Figure = field(repr=False)
+    lines: go.Figure = field(repr=False)
+    spectrum: go.Figure = field(repr=False)
+    similarity: go.Figure = field(repr=False)
+    offsets: go.Figure = field(repr=False)
+    formula: str = FORMULA_LATEX
+
+    def to_dict(self, max_rows: int | None = None, decimals: int = 6) -> dict[str, Any]:
+        """JSON-ready: the table (first ``max_rows`` rows), frequencies and wavelengths."""
+        rows = self.table if max_rows is None else self.table[:max_rows]
+        return {
+            "d_model": self.d_model,
+            "n_positions": self.n_positions,
+            "base": self.base,
+            "table": np.round(rows.astype(np.float64), decimals).tolist(),
+            "frequencies": np.round(self.frequencies, 10).tolist(),
+            "wavelengths": np.round(self.wavelengths, 6).tolist(),
+            "formula": self.formula,
+        }
+
+
+def _strided(table: np.ndarray) -> tuple[np.ndarray, int]:
+    step = max(1, math.ceil(math.sqrt(table.size / MAX_HEATMAP_CELLS)))
+    return table[::step, ::step], step
+
+
+def _table_heatmap(table: np.ndarray, title: str) -> go.Figure:
+    shown, step = _strided(table)
+    rows, cols = np.arange(0, table.shape[0], step), np.arange(0, table.shape[1], step)
+    if step > 1:
+        title += f" (every {step}th position and dimension drawn)"
+    fig = heatmap(
+        shown, title, x_title="dimension", y_title="position", colorscale="RdBu", zmid=0.0,
+        hover="position %{customdata[0]}<br>dimension %{customdata[1]}<br>value %{z:.4f}<extra></extra>",
+        customdata=np.stack(np.meshgrid(rows, cols, indexing="ij"), axis=-1),
+    )
+    # label ticks with the real indices of the drawn rows/columns
+    fig.update_xaxes(tickmode="array", tickvals=list(range(0, len(cols), max(1, len(cols) // 8))),
+                     ticktext=[str(c) for c in cols[:: max(1, len(cols) // 8)]])
+    fig.update_yaxes(tickmode="array", tickvals=list(range(0, len(rows), max(1, len(rows) // 8))),
+                     ticktext=[str(r) for r in rows[:: max(1, len(rows) // 8)]])
+    return fig
+
+
+def _parse_dims(dims: Any, d_model: int) -> list[int]:
+    if dims is None:
+        return [d for d in SEED_DIMS if d < d_model] or [0]
+    if isinstance(dims, str):
+        dims = parse_int_list(dims, name="dimensions", max_chars=200, max_count=limits.MAX_PLOT_DIMS)
+    if isinstance(dims, (int, float)) or not isinstance(dims, Sequence) or not dims:
+        raise InputError(f"dimensions must be a list of 1 to {limits.MAX_PLOT_DIMS} indices, e.g. 2, 4, 6, 8")
+    if len(dims) > limits.MAX_PLOT_DIMS:
+        raise InputError(f"dimensions: {len(dims)} given; at most {limits.MAX_PLOT_DIMS} are drawn at once")
+    out = [validate_int(d, name="dimension", minimum=0, maximum=d_model - 1) for d in dims]
+    return list(dict.fromkeys(out))  # drop repeats, keep order
+
+
+def _offset_similarity(table: np.ndarray, max_offset: int) -> tuple[go.Figure, float]:
+    """PE[p] · PE[p+k] against k for a few starting positions p; the curves coincide."""
+    n = table.shape[0]
+    t = table.astype(np.float64)
+    starts = sorted({0, n // 4, n // 2}) if n > 2 else [0]
+    k = np.arange(0, min(max_offset, n - max(starts)))
+    series = {f"from position {p}": np.einsum("d,kd->k", t[p], t[p + k]) for p in starts}
+    reference = series[f"from position {starts[0]}"]
+    spread = max(float(np.max(np.abs(s - reference))) for s in series.values())
+    fig = line_plot(k, series, "Dot product PE[p] · PE[p + k]: the same curve from every start p",
+                    x_title="offset k", y_title="dot product")
+    return fig, spread
+
+
+def positional_encoding(d_model: Any = 20, n_positions: Any = 100, base: Any = 10000.0, dims: Any = None) -> PositionalResult:
+    """The sinusoidal table [n_positions, d_model] for the given base, with its figures.
+
+    ``dims``: dimensions drawn over positions (indices, or text such as ``"2, 4, 6, 8"``);
+    default the seed's 2, 4, 6, 8. d_model must be even (a sine and a cosine per frequency).
+    Defaults are the seed's module example (block_size 100, d_model 20).
+    """
+    d_model = validate_int(d_model, name="d_model", minimum=limits.MIN_D_MODEL, maximum=limits.MAX_D_MODEL)
+    if d_model % 2:
+        raise InputError(f"d_model must be even (each frequency has a sine and a cosine column), not {d_model}")
+    n_positions = validate_int(n_positions, name="number of positions", minimum=limits.MIN_POSITIONS, maximum=limits.MAX_POSITIONS)
+    base = validate_float(base, name="base", minimum=limits.MIN_BASE, maximum=limits.MAX_BASE)
+    dims = _parse_dims(dims, d_model)
+
+    table = model_positional_encoding(n_positions, d_model, base).numpy()
+    freqs = frequencies(d_model, base)
+    wavelengths = 2 * math.pi / freqs
+    positions = np.arange(n_positions)
+
+    lines = line_plot(positions, {f"dim {d}": table[:, d] for d in dims},
+                      f"PE over positions, dimensions {', '.join(map(str, dims))}", x_title="position", y_title="value")
+    spectrum = go.Figure([
+        go.Scatter(x=np.arange(0, d_model, 2), y=wavelengths, mode="lines+markers", name="wavelength 2π/f_i (positions)"),
+        go.Scatter(x=np.arange(0, d_model, 2), y=freqs, mode="lines+markers", name="frequency f_i (radians/position)"),
+    ])
+    base_layout(spectrum, f"Frequency and wavelength per dimension pair (2i, 2i+1), base {base:g}",
+                xaxis_title="dimension 2i", yaxis_title="log scale")
+    spectrum.update_yaxes(type="log")
+
+    m = min(n_positions, limits.MAX_SIMILARITY_POSITIONS)
+    gram = table[:m].astype(np.float64) @ table[:m].astype(np.float64).T
+    similarity = heatmap(gram, f"Dot product PE[p] · PE[q], first {m} positions (constant along diagonals)",
+                         x_title="position q", y_title="position p", colorscale="Viridis",
+                         hover="p %{y}, q %{x}<br>PE[p]·PE[q] = %{z:.3f}<extra></extra>")
+    offsets, spread = _offset_similarity(table, max_offset=limits.MAX_SIMILARITY_POSITIONS)
+    return PositionalResult(
+        d_model=d_model, n_positions=n_positions, base=base, dims=dims, table=table,
+        frequencies=freqs, wavelengths=wavelengths, offset_spread=spread,
+        heatmap=_table_heatmap(table, f"Sinusoidal positional encoding: {n_positions} positions × {d_model} dimensions"),
+        lines=lines, spectrum=spectrum, similarity=similarity, offsets=offsets,
+    )
+
+
+@dataclass(frozen=True)
+class ModelTableResult:
+    kind: str  # "sinusoidal" or "learned"
+    table: np.ndarray = field(repr=False)  # the model's [block_size, d_model] table
+    reference: np.ndarray = field(repr=False)  # the sinusoidal table of the same shape
+    max_abs_diff: float  # between the two: ~0 for a sinusoidal model
+    note: str
+    figure: go.Figure = field(repr=False)
+    reference_figure: go.Figure | None = field(repr=False)  # beside a learned table only
+
+
+def model_position_table(model: GPT | None = None) -> ModelTableResult:
+    """The table the loaded model adds to its token embeddings (``model.position_table()``);
+    for a learned-position model also the sinusoidal table of the same shape to compare."""
+    model = model or get_model()
+    cfg = model.config
+    table = model.position_table().detach().float().cpu().numpy()
+    reference = model_positional_encoding(cfg.block_size, cfg.d_model).numpy()
+    diff = float(np.max(np.abs(table - reference)))
+    if cfg.pos_encoding == "sinusoidal":
+        note = (f"This model uses the sinusoidal formula (a fixed buffer, not trained): its table equals "
+                f"the formula's with base 10000 (largest difference {diff:.1e}).")
+        figure = _table_heatmap(table, f"The model's positional encoding buffer ({cfg.block_size} × {cfg.d_model}, sinusoidal)")
+        ref_fig = None
+    else:
+        note = ("This model learned its position table (GPT-2 style, nn.Embedding): shown beside the "
+                "sinusoidal table of the same shape.")
+        figure = _table_heatmap(table, f"The model's learned position table ({cfg.block_size} × {cfg.d_model})")
+        ref_fig = _table_heatmap(reference, f"Sinusoidal table of the same shape ({cfg.block_size} × {cfg.d_model})")
+    return ModelTableResult(cfg.pos_encoding, table, reference, diff, note, figure, ref_fig)

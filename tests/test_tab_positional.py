@@ -1,0 +1,138 @@
+"""Positional encoding tab: the seeds' printed tables, the offset property, limits, the model's table."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from model import GPT, GPTConfig
+from playground import limits
+from playground.positional import FORMULA_LATEX, frequencies, model_position_table, positional_encoding
+from playground.validation import InputError
+
+
+def test_seed_003_table_block4_dim6():
+    # Seed 003 prints pe for block_size=4, emb_dim=6 (and div_term [1.0000, 0.0464, 0.0022]).
+    r = positional_encoding(6, 4, 10000)
+    expected = [
+        [0.0000, 1.0000, 0.0000, 1.0000, 0.0000, 1.0000],
+        [0.8415, 0.5403, 0.0464, 0.9989, 0.0022, 1.0000],
+        [0.9093, -0.4161, 0.0927, 0.9957, 0.0043, 1.0000],
+        [0.1411, -0.9900, 0.1388, 0.9903, 0.0065, 1.0000],
+    ]
+    np.testing.assert_allclose(r.table, expected, atol=6e-5)
+    np.testing.assert_allclose(r.frequencies, [1.0000, 0.0464, 0.0022], atol=6e-5)
+
+
+def test_seed_001_module_example_block100_dim20():
+    # Seed 001: PositionalEncoding(block_size=100, d_model=20) applied to zeros prints these.
+    r = positional_encoding(20, 100, 10000)
+    np.testing.assert_allclose(r.table[1, :3], [8.4147e-01, 5.4030e-01, 3.8767e-01], atol=1e-4)
+    np.testing.assert_allclose(r.table[1, -3:], [1.0000e00, 2.5119e-04, 1.0000e00], atol=1e-6)
+    np.testing.assert_allclose(r.table[99, :3], [-9.9921e-01, 3.9821e-02, 9.8984e-01], atol=1e-4)
+    np.testing.assert_allclose(r.table[99, -3:], [9.9805e-01, 2.4865e-02, 9.9969e-01], atol=1e-4)
+    assert r.dims == [2, 4, 6, 8]  # the seed's plot of dims 2, 4, 6, 8
+    assert [t.name for t in r.lines.data] == ["dim 2", "dim 4", "dim 6", "dim 8"]
+    np.testing.assert_allclose(r.lines.data[0].y, r.table[:, 2])
+
+
+def test_seed_001_large_table_and_frequencies():
+    # Seed 001: block_size=1024, d_model=512; freq[:4] and rows 1 and 1023 as printed.
+    r = positional_encoding(512, 1024, 10000)
+    np.testing.assert_allclose(r.frequencies[:4], [1.0000, 0.9647, 0.9306, 0.8977], atol=1e-4)
+    np.testing.assert_allclose(r.table[1, :3], [8.4147e-01, 5.4030e-01, 8.2186e-01], atol=1e-4)
+    np.testing.assert_allclose(r.table[1, -2:], [1.0366e-04, 1.0], atol=1e-6)
+    np.testing.assert_allclose(r.table[1023, :3], [-9.1649e-01, 4.0007e-01, 3.7901e-01], atol=2e-4)
+    np.testing.assert_allclose(r.table[1023, -3:], [9.9396e-01, 1.0585e-01, 9.9438e-01], atol=1e-4)
+    # Seed 000: for d_model 512 the pair with 2i/d_model = 0.5 divides pos by 10000^0.5 = 100.
+    assert 1 / r.frequencies[128] == pytest.approx(100.0)
+
+
+def test_formula_by_hand_and_wavelengths():
+    r = positional_encoding(8, 10, 500.0)
+    for pos in range(10):
+        for i in range(4):
+            angle = pos / 500.0 ** (2 * i / 8)
+            assert r.table[pos, 2 * i] == pytest.approx(math.sin(angle), abs=1e-6)
+            assert r.table[pos, 2 * i + 1] == pytest.approx(math.cos(angle), abs=1e-6)
+    np.testing.assert_allclose(r.wavelengths, 2 * math.pi * 500.0 ** (np.arange(0, 8, 2) / 8))
+    assert "\\sin" in FORMULA_LATEX and "\\cos" in FORMULA_LATEX
+
+
+def test_dot_product_depends_only_on_offset():
+    r = positional_encoding(64, 200, 10000)
+    assert r.offset_spread < 1e-4
+    # and equals sum_i cos(f_i k) (sin a sin b + cos a cos b = cos(a - b))
+    k = 7
+    assert float(r.table[30] @ r.table[30 + k]) == pytest.approx(float(np.cos(r.frequencies * k).sum()), abs=1e-4)
+    gram = np.asarray(r.similarity.data[0].z)
+    assert gram.shape == (200, 200)
+    assert gram[0, 0] == pytest.approx(32.0, abs=1e-4)  # |PE[p]|^2 = d_model / 2
+    assert gram[10, 15] == pytest.approx(gram[50, 55], abs=1e-4)
+
+
+def test_dims_as_text_and_defaults_for_small_models():
+    assert positional_encoding(16, 10, 10000, dims="0, 1, 15").dims == [0, 1, 15]
+    assert positional_encoding(4, 10, 10000).dims == [2]
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        ((7, 10, 10000), "even"),
+        ((0, 10, 10000), "d_model"),
+        ((limits.MAX_D_MODEL + 2, 10, 10000), "d_model"),
+        ((16, 0, 10000), "positions"),
+        ((16, limits.MAX_POSITIONS + 1, 10000), "positions"),
+        ((16, 10, 1.0), "base"),
+        ((16, 10, float("nan")), "base"),
+        ((16, 10, float("inf")), "base"),
+        ((16, 10, "ten thousand"), "base"),
+        ((16.5, 10, 10000), "whole number"),
+        ((None, 10, 10000), "d_model"),
+        ((10**12, 10, 10000), "d_model"),
+    ],
+)
+def test_refuses_bad_parameters(args, fragment):
+    with pytest.raises(InputError, match=fragment):
+        positional_encoding(*args)
+
+
+@pytest.mark.parametrize("dims, fragment", [("16", "from 0 to 15"), ("-1", "from 0 to 15"), ("a", "item 1"), ([], "list"), (list(range(17)), "at most")])
+def test_refuses_bad_dims(dims, fragment):
+    with pytest.raises(InputError, match=fragment):
+        positional_encoding(16, 10, 10000, dims=dims)
+
+
+def test_large_heatmap_is_strided_but_table_exact():
+    r = positional_encoding(limits.MAX_D_MODEL, limits.MAX_POSITIONS, 10000)
+    assert r.table.shape == (limits.MAX_POSITIONS, limits.MAX_D_MODEL)
+    z = np.asarray(r.heatmap.data[0].z)
+    assert z.size <= 512 * 512 and "every" in r.heatmap.layout.title.text
+
+
+def test_shipped_model_table_is_the_formula():
+    r = model_position_table()
+    assert r.kind == "sinusoidal" and r.max_abs_diff < 1e-6
+    assert r.reference_figure is None
+    expected = positional_encoding(r.table.shape[1], min(r.table.shape[0], limits.MAX_POSITIONS)).table
+    np.testing.assert_allclose(r.table[: expected.shape[0]], expected, atol=1e-6)
+
+
+def test_learned_model_table_beside_sinusoidal():
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(block_size=16, n_layer=1, n_head=2, d_model=8, pos_encoding="learned")).eval()
+    r = model_position_table(model)
+    assert r.kind == "learned" and r.reference_figure is not None
+    np.testing.assert_allclose(r.table, model.wpe.weight.detach().numpy())
+    assert r.max_abs_diff > 0.1
+
+
+def test_to_dict_round_trip():
+    import json
+
+    d = json.loads(json.dumps(positional_encoding(6, 4, 10000).to_dict()))
+    assert d["table"][1][0] == pytest.approx(0.841471, abs=1e-6)
