@@ -1,0 +1,140 @@
+"""The training script end to end on a tiny corpus: files, log, --resume and DistributedDataParallel."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.torch import load_file
+
+import model.train as train
+from model import get_tokenizer, load_pretrained
+
+ROOT = Path(__file__).resolve().parent.parent
+# Exact comparisons: full float32 matmuls (no bf16 autocast), one thread, no progress bar.
+EXACT = ["--preset", "tiny", "--bf16", "false", "--threads", "1", "--quiet"]
+LOG_KEYS = {"step", "tokens", "train_loss", "val_loss", "lr", "tokens_per_s", "elapsed_s"}
+
+
+def write_corpus(folder: Path, works: int = 3, lines: int = 120) -> Path:
+    """A few small 'plays' with a repetitive grammar: learnable in a few steps."""
+    rng = random.Random(0)
+    names = ["ROMEO", "JULIET", "HAMLET", "OPHELIA", "LEAR"]
+    verbs = ["love", "fear", "seek", "praise", "curse"]
+    nouns = ["the moon", "my lord", "the night", "thy face", "the crown"]
+    folder.mkdir(parents=True)
+    for w in range(works):
+        text = "\n".join(
+            f"{rng.choice(names)}: I {rng.choice(verbs)} {rng.choice(nouns)}, and {rng.choice(nouns)} doth {rng.choice(verbs)} me."
+            for _ in range(lines)
+        )
+        (folder / f"play_{w}.txt").write_text(text + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory) -> Path:
+    """Prepared with the command line, as a user would: python -m model.data --corpus DIR --out DIR."""
+    base = tmp_path_factory.mktemp("tiny")
+    corpus = write_corpus(base / "corpus")
+    out = base / "data"
+    subprocess.run([sys.executable, "-m", "model.data", "--corpus", str(corpus), "--out", str(out)], cwd=ROOT, check=True)
+    return out
+
+
+def test_data_prep_holds_out_a_work(tiny_data):
+    meta = json.loads((tiny_data / "meta.json").read_text())
+    assert meta["val_works"] == ["play_2.txt"] and meta["train_works"] == ["play_0.txt", "play_1.txt"]
+    val = np.fromfile(tiny_data / "val.bin", dtype=np.uint16)
+    text = (tiny_data.parent / "corpus" / "play_2.txt").read_text()
+    assert val.tolist() == get_tokenizer().encode_ordinary(text) + [get_tokenizer().eot_token]
+    assert meta["val_tokens"] == val.size > 8 * 32 + 1  # enough for the tiny preset's eval windows
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tiny_data, tmp_path_factory) -> tuple[dict, Path]:
+    out = tmp_path_factory.mktemp("run")
+    return train.main([*EXACT, "--data", str(tiny_data), "--out", str(out)]), out
+
+
+def test_tiny_preset_end_to_end(tiny_run):
+    result, out = tiny_run
+    _, tc = train.PRESETS["tiny"]
+    for name in ("model.safetensors", "config.json", "last.safetensors", "optimizer.safetensors", "state.json", "training_log.json"):
+        assert (out / name).is_file(), name
+    log = json.loads((out / "training_log.json").read_text())
+    assert [e["step"] for e in log] == list(range(0, tc.max_steps + 1, tc.eval_interval))
+    for entry in log:
+        assert set(entry) == LOG_KEYS
+        assert entry["tokens"] == entry["step"] * tc.batch_size * 32
+        assert entry["elapsed_s"] >= 0 and entry["tokens_per_s"] >= 0
+    assert math.isnan(log[0]["train_loss"]) and abs(log[0]["val_loss"] - math.log(50257)) < 0.15
+    # It learns the tiny grammar. (The held-out loss falls more slowly: the vocabulary-subset
+    # softmax of most steps does not yet push down the 50k tokens the corpus never uses.)
+    assert log[-1]["train_loss"] < math.log(50257) - 4
+    assert log[-1]["val_loss"] < log[1]["val_loss"] < log[0]["val_loss"]
+    assert len(result["losses"]) == tc.max_steps
+    # each entry logs the learning rate of the step just taken
+    assert [e["lr"] for e in log[1:]] == [train.lr_at(e["step"] - 1, tc) for e in log[1:]]
+
+
+def test_warmup_then_cosine_schedule():
+    tc = train.TrainConfig(lr=1e-3, min_lr=1e-4, warmup_steps=10, max_steps=110)
+    assert train.lr_at(0, tc) == pytest.approx(1e-4)  # linear warmup from lr / warmup_steps
+    assert train.lr_at(9, tc) == pytest.approx(1e-3)
+    assert train.lr_at(10, tc) == pytest.approx(1e-3)  # cosine starts at the peak
+    assert train.lr_at(60, tc) == pytest.approx(0.55e-3)  # halfway: the mean of lr and min_lr
+    assert train.lr_at(110, tc) == pytest.approx(1e-4)
+    lrs = [train.lr_at(s, tc) for s in range(10, 111)]
+    assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+
+
+def test_best_checkpoint_loads_and_scores_its_logged_loss(tiny_run, tiny_data):
+    result, out = tiny_run
+    model = load_pretrained(out)
+    assert not model.training
+    val = np.fromfile(tiny_data / "val.bin", dtype=np.uint16)
+    loss = train.evaluate_loss(model, val, max_windows=train.PRESETS["tiny"][1].eval_windows)
+    assert loss == pytest.approx(result["best_val_loss"], abs=1e-5)
+    log = json.loads((out / "training_log.json").read_text())
+    assert result["best_val_loss"] == pytest.approx(min(e["val_loss"] for e in log), abs=1e-4)
+    state = json.loads((out / "state.json").read_text())
+    assert state["step"] == train.PRESETS["tiny"][1].max_steps
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_resume_continues_like_an_uninterrupted_run(tiny_run, tiny_data, tmp_path, monkeypatch):
+    full, full_out = tiny_run
+    _, tc = train.PRESETS["tiny"]
+    stop = tc.eval_interval  # a checkpoint is written at each evaluation
+    real_get_batch = train.get_batch
+
+    def crash_at_stop(data, step, *args):
+        if step == stop:
+            raise Interrupted
+        return real_get_batch(data, step, *args)
+
+    monkeypatch.setattr(train, "get_batch", crash_at_stop)
+    with pytest.raises(Interrupted):
+        train.main([*EXACT, "--data", str(tiny_data), "--out", str(tmp_path)])
+    monkeypatch.setattr(train, "get_batch", real_get_batch)
+    assert json.loads((tmp_path / "state.json").read_text())["step"] == stop
+
+    resumed = train.main(["--resume", "--threads", "1", "--quiet", "--data", str(tiny_data), "--out", str(tmp_path)])
+    assert resumed["losses"] == pytest.approx(full["losses"][stop:], abs=1e-6)
+    log, full_log = (json.loads((d / "training_log.json").read_text()) for d in (tmp_path, full_out))
+    assert [e["step"] for e in log] == [e["step"] for e in full_log]
+    for a, b in zip(log[1:], full_log[1:]):
+        assert (a["train_loss"], a["val_loss"], a["lr"]) == pytest.approx((b["train_loss"], b["val_loss"], b["lr"]), abs=1e-4)
+    last, full_last = (load_file(str(d / "last.safetensors")) for d in (tmp_path, full_out))
+    for name, t in full_last.items():
+        np.testing.assert_allclose(last[name].numpy(), t.numpy(), atol=1e-5, rtol=0, err_msg=name)
