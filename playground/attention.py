@@ -1,0 +1,208 @@
+"""Attention tab: the model's attention weights for a prompt, and the seeds' step-through.
+
+The weights come from ``model(idx, output_attentions=True).attentions`` (per layer [B, H, T, T]).
+The step-through recomputes one head from the block's own weights, stage by stage as the seeds
+write it (``q @ k^T * head_size**-0.5`` -> ``tril`` -> ``masked_fill(tril == 0, -inf)`` ->
+``softmax`` -> ``@ v``), and checks the result against the model's own computation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+from torch.nn import functional as F
+
+from model import GPT
+
+from . import limits
+from .plots import base_layout, heatmap
+from .resources import get_model
+from .tokenization import encode_prompt, token_labels
+from .validation import validate_int
+
+__all__ = ["EXAMPLE_PROMPTS", "Stage", "AttentionResult", "attention", "attention_weights"]
+
+EXAMPLE_PROMPTS = ("ROMEO:\nBut soft, what light through yonder window breaks?", "To be, or not to be, that is the question")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the weighted aggregation for the chosen head."""
+
+    name: str
+    code: str  # the seeds' line of PyTorch for this step
+    caption: str
+    matrix: np.ndarray = field(repr=False)  # [T, T] (or [T, head_dim] for the output)
+    figure: go.Figure = field(repr=False)
+
+
+@dataclass(frozen=True)
+class AttentionResult:
+    text: str
+    ids: list[int]
+    tokens: list[str]
+    layer: int
+    head: int
+    n_layer: int
+    n_head: int
+    weights: np.ndarray = field(repr=False)  # [n_layer, n_head, T, T], rows sum to 1
+    head_figure: go.Figure = field(repr=False)
+    mean_figure: go.Figure = field(repr=False)
+    heads_figure: go.Figure = field(repr=False)  # every head of the chosen layer
+    stages: list[Stage] = field(repr=False)
+    weights_max_diff: float  # step-through weights vs the model's attentions for this head
+    output_max_diff: float  # step-through (all heads, then W_O) vs the block's attention output
+    notice: str
+
+    def to_dict(self, decimals: int = 5) -> dict[str, Any]:
+        """JSON-ready: tokens, the chosen head's and the layer's mean weights, the checks."""
+        return {
+            "tokens": self.tokens,
+            "ids": self.ids,
+            "layer": self.layer,
+            "head": self.head,
+            "weights": np.round(self.weights[self.layer, self.head], decimals).tolist(),
+            "mean_over_heads": np.round(self.weights[self.layer].mean(axis=0), decimals).tolist(),
+            "weights_max_diff": self.weights_max_diff,
+            "output_max_diff": self.output_max_diff,
+            "notice": self.notice,
+        }
+
+
+@torch.inference_mode()
+def attention_weights(model: GPT, ids: list[int]) -> np.ndarray:
+    """The model's attention weights [n_layer, n_head, T, T] for one sequence."""
+    out = model(torch.tensor([ids], dtype=torch.long), output_attentions=True)
+    return torch.stack([a[0] for a in out.attentions]).float().numpy()
+
+
+def _pair_customdata(tokens: list[str]) -> np.ndarray:
+    t = len(tokens)
+    q = np.array([f"{i}: {tokens[i]}" for i in range(t)], dtype=object)
+    return np.stack([np.repeat(q[:, None], t, axis=1), np.repeat(q[None, :], t, axis=0)], axis=-1)
+
+
+def _weights_figure(w: np.ndarray, tokens: list[str], title: str) -> go.Figure:
+    t = len(tokens)
+    return heatmap(
+        w, title, x_labels=tokens, y_labels=tokens, x_title="key (attended-to token)", y_title="query (attending token)",
+        colorscale="Blues", zmin=0.0, zmax=1.0,
+        hover="query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
+        customdata=_pair_customdata(tokens),
+        text=np.round(w, 2) if t <= 12 else None,
+        height=max(420, 18 * t + 160),
+    )
+
+
+def _heads_grid(w_layer: np.ndarray, tokens: list[str], layer: int) -> go.Figure:
+    n_head = w_layer.shape[0]
+    cols = min(4, n_head)
+    rows = math.ceil(n_head / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(n_head)],
+                        horizontal_spacing=0.03, vertical_spacing=0.08)
+    custom = _pair_customdata(tokens)
+    for h in range(n_head):
+        fig.add_trace(
+            go.Heatmap(z=w_layer[h], zmin=0.0, zmax=1.0, colorscale="Blues", showscale=h == 0, customdata=custom,
+                       hovertemplate=f"head {h}<br>query %{{customdata[0]}}<br>key %{{customdata[1]}}<br>weight %{{z:.3f}}<extra></extra>"),
+            row=h // cols + 1, col=h % cols + 1,
+        )
+    fig.update_yaxes(autorange="reversed", showticklabels=False)
+    fig.update_xaxes(showticklabels=False)
+    base_layout(fig, f"Layer {layer}: every head (rows: queries, columns: keys)", height=260 * rows + 80)
+    return fig
+
+
+def _masked_display(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """-inf cannot be drawn: shown as empty cells labelled −inf."""
+    shown = np.where(np.isneginf(m), np.nan, m)
+    text = np.where(np.isneginf(m), "−inf", np.char.mod("%.2f", np.nan_to_num(m, neginf=0.0))).astype(object)
+    return shown, text
+
+
+@torch.inference_mode()
+def _step_through(model: GPT, ids: list[int], layer: int, head: int, tokens: list[str], model_weights: np.ndarray):
+    """Recompute layer ``layer``'s attention from its weights; returns (stages, weights diff, output diff)."""
+    idx = torch.tensor([ids], dtype=torch.long)
+    x = model.wte(idx) + model.position_table()[: len(ids)]
+    for block in model.blocks[:layer]:
+        x = block(x)[0]
+    block = model.blocks[layer]
+    ln = block.ln_1(x)[0]  # [T, C]
+    t, c = ln.shape
+    n_head, d = block.attn.n_head, block.attn.head_dim
+    q, k, v = block.attn.c_attn(ln).split(c, dim=-1)
+    q, k, v = (m.view(t, n_head, d).transpose(0, 1) for m in (q, k, v))  # [H, T, D]
+
+    # The seeds' stages, for every head at once (the chosen one is shown).
+    wei = q @ k.transpose(-2, -1) * d**-0.5
+    tril = torch.tril(torch.ones(t, t))
+    masked = wei.masked_fill(tril == 0, float("-inf"))
+    weights = F.softmax(masked, dim=-1)
+    out = weights @ v  # [H, T, D]
+
+    recombined = block.attn.c_proj(out.transpose(0, 1).reshape(t, c))
+    reference = block.attn(block.ln_1(x))[0][0]  # the model's own path (fused kernel)
+    output_diff = float((recombined - reference).abs().max())
+    weights_diff = float(np.max(np.abs(weights[head].numpy() - model_weights[layer, head])))
+
+    h = head
+    scores_np, masked_np, weights_np, out_np = (m[h].numpy() for m in (wei, masked, weights, out))
+    small = t <= 12
+    masked_z, masked_text = _masked_display(masked_np)
+    stages = [
+        Stage("1. scores", "wei = q @ k.transpose(-2, -1) * head_size**-0.5",
+              f"Each query's dot product with every key, scaled by 1/√{d} (head_size = {d}).",
+              scores_np,
+              heatmap(scores_np, "Scores q·k / √d (future tokens not yet hidden)", x_labels=tokens, y_labels=tokens,
+                      x_title="key", y_title="query", colorscale="RdBu", zmid=0.0,
+                      text=np.round(scores_np, 2) if small else None)),
+        Stage("2. causal mask", "tril = torch.tril(torch.ones(T, T))",
+              "Lower-triangular ones: query t may look at keys 0..t only (a decoder never sees the future).",
+              tril.numpy(),
+              heatmap(tril.numpy(), "tril: 1 = allowed, 0 = future", x_labels=tokens, y_labels=tokens,
+                      x_title="key", y_title="query", colorscale="Greys", zmin=0.0, zmax=1.0,
+                      text=tril.numpy().astype(int) if small else None)),
+        Stage("3. masked fill", "wei = wei.masked_fill(tril == 0, float('-inf'))",
+              "Scores above the diagonal become −inf, so softmax gives them exactly zero weight.",
+              masked_np,
+              heatmap(masked_z, "Masked scores (blank = −inf)", x_labels=tokens, y_labels=tokens, x_title="key",
+                      y_title="query", colorscale="RdBu", zmid=0.0, text=masked_text if small else None)),
+        Stage("4. softmax", "wei = F.softmax(wei, dim=-1)",
+              "Each row becomes weights that sum to 1; zeros above the diagonal.",
+              weights_np, _weights_figure(weights_np, tokens, "Attention weights (each row sums to 1)")),
+        Stage("5. weighted aggregation", "out = wei @ v",
+              f"Each output row is the weighted average of the value vectors (head_dim = {d}) of the tokens it attends to.",
+              out_np,
+              heatmap(out_np, "Output: weights @ values", y_labels=tokens, x_title="head dimension",
+                      y_title="query", colorscale="RdBu", zmid=0.0)),
+    ]
+    return stages, weights_diff, output_diff
+
+
+def attention(text: Any, layer: Any = 0, head: Any = 0, model: GPT | None = None) -> AttentionResult:
+    """Attention of the loaded model on ``text``: layer ``layer`` and head ``head`` (0-based)."""
+    model = model or get_model()
+    cfg = model.config
+    max_tokens = min(limits.MAX_ATTENTION_TOKENS, cfg.block_size)
+    ids = encode_prompt(text, name="text", max_chars=limits.MAX_ATTENTION_CHARS, max_tokens=max_tokens)
+    layer = validate_int(layer, name="layer", minimum=0, maximum=cfg.n_layer - 1)
+    head = validate_int(head, name="head", minimum=0, maximum=cfg.n_head - 1)
+    tokens = token_labels(ids)
+    weights = attention_weights(model, ids)
+    stages, weights_diff, output_diff = _step_through(model, ids, layer, head, tokens, weights)
+    notice = "" if len(ids) > 1 else "One token attends only to itself: type a longer text to see attention spread."
+    return AttentionResult(
+        text=text, ids=ids, tokens=tokens, layer=layer, head=head, n_layer=cfg.n_layer, n_head=cfg.n_head,
+        weights=weights,
+        head_figure=_weights_figure(weights[layer, head], tokens, f"Layer {layer}, head {head}: attention weights (zeros above the diagonal: causal mask)"),
+        mean_figure=_weights_figure(weights[layer].mean(axis=0), tokens, f"Layer {layer}: mean over the {cfg.n_head} heads"),
+        heads_figure=_heads_grid(weights[layer], tokens, layer),
+        stages=stages, weights_max_diff=weights_diff, output_max_diff=output_diff, notice=notice,
+    )

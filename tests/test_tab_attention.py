@@ -1,0 +1,123 @@
+"""Attention tab: the model's weights, the seeds' step-through and its check, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from playground import limits
+from playground.attention import attention
+from playground.resources import get_model
+from playground.validation import InputError
+
+PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?"
+
+
+@pytest.fixture(scope="module")
+def result():
+    return attention(PROMPT, layer=1, head=2)
+
+
+def test_weights_shape_rows_and_causal_mask(result):
+    cfg = get_model().config
+    t = len(result.ids)
+    assert result.weights.shape == (cfg.n_layer, cfg.n_head, t, t)
+    np.testing.assert_allclose(result.weights.sum(axis=-1), 1.0, atol=1e-5)
+    assert np.all(np.triu(result.weights, k=1) == 0.0)  # exactly zero above the diagonal
+    np.testing.assert_allclose(result.weights[:, :, 0, 0], 1.0)  # the first token sees only itself
+    z = np.asarray(result.head_figure.data[0].z)
+    np.testing.assert_allclose(z, result.weights[1, 2], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(result.mean_figure.data[0].z), result.weights[1].mean(axis=0), atol=1e-6)
+    assert len(result.heads_figure.data) == cfg.n_head
+
+
+def test_tokens_are_the_tokenizer_pieces(result):
+    assert result.tokens[:3] == ["ROM", "EO", ":"]
+    assert len(result.tokens) == len(result.ids)
+
+
+def test_step_through_reproduces_the_model(result):
+    names = [s.name for s in result.stages]
+    assert names == ["1. scores", "2. causal mask", "3. masked fill", "4. softmax", "5. weighted aggregation"]
+    assert result.weights_max_diff < 1e-5
+    assert result.output_max_diff < 1e-4
+    scores, tril, masked, weights, out = (s.matrix for s in result.stages)
+    t = len(result.ids)
+    np.testing.assert_array_equal(tril, np.tril(np.ones((t, t))))
+    assert np.all(np.isneginf(masked[np.triu_indices(t, 1)]))
+    np.testing.assert_allclose(masked[np.tril_indices(t)], scores[np.tril_indices(t)])
+    # softmax by hand on the masked scores of the last row
+    row = scores[-1]
+    np.testing.assert_allclose(weights[-1], np.exp(row - row.max()) / np.exp(row - row.max()).sum(), atol=1e-6)
+    assert out.shape == (t, get_model().config.d_model // get_model().config.n_head)
+    assert "masked_fill" in result.stages[2].code and "softmax" in result.stages[3].code
+
+
+def test_uniform_scores_give_the_seeds_running_average(small_model):
+    # Seed 003: with all scores equal, masked softmax gives rows 1, 1/2 1/2, 1/3 ... and
+    # wei @ v is the running mean of v. Zero the query/key projections to make every score 0.
+    c = small_model.config.d_model
+    d = c // small_model.config.n_head
+    with torch.no_grad():
+        for block in small_model.blocks:
+            block.attn.c_attn.weight[: 2 * c] = 0.0
+            block.attn.c_attn.bias[: 2 * c] = 0.0
+    captured = {}
+
+    def keep_first(module, inputs, output):  # returns None: the output is left unchanged
+        captured.setdefault("ln", output[0].detach().clone())
+
+    hook = small_model.blocks[1].ln_1.register_forward_hook(keep_first)
+    try:
+        r = attention("one two three four five six seven eight", layer=1, head=0, model=small_model)
+    finally:
+        hook.remove()
+    t = len(r.ids)
+    assert t == 8
+    seed_rows = [1.0, 0.5, 0.3333, 0.25, 0.2, 0.1667, 0.1429, 0.125]  # printed in seed 003
+    weights = r.stages[3].matrix
+    np.testing.assert_allclose(np.diag(weights), seed_rows, atol=1e-4)
+    np.testing.assert_allclose(weights[7], [0.125] * 8, atol=1e-4)
+    assert r.output_max_diff < 1e-5
+    # Head 0's values straight from the block's W_V on its LayerNorm input (captured by a hook);
+    # the output must be their running mean (cumulative sum / count).
+    attn = small_model.blocks[1].attn.c_attn
+    with torch.no_grad():
+        v = torch.nn.functional.linear(captured["ln"], attn.weight[2 * c :], attn.bias[2 * c :])[:, :d].numpy()
+    np.testing.assert_allclose(r.stages[4].matrix, np.cumsum(v, axis=0) / np.arange(1, t + 1)[:, None], atol=1e-5)
+
+
+def test_single_token_notice():
+    r = attention("Hi", 0, 0)
+    assert r.weights.shape[-1] == 1 and "itself" in r.notice
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("", 0, 0), "empty"),
+        (("   ", 0, 0), "empty"),
+        ((PROMPT, -1, 0), "layer"),
+        ((PROMPT, 99, 0), "layer"),
+        ((PROMPT, 0, 99), "head"),
+        ((PROMPT, 0, float("nan")), "head"),
+        ((PROMPT, "1; import os", 0), "layer"),
+        ((PROMPT, 0.5, 0), "whole number"),
+        (("word " * (limits.MAX_ATTENTION_TOKENS + 1), 0, 0), "tokens long"),
+        (("x" * (limits.MAX_ATTENTION_CHARS + 1), 0, 0), "characters"),
+        (("bad\x00text", 0, 0), "control character"),
+        ((None, 0, 0), "empty"),
+    ],
+)
+def test_refuses_bad_input(args, fragment):
+    with pytest.raises(InputError, match=fragment):
+        attention(*args)
+
+
+def test_to_dict(result):
+    d = json.loads(json.dumps(result.to_dict()))
+    assert d["layer"] == 1 and d["head"] == 2 and len(d["weights"]) == len(result.ids)
+    assert d["weights"][0][0] == pytest.approx(1.0)
