@@ -1,0 +1,291 @@
+"""Text generation on the exported ONNX GPT with onnxruntime, shared by the app and the benchmark.
+
+    from export.engine import Engine
+    engine = Engine.load()                      # artifacts/gpt.onnx, CUDA if usable else CPU
+    ids = engine.generate(prompt_ids, 50)       # greedy: list[int] of new token ids
+    for step in engine.stream(prompt_ids, 50, temperature=0.8, top_k=40, seed=1):
+        print(step.token_ids[0], step.candidates[0][:3], step.tokens_per_s)
+
+``Engine.load(path=None, provider="auto", threads=None)`` opens one ``InferenceSession``.
+Attributes: ``provider`` (the provider really in use, e.g. "CPUExecutionProvider"),
+``block_size`` (context length), ``vocab_size``, ``n_layer``, ``path``, ``metadata`` (the file's
+metadata_props), ``threads`` (intra-op threads on CPU).
+
+``generate(prompt_ids, max_new_tokens, temperature=0.0, top_k=None, top_p=None, seed=None,
+num_samples=1, stop_at_eot=True)`` returns the new token ids: ``list[int]`` when num_samples is 1,
+else ``list[list[int]]`` (one list per sample, lengths may differ). temperature 0 is greedy; top_k
+keeps the k most likely tokens; top_p keeps the smallest most-likely set with mass >= p; the
+same seed repeats a run. A sample stops after emitting ``<|endoftext|>`` (included in its ids)
+or after max_new_tokens. Several samples run as one batch.
+
+``stream(...)`` takes the same arguments plus ``n_candidates=10`` and yields one :class:`Step`
+per new position, with these fields (lists are indexed by sample):
+
+- ``index``: 0 for the first new token, 1 for the next, ...
+- ``token_ids``: ``list[int | None]``, the new token per sample (None once that sample finished)
+- ``token_probs``: ``list[float | None]``, the model's probability (softmax at temperature 1) of it
+- ``candidates``: ``list[list[Candidate]]``, the ``n_candidates`` most likely tokens, each
+  ``Candidate(token_id, prob, sample_prob)``: ``prob`` from the model at temperature 1,
+  ``sample_prob`` from the distribution actually sampled (after temperature, top-k, top-p;
+  greedy puts 1.0 on the argmax). Empty for a finished sample.
+- ``finished``: ``list[bool]``, True from the step where the sample stopped (EOT or max_new_tokens)
+- ``ttft_s``: seconds from the call to the first new token (prompt processing included)
+- ``elapsed_s``: seconds since the call; ``tokens_per_s``: new positions per second so far,
+  ``(index + 1) / elapsed_s``
+- ``prompt_tokens_dropped``: how many leading prompt tokens were cut to fit the context
+- ``notice``: a sentence for the user, or None: set on the first step when the prompt was cut, and
+  on the step where the context filled up (from then on each token recomputes the last
+  ``block_size`` tokens, as PyTorch ``GPT.generate`` does)
+
+Thread safety: one engine may serve many threads at once. ``InferenceSession.run`` is
+thread-safe, and every call keeps its cache, RNG and timing in local variables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import onnxruntime as ort
+
+from .naming import ARTIFACTS_DIR, FP32_NAME, INPUT_IDS, LOGITS, past_names, present_names
+from .providers import CUDA, requested_providers
+from .sampling import check_controls, choose, sampling_distribution, softmax
+
+# Measured with `python -m export.bench --threads` on the 2-core EPYC this project runs on:
+# batch-1 decoding is bound by memory bandwidth and per-op overhead, and one intra-op thread per
+# physical core is best; more threads than cores only spin. See README "Benchmark".
+DEFAULT_CPU_THREADS = min(2, os.cpu_count() or 1)
+
+
+class Candidate(NamedTuple):
+    token_id: int
+    prob: float  # the model's probability (softmax at temperature 1)
+    sample_prob: float  # probability under the distribution actually sampled from
+
+
+@dataclass(frozen=True)
+class Step:
+    """One new position of :meth:`Engine.stream`; see the module docstring for each field."""
+
+    index: int
+    token_ids: list[int | None]
+    token_probs: list[float | None]
+    candidates: list[list[Candidate]]
+    finished: list[bool]
+    ttft_s: float
+    elapsed_s: float
+    tokens_per_s: float
+    prompt_tokens_dropped: int
+    notice: str | None
+
+
+class Engine:
+    """One onnxruntime session on a GPT exported by ``python -m export``."""
+
+    def __init__(self, session: ort.InferenceSession, path: Path, threads: int, io_binding: bool | None = None) -> None:
+        self.session = session
+        self.path = path
+        self.threads = threads
+        self.provider = session.get_providers()[0]
+        self.metadata = dict(session.get_modelmeta().custom_metadata_map)
+        if "gpt_config" not in self.metadata:
+            raise ValueError(f"{path} has no gpt_config metadata: export it with `python -m export`")
+        config = json.loads(self.metadata["gpt_config"])
+        self.block_size: int = int(config["block_size"])
+        self.vocab_size: int = int(config["vocab_size"])
+        self.n_layer: int = int(config["n_layer"])
+        self.n_head: int = int(config["n_head"])
+        self.head_dim: int = int(config["d_model"]) // self.n_head
+        self.eot_id: int = int(self.metadata.get("eot_token_id", 50256))  # GPT-2's <|endoftext|>
+        self._past_names = past_names(self.n_layer)
+        self._output_names = [LOGITS, *present_names(self.n_layer)]
+        # On CUDA the cache stays on the device between steps (I/O binding); CPU needs no copies.
+        self._device = "cuda" if self.provider == CUDA else "cpu"
+        self.io_binding = self.provider == CUDA if io_binding is None else io_binding
+
+    @classmethod
+    def load(
+        cls, path: str | Path | None = None, provider: str = "auto", threads: int | None = None, io_binding: bool | None = None
+    ) -> "Engine":
+        """Open ``path`` (default artifacts/gpt.onnx). provider: "auto", "cpu" or "cuda"."""
+        path = Path(path) if path is not None else ARTIFACTS_DIR / FP32_NAME
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found: build it with `python -m export`")
+        providers = requested_providers(provider)
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a positive integer or None, not {threads!r}")
+        threads = threads or DEFAULT_CPU_THREADS
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.log_severity_level = 3  # provider fallbacks are reported through `provider`
+        session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
+        return cls(session, path, threads, io_binding)
+
+    def __repr__(self) -> str:
+        return f"Engine({self.path.name}, provider={self.provider}, threads={self.threads}, block_size={self.block_size})"
+
+    # -- model calls -------------------------------------------------------------------------
+
+    def _empty_cache(self, batch: int) -> list:
+        empty = np.zeros((batch, self.n_head, 0, self.head_dim), dtype=np.float32)
+        if self.io_binding:
+            return [ort.OrtValue.ortvalue_from_numpy(empty, self._device, 0) for _ in self._past_names]
+        return [empty] * len(self._past_names)
+
+    def forward(self, ids: np.ndarray, past: list) -> tuple[np.ndarray, list]:
+        """One graph call: ids [B, T] int64 and the cache -> (last-position logits [B, V], new cache).
+
+        Past length 0 is an empty cache (``_empty_cache``); the cache is numpy arrays on the
+        CPU path and device-resident OrtValues with I/O binding.
+        """
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        if not self.io_binding:
+            outputs = self.session.run(self._output_names, {INPUT_IDS: ids, **dict(zip(self._past_names, past))})
+            return outputs[0][:, -1, :], outputs[1:]
+        binding = self.session.io_binding()
+        binding.bind_cpu_input(INPUT_IDS, ids)
+        for name, value in zip(self._past_names, past):
+            binding.bind_ortvalue_input(name, value)
+        binding.bind_output(LOGITS, "cpu")
+        for name in self._output_names[1:]:
+            binding.bind_output(name, self._device)
+        self.session.run_with_iobinding(binding)
+        outputs = binding.get_outputs()
+        return outputs[0].numpy()[:, -1, :], list(outputs[1:])
+
+    # -- generation --------------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompt_ids: Sequence[int],
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        num_samples: int = 1,
+        stop_at_eot: bool = True,
+    ) -> list[int] | list[list[int]]:
+        """New token ids (see the module docstring)."""
+        ids = self._check(prompt_ids, max_new_tokens, temperature, top_k, top_p, num_samples)
+        out: list[list[int]] = [[] for _ in range(num_samples)]
+        for tokens, live, _, _, _, _ in self._decode(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot):
+            for sample, token, ok in zip(out, tokens.tolist(), live):
+                if ok:
+                    sample.append(token)
+        return out[0] if num_samples == 1 else out
+
+    def stream(
+        self,
+        prompt_ids: Sequence[int],
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        num_samples: int = 1,
+        stop_at_eot: bool = True,
+        n_candidates: int = 10,
+    ) -> Iterator[Step]:
+        """Yield a :class:`Step` per new position (see the module docstring).
+
+        Arguments are checked at the call, before the first step is asked for.
+        """
+        ids = self._check(prompt_ids, max_new_tokens, temperature, top_k, top_p, num_samples)
+        if isinstance(n_candidates, bool) or not isinstance(n_candidates, int) or not 0 <= n_candidates <= self.vocab_size:
+            raise ValueError(f"n_candidates must be an integer from 0 to {self.vocab_size}, not {n_candidates!r}")
+        dropped = max(0, len(ids) - self.block_size)
+        steps = self._decode(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot)
+        return self._details(steps, temperature, top_k, top_p, n_candidates, dropped)
+
+    def _check(self, prompt_ids, max_new_tokens, temperature, top_k, top_p, num_samples) -> np.ndarray:
+        """The prompt as int64 ids, after checking every argument (ValueError with a plain message)."""
+        check_controls(max_new_tokens, temperature, top_k, top_p, num_samples, self.vocab_size)
+        if isinstance(prompt_ids, (str, bytes)):
+            raise ValueError("prompt_ids must be token ids, not text: encode it first (model.get_tokenizer().encode)")
+        try:
+            ids = np.asarray(list(prompt_ids))
+        except TypeError:
+            raise ValueError(f"prompt_ids must be a sequence of token ids, not {type(prompt_ids).__name__}") from None
+        if ids.size == 0:
+            raise ValueError(f"prompt_ids is empty: give at least one token (e.g. {self.eot_id}, <|endoftext|>, to start from nothing)")
+        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError("prompt_ids must be a flat sequence of integer token ids")
+        if ids.min() < 0 or ids.max() >= self.vocab_size:
+            raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {ids.min()}..{ids.max()}")
+        return ids.astype(np.int64)
+
+    def _decode(self, ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot):
+        """Yield (tokens [N], live [N], finished [N], logits [N, V], notice, t0) per new position.
+
+        ``live`` marks the rows whose token counts (a finished row keeps running in the batch).
+        """
+        t0 = time.perf_counter()
+        rng = np.random.default_rng(seed)
+        dropped = max(0, len(ids) - self.block_size)
+        notice = (
+            f"The prompt has {len(ids)} tokens but the model sees only the last {self.block_size}: "
+            f"the first {dropped} were dropped." if dropped else None
+        )
+        window = np.tile(ids[-self.block_size :], (num_samples, 1))  # [N, T]: what the model sees
+        logits, past = self.forward(window, self._empty_cache(num_samples))
+        past_len, slid = window.shape[1], False
+        finished = np.zeros(num_samples, dtype=bool)
+        for index in range(max_new_tokens):
+            tokens = choose(logits, float(temperature), top_k, top_p, rng)
+            live = ~finished
+            tokens[finished] = self.eot_id
+            if stop_at_eot:
+                finished = finished | (tokens == self.eot_id)
+            if index == max_new_tokens - 1:
+                finished[:] = True
+            yield tokens, live, finished.copy(), logits, notice, t0
+            notice = None
+            if finished.all():
+                return
+            window = np.concatenate([window, tokens[:, None]], axis=1)[:, -self.block_size :]
+            if past_len >= self.block_size:
+                # No position exists past block_size: slide the window and recompute it whole,
+                # as PyTorch GPT.generate does (so both give the same text).
+                if not slid:
+                    notice = (
+                        f"The context is full ({self.block_size} tokens): the oldest token now drops out "
+                        "and each new token recomputes the whole window, which is slower."
+                    )
+                    slid = True
+                logits, past = self.forward(window, self._empty_cache(num_samples))
+            else:
+                logits, past = self.forward(tokens[:, None], past)
+                past_len += 1
+
+    def _details(self, steps, temperature, top_k, top_p, n_candidates, dropped) -> Iterator[Step]:
+        """Turn raw decoding steps into :class:`Step` objects with probabilities and timing."""
+        ttft = 0.0
+        for index, (tokens, live, finished, logits, notice, t0) in enumerate(steps):
+            elapsed = time.perf_counter() - t0
+            ttft = ttft or elapsed
+            token_ids: list[int | None] = [int(t) if ok else None for t, ok in zip(tokens, live)]
+            token_probs: list[float | None] = [None] * len(tokens)
+            candidates: list[list[Candidate]] = [[] for _ in tokens]
+            rows = np.flatnonzero(live)
+            probs = softmax(logits[rows])
+            sample = sampling_distribution(logits[rows], float(temperature), top_k, top_p) if n_candidates else None
+            for j, r in enumerate(rows):
+                p = probs[j]
+                token_probs[r] = float(p[tokens[r]])
+                if n_candidates:
+                    top = np.argpartition(-p, n_candidates - 1)[:n_candidates] if n_candidates < len(p) else np.arange(len(p))
+                    top = top[np.argsort(-p[top], kind="stable")]
+                    candidates[r] = [Candidate(int(t), float(p[t]), float(sample[j][t])) for t in top]
+            yield Step(index, token_ids, token_probs, candidates, finished.tolist(), ttft, elapsed,
+                       (index + 1) / elapsed, dropped, notice)

@@ -1,0 +1,171 @@
+"""Checks every export must pass: onnx.checker, logits parity with PyTorch, cached decoding
+against a full pass, greedy text against PyTorch, and the int8 model's validation loss."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+
+from model import GPT, get_tokenizer, load_pretrained
+
+from .build import Progress
+from .engine import Engine
+from .naming import INPUT_IDS, LOGITS
+
+LOGIT_TOL = 1e-4  # max |logit difference| allowed between ORT fp32 and PyTorch
+INT8_LOSS_TOL = 0.05  # nats: int8 validation loss may exceed fp32's by this much
+PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    value: str  # what was measured, formatted
+    limit: str  # what it had to be
+    ok: bool
+
+
+class ValidationError(RuntimeError):
+    """An exported file failed a check; the message lists the failures."""
+
+
+def _full_logits(engine: Engine, ids: np.ndarray) -> np.ndarray:
+    """All-position logits [B, T, V] from one graph call with an empty cache."""
+    feeds = {INPUT_IDS: ids, **dict(zip(engine._past_names, engine._empty_cache(len(ids))))}
+    return engine.session.run([LOGITS], feeds)[0]
+
+
+def _shapes(block_size: int, quick: bool) -> list[tuple[int, int]]:
+    shapes = [(1, 1), (3, 17)] if quick else [(1, 1), (1, 17), (3, 64), (2, block_size)]
+    return [(b, min(t, block_size)) for b, t in shapes]
+
+
+def check_onnx_file(path: Path) -> Check:
+    try:
+        onnx.checker.check_model(str(path), full_check=True)
+        return Check(f"onnx.checker {path.name}", "valid", "valid", True)
+    except onnx.checker.ValidationError as e:
+        return Check(f"onnx.checker {path.name}", str(e).splitlines()[0][:60], "valid", False)
+
+
+@torch.no_grad()
+def check_parity(model: GPT, engine: Engine, shapes: list[tuple[int, int]], tol: float | None) -> Check:
+    """Max |logit difference| between the engine's graph and PyTorch over several shapes."""
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for batch, length in shapes:
+        ids = rng.integers(0, engine.vocab_size, (batch, length), dtype=np.int64)
+        ref = model(torch.from_numpy(ids))[0].numpy()
+        worst = max(worst, float(np.abs(_full_logits(engine, ids) - ref).max()))
+    shape_text = ", ".join(f"{b}x{t}" for b, t in shapes)
+    name = f"{engine.path.name} vs PyTorch logits ({shape_text})"
+    if tol is None:  # int8: reported for information; its loss check is the bound
+        return Check(name, f"{worst:.2e}", "(info)", True)
+    return Check(name, f"{worst:.2e}", f"<= {tol:.0e}", worst <= tol)
+
+
+def check_cached_decoding(engine: Engine, length: int) -> Check:
+    """Feeding tokens one at a time through the cache gives the logits of one full pass."""
+    ids = np.random.default_rng(1).integers(0, engine.vocab_size, (2, length), dtype=np.int64)
+    full = _full_logits(engine, ids)
+    past, worst = engine._empty_cache(2), 0.0
+    for t in range(length):
+        logits, past = engine.forward(ids[:, t : t + 1], past)
+        worst = max(worst, float(np.abs(logits - full[:, t]).max()))
+    return Check(f"cached vs full pass, {length} steps", f"{worst:.2e}", f"<= {LOGIT_TOL:.0e}", worst <= LOGIT_TOL)
+
+
+def check_greedy_text(model: GPT, engine: Engine, n_tokens: int) -> Check:
+    """Greedy continuations from the engine and from PyTorch ``GPT.generate`` are identical."""
+    prompt = get_tokenizer().encode(PROMPT)[-engine.block_size // 4 :]
+    ours = engine.generate(prompt, n_tokens, stop_at_eot=False)
+    ref = model.generate(torch.tensor([prompt]), n_tokens, temperature=0.0)[0, len(prompt) :].tolist()
+    same = next((i for i, (a, b) in enumerate(zip(ours, ref)) if a != b), len(ref))
+    return Check(f"greedy text vs PyTorch, {n_tokens} tokens", f"{same} identical", f"{n_tokens} identical", same == n_tokens)
+
+
+def onnx_loss(engine: Engine, tokens: np.ndarray, windows: int, batch: int = 4) -> float:
+    """Mean next-token cross-entropy (nats) of the graph over non-overlapping context windows."""
+    T = engine.block_size
+    n = min(windows, (len(tokens) - 1) // T)
+    total, count = 0.0, 0
+    for i in range(0, n, batch):
+        rows = range(i, min(n, i + batch))
+        x = np.stack([tokens[r * T : r * T + T] for r in rows]).astype(np.int64)
+        y = np.stack([tokens[r * T + 1 : r * T + T + 1] for r in rows]).astype(np.int64)
+        logits = _full_logits(engine, x).astype(np.float64)
+        logits -= logits.max(axis=-1, keepdims=True)
+        log_z = np.log(np.exp(logits).sum(axis=-1))
+        total += float((log_z - np.take_along_axis(logits, y[..., None], axis=-1)[..., 0]).sum())
+        count += y.size
+    return total / count
+
+
+def check_int8_loss(fp32: Engine, int8: Engine, tokens: np.ndarray, windows: int) -> tuple[Check, float, float]:
+    a, b = onnx_loss(fp32, tokens, windows), onnx_loss(int8, tokens, windows)
+    check = Check(
+        f"int8 val loss {b:.4f} vs fp32 {a:.4f} ({windows} windows)", f"{b - a:+.4f}", f"<= {INT8_LOSS_TOL}", b - a <= INT8_LOSS_TOL
+    )
+    return check, a, b
+
+
+def run_checks(
+    paths: dict[str, Path],
+    model: GPT,
+    quick: bool = False,
+    greedy_tokens: int = 200,
+    val_tokens: np.ndarray | None = None,
+    loss_windows: int = 32,
+    progress: Progress | None = None,
+) -> list[Check]:
+    """Every check on the files in ``paths`` ("fp32" and/or "int8"), in order, with progress."""
+    engines = {key: Engine.load(path, provider="cpu") for key, path in paths.items()}
+    steps: list[tuple[str, Callable[[], Check]]] = []
+    for key, path in paths.items():
+        steps.append((f"onnx.checker {path.name}", lambda p=path: check_onnx_file(p)))
+    shapes = _shapes(model.config.block_size, quick)
+    if "fp32" in engines:
+        fp32 = engines["fp32"]
+        steps += [
+            ("fp32 logits vs PyTorch", lambda: check_parity(model, fp32, shapes, LOGIT_TOL)),
+            ("cached decoding", lambda: check_cached_decoding(fp32, min(16 if quick else 48, model.config.block_size))),
+            ("greedy text vs PyTorch", lambda: check_greedy_text(model, fp32, greedy_tokens)),
+        ]
+    if "int8" in engines:
+        steps.append(("int8 logits vs PyTorch", lambda: check_parity(model, engines["int8"], shapes, None)))
+        if "fp32" in engines and val_tokens is not None:
+            steps.append(("int8 validation loss", lambda: check_int8_loss(engines["fp32"], engines["int8"], val_tokens, loss_windows)[0]))
+    report = progress or (lambda fraction, text: None)
+    results = []
+    for i, (text, step) in enumerate(steps):
+        report(i / len(steps), text)
+        results.append(step())
+    report(1.0, "checks done")
+    return results
+
+
+def raise_on_failure(results: list[Check]) -> None:
+    failed = [c for c in results if not c.ok]
+    if failed:
+        lines = "; ".join(f"{c.name}: {c.value} (needs {c.limit})" for c in failed)
+        raise ValidationError(f"exported ONNX failed {len(failed)} check(s): {lines}")
+
+
+def quick_check(paths: dict[str, Path], weights_dir: Path | None = None, progress: Progress | None = None) -> None:
+    """The checks run by ``ensure_onnx`` after a build (seconds); raises ValidationError."""
+    results = run_checks(paths, load_pretrained(weights_dir), quick=True, greedy_tokens=32, progress=progress)
+    raise_on_failure(results)
+
+
+def format_table(results: list[Check]) -> str:
+    """A plain-text summary table of the checks."""
+    rows = [("check", "measured", "required", "")] + [(c.name, c.value, c.limit, "ok" if c.ok else "FAIL") for c in results]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
