@@ -175,6 +175,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--device", default="auto", help="auto, cpu or cuda")
     ap.add_argument("--threads", type=int, default=0, help="torch threads per process (0: all cores / processes)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--losses-json", type=Path, help="write every step's training loss here (to compare runs, e.g. under torchrun)")
     # Any field of GPTConfig / TrainConfig can be overridden, e.g. --d_model 384 --max_steps 500.
     for dc in (GPTConfig(), TrainConfig()):
         for k, v in asdict(dc).items():
@@ -300,6 +301,8 @@ def main(argv: list[str] | None = None) -> dict:
             evaluate(window_loss / window_n, tok_s)
             window_loss, window_n, window_t = 0.0, 0, time.time()
     bar.close()
+    if master and args.losses_json:
+        args.losses_json.write_text(json.dumps(losses) + "\n")
     if world > 1:
         dist.destroy_process_group()
     return {"losses": losses, "best_val_loss": best, "out": str(out)}
