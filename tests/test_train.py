@@ -138,3 +138,20 @@ def test_resume_continues_like_an_uninterrupted_run(tiny_run, tiny_data, tmp_pat
     last, full_last = (load_file(str(d / "last.safetensors")) for d in (tmp_path, full_out))
     for name, t in full_last.items():
         np.testing.assert_allclose(last[name].numpy(), t.numpy(), atol=1e-5, rtol=0, err_msg=name)
+
+
+def test_ddp_two_processes_match_one(tiny_data, tmp_path):
+    """torchrun with 2 CPU processes (gloo), each on half of the global batch, follows the same
+    loss curve as one process on the whole batch: DDP averages the gradients."""
+    steps = ["--max_steps", "6", "--eval_interval", "3"]  # steps 0-4 use the vocabulary subset, step 5 the full softmax
+    one = train.main([*EXACT, *steps, "--data", str(tiny_data), "--out", str(tmp_path / "one")])["losses"]
+    losses_json = tmp_path / "ddp_losses.json"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "model.train"]
+    cmd += [*EXACT, *steps, "--data", str(tiny_data), "--out", str(tmp_path / "ddp"), "--losses-json", str(losses_json)]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "2 process(es)" in run.stdout
+    two = json.loads(losses_json.read_text())
+    assert len(two) == len(one) == 6
+    np.testing.assert_allclose(two, one, rtol=1e-5, atol=0)
+    assert one[4] < one[0]  # a real training curve (before the switch to the full softmax)
