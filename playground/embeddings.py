@@ -1,0 +1,412 @@
+"""Embeddings tab: arithmetic on the model's token embeddings, similarity, PCA, static vs contextual.
+
+Words become GPT-2 tokens with the leading-space convention (" king", as the word appears inside
+a sentence). A word that splits into several tokens is represented by the mean of their
+embeddings, and the result says so. Nearest neighbours are searched by cosine similarity among
+the tokens that occur in the training text only (``playground/assets``): the embeddings of the
+others were never trained and would be noise.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from model import GPT
+
+from . import limits
+from .assets import load_token_counts
+from .expressions import LinearForm, parse_expression
+from .plots import base_layout, bar_plot, heatmap
+from .resources import get_encoding, get_model
+from .tokenization import encode_prompt, visible_whitespace
+from .validation import InputError, validate_bool, validate_choice, validate_int, validate_text
+
+__all__ = [
+    "DEFAULT_WORDS",
+    "DEFAULT_EXPRESSION",
+    "CONTEXT_EXAMPLE",
+    "WordVector",
+    "Neighbour",
+    "ArithmeticResult",
+    "SimilarityResult",
+    "ProjectionResult",
+    "ContextResult",
+    "word_vector",
+    "embedding_arithmetic",
+    "word_similarity",
+    "pca_projection",
+    "contextual_embeddings",
+]
+
+DEFAULT_EXPRESSION = "king - man + woman"
+DEFAULT_WORDS = (
+    "king", "queen", "man", "woman", "lord", "lady", "prince", "princess", "father", "mother",
+    "son", "daughter", "brother", "sister", "husband", "wife", "boy", "girl", "uncle", "sir",
+)
+# The same word in two senses (Shakespeare's most famous stage direction for the second).
+CONTEXT_EXAMPLE = ("bear", "I cannot bear this grief any longer.", "Exit, pursued by a bear.")
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """cos(a, b) = a·b / (|a| |b|) (seed 001's cosine_similarity)."""
+    denom = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(np.dot(a, b) / denom) if denom > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class _Index:
+    """The model's embedding matrix and the unit vectors of the tokens seen in training."""
+
+    matrix: np.ndarray  # [V, C] float32 token embeddings (wte)
+    seen_ids: np.ndarray  # [S] ids that occur in the training text
+    seen_unit: np.ndarray  # [S, C] their embeddings divided by their norms
+    counts: np.ndarray  # [V] occurrences in training
+
+
+_index_lock = threading.Lock()
+_indexes: "weakref.WeakKeyDictionary[GPT, _Index]" = weakref.WeakKeyDictionary()
+
+
+def _index(model: GPT) -> _Index:
+    with _index_lock:
+        if model not in _indexes:
+            matrix = model.wte.weight.detach().float().cpu().numpy().copy()
+            counts = load_token_counts()[: matrix.shape[0]]
+            seen = np.flatnonzero(counts > 0)
+            vecs = matrix[seen]
+            unit = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+            _indexes[model] = _Index(matrix, seen, unit.astype(np.float32), counts)
+        return _indexes[model]
+
+
+@dataclass(frozen=True)
+class WordVector:
+    """A word as the model sees it: its tokens and the (mean) embedding."""
+
+    word: str
+    ids: list[int]
+    pieces: list[str]
+    vector: np.ndarray = field(repr=False)
+
+    @property
+    def multi_token(self) -> bool:
+        return len(self.ids) > 1
+
+    def describe(self) -> str:
+        shown = " + ".join(f"'{p}' ({i})" for p, i in zip(self.pieces, self.ids))
+        if self.multi_token:
+            return f"{self.word} → {len(self.ids)} tokens {shown}: the mean of their embeddings"
+        return f"{self.word} → token {shown}"
+
+
+def word_vector(word: Any, *, leading_space: bool = True, model: GPT | None = None) -> WordVector:
+    """The embedding of ``word``: its token's row of the embedding table, or the mean of its
+    tokens' rows when it splits into several. Words whose tokens never occur in the training
+    text are refused (their embeddings were never trained)."""
+    word = validate_text(word, name="word", max_chars=limits.MAX_WORD_CHARS).strip()
+    if any(ch.isspace() for ch in word):
+        raise InputError(f"{word!r} is more than one word: give a single word (no spaces)")
+    model = model or get_model()
+    index = _index(model)
+    enc = get_encoding()
+    ids = enc.encode((" " if leading_space else "") + word, disallowed_special=())
+    if len(ids) > limits.MAX_WORD_TOKENS:
+        raise InputError(f"{word!r} splits into {len(ids)} tokens; at most {limits.MAX_WORD_TOKENS} are averaged")
+    pieces = [visible_whitespace(enc.decode_single_token_bytes(i).decode("utf-8", errors="replace")) for i in ids]
+    unseen = [p for p, i in zip(pieces, ids) if index.counts[i] == 0]
+    if unseen:
+        raise InputError(
+            f"{word!r} is unknown to the model: its token(s) {', '.join(map(repr, unseen))} never occur in the "
+            "training text (Shakespeare), so their embeddings were never trained; try another word"
+        )
+    return WordVector(word, ids, pieces, index.matrix[ids].mean(axis=0))
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    id: int
+    token: str  # the token's text, whitespace visible (⋅queen)
+    similarity: float
+    count: int  # occurrences in the training text
+
+
+def _neighbours(index: _Index, vector: np.ndarray, top_k: int, exclude: set[int]) -> list[Neighbour]:
+    enc = get_encoding()
+    unit = vector / max(float(np.linalg.norm(vector)), 1e-12)
+    sims = index.seen_unit @ unit.astype(np.float32)
+    if exclude:
+        sims = np.where(np.isin(index.seen_ids, list(exclude)), -np.inf, sims)
+    k = min(top_k, int(np.isfinite(sims).sum()))
+    best = np.argpartition(-sims, k - 1)[:k] if k < sims.size else np.arange(sims.size)
+    best = best[np.argsort(-sims[best], kind="stable")][:k]
+    out = []
+    for j in best:
+        tid = int(index.seen_ids[j])
+        text = visible_whitespace(enc.decode_single_token_bytes(tid).decode("utf-8", errors="replace"))
+        out.append(Neighbour(tid, text, float(sims[j]), int(index.counts[tid])))
+    return out
+
+
+@dataclass(frozen=True)
+class ArithmeticResult:
+    expression: str
+    formula: str  # canonical linear form, e.g. "king − man + woman"
+    coefficients: dict[str, float]
+    words: list[WordVector]
+    vector: np.ndarray = field(repr=False)
+    neighbours: list[Neighbour]
+    excluded_inputs: bool
+    notice: str
+    figure: go.Figure = field(repr=False)
+
+    def rows(self) -> list[list[Any]]:
+        """Table rows: rank, token, id, cosine similarity, count in training."""
+        return [[r + 1, n.token, n.id, round(n.similarity, 4), n.count] for r, n in enumerate(self.neighbours)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "expression": self.expression,
+            "formula": self.formula,
+            "words": [{"word": w.word, "ids": w.ids, "tokens": w.pieces, "mean_of_tokens": w.multi_token} for w in self.words],
+            "neighbours": [{"token": n.token, "id": n.id, "similarity": round(n.similarity, 6), "count": n.count} for n in self.neighbours],
+            "excluded_inputs": self.excluded_inputs,
+            "notice": self.notice,
+        }
+
+
+def _combine(form: LinearForm, leading_space: bool, model: GPT) -> tuple[list[WordVector], np.ndarray]:
+    words = [word_vector(w, leading_space=leading_space, model=model) for w in form.coefs]
+    vector = sum(c * w.vector for c, w in zip(form.coefs.values(), words))
+    return words, np.asarray(vector, dtype=np.float32)
+
+
+def embedding_arithmetic(
+    expression: Any = DEFAULT_EXPRESSION,
+    top_k: Any = 10,
+    exclude_inputs: Any = True,
+    leading_space: Any = True,
+    model: GPT | None = None,
+) -> ArithmeticResult:
+    """Evaluate ``expression`` on the token embeddings and list the ``top_k`` nearest tokens by
+    cosine similarity among those seen in training (the input words' tokens left out by default)."""
+    form = parse_expression(expression)
+    top_k = validate_int(top_k, name="top_k", minimum=limits.MIN_NEIGHBOURS, maximum=limits.MAX_NEIGHBOURS)
+    exclude_inputs = validate_bool(exclude_inputs, name="exclude input words")
+    leading_space = validate_bool(leading_space, name="leading space")
+    model = model or get_model()
+    words, vector = _combine(form, leading_space, model)
+    if not np.any(vector):
+        raise InputError("the result is the zero vector (the words' embeddings cancel): nothing to compare with")
+    exclude = {i for w in words for i in w.ids} if exclude_inputs else set()
+    neighbours = _neighbours(_index(model), vector, top_k, exclude)
+    notes = [w.describe() for w in words if w.multi_token]
+    notes.append(
+        f"Searched the {_index(model).seen_ids.size:,} tokens that occur in the training text"
+        + (", leaving out the input words' tokens." if exclude_inputs else ".")
+    )
+    fig = bar_plot(
+        [n.token for n in neighbours], [n.similarity for n in neighbours],
+        f"Nearest tokens to {form.formula()} (cosine similarity)", x_title="cosine similarity",
+        hover="%{x:.4f}<extra></extra>", height=max(320, 26 * len(neighbours) + 120),
+    )
+    return ArithmeticResult(expression, form.formula(), dict(form.coefs), words, vector, neighbours, exclude_inputs, " ".join(notes), fig)
+
+
+@dataclass(frozen=True)
+class SimilarityResult:
+    a: WordVector
+    b: WordVector
+    similarity: float
+    notice: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a.word, "b": self.b.word, "similarity": self.similarity, "notice": self.notice}
+
+
+def word_similarity(a: Any, b: Any, leading_space: Any = True, model: GPT | None = None) -> SimilarityResult:
+    """Cosine similarity of two words' embeddings (multi-token words: the mean of their tokens)."""
+    leading_space = validate_bool(leading_space, name="leading space")
+    model = model or get_model()
+    wa = word_vector(a, leading_space=leading_space, model=model)
+    wb = word_vector(b, leading_space=leading_space, model=model)
+    notice = " ".join(w.describe() for w in (wa, wb) if w.multi_token)
+    return SimilarityResult(wa, wb, cosine(wa.vector, wb.vector), notice)
+
+
+@dataclass(frozen=True)
+class ProjectionResult:
+    words: list[str]
+    coords: np.ndarray = field(repr=False)  # [n_words, dims]
+    result_coords: np.ndarray | None = field(repr=False)  # [dims] for the expression, if any
+    explained_variance: list[float]  # fraction of variance per component
+    figure: go.Figure = field(repr=False)
+    notice: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "words": self.words,
+            "coords": np.round(self.coords, 5).tolist(),
+            "result": None if self.result_coords is None else np.round(self.result_coords, 5).tolist(),
+            "explained_variance": self.explained_variance,
+            "notice": self.notice,
+        }
+
+
+def _word_list(words: Any) -> list[str]:
+    if isinstance(words, str):
+        words = validate_text(words, name="word list", max_chars=limits.MAX_WORD_LIST_CHARS)
+        words = [w for w in words.replace(",", " ").split() if w]
+    if not isinstance(words, (list, tuple)):
+        raise InputError("word list must be words separated by commas or spaces, e.g. king, queen, man, woman")
+    unique = list(dict.fromkeys(str(w).strip() if isinstance(w, str) else w for w in words))
+    if not limits.MIN_PCA_WORDS <= len(unique) <= limits.MAX_PCA_WORDS:
+        raise InputError(f"word list has {len(unique)} different words; give {limits.MIN_PCA_WORDS} to {limits.MAX_PCA_WORDS}")
+    return unique
+
+
+def pca_projection(
+    words: Any = DEFAULT_WORDS,
+    expression: Any = DEFAULT_EXPRESSION,
+    dims: Any = "2D",
+    leading_space: Any = True,
+    model: GPT | None = None,
+) -> ProjectionResult:
+    """Project the words' embeddings on their first 2 or 3 principal components (PCA of the
+    centred vectors, by SVD) and mark the expression's result, projected the same way.
+    ``expression`` may be empty/None for no marked result."""
+    dims = validate_choice(dims, ["2D", "3D"], name="projection")
+    leading_space = validate_bool(leading_space, name="leading space")
+    model = model or get_model()
+    word_list = _word_list(words)
+    vectors = [word_vector(w, leading_space=leading_space, model=model) for w in word_list]
+    x = np.stack([v.vector for v in vectors]).astype(np.float64)
+    k = 2 if dims == "2D" else 3
+    mean = x.mean(axis=0)
+    _, s, vt = np.linalg.svd(x - mean, full_matrices=False)
+    components = vt[:k]
+    coords = (x - mean) @ components.T
+    variance = s**2 / max(float((s**2).sum()), 1e-12)
+    explained = [round(float(v), 4) for v in variance[:k]]
+
+    result_coords, formula = None, None
+    if expression is not None and str(expression).strip():
+        form = parse_expression(expression)
+        _, rvec = _combine(form, leading_space, model)
+        result_coords = (rvec.astype(np.float64) - mean) @ components.T
+        formula = form.formula()
+
+    hover = [v.describe() for v in vectors]
+    if k == 2:
+        traces = [go.Scatter(x=coords[:, 0], y=coords[:, 1], mode="markers+text", text=word_list, textposition="top center",
+                             hovertext=hover, hoverinfo="text", name="words", marker={"size": 9})]
+        if result_coords is not None:
+            traces.append(go.Scatter(x=[result_coords[0]], y=[result_coords[1]], mode="markers+text", text=[f"★ {formula}"],
+                                     textposition="bottom center", name=formula, marker={"size": 16, "symbol": "star", "color": "crimson"}))
+    else:
+        traces = [go.Scatter3d(x=coords[:, 0], y=coords[:, 1], z=coords[:, 2], mode="markers+text", text=word_list,
+                               hovertext=hover, hoverinfo="text", name="words", marker={"size": 5})]
+        if result_coords is not None:
+            traces.append(go.Scatter3d(x=[result_coords[0]], y=[result_coords[1]], z=[result_coords[2]], mode="markers+text",
+                                       text=[f"★ {formula}"], name=formula, marker={"size": 8, "symbol": "diamond", "color": "crimson"}))
+    fig = go.Figure(traces)
+    pct = ", ".join(f"PC{i + 1} {100 * v:.1f}%" for i, v in enumerate(explained))
+    base_layout(fig, f"PCA of {len(word_list)} token embeddings ({pct} of the variance)", height=560)
+    if k == 2:
+        fig.update_layout(xaxis_title="PC1", yaxis_title="PC2")
+    else:
+        fig.update_layout(scene={"xaxis_title": "PC1", "yaxis_title": "PC2", "zaxis_title": "PC3"})
+    multi = [v.describe() for v in vectors if v.multi_token]
+    notice = ("Multi-token words: " + "; ".join(multi) + ".") if multi else ""
+    return ProjectionResult(word_list, coords, result_coords, explained, fig, notice)
+
+
+@dataclass(frozen=True)
+class ContextResult:
+    word: str
+    sentences: tuple[str, str]
+    ids: tuple[list[int], list[int]]  # the word's token ids found in each sentence
+    positions: tuple[list[int], list[int]]  # their positions in each sentence
+    static_similarity: float  # input embeddings, sentence A vs B: 1 (the same table row)
+    contextual_similarity: float  # last hidden states, A vs B
+    static_vs_contextual: tuple[float, float]  # in A, in B
+    matrix: np.ndarray = field(repr=False)  # 4x4 cosine similarities
+    labels: list[str]
+    figure: go.Figure = field(repr=False)
+    notice: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "word": self.word,
+            "static_similarity": self.static_similarity,
+            "contextual_similarity": self.contextual_similarity,
+            "static_vs_contextual": list(self.static_vs_contextual),
+            "labels": self.labels,
+            "matrix": np.round(self.matrix, 6).tolist(),
+            "notice": self.notice,
+        }
+
+
+def _find(haystack: list[int], needle: list[int]) -> int:
+    for start in range(len(haystack) - len(needle) + 1):
+        if haystack[start : start + len(needle)] == needle:
+            return start
+    return -1
+
+
+@torch.inference_mode()
+def contextual_embeddings(
+    word: Any = CONTEXT_EXAMPLE[0],
+    sentence_a: Any = CONTEXT_EXAMPLE[1],
+    sentence_b: Any = CONTEXT_EXAMPLE[2],
+    model: GPT | None = None,
+) -> ContextResult:
+    """The same word in two sentences: its input embedding (static, one row of the table,
+    identical in both) against the model's last hidden state at the word (contextual)."""
+    word = validate_text(word, name="word", max_chars=limits.MAX_WORD_CHARS).strip()
+    model = model or get_model()
+    enc = get_encoding()
+    sentences, id_lists, positions, static, contextual = [], [], [], [], []
+    for name, sentence in (("sentence A", sentence_a), ("sentence B", sentence_b)):
+        ids = encode_prompt(sentence, name=name, max_chars=limits.MAX_SENTENCE_CHARS, max_tokens=model.config.block_size)
+        # The word may open the sentence ("Bear ...") or follow a space (" bear").
+        for variant in (" " + word, word):
+            needle = enc.encode(variant, disallowed_special=())
+            start = _find(ids, needle)
+            if start >= 0:
+                break
+        if start < 0:
+            raise InputError(f"{name} does not contain the word {word!r} as whole tokens; use the word exactly as written there")
+        span = list(range(start, start + len(needle)))
+        hidden = model(torch.tensor([ids]), return_hidden=True)[0]  # [T, C] after ln_f
+        sentences.append(sentence)
+        id_lists.append(needle)
+        positions.append(span)
+        static.append(model.wte.weight[needle].float().mean(dim=0).numpy())
+        contextual.append(hidden[span].float().mean(dim=0).numpy())
+    vectors = [static[0], static[1], contextual[0], contextual[1]]
+    labels = ["input embedding, A", "input embedding, B", "last hidden state, A", "last hidden state, B"]
+    matrix = np.array([[cosine(u, v) for v in vectors] for u in vectors])
+    fig = heatmap(matrix, f"Cosine similarity of {word!r}: static vs contextual", x_labels=labels, y_labels=labels,
+                  colorscale="RdBu", zmin=-1.0, zmax=1.0, zmid=0.0, text=np.round(matrix, 3), height=460,
+                  hover="%{z:.4f}<extra></extra>")
+    notes = []
+    if id_lists[0] != id_lists[1]:
+        notes.append("The word is tokenized differently in the two sentences (with and without a leading space), "
+                     "so even its input embeddings differ.")
+    if any(len(p) > 1 for p in positions):
+        notes.append("The word spans several tokens: each vector is the mean over them.")
+    notes.append("The last hidden state is the model's output at the word after all layers (after the final LayerNorm); "
+                 "it can only use the words before it (causal attention).")
+    return ContextResult(
+        word, (sentences[0], sentences[1]), (id_lists[0], id_lists[1]), (positions[0], positions[1]),
+        static_similarity=float(matrix[0, 1]), contextual_similarity=float(matrix[2, 3]),
+        static_vs_contextual=(float(matrix[0, 2]), float(matrix[1, 3])),
+        matrix=matrix, labels=labels, figure=fig, notice=" ".join(notes),
+    )

@@ -1,0 +1,260 @@
+"""Embeddings tab: the safe expression parser, arithmetic and nearest tokens, similarity, PCA,
+static vs contextual embeddings. Expected values come from the embedding table itself, computed
+independently here, and from geometry (cos(v, v) = 1, PCA of 3 points in 2D is exact)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from playground import limits
+from playground.assets import load_token_counts
+from playground.embeddings import (
+    DEFAULT_WORDS,
+    contextual_embeddings,
+    embedding_arithmetic,
+    pca_projection,
+    word_similarity,
+    word_vector,
+)
+from playground.expressions import parse_expression
+from playground.resources import get_encoding, get_model
+from playground.validation import InputError
+
+
+def wte(token: str) -> np.ndarray:
+    (tid,) = get_encoding().encode(token)
+    return get_model().wte.weight[tid].detach().numpy().astype(np.float64)
+
+
+# --- parser -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "text, coefs",
+    [
+        ("king - man + woman", {"king": 1, "man": -1, "woman": 1}),
+        ("0.5*a + b", {"a": 0.5, "b": 1}),
+        ("-(king - man)/2 + 2*woman", {"king": -0.5, "man": 0.5, "woman": 2}),
+        ("3 * (a + b) - a", {"a": 2, "b": 3}),
+        ("--a", {"a": 1}),
+        ("a - a + b", {"b": 1}),
+        ("o'er + thee", {"o'er": 1, "thee": 1}),
+        ("  king\t-\nman  ", {"king": 1, "man": -1}),
+        ("1.5e1 * a", {"a": 15}),
+    ],
+)
+def test_parser_linear_forms(text, coefs):
+    assert parse_expression(text).coefs == pytest.approx(coefs)
+
+
+def test_parser_formula_text():
+    assert parse_expression("king - man + woman").formula() == "king − man + woman"
+    assert parse_expression("0.5*a + b").formula() == "0.5·a + b"
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("king -", "ends too early"),
+        ("(king + man", "missing '\\)'"),
+        ("king + man)", "unbalanced"),
+        ("()", "unexpected '\\)'"),
+        ("__import__('os')", "calls are not supported|unexpected character"),
+        ("open('x')", "calls are not supported"),
+        ("king.__class__", "unexpected character '.'"),
+        ("os.system('ls')", "unexpected character '.'"),
+        ("lambda: 0", "unexpected character ':'"),
+        ("a; b", "unexpected character ';'"),
+        ("a ** 2", "unexpected '\\*'"),
+        ("[king]", "unexpected character"),
+        ("king * queen", "multiply two word vectors"),
+        ("2 / king", "divide by a word"),
+        ("king / 0", "division by zero"),
+        ("king + 1", "number and a word"),
+        ("1 + 2", "no word"),
+        ("king king", "missing operator"),
+        ("2king", "missing operator"),
+        ("king - king", "cancel"),
+        ("1e400 * king", "out of range"),
+        ("5000 * king", "out of range"),
+        ("-" * 20 + "king", "nested too deeply"),
+        ("(" * 20 + "king" + ")" * 20, "nested too deeply"),
+        ("a" + " + a" * limits.MAX_EXPRESSION_TERMS, "too many words"),
+        ("k" * (limits.MAX_EXPRESSION_CHARS + 1), "limit"),
+        ("king\x00", "control character"),
+        (None, "empty"),
+        (12, "must be text"),
+    ],
+)
+def test_parser_refuses(text, fragment):
+    with pytest.raises(InputError, match=fragment):
+        parse_expression(text)
+
+
+# --- words and arithmetic ----------------------------------------------------------------------
+
+def test_word_uses_leading_space_token():
+    w = word_vector("king")
+    assert w.ids == get_encoding().encode(" king") and len(w.ids) == 1
+    np.testing.assert_allclose(w.vector, wte(" king"), atol=1e-6)
+    assert word_vector("king", leading_space=False).ids == get_encoding().encode("king")
+
+
+def test_multi_token_word_is_the_mean_and_says_so():
+    ids = get_encoding().encode(" duchess")
+    assert len(ids) > 1  # GPT-2 splits it
+    w = word_vector("duchess")
+    expected = get_model().wte.weight[ids].detach().numpy().mean(axis=0)
+    np.testing.assert_allclose(w.vector, expected, atol=1e-6)
+    assert w.multi_token and "mean" in w.describe()
+    r = embedding_arithmetic("duchess - woman + man", 3)
+    assert "duchess" in r.notice and "mean" in r.notice
+
+
+def test_unknown_word_is_refused():
+    counts = load_token_counts()
+    enc = get_encoding()
+    unseen = next(
+        text for tid in np.flatnonzero(counts == 0)
+        if (text := enc.decode([int(tid)])).startswith(" ") and text[1:].isalpha() and enc.encode(text) == [int(tid)]
+    )
+    with pytest.raises(InputError, match="unknown to the model"):
+        word_vector(unseen.strip())
+    with pytest.raises(InputError, match="unknown to the model"):
+        embedding_arithmetic(f"king - {unseen.strip()}")
+
+
+def test_arithmetic_vector_and_neighbours_by_brute_force():
+    r = embedding_arithmetic("king - man + woman", top_k=8)
+    expected = wte(" king") - wte(" man") + wte(" woman")
+    np.testing.assert_allclose(r.vector, expected, atol=1e-5)
+    # brute force over every token seen in training, input words excluded
+    counts = load_token_counts()
+    matrix = get_model().wte.weight.detach().numpy().astype(np.float64)
+    sims = matrix @ expected / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(expected))
+    inputs = {get_encoding().encode(w)[0] for w in (" king", " man", " woman")}
+    candidates = [i for i in np.argsort(-sims) if counts[i] > 0 and i not in inputs][:8]
+    assert [n.id for n in r.neighbours] == [int(i) for i in candidates]
+    np.testing.assert_allclose([n.similarity for n in r.neighbours], sims[candidates], atol=1e-5)
+    assert all(n.count > 0 for n in r.neighbours)
+    assert r.formula == "king − man + woman" and len(r.rows()) == 8
+    assert len(r.figure.data[0].x) == 8
+
+
+def test_a_word_is_its_own_nearest_token_when_not_excluded():
+    r = embedding_arithmetic("queen", top_k=3, exclude_inputs=False)
+    assert r.neighbours[0].token == "⋅queen" and r.neighbours[0].similarity == pytest.approx(1.0, abs=1e-5)
+    r = embedding_arithmetic("queen", top_k=3)
+    assert all(n.token != "⋅queen" for n in r.neighbours)
+
+
+def test_scaling_does_not_change_the_neighbours():
+    # cosine similarity ignores length: 0.5*a + 0.5*b points where a + b does
+    a = embedding_arithmetic("0.5*king + 0.5*queen", 5)
+    b = embedding_arithmetic("king + queen", 5)
+    assert [n.id for n in a.neighbours] == [n.id for n in b.neighbours]
+
+
+@pytest.mark.parametrize("top_k", [0, limits.MAX_NEIGHBOURS + 1, -3, float("nan"), "ten", 2.5, None])
+def test_top_k_refused(top_k):
+    with pytest.raises(InputError, match="top_k"):
+        embedding_arithmetic("king", top_k)
+
+
+def test_similarity():
+    assert word_similarity("king", "king").similarity == pytest.approx(1.0, abs=1e-6)
+    s = word_similarity("king", "queen")
+    a, b = wte(" king"), wte(" queen")
+    assert s.similarity == pytest.approx(float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)), abs=1e-5)
+    assert word_similarity("queen", "king").similarity == pytest.approx(s.similarity, abs=1e-7)
+    with pytest.raises(InputError, match="more than one word"):
+        word_similarity("king queen", "man")
+    with pytest.raises(InputError, match="empty"):
+        word_similarity("", "man")
+
+
+# --- PCA --------------------------------------------------------------------------------------
+
+def test_default_words_are_all_known():
+    for w in DEFAULT_WORDS:
+        word_vector(w)  # raises if a default word were unknown
+
+
+def test_pca_of_three_words_keeps_their_distances():
+    words = ["king", "queen", "man"]
+    r = pca_projection(words, expression="king", dims="2D")
+    x = np.stack([wte(" " + w) for w in words])
+    for i in range(3):
+        for j in range(3):
+            assert np.linalg.norm(r.coords[i] - r.coords[j]) == pytest.approx(np.linalg.norm(x[i] - x[j]), rel=1e-4)
+    np.testing.assert_allclose(r.result_coords, r.coords[0], atol=1e-4)  # "king" lands on king
+    assert sum(r.explained_variance) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_pca_default_list_2d_and_3d():
+    r2 = pca_projection()
+    assert r2.coords.shape == (len(DEFAULT_WORDS), 2) and r2.result_coords.shape == (2,)
+    assert r2.explained_variance == sorted(r2.explained_variance, reverse=True)
+    assert any("★" in str(t.text) for t in r2.figure.data)
+    r3 = pca_projection("king, queen, man, woman", expression="", dims="3D")
+    assert r3.coords.shape == (4, 3) and r3.result_coords is None
+    assert r3.figure.data[0].type == "scatter3d"
+    assert json.loads(json.dumps(r2.to_dict()))["words"][0] == "king"
+
+
+@pytest.mark.parametrize(
+    "words, dims, fragment",
+    [
+        ("king, queen", "2D", "give 3 to"),
+        (", ".join(f"w{i}" for i in range(limits.MAX_PCA_WORDS + 1)), "2D", "give 3 to"),
+        ("king, queen, man", "4D", "projection"),
+        (42, "2D", "word list"),
+        ("", "2D", "empty"),
+    ],
+)
+def test_pca_refuses(words, dims, fragment):
+    with pytest.raises(InputError, match=fragment):
+        pca_projection(words, dims=dims)
+
+
+# --- static vs contextual ----------------------------------------------------------------------
+
+def test_static_vs_contextual():
+    r = contextual_embeddings("bear", "I cannot bear this grief.", "Exit, pursued by a bear.")
+    assert r.static_similarity == pytest.approx(1.0, abs=1e-6)  # one row of the table, twice
+    assert r.contextual_similarity < 0.999  # the last hidden states depend on the context
+    enc = get_encoding()
+    ids_a = enc.encode("I cannot bear this grief.")
+    pos = r.positions[0][0]
+    assert ids_a[pos] == enc.encode(" bear")[0]
+    with torch.no_grad():
+        hidden = get_model()(torch.tensor([ids_a]), return_hidden=True)[0, pos].numpy()
+    static = wte(" bear")
+    cos = float(hidden @ static / np.linalg.norm(hidden) / np.linalg.norm(static))
+    assert r.static_vs_contextual[0] == pytest.approx(cos, abs=1e-5)
+    assert r.matrix.shape == (4, 4) and np.allclose(np.diag(r.matrix), 1.0, atol=1e-5)
+
+
+def test_word_at_sentence_start_is_found_without_space():
+    r = contextual_embeddings("Bear", "Bear with me.", "The Bear is here.")
+    assert r.positions[0] == [0]
+    assert "tokenized differently" in r.notice
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("bear", "No such word here.", "a bear"), "does not contain"),
+        (("", "a", "b"), "empty"),
+        (("bear", "", "a bear"), "empty"),
+        (("bear", "x" * (limits.MAX_SENTENCE_CHARS + 1), "a bear"), "limit"),
+    ],
+)
+def test_contextual_refuses(args, fragment):
+    with pytest.raises(InputError, match=fragment):
+        contextual_embeddings(*args)
