@@ -1,0 +1,186 @@
+"""The onnxruntime generation engine: providers, sampling controls, streaming, errors, threads."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import torch
+
+from export import providers
+from export.engine import Candidate, Engine
+from export.sampling import choose, sampling_distribution
+from model import EOT_ID, load_pretrained
+from test_export import TINY, tiny_artifacts
+
+PROMPT = [464, 3290, 286, 262, 995]
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory) -> Engine:
+    _, paths, _ = tiny_artifacts(tmp_path_factory.getbasetemp() / "tiny_export")
+    return Engine.load(paths["fp32"], provider="cpu")
+
+
+@pytest.fixture(scope="module")
+def torch_model(tmp_path_factory):
+    weights, _, _ = tiny_artifacts(tmp_path_factory.getbasetemp() / "tiny_export")
+    return load_pretrained(weights)
+
+
+# -- providers -------------------------------------------------------------------------------
+
+
+def test_provider_selection(monkeypatch):
+    assert providers.requested_providers("cpu") == [providers.CPU]
+    monkeypatch.setattr(providers, "cuda_usable", lambda: False)
+    assert providers.requested_providers("auto") == [providers.CPU]
+    with pytest.raises(RuntimeError, match="provider='cuda' requested"):
+        providers.requested_providers("cuda")
+    monkeypatch.setattr(providers, "cuda_usable", lambda: True)
+    assert providers.requested_providers("auto") == [providers.CUDA, providers.CPU]
+    assert providers.requested_providers("cuda") == [providers.CUDA, providers.CPU]
+    with pytest.raises(ValueError, match="provider must be one of auto, cpu, cuda"):
+        providers.requested_providers("tpu")
+
+
+def test_engine_reports_the_provider_really_in_use(engine, tmp_path_factory):
+    _, paths, _ = tiny_artifacts(tmp_path_factory.getbasetemp() / "tiny_export")
+    auto = Engine.load(paths["fp32"])  # no GPU here: auto must land on the CPU, quietly
+    expected = providers.CUDA if providers.cuda_usable() else providers.CPU
+    assert auto.provider == expected == auto.session.get_providers()[0]
+    assert (engine.block_size, engine.vocab_size) == (TINY.block_size, TINY.vocab_size)
+
+
+# -- generation ------------------------------------------------------------------------------
+
+
+def test_greedy_matches_pytorch(engine, torch_model):
+    ours = engine.generate(PROMPT, 20, stop_at_eot=False)
+    ref = torch_model.generate(torch.tensor([PROMPT]), 20, temperature=0.0)[0, len(PROMPT) :].tolist()
+    assert ours == ref
+
+
+def test_seeded_sampling_repeats_and_seeds_differ(engine):
+    a = engine.generate(PROMPT, 12, temperature=1.0, seed=7, stop_at_eot=False)
+    b = engine.generate(PROMPT, 12, temperature=1.0, seed=7, stop_at_eot=False)
+    c = engine.generate(PROMPT, 12, temperature=1.0, seed=8, stop_at_eot=False)
+    assert a == b and a != c
+
+
+def test_top_k_1_and_tiny_temperature_are_greedy(engine):
+    greedy = engine.generate(PROMPT, 10, stop_at_eot=False)
+    assert engine.generate(PROMPT, 10, temperature=1.5, top_k=1, seed=3, stop_at_eot=False) == greedy
+    assert engine.generate(PROMPT, 10, temperature=1e-6, seed=3, stop_at_eot=False) == greedy
+
+
+def test_several_samples_run_as_one_batch(engine):
+    samples = engine.generate(PROMPT, 8, temperature=1.0, seed=5, num_samples=3, stop_at_eot=False)
+    assert len(samples) == 3 and all(len(s) == 8 for s in samples)
+    assert len({tuple(s) for s in samples}) > 1  # independent draws, not one sample copied
+    assert engine.generate(PROMPT, 8, temperature=1.0, seed=5, num_samples=3, stop_at_eot=False) == samples
+    # Greedy samples are all the greedy continuation.
+    assert engine.generate(PROMPT, 5, num_samples=2, stop_at_eot=False) == [engine.generate(PROMPT, 5, stop_at_eot=False)] * 2
+
+
+def test_top_p_keeps_the_smallest_set_above_p():
+    logits = np.log(np.array([[0.5, 0.3, 0.15, 0.05]]))
+    kept = lambda p: set(np.flatnonzero(sampling_distribution(logits, 1.0, None, p)[0]))  # noqa: E731
+    assert kept(0.45) == {0}
+    assert kept(0.75) == {0, 1}
+    assert kept(0.85) == {0, 1, 2}
+    assert kept(1.0) == {0, 1, 2, 3}
+    probs = sampling_distribution(logits, 1.0, None, 0.75)[0]
+    np.testing.assert_allclose(probs[:2], [0.5 / 0.8, 0.3 / 0.8])
+    rng = np.random.default_rng(0)
+    draws = {int(choose(logits, 1.0, None, 0.75, rng)[0]) for _ in range(200)}
+    assert draws == {0, 1}
+
+
+def test_top_k_and_temperature_shape_the_distribution():
+    logits = np.log(np.array([[0.4, 0.3, 0.2, 0.1]]))
+    assert set(np.flatnonzero(sampling_distribution(logits, 1.0, 2, None)[0])) == {0, 1}
+    hot, cold = sampling_distribution(logits, 2.0, None, None)[0], sampling_distribution(logits, 0.5, None, None)[0]
+    assert hot[0] < 0.4 < cold[0]
+
+
+def test_stream_yields_tokens_candidates_and_timing(engine):
+    steps = list(engine.stream(PROMPT, 6, temperature=0.8, top_k=5, seed=1, n_candidates=5, stop_at_eot=False))
+    assert [s.index for s in steps] == list(range(6))
+    assert steps[-1].finished == [True] and not any(s.finished[0] for s in steps[:-1])
+    for s in steps:
+        (token,), (cands,) = s.token_ids, s.candidates
+        assert len(cands) == 5 and all(isinstance(c, Candidate) for c in cands)
+        probs = [c.prob for c in cands]
+        assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-9
+        assert token in {c.token_id for c in cands}  # top-k 5: only the 5 most likely can be drawn
+        assert abs(sum(c.sample_prob for c in cands) - 1) < 1e-9
+        assert s.token_probs[0] == pytest.approx(next(c.prob for c in cands if c.token_id == token))
+        assert s.ttft_s == steps[0].ttft_s > 0 and s.tokens_per_s > 0 and s.notice is None
+    assert [s.token_ids[0] for s in steps] == engine.generate(PROMPT, 6, temperature=0.8, top_k=5, seed=1, stop_at_eot=False)
+
+
+def test_stops_at_end_of_text(engine, monkeypatch):
+    # Make the real graph's output favour <|endoftext|> for the second sample from step 2 on.
+    forward, calls = engine.forward, []
+
+    def eot_later(ids, past):
+        logits, present = forward(ids, past)
+        calls.append(1)
+        if len(calls) >= 3:
+            logits = logits.copy()
+            logits[1, EOT_ID] += 1000.0
+        return logits, present
+
+    monkeypatch.setattr(engine, "forward", eot_later)
+    a, b = engine.generate(PROMPT, 10, num_samples=2)
+    assert len(a) == 10 and b[-1] == EOT_ID and len(b) == 3
+    calls.clear()
+    steps = list(engine.stream(PROMPT, 10, num_samples=2))
+    assert steps[2].finished == [False, True] and steps[3].token_ids[1] is None and steps[3].candidates[1] == []
+
+
+def test_long_prompt_keeps_the_last_tokens_and_says_so(engine, torch_model):
+    prompt = list(range(100, 100 + TINY.block_size + 8))
+    steps = list(engine.stream(prompt, 3, stop_at_eot=False))
+    assert steps[0].prompt_tokens_dropped == 8 and "8 were dropped" in steps[0].notice
+    ref = torch_model.generate(torch.tensor([prompt]), 3, temperature=0.0)[0, -3:].tolist()
+    assert [s.token_ids[0] for s in steps] == ref
+
+
+def test_bad_arguments_are_rejected_with_clear_messages(engine, tmp_path):
+    cases = [
+        (dict(prompt_ids=[], max_new_tokens=3), "prompt_ids is empty"),
+        (dict(prompt_ids="hello", max_new_tokens=3), "not text"),
+        (dict(prompt_ids=[TINY.vocab_size], max_new_tokens=3), "token ids must be in"),
+        (dict(prompt_ids=[1], max_new_tokens=0), "max_new_tokens must be a positive integer"),
+        (dict(prompt_ids=[1], max_new_tokens=3, temperature=-0.1), "temperature must be"),
+        (dict(prompt_ids=[1], max_new_tokens=3, top_k=0), "top_k must be"),
+        (dict(prompt_ids=[1], max_new_tokens=3, top_p=1.5), "top_p must be"),
+        (dict(prompt_ids=[1], max_new_tokens=3, num_samples=0), "num_samples must be"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=message):
+            engine.generate(**kwargs)
+        with pytest.raises(ValueError, match=message):
+            engine.stream(**kwargs)  # checked at the call, not at the first step
+    with pytest.raises(ValueError, match="n_candidates"):
+        engine.stream([1], 3, n_candidates=-1)
+    with pytest.raises(FileNotFoundError, match="python -m export"):
+        Engine.load(tmp_path / "missing.onnx")
+    with pytest.raises(ValueError, match="threads"):
+        Engine.load(engine.path, threads=0)
+
+
+def test_one_engine_serves_many_threads(engine):
+    seeds = list(range(6))
+    expected = [engine.generate(PROMPT, 8, temperature=1.0, seed=s, stop_at_eot=False) for s in seeds]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        got = list(pool.map(lambda s: engine.generate(PROMPT, 8, temperature=1.0, seed=s, stop_at_eot=False), seeds))
+    assert got == expected
+
+
+def test_io_binding_path_gives_the_same_tokens(engine):
+    bound = Engine.load(engine.path, provider="cpu", io_binding=True)
+    assert bound.generate(PROMPT, 10, stop_at_eot=False) == engine.generate(PROMPT, 10, stop_at_eot=False)
