@@ -51,6 +51,16 @@ def test_seed_001_large_table_and_frequencies():
     assert 1 / r.frequencies[128] == pytest.approx(100.0)
 
 
+def test_seed_001_first_50_frequencies():
+    # Seed 001 prints freq[:50] for d_model = 512.
+    printed = [1.0000, 0.9647, 0.9306, 0.8977, 0.8660, 0.8354, 0.8058, 0.7774, 0.7499, 0.7234, 0.6978,
+               0.6732, 0.6494, 0.6264, 0.6043, 0.5829, 0.5623, 0.5425, 0.5233, 0.5048, 0.4870, 0.4698,
+               0.4532, 0.4371, 0.4217, 0.4068, 0.3924, 0.3786, 0.3652, 0.3523, 0.3398, 0.3278, 0.3162,
+               0.3051, 0.2943, 0.2839, 0.2738, 0.2642, 0.2548, 0.2458, 0.2371, 0.2288, 0.2207, 0.2129,
+               0.2054, 0.1981, 0.1911, 0.1843, 0.1778, 0.1715]
+    np.testing.assert_allclose(frequencies(512, 10000.0)[:50], printed, atol=6e-5)
+
+
 def test_formula_by_hand_and_wavelengths():
     r = positional_encoding(8, 10, 500.0)
     for pos in range(10):
