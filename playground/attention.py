@@ -83,9 +83,11 @@ def attention_weights(model: GPT, ids: list[int]) -> np.ndarray:
 
 
 def _pair_customdata(tokens: list[str]) -> np.ndarray:
+    """Per cell: query label, key label, and a note on cells the causal mask hides."""
     t = len(tokens)
     q = np.array([f"{i}: {tokens[i]}" for i in range(t)], dtype=object)
-    return np.stack([np.repeat(q[:, None], t, axis=1), np.repeat(q[None, :], t, axis=0)], axis=-1)
+    future = np.where(np.triu(np.ones((t, t), dtype=bool), k=1), " (masked: a future token)", "").astype(object)
+    return np.stack([np.repeat(q[:, None], t, axis=1), np.repeat(q[None, :], t, axis=0), future], axis=-1)
 
 
 def _weights_figure(w: np.ndarray, tokens: list[str], title: str) -> go.Figure:
@@ -93,7 +95,7 @@ def _weights_figure(w: np.ndarray, tokens: list[str], title: str) -> go.Figure:
     return heatmap(
         w, title, x_labels=tokens, y_labels=tokens, x_title="key (attended-to token)", y_title="query (attending token)",
         colorscale="Blues", zmin=0.0, zmax=1.0,
-        hover="query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
+        hover="query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.3f}%{customdata[2]}<extra></extra>",
         customdata=_pair_customdata(tokens),
         text=np.round(w, 2) if t <= 12 else None,
         height=max(420, 18 * t + 160),
@@ -110,7 +112,7 @@ def _heads_grid(w_layer: np.ndarray, tokens: list[str], layer: int) -> go.Figure
     for h in range(n_head):
         fig.add_trace(
             go.Heatmap(z=w_layer[h], zmin=0.0, zmax=1.0, colorscale="Blues", showscale=h == 0, customdata=custom,
-                       hovertemplate=f"head {h}<br>query %{{customdata[0]}}<br>key %{{customdata[1]}}<br>weight %{{z:.3f}}<extra></extra>"),
+                       hovertemplate=f"head {h}<br>query %{{customdata[0]}}<br>key %{{customdata[1]}}<br>weight %{{z:.3f}}%{{customdata[2]}}<extra></extra>"),
             row=h // cols + 1, col=h % cols + 1,
         )
     fig.update_yaxes(autorange="reversed", showticklabels=False)

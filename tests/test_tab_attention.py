@@ -30,6 +30,8 @@ def test_weights_shape_rows_and_causal_mask(result):
     np.testing.assert_allclose(result.weights[:, :, 0, 0], 1.0)  # the first token sees only itself
     z = np.asarray(result.head_figure.data[0].z)
     np.testing.assert_allclose(z, result.weights[1, 2], atol=1e-6)
+    custom = np.asarray(result.head_figure.data[0].customdata)
+    assert "masked" in custom[0, 1, 2] and custom[1, 0, 2] == ""  # hover names the causal mask
     np.testing.assert_allclose(np.asarray(result.mean_figure.data[0].z), result.weights[1].mean(axis=0), atol=1e-6)
     assert len(result.heads_figure.data) == cfg.n_head
 
