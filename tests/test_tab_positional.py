@@ -124,10 +124,15 @@ def test_large_heatmap_is_strided_but_table_exact():
     assert z.size <= 512 * 512 and "every" in r.heatmap.layout.title.text
 
 
-def test_shipped_model_table_is_the_formula():
+def test_shipped_model_table():
+    from playground.resources import get_model
+
     r = model_position_table()
-    assert r.kind == "sinusoidal" and r.max_abs_diff < 1e-6
-    assert r.reference_figure is None
+    np.testing.assert_allclose(r.table, get_model().position_table().detach().numpy())
+    if r.kind == "learned":
+        assert r.reference_figure is not None
+        return
+    assert r.max_abs_diff < 1e-6 and r.reference_figure is None and "sinusoidal" in r.note
     expected = positional_encoding(r.table.shape[1], min(r.table.shape[0], limits.MAX_POSITIONS)).table
     np.testing.assert_allclose(r.table[: expected.shape[0]], expected, atol=1e-6)
 
