@@ -38,3 +38,21 @@ def small_config() -> GPTConfig:
 def small_model(small_config: GPTConfig) -> GPT:
     torch.manual_seed(0)
     return GPT(small_config).eval()
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory):
+    """``python app.py`` launched once per session on a free loopback port (tests/app_server.py)."""
+    from app_server import launch, stop
+
+    server = launch(tmp_path_factory.mktemp("app") / "app.log")
+    print(f"\napp ready in {server.startup_s:.1f} s at {server.url}")
+    yield server
+    stop(server)
+
+
+@pytest.fixture(scope="session")
+def client(app_server):
+    from gradio_client import Client
+
+    return Client(app_server.url, verbose=False)

@@ -1,0 +1,68 @@
+"""GPT Playground: see, hands on, how a GPT works.
+
+    python app.py      # http://127.0.0.1:7860 (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT to change)
+
+The table of contents of the app: the tabs in order, each built by its own module in
+playground/ui/ (the wiring) around plain functions in playground/ (the logic). On the first start
+the ONNX files are built (``python -m export``), with progress on the console.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+T0 = time.perf_counter()
+
+import gradio as gr  # noqa: E402
+
+from playground.ui import attention, common, embeddings, generation, model, positional, tokenization  # noqa: E402
+from playground.ui.startup import prepare_onnx  # noqa: E402
+
+TITLE = "GPT Playground"
+HEADER = (
+    "# 🎭 GPT Playground\n"
+    "See, hands on, how a GPT works: a small decoder-only transformer this project trained on "
+    "Shakespeare, served by onnxruntime. Go through the tabs in order: text becomes tokens, "
+    "tokens become vectors, positions are added, the model generates, attention is what it looks at."
+)
+
+
+def build_app(onnx_files: dict) -> gr.Blocks:
+    with gr.Blocks(title=TITLE) as demo:
+        gr.Markdown(HEADER, elem_id="pg-header")
+        with gr.Tabs():
+            with gr.Tab("1 · Tokenization", id="tokenization"):
+                tokenization.build()
+            with gr.Tab("2 · Embeddings", id="embeddings"):
+                embeddings.build()
+            with gr.Tab("3 · Positional encoding", id="positional"):
+                positional.build()
+            with gr.Tab("4 · Text generation", id="generation"):
+                generation.build()
+            with gr.Tab("5 · Attention", id="attention"):
+                attention.build()
+            with gr.Tab("6 · Model", id="model"):
+                model.build(onnx_files)
+    # A small Space: each concurrency group (see playground/ui/common.py) has its own cap, so
+    # light tabs never queue behind generations; past QUEUE_MAX_SIZE waiting, "queue is full".
+    demo.queue(max_size=common.QUEUE_MAX_SIZE, default_concurrency_limit=common.LIGHT_CONCURRENCY)
+    return demo
+
+
+def main() -> None:
+    onnx_files = prepare_onnx()  # builds artifacts/*.onnx on the first start, with progress
+    demo = build_app(onnx_files)
+    print(f"GPT Playground built in {time.perf_counter() - T0:.1f} s; starting the server", flush=True)
+    demo.launch(
+        # None: Gradio reads GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (default 127.0.0.1:7860).
+        server_name=os.environ.get("GRADIO_SERVER_NAME") or None,
+        server_port=int(os.environ["GRADIO_SERVER_PORT"]) if os.environ.get("GRADIO_SERVER_PORT") else None,
+        theme=common.THEME,
+        css=common.CSS,
+        footer_links=["api", "gradio"],
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,406 @@
+"""Text generation tab: validate the sampling settings, stream tokens from the ONNX engine, keep
+every step's top candidates, and turn them into text, statistics and a bar chart.
+
+No Gradio here: :func:`generate` is a plain generator of :class:`GenerationState` snapshots that
+the UI (and the ``/generate`` API endpoint) render; tests call it directly.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import plotly.graph_objects as go
+
+from model.tokenizer import EOT_ID
+
+from . import limits
+from .validation import InputError, validate_float, validate_int, validate_text
+
+__all__ = [
+    "DEFAULTS",
+    "EXAMPLE_PROMPTS",
+    "GenerationParams",
+    "Candidate",
+    "Step",
+    "GenerationState",
+    "validate_params",
+    "get_engine",
+    "prepare",
+    "run",
+    "generate",
+    "candidates_figure",
+    "tokens_html",
+    "stats_markdown",
+    "provider_label",
+]
+
+# The sliders' starting values: a little below temperature 1 with nucleus sampling reads best
+# for a small Shakespeare model (less gibberish, still varied).
+DEFAULTS: dict[str, Any] = {
+    "max_new_tokens": 100,
+    "temperature": 0.8,
+    "top_k": 50,
+    "top_p": 0.95,
+    "seed": 42,
+    "num_samples": 1,
+}
+
+# In the corpus's style: a speaker's name in capitals, a colon, a new line, then the speech.
+EXAMPLE_PROMPTS: list[str] = [
+    "ROMEO:\nBut soft, what light through yonder window breaks?",
+    "First Citizen:\nBefore we proceed any further, hear me speak.",
+    "KING HENRY V:\nOnce more unto the breach, dear friends,",
+    "HAMLET:\nTo be, or not to be:",
+    "LADY MACBETH:\n",
+]
+
+TOP_CANDIDATES = 10  # candidates kept per step (the bar chart shows them all)
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """Validated settings; ``prompt_ids`` already cut to what fits in the context."""
+
+    prompt: str
+    prompt_ids: list[int]
+    max_new_tokens: int
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+    num_samples: int
+    dropped_prompt_tokens: int = 0  # tokens cut from the start of a prompt longer than the context
+
+    @property
+    def notice(self) -> str:
+        if not self.dropped_prompt_tokens:
+            return ""
+        return (
+            f"The prompt was {len(self.prompt_ids) + self.dropped_prompt_tokens} tokens long; only its last "
+            f"{len(self.prompt_ids)} were kept ({self.dropped_prompt_tokens} cut from the start)."
+        )
+
+
+def validate_params(
+    prompt: Any,
+    max_new_tokens: Any = DEFAULTS["max_new_tokens"],
+    temperature: Any = DEFAULTS["temperature"],
+    top_k: Any = DEFAULTS["top_k"],
+    top_p: Any = DEFAULTS["top_p"],
+    seed: Any = DEFAULTS["seed"],
+    num_samples: Any = 1,
+    *,
+    encode: Callable[[str], list[int]],
+    block_size: int,
+    vocab_size: int,
+) -> GenerationParams:
+    """Check every setting (raising :class:`InputError` with what is accepted) and tokenize the
+    prompt. A prompt longer than the context keeps its last tokens: the engine slides its window
+    the same way while generating, so nothing it could use is lost."""
+    prompt = validate_text(prompt, name="prompt", max_chars=limits.MAX_PROMPT_CHARS)
+    max_new_tokens = validate_int(
+        max_new_tokens, name="max_new_tokens", minimum=limits.MIN_NEW_TOKENS, maximum=limits.MAX_NEW_TOKENS
+    )
+    temperature = validate_float(
+        temperature,
+        name="temperature",
+        minimum=limits.MIN_TEMPERATURE,
+        maximum=limits.MAX_TEMPERATURE,
+        min_inclusive=False,
+    )
+    top_k = validate_int(top_k, name="top_k", minimum=limits.MIN_TOP_K, maximum=vocab_size)
+    top_p = validate_float(top_p, name="top_p", minimum=limits.MIN_TOP_P, maximum=limits.MAX_TOP_P, min_inclusive=False)
+    seed = validate_int(seed, name="seed", minimum=limits.MIN_SEED, maximum=limits.MAX_SEED)
+    num_samples = validate_int(num_samples, name="num_samples", minimum=limits.MIN_SAMPLES, maximum=limits.MAX_SAMPLES)
+    ids = encode(prompt)
+    if not ids:
+        raise InputError("prompt: no tokens after tokenization; type some text")
+    keep = block_size - 1  # leave room for at least one new token in the context
+    dropped = max(0, len(ids) - keep)
+    return GenerationParams(prompt, ids[dropped:], max_new_tokens, temperature, top_k, top_p, seed, num_samples, dropped)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    token_id: int
+    text: str  # the token decoded alone (a partial UTF-8 character shows as �)
+    probability: float  # the model's probability (softmax at temperature 1)
+    sample_probability: float | None  # in the distribution actually sampled (temperature, top-k, top-p)
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int  # 0-based position among the generated tokens
+    token: Candidate  # the token that was drawn
+    candidates: list[Candidate]  # the most probable next tokens, best first
+
+
+@dataclass
+class GenerationState:
+    """Everything known about a generation so far; updated in place after every step."""
+
+    params: GenerationParams
+    provider: str
+    decode: Callable[[list[int]], str]
+    steps: list[list[Step]] = field(default_factory=list)  # [sample][step]
+    ttft_s: float | None = None  # from the call to the first new token (prompt processing included)
+    elapsed_s: float | None = None
+    finished: bool = False
+    stop_reasons: list[str] = field(default_factory=list)  # per sample: "length", "end of text", "stopped"
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def new_tokens(self) -> int:
+        return sum(len(s) for s in self.steps)
+
+    def sample_ids(self, sample: int) -> list[int]:
+        return [step.token.token_id for step in self.steps[sample]]
+
+    def completions(self) -> list[str]:
+        """Each sample's new text, decoded as a whole (so multi-byte characters come out right)."""
+        return [self.decode(self.sample_ids(i)) for i in range(len(self.steps))]
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Decoding speed, all samples together: the tokens after each sample's first, over the
+        time after the first step (the prompt's processing is in the time to first token)."""
+        if self.ttft_s is None or self.elapsed_s is None or self.elapsed_s <= self.ttft_s:
+            return None
+        later = self.new_tokens - sum(1 for s in self.steps if s)
+        return later / (self.elapsed_s - self.ttft_s) if later > 0 else None
+
+    @property
+    def stop_reason(self) -> str:
+        reasons = sorted(set(self.stop_reasons))
+        return ", ".join(reasons)
+
+    def to_api(self) -> dict[str, Any]:
+        """The JSON the ``/generate`` endpoint streams: one object per update."""
+        completions = self.completions()
+        tps = self.tokens_per_s
+        return {
+            "prompt": self.params.prompt,
+            "completion": completions[0] if completions else "",
+            "token_ids": self.sample_ids(0) if self.steps else [],
+            "new_tokens": self.new_tokens,
+            "finished": self.finished,
+            "stop_reason": self.stop_reason if self.finished else "",
+            "time_to_first_token_s": None if self.ttft_s is None else round(self.ttft_s, 4),
+            "tokens_per_s": None if tps is None else round(tps, 1),
+            "provider": self.provider,
+            "notice": " ".join(self.notices),
+        }
+
+
+def provider_label(provider: str) -> str:
+    """'CUDAExecutionProvider' -> 'CUDA (GPU)', 'CPUExecutionProvider' -> 'CPU'."""
+    p = provider.lower()
+    if "cuda" in p:
+        return "CUDA (GPU)"
+    if "cpu" in p:
+        return "CPU"
+    return provider
+
+
+# --- The shared engine ---------------------------------------------------------------------------
+
+_engine_lock = threading.Lock()
+_engine: Any = None
+
+
+def get_engine() -> Any:
+    """The one onnxruntime engine every request shares (its session is thread-safe), opened on
+    first use on artifacts/gpt.onnx (``python -m export`` builds it)."""
+    global _engine
+    if _engine is None:
+        with _engine_lock:
+            if _engine is None:
+                from export.engine import Engine
+
+                _engine = Engine.load()
+    return _engine
+
+
+def prepare(prompt: Any, max_new_tokens: Any, temperature: Any, top_k: Any, top_p: Any, seed: Any, num_samples: Any = 1) -> GenerationParams:
+    """:func:`validate_params` with the shared engine's context and GPT-2's tokenizer."""
+    from model.tokenizer import EOT
+
+    from .resources import get_encoding
+
+    enc, engine = get_encoding(), get_engine()
+    return validate_params(
+        prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples,
+        encode=lambda text: enc.encode(text, allowed_special={EOT}, disallowed_special=()),
+        block_size=engine.block_size,
+        vocab_size=engine.vocab_size,
+    )
+
+
+def run(params: GenerationParams) -> Iterator[GenerationState]:
+    """:func:`generate` on the shared engine and tokenizer."""
+    from .resources import get_encoding
+
+    enc = get_encoding()
+    return generate(get_engine(), params, _single_decoder(enc), lambda ids: enc.decode(ids, errors="replace"))
+
+
+def _single_decoder(enc: Any) -> Callable[[int], str]:
+    cache: dict[int, str] = {}
+
+    def decode_one(token_id: int) -> str:
+        if token_id not in cache:
+            cache[token_id] = enc.decode_single_token_bytes(token_id).decode("utf-8", errors="replace")
+        return cache[token_id]
+
+    return decode_one
+
+
+def generate(
+    engine: Any, params: GenerationParams, decode_one: Callable[[int], str], decode: Callable[[list[int]], str]
+) -> Iterator[GenerationState]:
+    """Stream a generation: yields the (same, updated) :class:`GenerationState` after every
+    step, and once more at the end with ``finished`` set. Closing the generator (the stop
+    button, a client that goes away) stops the engine after the current step."""
+    n = params.num_samples
+    state = GenerationState(params=params, provider=str(engine.provider), decode=decode)
+    state.steps = [[] for _ in range(n)]
+    state.stop_reasons = ["stopped"] * n
+    if params.notice:
+        state.notices.append(params.notice)
+    stream = engine.stream(
+        params.prompt_ids,
+        max_new_tokens=params.max_new_tokens,
+        temperature=params.temperature,
+        top_k=None if params.top_k >= engine.vocab_size else params.top_k,
+        top_p=None if params.top_p >= 1.0 else params.top_p,
+        seed=params.seed,
+        num_samples=n,
+        n_candidates=TOP_CANDIDATES,
+    )
+    try:
+        for event in stream:
+            state.ttft_s, state.elapsed_s = event.ttft_s, event.elapsed_s
+            if event.notice and event.notice not in state.notices and not params.notice:
+                state.notices.append(event.notice)
+            for sample in range(n):
+                token_id = event.token_ids[sample]
+                if token_id is None:
+                    continue
+                cands = [Candidate(c.token_id, decode_one(c.token_id), c.prob, c.sample_prob) for c in event.candidates[sample]]
+                chosen = next((c for c in cands if c.token_id == token_id), None)
+                if chosen is None:  # drawn from outside the top candidates
+                    chosen = Candidate(token_id, decode_one(token_id), float(event.token_probs[sample] or 0.0), None)
+                steps = state.steps[sample]
+                steps.append(Step(len(steps), chosen, cands))
+                if event.finished[sample]:
+                    state.stop_reasons[sample] = "end of text" if token_id == EOT_ID else "length"
+            yield state
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    state.finished = True
+    yield state
+
+
+# --- Rendering ---------------------------------------------------------------------------------
+
+
+def _visible(text: str) -> str:
+    """A token's text with its whitespace made visible (for labels and tooltips)."""
+    return text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥") or "∅"
+
+
+def candidates_figure(step: Step | None, *, title: str | None = None) -> go.Figure:
+    """Horizontal bars: the top next-token candidates of one step, as the model rates them
+    (temperature 1) and as they were sampled (after temperature, top-k, top-p); the drawn token
+    in orange."""
+    fig = go.Figure()
+    if step is None:
+        fig.add_annotation(text="Generate some text, then pick a step", showarrow=False, font={"size": 15})
+        fig.update_layout(xaxis={"visible": False}, yaxis={"visible": False}, height=360, template="plotly_white")
+        return fig
+    cands = list(step.candidates)
+    if all(c.token_id != step.token.token_id for c in cands):
+        cands.append(step.token)  # a token drawn from outside the top list still shows
+    cands = cands[::-1]  # plotly draws the first bar at the bottom
+    labels = [f"{_visible(c.text)}  #{c.token_id}" for c in cands]
+    drawn = [c.token_id == step.token.token_id for c in cands]
+    sampled = [c.sample_probability or 0.0 for c in cands]
+    fig.add_bar(
+        x=sampled,
+        y=labels,
+        orientation="h",
+        name="sampled from (temperature, top-k, top-p)",
+        marker_color=["#f97316" if d else "#6366f1" for d in drawn],
+        text=[f"{p:.1%}" for p in sampled],
+        textposition="outside",
+        cliponaxis=False,
+        hovertemplate="%{y}<br>sampling probability %{x:.2%}<extra></extra>",
+    )
+    fig.add_bar(
+        x=[c.probability for c in cands],
+        y=labels,
+        orientation="h",
+        name="model (temperature 1)",
+        marker_color="rgba(148, 163, 184, 0.55)",
+        hovertemplate="%{y}<br>model probability %{x:.2%}<extra></extra>",
+    )
+    top = max(max(sampled), max(c.probability for c in cands))
+    p_drawn = step.token.sample_probability
+    fig.update_layout(
+        title=title
+        or f"Step {step.index + 1}: drew “{_visible(step.token.text)}”"
+        + (f" (p = {p_drawn:.1%})" if p_drawn is not None else ""),
+        barmode="group",
+        bargap=0.25,
+        xaxis={"title": "probability", "range": [0, min(1.0, top * 1.2 + 0.03)], "tickformat": ".0%"},
+        yaxis={"automargin": True},
+        height=max(320, 38 * len(cands) + 120),
+        margin={"l": 10, "r": 30, "t": 50, "b": 40},
+        template="plotly_white",
+        legend={"orientation": "h", "y": -0.12, "x": 0},
+    )
+    return fig
+
+
+def tokens_html(state: GenerationState) -> str:
+    """The prompt, then each sample's generated tokens as spans shaded by the probability they
+    were drawn with (hover: step, id, probabilities), as Transformer Explainer colours its output."""
+    prompt = html.escape(state.params.prompt)
+    parts = []
+    for sample, steps in enumerate(state.steps):
+        spans = []
+        for step in steps:
+            p = step.token.sample_probability if step.token.sample_probability is not None else step.token.probability
+            title = (
+                f"step {step.index + 1} · id {step.token.token_id} · model p = {step.token.probability:.1%}"
+                + (f" · sampled p = {step.token.sample_probability:.1%}" if step.token.sample_probability is not None else "")
+            )
+            spans.append(
+                f'<span class="gen-tok" style="background: rgba(99, 102, 241, {0.08 + 0.5 * (1 - p):.2f})" '
+                f'title="{html.escape(title, quote=True)}">{html.escape(step.token.text)}</span>'
+            )
+        header = f'<div class="gen-sample-title">Sample {sample + 1}</div>' if len(state.steps) > 1 else ""
+        parts.append(f'<div class="gen-sample">{header}<span class="gen-prompt">{prompt}</span>{"".join(spans)}</div>')
+    return '<div class="gen-output">' + "".join(parts) + "</div>"
+
+
+def stats_markdown(state: GenerationState) -> str:
+    ttft, tps = state.ttft_s, state.tokens_per_s
+    bits = [
+        f"**{state.new_tokens}** new token{'s' if state.new_tokens != 1 else ''}",
+        f"**{tps:.1f}** tokens/s" if tps is not None else "tokens/s –",
+        f"time to first token **{ttft * 1000:.0f} ms**" if ttft is not None else "time to first token –",
+        f"provider **{provider_label(state.provider)}**",
+    ]
+    if state.finished:
+        bits.append(f"stopped by: {state.stop_reason}")
+    line = " · ".join(bits)
+    for notice in state.notices:
+        line += f"\n\n⚠️ {notice}"
+    return line

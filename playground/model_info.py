@@ -1,0 +1,215 @@
+"""Model tab: the architecture and its parameter counts, the training curves, the ONNX graph
+(inputs, outputs, operator counts), the downloadable files and a plain-onnxruntime snippet.
+
+Plain functions of a model / a file path; no Gradio.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+
+from model import WEIGHTS_DIR, GPT
+
+__all__ = [
+    "TRAINING_LOG",
+    "architecture_rows",
+    "architecture_markdown",
+    "parameter_counts",
+    "load_training_log",
+    "training_figure",
+    "onnx_summary",
+    "onnx_markdown",
+    "onnxruntime_snippet",
+]
+
+TRAINING_LOG = WEIGHTS_DIR / "training_log.json"
+
+
+def parameter_counts(model: GPT) -> list[tuple[str, int]]:
+    """Parameters per part, in the order data flows through the network. The output head is tied
+    to the token embedding (GPT-2's weight tying) and so adds none of its own."""
+    c = model.config
+    n = lambda module: sum(p.numel() for p in module.parameters())  # noqa: E731
+    rows: list[tuple[str, int]] = [(f"token embedding wte [{c.vocab_size} × {c.d_model}]", model.wte.weight.numel())]
+    if c.pos_encoding == "learned":
+        rows.append((f"learned positions wpe [{c.block_size} × {c.d_model}]", model.wpe.weight.numel()))
+    else:
+        rows.append((f"sinusoidal positions [{c.block_size} × {c.d_model}] (a fixed buffer)", 0))
+    blocks = model.blocks
+    rows += [
+        (f"{c.n_layer} × LayerNorm before attention", sum(n(b.ln_1) for b in blocks)),
+        (f"{c.n_layer} × attention W_Q, W_K, W_V [{c.d_model} × {3 * c.d_model}]", sum(n(b.attn.c_attn) for b in blocks)),
+        (f"{c.n_layer} × attention output W_O [{c.d_model} × {c.d_model}]", sum(n(b.attn.c_proj) for b in blocks)),
+        (f"{c.n_layer} × LayerNorm before the MLP", sum(n(b.ln_2) for b in blocks)),
+        (f"{c.n_layer} × MLP up [{c.d_model} × {4 * c.d_model}]", sum(n(b.mlp.c_fc) for b in blocks)),
+        (f"{c.n_layer} × MLP down [{4 * c.d_model} × {c.d_model}]", sum(n(b.mlp.c_proj) for b in blocks)),
+        ("final LayerNorm", n(model.ln_f)),
+        (f"output head [{c.d_model} × {c.vocab_size}] (tied to wte)", 0),
+    ]
+    return rows
+
+
+def architecture_rows(model: GPT) -> list[list[Any]]:
+    """[part, parameters, share of the total] rows, with a total row last."""
+    rows = parameter_counts(model)
+    total = model.num_parameters()
+    out = [[name, f"{count:,}", f"{count / total:.1%}"] for name, count in rows]
+    out.append(["total", f"{total:,}", "100%"])
+    return out
+
+
+def architecture_markdown(model: GPT) -> str:
+    c = model.config
+    total = model.num_parameters()
+    return (
+        f"A decoder-only transformer laid out like GPT-2: **{c.n_layer} layers**, **{c.n_head} heads** of "
+        f"{c.head_dim} dimensions, **d_model = {c.d_model}**, MLP width {4 * c.d_model}, a context of "
+        f"**{c.block_size} tokens**, GPT-2's vocabulary of **{c.vocab_size:,}** tokens, "
+        f"**{c.pos_encoding}** positional encoding. **{total / 1e6:.2f} M parameters** "
+        f"({model.num_parameters(non_embedding=True) / 1e6:.2f} M outside the embedding).\n\n"
+        "Data flow: token ids → token embedding + positional encoding → "
+        f"{c.n_layer} × [LayerNorm → masked multi-head self-attention → + residual → LayerNorm → "
+        "MLP (GELU) → + residual] → final LayerNorm → output head (the embedding matrix, transposed) → "
+        "softmax over the vocabulary."
+    )
+
+
+def load_training_log(path: str | Path = TRAINING_LOG) -> list[dict[str, Any]]:
+    """The evaluations written by ``python -m model.train`` (empty if the file is missing)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    data = json.loads(path.read_text())
+    return data if isinstance(data, list) else []
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def training_figure(log: list[dict[str, Any]]) -> go.Figure:
+    """Train and validation loss (nats per token) against training tokens seen."""
+    fig = go.Figure()
+    for key, name, color in (("train_loss", "train loss", "#6366f1"), ("val_loss", "validation loss", "#e4572e")):
+        points = [(e["tokens"], e[key]) for e in log if _finite(e.get(key)) and _finite(e.get("tokens"))]
+        if points:
+            fig.add_scatter(
+                x=[p[0] for p in points],
+                y=[p[1] for p in points],
+                mode="lines+markers",
+                name=name,
+                line={"color": color, "width": 2},
+                hovertemplate="%{x:,} tokens<br>" + name + " %{y:.3f}<extra></extra>",
+            )
+    if not fig.data:
+        fig.add_annotation(text="No training log shipped with these weights", showarrow=False, font={"size": 15})
+    fig.update_layout(
+        title="Training curves",
+        xaxis={"title": "training tokens seen"},
+        yaxis={"title": "cross-entropy loss (nats / token)"},
+        template="plotly_white",
+        height=380,
+        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"},
+    )
+    return fig
+
+
+def onnx_summary(path: str | Path) -> dict[str, Any]:
+    """The graph's inputs, outputs and operator counts (``export.inspect_onnx``)."""
+    from export import inspect_onnx
+
+    return dict(inspect_onnx(path))
+
+
+def _shape(shape: list[int | str]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def onnx_markdown(summary: dict[str, Any]) -> str:
+    """Inputs and outputs as tables (per-layer caches folded), then the file's vital numbers."""
+
+    def table(rows: list[dict[str, Any]]) -> str:
+        lines = ["| name | type | shape |", "|---|---|---|"]
+        if len(rows) > 8:  # the per-layer key/value caches: the first and last, the rest counted
+            shown = rows[:3] + [None] + rows[-2:]
+        else:
+            shown = rows
+        for r in shown:
+            if r is None:
+                lines.append(f"| … {len(rows) - 5} more like these … | | |")
+            else:
+                lines.append(f"| `{r['name']}` | {r['dtype']} | {_shape(r['shape'])} |")
+        return "\n".join(lines)
+
+    meta = summary.get("metadata", {})
+    quant = meta.get("quantization", "")
+    trained = (
+        f", weights from training step {meta['training_step']} (validation loss {meta['val_loss']})"
+        if meta.get("training_step", "unknown") != "unknown"
+        else ""
+    )
+    return (
+        f"**{Path(summary['path']).name}**: {summary['size_mb']:.1f} MB, opset {summary['opset']}, "
+        f"{summary['n_nodes']:,} nodes, {summary['n_weights']:,} weights in {summary['n_initializers']} tensors"
+        + (f", quantization: {quant}" if quant and quant != "none" else "")
+        + trained
+        + f"\n\n**Inputs** ({len(summary['inputs'])})\n\n{table(summary['inputs'])}\n\n"
+        f"**Outputs** ({len(summary['outputs'])})\n\n{table(summary['outputs'])}"
+    )
+
+
+def operators_figure(summary: dict[str, Any], top: int = 20) -> go.Figure:
+    """Bar chart of the graph's most frequent operators (node counts)."""
+    ops = list(summary["op_counts"].items())[:top][::-1]
+    fig = go.Figure(
+        go.Bar(
+            x=[n for _, n in ops],
+            y=[op for op, _ in ops],
+            orientation="h",
+            marker_color="#6366f1",
+            text=[str(n) for _, n in ops],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate="%{y}: %{x} nodes<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"Operators: {len(summary['op_counts'])} kinds, {summary['n_nodes']:,} nodes",
+        xaxis={"title": "nodes"},
+        yaxis={"automargin": True},
+        template="plotly_white",
+        height=max(300, 24 * len(ops) + 100),
+        margin={"l": 10, "r": 30, "t": 50, "b": 40},
+    )
+    return fig
+
+
+def onnxruntime_snippet(file_name: str = "gpt.onnx") -> str:
+    """Greedy decoding with the key/value cache, with nothing but onnxruntime, numpy and tiktoken.
+    The past's shape is read from the session, so the snippet fits any exported size."""
+    return f'''import numpy as np
+import onnxruntime as ort
+import tiktoken
+
+enc = tiktoken.get_encoding("gpt2")  # the model's tokenizer: GPT-2's byte-pair encoding
+sess = ort.InferenceSession("{file_name}", providers=["CPUExecutionProvider"])
+pasts = [i.name for i in sess.get_inputs() if i.name.startswith("past_key_values")]
+_, n_head, _, head_dim = sess.get_inputs()[1].shape  # [batch, n_head, past_seq, head_dim]
+
+tokens = enc.encode("ROMEO:")
+feed = {{name: np.zeros((1, n_head, 0, head_dim), np.float32) for name in pasts}}  # empty cache
+x = np.array([tokens], dtype=np.int64)
+for _ in range(40):  # greedy: always the most probable next token
+    logits, *present = sess.run(None, {{"input_ids": x, **feed}})
+    feed = dict(zip(pasts, present))  # present.i.key/value become the next past
+    next_id = int(logits[0, -1].argmax())
+    tokens.append(next_id)
+    x = np.array([[next_id]], dtype=np.int64)
+print(enc.decode(tokens))
+'''

@@ -1,0 +1,106 @@
+"""What every tab's wiring shares: turning the logic's errors into ``gr.Error`` messages, the
+concurrency groups of the queue, and the page's look (theme and CSS)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+from ..validation import InputError
+
+__all__ = ["LIGHT", "HEAVY", "GENERATE", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "user_errors", "THEME", "CSS"]
+
+log = logging.getLogger("playground")
+
+# Concurrency groups of the queue (see app.py): the light tabs answer in milliseconds and must
+# never wait behind a generation; model forward passes share a small pool; generations stream
+# for seconds and are capped on their own.
+LIGHT = "light"  # tokenization, positional encoding, model info
+HEAVY = "forward"  # embeddings, attention: one PyTorch forward pass
+GENERATE = "generate"  # the ONNX engine, streaming
+
+# Sized for a small Space (2 vCPUs): two generations stream at once, more wait in the queue.
+GENERATION_CONCURRENCY = 2
+FORWARD_CONCURRENCY = 2
+LIGHT_CONCURRENCY = 8
+QUEUE_MAX_SIZE = 64  # requests waiting past this are refused at once with "queue is full"
+
+
+def _to_gr_error(err: Exception) -> gr.Error:
+    if isinstance(err, gr.Error):
+        return err
+    if isinstance(err, InputError):
+        return gr.Error(str(err), title="Invalid input", print_exception=False)
+    # Anything else is our fault: log it for the operator, tell the user without internals.
+    log.exception("unexpected error in a playground handler")
+    return gr.Error(
+        "Something went wrong on our side while answering this request; please try again "
+        "(other inputs and tabs keep working).",
+        title="Internal error",
+        print_exception=False,
+    )
+
+
+def user_errors(fn: Callable) -> Callable:
+    """Wrap a handler (plain function or generator) so that an :class:`InputError` reaches the
+    user as a ``gr.Error`` with its message, and no other exception shows a stack trace.
+    The wrapper keeps ``fn``'s signature and type hints (``gr.api`` derives its schema from them)."""
+    if inspect.isgeneratorfunction(fn):
+
+        @functools.wraps(fn)
+        def gen_wrapper(*args: Any, **kwargs: Any):
+            try:
+                yield from fn(*args, **kwargs)
+            except GeneratorExit:
+                raise
+            except Exception as err:  # noqa: BLE001 -- every error becomes a message
+                raise _to_gr_error(err) from None
+
+        return gen_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001
+            raise _to_gr_error(err) from None
+
+    return wrapper
+
+
+THEME = gr.themes.Soft(
+    primary_hue="indigo",
+    secondary_hue="pink",
+    neutral_hue="slate",
+    # System fonts only: the app works offline and the page never waits on a font server.
+    font=["Inter", "ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "sans-serif"],
+    font_mono=["JetBrains Mono", "ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+)
+
+CSS = """
+.gradio-container { max-width: 1280px !important; margin: 0 auto; }
+#pg-header h1 { margin-bottom: 0.2em; }
+#pg-header p { color: var(--body-text-color-subdued); margin-top: 0; }
+.pg-note { font-size: 0.92em; color: var(--body-text-color-subdued); }
+.gen-output { font-family: var(--font-mono); font-size: 0.95em; line-height: 1.65; white-space: pre-wrap;
+  word-break: break-word; padding: 10px 12px; border-radius: 8px; background: var(--background-fill-secondary);
+  min-height: 120px; }
+.gen-sample + .gen-sample { margin-top: 14px; padding-top: 10px; border-top: 1px dashed var(--border-color-primary); }
+.gen-sample-title { font-family: var(--font); font-weight: 600; font-size: 0.85em; margin-bottom: 4px;
+  color: var(--body-text-color-subdued); }
+.gen-prompt { color: var(--body-text-color); font-weight: 600; }
+.gen-tok { border-radius: 3px; padding: 0 1px; }
+.pg-cards { display: flex; gap: 10px; flex-wrap: wrap; margin-bottom: 6px; }
+.pg-card { flex: 1 1 110px; padding: 8px 12px; border-radius: 10px; background: var(--background-fill-secondary);
+  border: 1px solid var(--border-color-primary); }
+.pg-card b { display: block; font-size: 1.5em; color: var(--color-accent); }
+.pg-card span { font-size: 0.85em; color: var(--body-text-color-subdued); }
+.tok-span { border-radius: 4px; padding: 1px 2px; margin: 0 1px 0 0; font-family: var(--font-mono);
+  white-space: pre-wrap; }
+"""
+

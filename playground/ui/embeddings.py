@@ -1,0 +1,128 @@
+"""Embeddings tab: arithmetic on the token embeddings (king - man + woman), cosine similarity of
+two words, a PCA projection of a word list with the result marked, and static versus
+contextual embeddings. Registers ``/embedding_arithmetic``."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from .. import embeddings as emb
+from .. import limits
+from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, LIGHT_CONCURRENCY, user_errors
+
+
+def ui_arithmetic(expression, top_k, exclude_inputs, leading_space):
+    r = emb.embedding_arithmetic(expression, top_k, exclude_inputs, leading_space)
+    head = f"**{r.formula}** → nearest tokens by cosine similarity"
+    return head + (f"\n\nℹ️ {r.notice}" if r.notice else ""), r.rows(), r.figure
+
+
+def ui_similarity(a, b, leading_space):
+    r = emb.word_similarity(a, b, leading_space)
+    text = f"cos(**{r.a.word}**, **{r.b.word}**) = **{r.similarity:.4f}**  \n{r.a.describe()}; {r.b.describe()}"
+    return text + (f"\n\nℹ️ {r.notice}" if r.notice else "")
+
+
+def ui_projection(words, expression, dims, leading_space):
+    r = emb.pca_projection(words, expression, dims, leading_space)
+    explained = ", ".join(f"PC{i + 1} {v:.0%}" for i, v in enumerate(r.explained_variance))
+    return r.figure, f"Variance explained: {explained}." + (f" ℹ️ {r.notice}" if r.notice else "")
+
+
+def ui_context(word, sentence_a, sentence_b):
+    r = emb.contextual_embeddings(word, sentence_a, sentence_b)
+    a_in, b_in = r.static_vs_contextual
+    text = (
+        f"**Static** (input embedding, one row of the table): similarity between the two sentences = "
+        f"**{r.static_similarity:.3f}**. **Contextual** (last hidden state at the word): "
+        f"**{r.contextual_similarity:.3f}**. Input vs hidden state: {a_in:.3f} in A, {b_in:.3f} in B."
+    )
+    return text + (f"\n\nℹ️ {r.notice}" if r.notice else ""), r.figure
+
+
+def api_embedding_arithmetic(expression: str, top_k: int) -> dict:
+    """Evaluate an expression on the model's token embeddings, e.g. `king - man + woman` or
+    `0.5*king + queen` (numbers, + - * /, parentheses; words get GPT-2's leading space; a word of
+    several tokens is the mean of their embeddings) and return the `top_k` nearest tokens by
+    cosine similarity among the tokens seen in training, input words left out. Limits:
+    expression up to 200 characters and 12 words; top_k 1-50."""
+    return emb.embedding_arithmetic(expression, top_k).to_dict()
+
+
+def build() -> None:
+    gr.Markdown(
+        "Each token id picks one row of the embedding table: a vector of numbers the model learned. "
+        "Directions in that space carry meaning, so vectors can be added and subtracted. Nearest "
+        "tokens are searched only among the tokens the model saw in training.",
+        elem_classes="pg-note",
+    )
+    light = dict(api_visibility="private", concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=320):
+            expression = gr.Textbox(label="Expression", value=emb.DEFAULT_EXPRESSION, elem_id="emb-expr")
+            gr.Examples(
+                examples=[["king - man + woman"], ["0.5*king + 0.5*queen"], ["father - man + woman"], ["lord - man + lady"]],
+                inputs=[expression],
+                label="Try",
+            )
+            top_k = gr.Slider(limits.MIN_NEIGHBOURS, limits.MAX_NEIGHBOURS, value=10, step=1, label="Nearest tokens")
+            with gr.Row():
+                exclude = gr.Checkbox(value=True, label="Leave out the input words")
+                space = gr.Checkbox(value=True, label="Leading space (' king')")
+            run = gr.Button("Compute", variant="primary", elem_id="emb-run")
+        first = ui_arithmetic(emb.DEFAULT_EXPRESSION, 10, True, True)
+        with gr.Column(scale=1, min_width=320):
+            summary = gr.Markdown(first[0], elem_id="emb-summary")
+            table = gr.Dataframe(
+                first[1], headers=["rank", "token", "id", "cosine", "count in training"], interactive=False,
+                label="Nearest tokens", elem_id="emb-table", max_height=360,
+            )
+    chart = gr.Plot(first[2], label="Similarities", elem_id="emb-chart")
+    gr.on(
+        [run.click, expression.submit],
+        user_errors(ui_arithmetic),
+        [expression, top_k, exclude, space],
+        [summary, table, chart],
+        **light,
+    )
+
+    with gr.Accordion("Cosine similarity of two words", open=True):
+        with gr.Row():
+            word_a = gr.Textbox(value="king", label="Word A", elem_id="sim-a")
+            word_b = gr.Textbox(value="queen", label="Word B", elem_id="sim-b")
+            sim_run = gr.Button("Compare", elem_id="sim-run", scale=0, min_width=120)
+        sim_out = gr.Markdown(ui_similarity("king", "queen", True), elem_id="sim-out")
+        gr.on([sim_run.click, word_a.submit, word_b.submit], user_errors(ui_similarity), [word_a, word_b, space], [sim_out], **light)
+
+    with gr.Accordion("PCA projection of a word list", open=True):
+        with gr.Row(equal_height=False):
+            words = gr.Textbox(value=", ".join(emb.DEFAULT_WORDS), label="Words (comma-separated)", lines=2, scale=3, elem_id="pca-words")
+            pca_expr = gr.Textbox(value=emb.DEFAULT_EXPRESSION, label="Mark this expression's result", scale=2)
+            dims = gr.Radio(["2D", "3D"], value="2D", label="Projection", scale=1)
+        pca_run = gr.Button("Project", elem_id="pca-run")
+        first_pca = ui_projection(", ".join(emb.DEFAULT_WORDS), emb.DEFAULT_EXPRESSION, "2D", True)
+        pca_note = gr.Markdown(first_pca[1], elem_classes="pg-note")
+        pca_plot = gr.Plot(first_pca[0], label="PCA", elem_id="pca-plot")
+        gr.on([pca_run.click, dims.change], user_errors(ui_projection), [words, pca_expr, dims, space], [pca_plot, pca_note], **light)
+
+    with gr.Accordion("Static vs contextual embeddings", open=True):
+        gr.Markdown(
+            "The input embedding of a word is the same in every sentence (one row of the table); the "
+            "model's last hidden state at that word depends on the words before it.",
+            elem_classes="pg-note",
+        )
+        word, sent_a, sent_b = emb.CONTEXT_EXAMPLE
+        with gr.Row():
+            ctx_word = gr.Textbox(value=word, label="Word", scale=1)
+            ctx_a = gr.Textbox(value=sent_a, label="Sentence A", scale=2)
+            ctx_b = gr.Textbox(value=sent_b, label="Sentence B", scale=2)
+        ctx_run = gr.Button("Compare in context", elem_id="ctx-run")
+        first_ctx = ui_context(word, sent_a, sent_b)
+        ctx_out = gr.Markdown(first_ctx[0], elem_id="ctx-out")
+        ctx_plot = gr.Plot(first_ctx[1], label="Cosine similarities", elem_id="ctx-plot")
+        ctx_run.click(
+            user_errors(ui_context), [ctx_word, ctx_a, ctx_b], [ctx_out, ctx_plot],
+            api_visibility="private", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY,
+        )
+
+    gr.api(user_errors(api_embedding_arithmetic), api_name="embedding_arithmetic", concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)

@@ -1,0 +1,149 @@
+"""Text generation tab: prompt and sampling settings in, tokens streamed out (shaded by their
+probability), a stop button, speed statistics, and the top candidates of any step.
+
+Also registers the ``/generate`` API endpoint (streaming JSON)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import gradio as gr
+
+from .. import generation as gen
+from .. import limits
+from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, user_errors
+
+UI_EVERY_S = 0.08  # at most ~12 page updates a second while tokens stream
+CHART_EVERY_S = 0.6  # the candidates chart redraws less often than the text
+API_EVERY_S = 0.05
+
+
+def _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples=1) -> Iterator[gen.GenerationState]:
+    params = gen.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples)
+    yield from gen.run(params)
+
+
+def _step_choices(state: gen.GenerationState | None) -> tuple[int, int]:
+    n = max((len(s) for s in state.steps), default=0) if state else 0
+    return n, len(state.steps) if state else 0
+
+
+def _picker_updates(state: gen.GenerationState, sample: int = 0):
+    n_steps, n_samples = _step_choices(state)
+    slider = gr.update(maximum=max(1, n_steps), value=max(1, n_steps), interactive=n_steps > 1, visible=n_steps > 0)
+    radio = gr.update(
+        choices=[(f"Sample {i + 1}", i) for i in range(n_samples)], value=min(sample, max(0, n_samples - 1)), visible=n_samples > 1
+    )
+    return slider, radio
+
+
+def _chart(state: gen.GenerationState | None, sample: Any, step: Any):
+    if state is None or not state.steps:
+        return gen.candidates_figure(None)
+    try:
+        s = min(max(int(sample or 0), 0), len(state.steps) - 1)
+        steps = state.steps[s]
+        i = min(max(int(step or 1), 1), len(steps)) - 1
+    except (TypeError, ValueError):
+        return gr.skip()
+    return gen.candidates_figure(steps[i] if steps else None)
+
+
+def ui_generate(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples):
+    last_ui = last_chart = 0.0
+    for state in _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples):
+        now = time.perf_counter()
+        if state.finished:
+            slider, radio = _picker_updates(state)
+            yield gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, _chart(state, 0, 10**9)
+        elif now - last_ui >= UI_EVERY_S:
+            last_ui = now
+            if now - last_chart >= CHART_EVERY_S:
+                last_chart = now
+                slider, radio = _picker_updates(state)
+                yield gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, _chart(state, 0, 10**9)
+            else:
+                yield gen.tokens_html(state), gen.stats_markdown(state), state, gr.skip(), gr.skip(), gr.skip()
+
+
+def api_generate(prompt: str, max_new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int) -> Iterator[dict]:
+    """Generate text from a prompt, streamed: one JSON object per update with `completion` (the
+    new text so far), `token_ids`, `new_tokens`, `finished`, `stop_reason`,
+    `time_to_first_token_s`, `tokens_per_s` and `provider` (CPU or CUDA execution provider).
+    Limits: prompt 1-4000 characters (longer than the context keeps its last tokens),
+    max_new_tokens 1-512, temperature in (0, 5], top_k 1-50257, top_p in (0, 1], seed 0-4294967295."""
+    last = 0.0
+    for state in _run(prompt, max_new_tokens, temperature, top_k, top_p, seed):
+        now = time.perf_counter()
+        if state.finished or state.new_tokens == 1 or now - last >= API_EVERY_S:
+            last = now
+            yield state.to_api()
+
+
+def build() -> None:
+    """The tab's components and events (call inside ``gr.Tab``)."""
+    d = gen.DEFAULTS
+    gr.Markdown(
+        "The model writes one token at a time: it turns the context into a probability for every "
+        "token of the vocabulary, **temperature** sharpens (<1) or flattens (>1) that distribution, "
+        "**top-k** keeps the k most probable tokens, **top-p** keeps the smallest set whose "
+        "probabilities add up to p, and one token is drawn. Same **seed**, same text.",
+        elem_classes="pg-note",
+    )
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=2, min_width=320):
+            prompt = gr.Textbox(label="Prompt", value=gen.EXAMPLE_PROMPTS[0], lines=4, max_lines=12, elem_id="gen-prompt")
+            gr.Examples(examples=[[p] for p in gen.EXAMPLE_PROMPTS], inputs=[prompt], label="Prompts in the corpus's style")
+            with gr.Row():
+                run = gr.Button("Generate", variant="primary", elem_id="gen-run")
+                stop = gr.Button("Stop", variant="stop", elem_id="gen-stop")
+            max_new = gr.Slider(
+                limits.MIN_NEW_TOKENS, limits.MAX_NEW_TOKENS, value=d["max_new_tokens"], step=1, label="Max new tokens"
+            )
+            temperature = gr.Slider(0.05, limits.MAX_TEMPERATURE, value=d["temperature"], step=0.05, label="Temperature")
+            with gr.Row():
+                top_k = gr.Number(
+                    value=d["top_k"], precision=0, minimum=limits.MIN_TOP_K, maximum=50257, label="Top-k",
+                    info="1 = greedy; 50257 = no cut",
+                )
+                top_p = gr.Slider(0.01, limits.MAX_TOP_P, value=d["top_p"], step=0.01, label="Top-p", info="1 = no cut")
+            with gr.Row():
+                seed = gr.Number(value=d["seed"], precision=0, minimum=limits.MIN_SEED, maximum=limits.MAX_SEED, label="Seed")
+                samples = gr.Slider(limits.MIN_SAMPLES, limits.MAX_SAMPLES, value=1, step=1, label="Samples")
+        with gr.Column(scale=3, min_width=360):
+            stats = gr.Markdown("Press **Generate**.", elem_id="gen-stats")
+            output = gr.HTML(label="Output", elem_id="gen-output", value='<div class="gen-output"></div>')
+            gr.Markdown(
+                "Generated tokens are shaded by the probability they were drawn with (hover for id and "
+                "probability). Pick a step to see what the model hesitated between.",
+                elem_classes="pg-note",
+            )
+            with gr.Row():
+                sample_pick = gr.Radio(choices=[("Sample 1", 0)], value=0, label="Sample", visible=False, scale=1)
+                step_pick = gr.Slider(1, 2, value=1, step=1, label="Step", visible=False, scale=3, elem_id="gen-step")
+            chart = gr.Plot(value=gen.candidates_figure(None), label="Top next-token candidates", elem_id="gen-chart")
+    state = gr.State(None)
+
+    event = run.click(
+        user_errors(ui_generate),
+        inputs=[prompt, max_new, temperature, top_k, top_p, seed, samples],
+        outputs=[output, stats, state, step_pick, sample_pick, chart],
+        api_visibility="private",
+        concurrency_id=GENERATE,
+        concurrency_limit=GENERATION_CONCURRENCY,
+        show_progress="minimal",
+    )
+    stop.click(None, cancels=[event], api_visibility="private")
+    for trigger in (step_pick.release, sample_pick.change):
+        trigger(
+            user_errors(_chart), inputs=[state, sample_pick, step_pick], outputs=[chart], api_visibility="private",
+            concurrency_id=LIGHT, show_progress="hidden",
+        )
+    gr.api(
+        user_errors(api_generate),
+        api_name="generate",
+        concurrency_id=GENERATE,
+        concurrency_limit=GENERATION_CONCURRENCY,
+    )

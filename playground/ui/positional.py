@@ -1,0 +1,83 @@
+"""Positional encoding tab: the seeds' sinusoidal table for any d_model / positions / base, its
+frequencies, the offset-only similarity, and the model's own table. Registers
+``/positional_encoding``."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from .. import limits
+from .. import positional as pe
+from .common import LIGHT, LIGHT_CONCURRENCY, user_errors
+
+LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
+
+
+def _summary(r: pe.PositionalResult) -> str:
+    return (
+        f"**{r.n_positions} positions × {r.d_model} dimensions**, base {r.base:g}: wavelengths from "
+        f"{r.wavelengths[0]:.2f} to {r.wavelengths[-1]:,.0f} positions. "
+        f"PE[p]·PE[p+k] depends only on the offset k: across all p it varies by at most "
+        f"{r.offset_spread:.1e} for any k."
+    )
+
+
+def ui_positional(d_model, n_positions, base, dims):
+    r = pe.positional_encoding(d_model, n_positions, base, dims)
+    return _summary(r), r.heatmap, r.lines, r.spectrum, r.similarity, r.offsets
+
+
+def api_positional_encoding(d_model: int, n_positions: int, base: float) -> dict:
+    """The sinusoidal table PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] =
+    cos(pos / base^(2i/d_model)). Returns `table` ([n_positions][d_model], 6 decimals),
+    `frequencies`, `wavelengths`, `formula`. Limits: d_model even, 2-1024; n_positions
+    1-1024; base 2-1,000,000 (the paper's is 10000)."""
+    return pe.positional_encoding(d_model, n_positions, base).to_dict()
+
+
+def build() -> None:
+    gr.Markdown(
+        "Attention by itself ignores word order, so each position gets a vector added to its token "
+        "embedding. The seeds' formula uses sines and cosines of decreasing frequency:",
+        elem_classes="pg-note",
+    )
+    gr.Markdown(f"$$ {pe.FORMULA_LATEX} $$", latex_delimiters=LATEX, elem_id="pe-formula")
+    with gr.Row():
+        d_model = gr.Slider(limits.MIN_D_MODEL, 512, value=20, step=2, label="d_model (even)", elem_id="pe-dmodel")
+        n_pos = gr.Slider(limits.MIN_POSITIONS, limits.MAX_POSITIONS, value=100, step=1, label="Positions", elem_id="pe-npos")
+        base = gr.Number(value=10000, minimum=limits.MIN_BASE, maximum=limits.MAX_BASE, label="Base", elem_id="pe-base")
+        dims = gr.Textbox(value="2, 4, 6, 8", label="Dimensions to plot (the seed's: 2, 4, 6, 8)", elem_id="pe-dims")
+    run = gr.Button("Compute", variant="primary", elem_id="pe-run")
+    first = ui_positional(20, 100, 10000, "2, 4, 6, 8")
+    summary = gr.Markdown(first[0], elem_id="pe-summary")
+    with gr.Row(equal_height=False):
+        heat = gr.Plot(first[1], label="Table", elem_id="pe-heatmap")
+        lines = gr.Plot(first[2], label="Dimensions over positions", elem_id="pe-lines")
+    with gr.Row(equal_height=False):
+        spectrum = gr.Plot(first[3], label="Frequency / wavelength")
+        similarity = gr.Plot(first[4], label="Similarity between positions")
+    offsets = gr.Plot(first[5], label="Similarity against offset")
+
+    with gr.Accordion("The model's own table", open=True):
+        t = pe.model_position_table()
+        gr.Markdown(t.note, elem_id="pe-model-note")
+        with gr.Row(equal_height=False):
+            gr.Plot(t.figure, label="Model")
+            if t.reference_figure is not None:
+                gr.Plot(t.reference_figure, label="Sinusoidal, same shape")
+
+    gr.on(
+        [run.click, d_model.release, n_pos.release, base.submit, dims.submit],
+        user_errors(ui_positional),
+        [d_model, n_pos, base, dims],
+        [summary, heat, lines, spectrum, similarity, offsets],
+        api_visibility="private",
+        concurrency_id=LIGHT,
+        concurrency_limit=LIGHT_CONCURRENCY,
+        trigger_mode="always_last",
+        show_progress="minimal",
+    )
+    gr.api(
+        user_errors(api_positional_encoding), api_name="positional_encoding",
+        concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY,
+    )

@@ -1,0 +1,34 @@
+"""What happens once before the page is built: the ONNX files exist (built with progress on the
+console on a first start) and Gradio may serve them, and nothing else, as downloads."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import gradio as gr
+
+
+def _console_progress(fraction: float, text: str) -> None:
+    width = 30
+    done = int(round(width * max(0.0, min(1.0, fraction))))
+    print(f"[{'#' * done}{'.' * (width - done)}] {fraction:4.0%}  {text}", file=sys.stderr, flush=True)
+
+
+def prepare_onnx() -> dict[str, Path]:
+    """``{"fp32": path, "int8": path}``, exporting them first if missing or stale (a minute or
+    two on a CPU; progress is printed). Their folder becomes Gradio's static path, so the Model
+    tab's download buttons serve the files in place (no copy into Gradio's cache)."""
+    from export import ARTIFACTS_DIR, ensure_onnx
+    from export.build import stale_files
+
+    t0 = time.perf_counter()
+    if stale_files():
+        print("First start: building the ONNX files (python -m export) ...", file=sys.stderr, flush=True)
+        paths = ensure_onnx(progress=_console_progress)
+        print(f"ONNX files built in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    else:
+        paths = ensure_onnx()
+    gr.set_static_paths([str(ARTIFACTS_DIR)])
+    return {"fp32": Path(paths["fp32"]), "int8": Path(paths["int8"])}

@@ -1,0 +1,92 @@
+"""Tokenization tab: text -> coloured tokens, ids and counts (live, as you type), other
+encodings side by side, and ids -> text. Registers the ``/tokenize`` API endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from .. import tokenization as tok
+from .common import LIGHT, LIGHT_CONCURRENCY, user_errors
+
+
+def _counts(r: tok.TokenizationResult) -> str:
+    return (
+        f'<div class="pg-cards">'
+        f'<div class="pg-card"><b>{r.n_tokens:,}</b><span>tokens</span></div>'
+        f'<div class="pg-card"><b>{r.n_characters:,}</b><span>characters</span></div>'
+        f'<div class="pg-card"><b>{r.chars_per_token:g}</b><span>characters / token</span></div>'
+        f'<div class="pg-card"><b>{r.n_bytes:,}</b><span>UTF-8 bytes</span></div>'
+        f"</div>"
+    )
+
+
+def ui_tokenize(text, special_as_token, show_whitespace):
+    r = tok.tokenize(text, special_as_token, show_whitespace)
+    comparison = [
+        [c.name, f"{c.n_tokens:,}" if c.available else "–", c.note] for c in tok.compare_encodings(text, special_as_token)
+    ]
+    comparison.insert(0, ["gpt2 (this model)", f"{r.n_tokens:,}", "model/gpt2.tiktoken, shipped with the app"])
+    notice = f"ℹ️ {r.notice}" if r.notice else ""
+    return _counts(r), r.html, str(r.ids), notice, comparison
+
+
+def ui_decode(ids_text):
+    r = tok.decode_ids(ids_text)
+    return r.text, (f"ℹ️ {r.notice}" if r.notice else "")
+
+
+def api_tokenize(text: str) -> dict:
+    """Tokenize text with GPT-2's tokenizer (`<|endoftext|>` counts as the one special token
+    50256). Returns `ids`, `tokens` (id, text, UTF-8 bytes in hex, special), `n_tokens`,
+    `n_characters`, `n_bytes`, `chars_per_token` and a `notice`. Text: up to 20,000 characters."""
+    return tok.tokenize(text).to_dict()
+
+
+def build() -> None:
+    gr.Markdown(
+        "A GPT never sees letters: text is cut into **tokens** by byte-pair encoding (GPT-2's 50,257 "
+        "tokens), and each token becomes an **id**. Common words are one token, often with their "
+        "leading space (` everyone`); rare words split into pieces.",
+        elem_classes="pg-note",
+    )
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=320):
+            text = gr.Textbox(label="Text", value=tok.EXAMPLES[0], lines=6, max_lines=20, elem_id="tok-text")
+            gr.Examples(examples=[[e] for e in tok.EXAMPLES], inputs=[text], label="Examples from the seeds")
+            with gr.Row():
+                show_ws = gr.Checkbox(label="Show whitespace (⋅ → ↵)", value=False, elem_id="tok-ws")
+                special = gr.Checkbox(label="<|endoftext|> is one special token", value=True, elem_id="tok-special")
+            run = gr.Button("Tokenize", variant="primary", elem_id="tok-run")
+        first = ui_tokenize(tok.EXAMPLES[0], True, False)  # the page opens already tokenized
+        with gr.Column(scale=1, min_width=320):
+            counts = gr.HTML(first[0], elem_id="tok-counts")
+            spans = gr.HTML(first[1], label="Tokens", elem_id="tok-spans")
+            ids = gr.Textbox(first[2], label="Token ids", interactive=False, buttons=["copy"], elem_id="tok-ids", lines=2)
+            notice = gr.Markdown(first[3], elem_classes="pg-note")
+    compare = gr.Dataframe(
+        first[4],
+        headers=["encoding", "tokens", "note"],
+        label="The same text in other tiktoken encodings (only those available offline are counted)",
+        interactive=False,
+        wrap=True,
+        elem_id="tok-compare",
+    )
+    with gr.Accordion("Ids → text", open=True):
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=1):
+                ids_in = gr.Textbox(label="Token ids (commas or spaces)", value="31373, 2506", elem_id="dec-ids")
+                decode = gr.Button("Decode", elem_id="dec-run")
+            with gr.Column(scale=1):
+                decoded = gr.Textbox(label="Decoded text", interactive=False, elem_id="dec-text")
+                decode_notice = gr.Markdown(elem_classes="pg-note")
+
+    inputs, outputs = [text, special, show_ws], [counts, spans, ids, notice, compare]
+    common: dict[str, Any] = dict(
+        api_visibility="private", concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY, show_progress="hidden"
+    )
+    for trigger in (run.click, text.change, special.change, show_ws.change):
+        trigger(user_errors(ui_tokenize), inputs, outputs, trigger_mode="always_last", **common)
+    gr.on([decode.click, ids_in.submit], user_errors(ui_decode), [ids_in], [decoded, decode_notice], **common)
+    gr.api(user_errors(api_tokenize), api_name="tokenize", concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)

@@ -1,0 +1,75 @@
+"""Launch ``python app.py`` as a user would, on a free loopback port, and wait until it serves.
+
+Used by the session-scoped ``app_server`` fixture (conftest.py): the app starts once per test
+session and is shared by the API, robustness and browser tests.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class AppServer:
+    url: str
+    process: subprocess.Popen
+    startup_s: float  # from process start to the first HTTP 200 on "/"
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(log_path: Path, timeout_s: float = 600.0, extra_env: dict[str, str] | None = None) -> AppServer:
+    """Start the app; raise with its log if it exits or does not answer within ``timeout_s``
+    (a first start builds the ONNX files, which takes a minute or two on a CPU)."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "GRADIO_SERVER_NAME": "127.0.0.1",
+        "GRADIO_SERVER_PORT": str(port),
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "PYTHONUNBUFFERED": "1",
+        **(extra_env or {}),
+    }
+    url = f"http://127.0.0.1:{port}/"
+    log = open(log_path, "w")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"app.py exited with {proc.returncode}:\n{log_path.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return AppServer(url, proc, time.perf_counter() - t0, log_path)
+        except OSError:
+            pass
+        if time.perf_counter() - t0 > timeout_s:
+            stop(AppServer(url, proc, 0.0, log_path))
+            raise RuntimeError(f"app.py did not answer on {url} within {timeout_s:.0f} s:\n{log_path.read_text()}")
+        time.sleep(0.2)
+
+
+def stop(server: AppServer) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()

@@ -1,0 +1,195 @@
+"""Every API endpoint of the launched app, called with gradio_client as a user would.
+
+Expected values come from the seeds (token ids printed in seed 001, the positional-encoding
+tables it prints) and from the definitions (causal mask, probabilities), not from our output.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from gradio_client.exceptions import AppError
+
+ENDPOINTS = {
+    "/tokenize": ["text"],
+    "/embedding_arithmetic": ["expression", "top_k"],
+    "/positional_encoding": ["d_model", "n_positions", "base"],
+    "/generate": ["prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed"],
+    "/attention": ["text", "layer", "head"],
+}
+
+
+def test_app_starts_quickly_and_honours_the_port(app_server):
+    # GRADIO_SERVER_PORT / GRADIO_SERVER_NAME chose the address (a free loopback port).
+    assert app_server.url.startswith("http://127.0.0.1:")
+    print(f"start-up to first HTTP 200: {app_server.startup_s:.1f} s")
+    # Issue 4 asks for <= 10 s with the ONNX files present; the bound here is looser because the
+    # test machine may be busy (the README reports the measured figure).
+    assert app_server.startup_s < 60
+
+
+def test_named_endpoints_have_exactly_the_documented_parameters(client):
+    api = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    for name, params in ENDPOINTS.items():
+        assert name in api, f"{name} missing from {sorted(api)}"
+        assert [p["parameter_name"] for p in api[name]["parameters"]] == params
+    # Only the documented endpoints are public (the UI's own events are private).
+    assert set(api) == set(ENDPOINTS)
+
+
+# --- /tokenize ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, ids",
+    [
+        ("hello everyone", [31373, 2506]),  # seed 001
+        ("Hi my name is Moussa", [17250, 616, 1438, 318, 42436, 11400]),  # seed 001
+    ],
+)
+def test_tokenize_gives_the_seeds_ids(client, text, ids):
+    out = client.predict(text, api_name="/tokenize")
+    assert out["ids"] == ids
+    assert out["n_tokens"] == len(ids)
+    assert out["n_characters"] == len(text)
+    assert out["chars_per_token"] == pytest.approx(len(text) / len(ids), abs=1e-3)
+    assert "".join(t["text"] for t in out["tokens"]) == text
+
+
+def test_tokenize_splits_the_seeds_glued_words(client):
+    out = client.predict("Attention isallyou need", api_name="/tokenize")
+    pieces = [t["text"] for t in out["tokens"]]
+    assert "".join(pieces) == "Attention isallyou need" and pieces[-1] == " need"
+    assert " isallyou" not in pieces  # the glued words are cut into known pieces
+
+
+def test_tokenize_endoftext_is_one_special_token(client):
+    out = client.predict("hi<|endoftext|>", api_name="/tokenize")
+    assert out["ids"][-1] == 50256
+    assert out["tokens"][-1]["special"] is True
+
+
+def test_tokenize_refuses_control_characters_with_a_message(client):
+    with pytest.raises(AppError, match="control character"):
+        client.predict("bad\x00text", api_name="/tokenize")
+    assert client.predict("still fine", api_name="/tokenize")["n_tokens"] == 2
+
+
+# --- /embedding_arithmetic ----------------------------------------------------------------------
+
+
+def test_embedding_arithmetic_returns_top_k_neighbours_by_cosine(client):
+    out = client.predict("king - man + woman", 5, api_name="/embedding_arithmetic")
+    neighbours = out["neighbours"]
+    assert len(neighbours) == 5
+    sims = [n["similarity"] for n in neighbours]
+    assert sims == sorted(sims, reverse=True) and all(-1 <= s <= 1 for s in sims)
+    # The input words are left out by default.
+    assert not {" king", " man", " woman"} & {n["token"].replace("⋅", " ") for n in neighbours}
+
+
+def test_embedding_arithmetic_refuses_code(client):
+    with pytest.raises(AppError):
+        client.predict("__import__('os').system('echo hi')", 5, api_name="/embedding_arithmetic")
+
+
+# --- /positional_encoding -----------------------------------------------------------------------
+
+
+def test_positional_encoding_matches_the_seeds_table_d20(client):
+    # Seed 001 prints the module's table for block_size 100, d_model 20.
+    out = client.predict(20, 100, 10000, api_name="/positional_encoding")
+    table = out["table"]
+    assert len(table) == 100 and len(table[0]) == 20
+    assert table[0][:2] == [0.0, 1.0]
+    assert table[1][0] == pytest.approx(0.84147, abs=1e-4)
+    assert table[1][1] == pytest.approx(0.54030, abs=1e-4)
+    assert table[1][2] == pytest.approx(0.38767, abs=1e-4)
+    assert table[1][-2] == pytest.approx(2.5119e-04, abs=1e-6)  # the API rounds to 6 decimals
+    assert table[99][0] == pytest.approx(-0.99921, abs=1e-4)
+    assert table[99][2] == pytest.approx(0.98984, abs=1e-4)
+
+
+def test_positional_encoding_matches_the_seeds_table_d512(client):
+    # Seed 001: block_size 1024, d_model 512.
+    out = client.predict(512, 1024, 10000, api_name="/positional_encoding")
+    t = out["table"]
+    assert t[1][2] == pytest.approx(0.82186, abs=1e-4)
+    assert t[1][-2] == pytest.approx(1.0366e-04, abs=1e-6)
+    assert t[1023][0] == pytest.approx(-0.91649, abs=1e-4)
+    assert t[1023][1] == pytest.approx(0.40007, abs=1e-4)
+    assert t[1023][-2] == pytest.approx(0.10585, abs=1e-4)
+    assert t[1023][-1] == pytest.approx(0.99438, abs=1e-4)
+
+
+def test_positional_encoding_refuses_odd_d_model(client):
+    with pytest.raises(AppError, match="even"):
+        client.predict(21, 10, 10000, api_name="/positional_encoding")
+
+
+# --- /generate (streaming) ----------------------------------------------------------------------
+
+
+def _generate(client, prompt="ROMEO:", max_new_tokens=12, temperature=0.8, top_k=50, top_p=0.95, seed=7):
+    job = client.submit(prompt, max_new_tokens, temperature, top_k, top_p, seed, api_name="/generate")
+    updates = list(job)
+    return updates, job.result()
+
+
+def test_generate_streams_tokens_and_reports_speed(client):
+    updates, final = _generate(client, max_new_tokens=16)
+    assert len(updates) >= 2  # streamed, not one answer at the end
+    counts = [u["new_tokens"] for u in updates]
+    assert counts == sorted(counts) and counts[0] >= 1
+    assert final["finished"] is True
+    assert 1 <= final["new_tokens"] <= 16 and len(final["token_ids"]) == final["new_tokens"]
+    if final["new_tokens"] < 16:  # stopped early only at <|endoftext|>
+        assert final["token_ids"][-1] == 50256
+    assert final["provider"] in ("CPUExecutionProvider", "CUDAExecutionProvider")
+    assert final["time_to_first_token_s"] > 0
+    assert final["tokens_per_s"] is None or final["tokens_per_s"] > 0
+    assert isinstance(final["completion"], str)
+
+
+def test_generate_same_seed_same_text(client):
+    _, a = _generate(client, seed=123)
+    _, b = _generate(client, seed=123)
+    assert a["token_ids"] == b["token_ids"]
+
+
+def test_generate_top_k_1_is_greedy_whatever_the_seed(client):
+    _, a = _generate(client, top_k=1, seed=1)
+    _, b = _generate(client, top_k=1, seed=2)
+    assert a["token_ids"] == b["token_ids"]
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [("temperature", 0, "temperature"), ("top_p", 1.5, "top_p"), ("max_new_tokens", 0, "max_new_tokens"), ("top_k", 0, "top_k")],
+)
+def test_generate_refuses_out_of_range_settings(client, field, value, message):
+    args = dict(prompt="ROMEO:", max_new_tokens=4, temperature=0.8, top_k=50, top_p=0.95, seed=1)
+    args[field] = value
+    with pytest.raises(AppError, match=message):
+        client.predict(*args.values(), api_name="/generate")
+
+
+# --- /attention ---------------------------------------------------------------------------------
+
+
+def test_attention_is_causal_and_rows_sum_to_one(client):
+    out = client.predict("hello everyone, how are you", 0, 0, api_name="/attention")
+    w = out["weights"]
+    n = len(out["tokens"])
+    assert out["ids"][:2] == [31373, 2506]
+    assert len(w) == n and all(len(row) == n for row in w)
+    for i, row in enumerate(w):
+        assert math.isclose(sum(row), 1.0, abs_tol=1e-3)
+        assert all(v == 0 for v in row[i + 1 :])  # the causal mask: no weight on the future
+    assert w[0][0] == pytest.approx(1.0)  # the first token can only attend to itself
+
+
+def test_attention_refuses_a_layer_out_of_range(client):
+    with pytest.raises(AppError, match="layer"):
+        client.predict("hello everyone", 99, 0, api_name="/attention")
