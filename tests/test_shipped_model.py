@@ -1,0 +1,53 @@
+"""The shipped model (model/weights/) meets issue 2's acceptance bar on the held-out works."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from model import WEIGHTS_DIR, load_pretrained
+from model.train import evaluate_loss
+
+TARGET = 5.0  # nats/token; a unigram model scores 6.48 and an interpolated bigram 5.13 on this split
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_pretrained()
+
+
+@pytest.fixture(scope="module")
+def held_out_loss(shipped, val_tokens) -> float:
+    """Mean cross-entropy over all non-overlapping windows of the model's context length."""
+    return evaluate_loss(shipped, val_tokens)
+
+
+def test_shipped_files():
+    weights = WEIGHTS_DIR / "model.safetensors"
+    assert weights.is_file() and (WEIGHTS_DIR / "config.json").is_file()
+    assert weights.stat().st_size < 100e6  # fits in git without LFS
+    assert (WEIGHTS_DIR / "training_log.json").is_file(), "ship the training log beside the weights"
+
+
+@pytest.mark.slow  # one pass over the ~60k held-out tokens: about a minute on 2 CPU cores
+def test_shipped_model_learned(shipped, held_out_loss):
+    assert shipped.config.vocab_size == 50257
+    assert held_out_loss < math.log(shipped.config.vocab_size) - 1, "the shipped model looks untrained"
+
+
+@pytest.mark.slow
+def test_held_out_loss_meets_the_target(held_out_loss):
+    print(f"shipped model: {held_out_loss:.4f} nats/token on the held-out works")
+    assert held_out_loss <= TARGET, f"held-out loss {held_out_loss:.4f} > target {TARGET}"
+
+
+@pytest.mark.slow
+def test_training_log_reports_this_loss(held_out_loss):
+    """The best validation loss in the shipped log is what the shipped weights score."""
+    path = WEIGHTS_DIR / "training_log.json"
+    assert path.is_file(), "ship the training log beside the weights"
+    log = json.loads(path.read_text())
+    best = min(e["val_loss"] for e in log)
+    assert best == pytest.approx(held_out_loss, abs=2e-3)
