@@ -158,3 +158,16 @@ def test_convert_needs_no_transformers(tmp_path):
     root = Path(__file__).resolve().parent.parent
     subprocess.run([sys.executable, "-c", code], cwd=root, check=True, capture_output=True)
     assert (tmp_path / "back" / "model.safetensors").is_file()
+
+
+def test_attention_weights_equal_gpt2s(tmp_path, idx):
+    """The attention tab's weights are GPT-2's own attention probabilities."""
+    ours = random_ours("sinusoidal", seed=5)
+    hf_dir = to_hf(save_ours(ours, tmp_path / "ours"), tmp_path / "hf")
+    hf_model = transformers.GPT2LMHeadModel.from_pretrained(hf_dir, attn_implementation="eager").eval()
+    with torch.no_grad():
+        theirs = hf_model(idx, output_attentions=True).attentions
+        mine = ours(idx, output_attentions=True).attentions
+    assert len(theirs) == len(mine) == 2
+    for a, b in zip(mine, theirs):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
