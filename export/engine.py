@@ -44,7 +44,6 @@ thread-safe, and every call keeps its cache, RNG and timing in local variables.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -58,10 +57,11 @@ from .naming import ARTIFACTS_DIR, FP32_NAME, INPUT_IDS, LOGITS, past_names, pre
 from .providers import CUDA, requested_providers
 from .sampling import check_controls, choose, sampling_distribution, softmax
 
-# Measured with `python -m export.bench --threads` on the 2-core EPYC this project runs on:
-# batch-1 decoding is bound by memory bandwidth and per-op overhead, and one intra-op thread per
-# physical core is best; more threads than cores only spin. See README "Benchmark".
-DEFAULT_CPU_THREADS = min(2, os.cpu_count() or 1)
+# Measured with `python -m export.bench` on the project's 2-core EPYC (README "Benchmark"): at
+# batch 1 each op is too small for a second thread to pay for its synchronisation, and on a box
+# whose other core is busy a second thread mostly waits (int8: 755 tok/s with 1 thread against
+# 100-125 with 2 while a training run shared the machine).
+DEFAULT_CPU_THREADS = 1
 
 
 class Candidate(NamedTuple):

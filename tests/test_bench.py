@@ -1,0 +1,34 @@
+"""The benchmark command on the tiny exported model: it runs every engine and prints the table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from export.bench import main, weight_bytes_per_token
+from model import load_pretrained
+from test_export import tiny_artifacts
+
+
+def test_weight_bytes_count_the_tied_head_once_in_full(tmp_path_factory):
+    weights, paths, _ = tiny_artifacts(tmp_path_factory.getbasetemp() / "tiny_export")
+    n_params = load_pretrained(weights).num_parameters()
+    fp32 = weight_bytes_per_token(paths["fp32"])
+    # Every parameter is read once per token (the tied table by the head), up to small constants.
+    assert abs(fp32 - 4 * n_params) < 0.01 * 4 * n_params
+    assert weight_bytes_per_token(paths["int8"]) < fp32 / 3
+
+
+def test_bench_prints_the_comparison_table(tmp_path_factory, capsys):
+    weights, paths, _ = tiny_artifacts(tmp_path_factory.getbasetemp() / "tiny_export")
+    argv = ["--weights", str(weights), "--artifacts", str(paths["fp32"].parent), "--tokens", "6", "--reps", "1",
+            "--val", str(Path("/nonexistent")), "--threads", "1"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in out.splitlines() if line.startswith("| ") and "---" not in line}
+    names = {"onnx engine int8 (1 thr)", "onnx engine fp32 (1 thr)", "onnx engine int8 (2 thr)", "pytorch, kv cache",
+             "pytorch, full recompute", "transformers generate"}
+    assert names <= rows.keys()
+    assert rows["onnx engine fp32 (1 thr)"][-1].strip() == "yes"  # same greedy tokens as PyTorch
+    assert rows["transformers generate"][-1].strip() == "yes"
+    assert all(float(cols[0]) > 0 for name, cols in rows.items() if name in names)
+    assert "memory copy bandwidth" in out
