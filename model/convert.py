@@ -76,6 +76,9 @@ def hf_config(config: GPTConfig) -> dict:
 
 def to_hf(model_dir: Path, out: Path) -> Path:
     """Write ``config.json`` + ``model.safetensors`` that ``GPT2LMHeadModel.from_pretrained`` loads."""
+    for p in (model_dir / "config.json", model_dir / "model.safetensors"):
+        if not p.is_file():
+            raise FileNotFoundError(f"{p} not found: our model folder holds config.json + model.safetensors (python -m model.train writes one)")
     config = GPTConfig.from_json(model_dir / "config.json")
     ours = load_file(str(model_dir / "model.safetensors"))
     state = {}
@@ -184,14 +187,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--model", type=Path, default=WEIGHTS_DIR, help="our model folder for --to-hf (default: the shipped one)")
     ap.add_argument("--out", type=Path, help="output model folder for --from-hf")
     args = ap.parse_args(argv)
-    if args.to_hf:
-        if args.model.is_file():  # a path to model.safetensors names its folder
-            args.model = args.model.parent
-        print(f"wrote {to_hf(args.model, args.to_hf)} (load it with GPT2LMHeadModel.from_pretrained)")
-    else:
-        if args.out is None:
-            ap.error("--from-hf needs --out OUTDIR")
-        print(f"wrote {from_hf(args.from_hf, args.out)} (load it with model.load_pretrained)")
+    try:
+        if args.to_hf:
+            if args.model.is_file():  # a path to model.safetensors names its folder
+                args.model = args.model.parent
+            print(f"wrote {to_hf(args.model, args.to_hf)} (load it with GPT2LMHeadModel.from_pretrained)")
+        else:
+            if args.out is None:
+                ap.error("--from-hf needs --out OUTDIR")
+            print(f"wrote {from_hf(args.from_hf, args.out)} (load it with model.load_pretrained)")
+    except (FileNotFoundError, KeyError, ValueError) as e:
+        raise SystemExit(f"model.convert: {e}") from None
 
 
 if __name__ == "__main__":

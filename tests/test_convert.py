@@ -171,3 +171,10 @@ def test_attention_weights_equal_gpt2s(tmp_path, idx):
     assert len(theirs) == len(mine) == 2
     for a, b in zip(mine, theirs):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+def test_cli_missing_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(SystemExit, match="config.json not found"):
+        main(["--to-hf", str(tmp_path / "hf"), "--model", str(tmp_path / "nothing")])
+    with pytest.raises(SystemExit, match="config.json not found"):
+        main(["--from-hf", str(tmp_path / "nothing"), "--out", str(tmp_path / "ours")])
