@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from dataclasses import asdict
@@ -51,7 +52,7 @@ def test_hello_everyone_offline(tmp_path):
         "from model import get_tokenizer\n"
         "print(get_tokenizer().encode('hello everyone'))\n"
     )
-    env = {"TIKTOKEN_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = {k: v for k, v in os.environ.items() if k != "DATA_GYM_CACHE_DIR"} | {"TIKTOKEN_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[31373, 2506]"  # the seed's (001) and ../shared/data/README.md's ids
 

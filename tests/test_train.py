@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from safetensors.torch import load_file
 
 import model.train as train
@@ -36,6 +37,14 @@ def write_corpus(folder: Path, works: int = 3, lines: int = 120) -> Path:
         )
         (folder / f"play_{w}.txt").write_text(text + "\n")
     return folder
+
+
+@pytest.fixture(scope="module", autouse=True)
+def restore_threads():
+    """train.main sets torch's thread count for the whole process; give later tests theirs back."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
