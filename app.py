@@ -17,11 +17,11 @@ T0 = time.perf_counter()
 import gradio as gr  # noqa: E402
 
 from playground.ui import attention, common, embeddings, generation, model, positional, tokenization  # noqa: E402
-from playground.ui.startup import prepare_onnx  # noqa: E402
+from playground.ui.startup import prepare_onnx, warm_up_in_background  # noqa: E402
 
 TITLE = "GPT Playground"
 HEADER = (
-    "# 🎭 GPT Playground\n"
+    "# GPT Playground\n"
     "See, hands on, how a GPT works: a small decoder-only transformer this project trained on "
     "Shakespeare, served by onnxruntime. Go through the tabs in order: text becomes tokens, "
     "tokens become vectors, positions are added, the model generates, attention is what it looks at."
@@ -53,6 +53,7 @@ def build_app(onnx_files: dict) -> gr.Blocks:
 def main() -> None:
     onnx_files = prepare_onnx()  # builds artifacts/*.onnx on the first start, with progress
     demo = build_app(onnx_files)
+    warm_up_in_background()  # the ONNX session opens while the server starts
     print(f"GPT Playground built in {time.perf_counter() - T0:.1f} s; starting the server", flush=True)
     demo.launch(
         # None: Gradio reads GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (default 127.0.0.1:7860).

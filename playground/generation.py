@@ -312,7 +312,7 @@ def generate(
 
 def _visible(text: str) -> str:
     """A token's text with its whitespace made visible (for labels and tooltips)."""
-    return text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥") or "∅"
+    return text.replace(" ", "⋅").replace("\n", "↵").replace("\t", "→") or "∅"
 
 
 def candidates_figure(step: Step | None, *, title: str | None = None) -> go.Figure:
@@ -330,14 +330,16 @@ def candidates_figure(step: Step | None, *, title: str | None = None) -> go.Figu
     cands = cands[::-1]  # plotly draws the first bar at the bottom
     labels = [f"{_visible(c.text)}  #{c.token_id}" for c in cands]
     drawn = [c.token_id == step.token.token_id for c in cands]
-    sampled = [c.sample_probability or 0.0 for c in cands]
+    # None: a token drawn from outside the top candidates, whose sampling probability the engine
+    # does not report (its model probability is still drawn).
+    sampled = [c.sample_probability for c in cands]
     fig.add_bar(
         x=sampled,
         y=labels,
         orientation="h",
         name="sampled from (temperature, top-k, top-p)",
         marker_color=["#f97316" if d else "#6366f1" for d in drawn],
-        text=[f"{p:.1%}" for p in sampled],
+        text=[f"{p:.1%}" if p is not None else "outside the top list" for p in sampled],
         textposition="outside",
         cliponaxis=False,
         hovertemplate="%{y}<br>sampling probability %{x:.2%}<extra></extra>",
@@ -350,7 +352,7 @@ def candidates_figure(step: Step | None, *, title: str | None = None) -> go.Figu
         marker_color="rgba(148, 163, 184, 0.55)",
         hovertemplate="%{y}<br>model probability %{x:.2%}<extra></extra>",
     )
-    top = max(max(sampled), max(c.probability for c in cands))
+    top = max(max((p for p in sampled if p is not None), default=0.0), max(c.probability for c in cands))
     p_drawn = step.token.sample_probability
     fig.update_layout(
         title=title

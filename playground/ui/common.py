@@ -89,7 +89,8 @@ CSS = """
 .pg-note { font-size: 0.92em; color: var(--body-text-color-subdued); }
 .gen-output { font-family: var(--font-mono); font-size: 0.95em; line-height: 1.65; white-space: pre-wrap;
   word-break: break-word; padding: 10px 12px; border-radius: 8px; background: var(--background-fill-secondary);
-  min-height: 120px; }
+  min-height: 140px; border: 1px solid var(--border-color-primary); }
+.gen-empty { color: var(--body-text-color-subdued); font-family: var(--font); }
 .gen-sample + .gen-sample { margin-top: 14px; padding-top: 10px; border-top: 1px dashed var(--border-color-primary); }
 .gen-sample-title { font-family: var(--font); font-weight: 600; font-size: 0.85em; margin-bottom: 4px;
   color: var(--body-text-color-subdued); }

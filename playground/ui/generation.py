@@ -32,7 +32,8 @@ def _step_choices(state: gen.GenerationState | None) -> tuple[int, int]:
 
 def _picker_updates(state: gen.GenerationState, sample: int = 0):
     n_steps, n_samples = _step_choices(state)
-    slider = gr.update(maximum=max(1, n_steps), value=max(1, n_steps), interactive=n_steps > 1, visible=n_steps > 0)
+    # A slider needs minimum < maximum: one step still gets the range 1..2 (clamped when read).
+    slider = gr.update(maximum=max(2, n_steps), value=max(1, n_steps), interactive=n_steps > 1, visible=n_steps > 0)
     radio = gr.update(
         choices=[(f"Sample {i + 1}", i) for i in range(n_samples)], value=min(sample, max(0, n_samples - 1)), visible=n_samples > 1
     )
@@ -100,7 +101,8 @@ def build() -> None:
                 run = gr.Button("Generate", variant="primary", elem_id="gen-run")
                 stop = gr.Button("Stop", variant="stop", elem_id="gen-stop")
             max_new = gr.Slider(
-                limits.MIN_NEW_TOKENS, limits.MAX_NEW_TOKENS, value=d["max_new_tokens"], step=1, label="Max new tokens"
+                limits.MIN_NEW_TOKENS, limits.MAX_NEW_TOKENS, value=d["max_new_tokens"], step=1, label="Max new tokens",
+                elem_id="gen-max",
             )
             temperature = gr.Slider(0.05, limits.MAX_TEMPERATURE, value=d["temperature"], step=0.05, label="Temperature")
             with gr.Row():
@@ -114,10 +116,11 @@ def build() -> None:
                 samples = gr.Slider(limits.MIN_SAMPLES, limits.MAX_SAMPLES, value=1, step=1, label="Samples")
         with gr.Column(scale=3, min_width=360):
             stats = gr.Markdown("Press **Generate**.", elem_id="gen-stats")
-            output = gr.HTML(label="Output", elem_id="gen-output", value='<div class="gen-output"></div>')
+            output = gr.HTML(label="Output", elem_id="gen-output", value='<div class="gen-output gen-empty">The generated text appears here, token by token.</div>')
             gr.Markdown(
-                "Generated tokens are shaded by the probability they were drawn with (hover for id and "
-                "probability). Pick a step to see what the model hesitated between.",
+                "Each generated token is shaded by how unlikely it was when drawn (darker = less "
+                "likely; hover for its id and probabilities). Pick a step to see what the model "
+                "hesitated between.",
                 elem_classes="pg-note",
             )
             with gr.Row():

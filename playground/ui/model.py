@@ -23,6 +23,7 @@ def build(onnx_files: dict[str, Path]) -> None:
                 label="Parameters per part",
                 interactive=False,
                 wrap=True,
+                column_widths=["62%", "23%", "15%"],
                 elem_id="model-params",
             )
         with gr.Column(scale=1, min_width=360):
@@ -52,8 +53,8 @@ def build(onnx_files: dict[str, Path]) -> None:
     )
     gr.Markdown(
         "### Run it yourself with plain onnxruntime\n"
-        "Download `gpt.onnx` (or the int8 file, 4× smaller) and run this, with "
+        "Download `gpt.onnx` (or `gpt.int8.onnx`, its matrix multiplications quantized to int8) and run this, with "
         "`pip install onnxruntime numpy tiktoken`. Inputs: `input_ids` and one empty key/value "
         "cache per layer; outputs: the `logits` and the updated cache (`present.*`)."
     )
-    gr.Code(model_info.onnxruntime_snippet(), language="python", label="greedy decoding, 40 tokens", interactive=False)
+    gr.Code(model_info.onnxruntime_snippet(), language="python", label="greedy decoding, 40 tokens", interactive=False, elem_id="model-snippet")

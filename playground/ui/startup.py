@@ -32,3 +32,20 @@ def prepare_onnx() -> dict[str, Path]:
         paths = ensure_onnx()
     gr.set_static_paths([str(ARTIFACTS_DIR)])
     return {"fp32": Path(paths["fp32"]), "int8": Path(paths["int8"])}
+
+
+def warm_up_in_background() -> None:
+    """Open the onnxruntime session and run one token while the server starts, so the first
+    user's generation does not pay for it (the page is served meanwhile)."""
+    import threading
+
+    def warm() -> None:
+        try:
+            from ..generation import prepare, run
+
+            for _ in run(prepare("ROMEO:", 1, 1.0, 1, 1.0, 0)):
+                pass
+        except Exception as err:  # noqa: BLE001 -- a user request will report it properly
+            print(f"engine warm-up failed: {err}", file=sys.stderr, flush=True)
+
+    threading.Thread(target=warm, name="engine-warm-up", daemon=True).start()

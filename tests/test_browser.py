@@ -1,0 +1,164 @@
+"""Headless Chromium (Debian's ``chromium``, driven by Playwright) on the launched app: every tab
+is opened, its main action run, what appears checked, and a screenshot saved per tab to
+docs/screenshots/<tab>.png (linked from README.md)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def page(app_server):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        context = browser.new_context(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
+        pg = context.new_page()
+        pg.set_default_timeout(TIMEOUT_MS)
+        errors: list[str] = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto(app_server.url, wait_until="domcontentloaded")
+        pg.get_by_role("tab", name=re.compile("Tokenization")).wait_for()
+        pg.errors = errors
+        yield pg
+        browser.close()
+
+
+def open_tab(page, name: str) -> None:
+    page.get_by_role("tab", name=re.compile(name)).click()
+
+
+def shot(page, name: str) -> None:
+    page.wait_for_timeout(400)  # let plotly finish its transitions
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def textbox(page, elem_id: str):
+    return page.locator(f"#{elem_id} textarea, #{elem_id} input").first
+
+
+def test_tokenization_tab(page):
+    open_tab(page, "Tokenization")
+    textbox(page, "tok-text").fill("Hi my name is Moussa")
+    page.locator("#tok-run").click()
+    ids = textbox(page, "tok-ids")
+    # Seed 001's ids for this sentence.
+    page.wait_for_function(
+        "() => document.querySelector('#tok-ids textarea').value.includes('17250, 616, 1438, 318, 42436, 11400')"
+    )
+    assert page.locator("#tok-spans .gpt-token").count() == 6
+    assert "6" in page.locator("#tok-counts").inner_text()
+    page.locator("#tok-ws input").check()
+    page.wait_for_function("() => document.querySelector('#tok-spans').innerText.includes('⋅my')")
+    # ids -> text
+    textbox(page, "dec-ids").fill("31373, 2506")
+    page.locator("#dec-run").click()
+    page.wait_for_function("() => document.querySelector('#dec-text textarea').value === 'hello everyone'")
+    assert ids.input_value().startswith("[17250")
+    shot(page, "tokenization")
+
+
+def test_embeddings_tab(page):
+    open_tab(page, "Embeddings")
+    textbox(page, "emb-expr").fill("king - man + woman")
+    page.locator("#emb-run").click()
+    page.locator("#emb-summary").get_by_text(re.compile("king")).first.wait_for()
+    # Ten ranked rows, each with a cosine similarity (the table's cells, one per line).
+    page.wait_for_function(
+        "() => (document.querySelector('#emb-table').innerText.match(/^-?[01]\\.\\d+$/gm) || []).length >= 10"
+    )
+    page.locator("#pca-plot .js-plotly-plot").wait_for()
+    assert page.locator("#emb-chart .js-plotly-plot").count() == 1
+    shot(page, "embeddings")
+
+
+def test_positional_encoding_tab(page):
+    open_tab(page, "Positional")
+    page.locator("#pe-formula .katex").first.wait_for()  # the formula as rendered math
+    base = textbox(page, "pe-base")
+    base.fill("100")
+    page.locator("#pe-run").click()
+    page.wait_for_function("() => document.querySelector('#pe-summary').innerText.includes('base 100')")
+    page.locator("#pe-heatmap .js-plotly-plot").wait_for()
+    base.fill("10000")
+    page.locator("#pe-run").click()
+    page.wait_for_function("() => document.querySelector('#pe-summary').innerText.includes('base 10000')")
+    assert page.locator("#pe-model-note").inner_text().strip()
+    shot(page, "positional_encoding")
+
+
+def test_generation_tab_streams_and_stops(page):
+    open_tab(page, "Text generation")
+    textbox(page, "gen-prompt").fill("ROMEO:\nBut soft, what light")
+    page.locator("#gen-run").click()
+    page.wait_for_function("() => document.querySelector('#gen-stats').innerText.includes('stopped by')", timeout=120_000)
+    assert page.locator("#gen-output .gen-tok").count() >= 1
+    stats = page.locator("#gen-stats").inner_text()
+    assert "tokens/s" in stats and "time to first token" in stats and ("CPU" in stats or "CUDA" in stats)
+    page.locator("#gen-chart .js-plotly-plot").wait_for()
+    assert "Step" in page.locator("#gen-chart").inner_text()
+    shot(page, "text_generation")
+
+    # The stop button: a long generation ends well before its 512 tokens.
+    page.locator("#gen-stop").scroll_into_view_if_needed()
+    slider = page.locator("#gen-max input[type=number]")
+    slider.fill("512")
+    slider.press("Enter")
+    page.locator("#gen-run").click()
+    page.wait_for_function("() => document.querySelectorAll('#gen-output .gen-tok').length >= 3", timeout=60_000)
+    page.locator("#gen-stop").click()
+    page.wait_for_timeout(1500)
+    n1 = page.locator("#gen-output .gen-tok").count()
+    page.wait_for_timeout(1500)
+    n2 = page.locator("#gen-output .gen-tok").count()
+    assert n1 == n2 < 512
+
+
+def test_attention_tab(page):
+    open_tab(page, "Attention")
+    textbox(page, "att-text").fill("hello everyone, how are you")
+    page.locator("#att-run").click()
+    page.wait_for_function("() => document.querySelector('#att-info').innerText.includes('tokens')")
+    page.locator("#att-head-fig .js-plotly-plot").wait_for()
+    page.locator("#att-stage").get_by_text("3 · masked fill").click()
+    page.wait_for_function("() => document.querySelector('#att-stage-md').innerText.includes('masked_fill')")
+    shot(page, "attention")
+
+
+def test_model_tab(page):
+    open_tab(page, "Model")
+    params = page.locator("#model-params")
+    params.get_by_text("total").first.wait_for()
+    page.locator("#model-curves .js-plotly-plot").wait_for()
+    assert "input_ids" in page.locator("#model-graph").inner_text()
+    page.get_by_role("button", name=re.compile(r"gpt\.onnx")).wait_for()
+    page.get_by_role("button", name=re.compile(r"gpt\.int8\.onnx")).wait_for()
+    assert "InferenceSession" in page.locator("#model-snippet").inner_text()
+    with page.expect_download() as download:
+        page.get_by_role("button", name=re.compile(r"gpt\.int8\.onnx")).click()
+    path = download.value.path()
+    assert Path(path).stat().st_size == (ROOT / "artifacts" / "gpt.int8.onnx").stat().st_size
+    shot(page, "model")
+
+
+def test_no_javascript_errors(page):
+    assert page.errors == []
