@@ -103,6 +103,7 @@ def transformers_generate(weights_dir: Path, tmp: Path) -> Generate | None:
     from model.convert import to_hf
 
     hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     hf = GPT2LMHeadModel.from_pretrained(to_hf(weights_dir, tmp / "hf")).eval()
 
     @torch.no_grad()

@@ -165,3 +165,15 @@ def test_cli_reports_missing_weights_without_a_traceback(tmp_path):
     assert proc.returncode == 2
     assert "error:" in proc.stderr and "model.safetensors" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_shipped_weights_pass_every_export_check(tmp_path):
+    """`python -m export`'s checks on the real model: parity, cache, 200 greedy tokens, int8 loss."""
+    from model import WEIGHTS_DIR
+
+    paths = ensure_onnx(weights_dir=WEIGHTS_DIR, out_dir=tmp_path)
+    val_path = ROOT / "data" / "shakespeare" / "val.bin"
+    val = np.fromfile(val_path, dtype=np.uint16) if val_path.is_file() else None
+    results = run_checks(paths, load_pretrained(WEIGHTS_DIR), greedy_tokens=200, val_tokens=val, loss_windows=16)
+    assert all(c.ok for c in results), format_table(results)
