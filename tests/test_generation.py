@@ -1,0 +1,174 @@
+"""Text generation tab logic (playground/generation.py) on the real onnxruntime engine.
+
+Expected values come from definitions: the engine's tokens must decode to the text shown, a
+fixed seed repeats, top-k 1 is greedy and agrees with PyTorch's own greedy decoding, and every
+bad setting is refused with a message naming it.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from playground import generation as gen
+from playground.validation import InputError
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from export import ensure_onnx
+
+    ensure_onnx()
+    return gen.get_engine()
+
+
+@pytest.fixture(scope="module")
+def enc():
+    from model import get_tokenizer
+
+    return get_tokenizer()
+
+
+def run(prompt="ROMEO:", max_new_tokens=8, temperature=0.8, top_k=50, top_p=0.95, seed=1, num_samples=1):
+    params = gen.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples)
+    states, final = [], None
+    for final in gen.run(params):  # the same state object, updated in place
+        states.append((final.new_tokens, final.finished))
+    return params, states, final
+
+
+def test_stream_yields_once_per_token_then_a_final_state(engine):
+    _, states, final = run(max_new_tokens=6)
+    counts = [n for n, _ in states]
+    assert counts[:-1] == list(range(1, len(counts)))  # one more token per update
+    assert states[-1][1] is True and not any(done for _, done in states[:-1])
+    assert final.new_tokens <= 6
+    assert final.stop_reason in ("length", "end of text")
+
+
+def test_completion_is_the_decoded_tokens(engine, enc):
+    _, _, final = run(max_new_tokens=10)
+    ids = final.sample_ids(0)
+    assert final.completions()[0] == enc.decode(ids)
+    api = final.to_api()
+    assert api["completion"] == enc.decode(ids) and api["token_ids"] == ids and api["finished"] is True
+    assert api["provider"] == engine.provider
+
+
+def test_same_seed_same_tokens_different_samples_batch(engine):
+    _, _, a = run(seed=5, max_new_tokens=12)
+    _, _, b = run(seed=5, max_new_tokens=12)
+    assert a.sample_ids(0) == b.sample_ids(0)
+    _, _, multi = run(seed=5, max_new_tokens=12, num_samples=3)
+    assert len(multi.steps) == 3 and len(multi.completions()) == 3
+
+
+def test_top_k_1_is_greedy_and_matches_pytorch(engine, enc):
+    from model import load_pretrained
+
+    prompt = "KING HENRY V:\nOnce more unto the breach"
+    _, _, final = run(prompt, max_new_tokens=8, top_k=1, seed=123)
+    ids = enc.encode(prompt)
+    model = load_pretrained()
+    with torch.no_grad():
+        ref = model.generate(torch.tensor([ids]), 8, temperature=0.0)[0, len(ids):].tolist()
+    got = final.sample_ids(0)
+    assert got == ref[: len(got)]  # the same greedy tokens (ours may stop early at <|endoftext|>)
+    for step in final.steps[0]:  # greedy: the drawn token is the model's most probable one
+        assert step.token.token_id == step.candidates[0].token_id
+        assert step.token.sample_probability == pytest.approx(1.0)
+
+
+def test_candidates_are_sorted_probabilities(engine):
+    _, _, final = run(max_new_tokens=5, temperature=1.0, top_k=50257, top_p=1.0)
+    for step in final.steps[0]:
+        probs = [c.probability for c in step.candidates]
+        assert probs == sorted(probs, reverse=True) and all(0 <= p <= 1 for p in probs)
+        assert len(step.candidates) == gen.TOP_CANDIDATES
+        # No temperature, top-k or top-p: the sampled distribution is the model's own.
+        for c in step.candidates:
+            assert c.sample_probability == pytest.approx(c.probability, rel=1e-6, abs=1e-9)
+
+
+def test_top_p_keeps_only_the_nucleus(engine):
+    _, _, final = run(max_new_tokens=5, temperature=1.0, top_k=50257, top_p=0.3)
+    for step in final.steps[0]:
+        # Top-p's definition: a token is kept while the mass of the more probable ones is < p;
+        # the kept ones are renormalised (so they gain probability), the rest get none.
+        before = 0.0
+        for c in step.candidates:
+            if before < 0.3:
+                assert c.sample_probability >= c.probability - 1e-9 and c.sample_probability > 0
+            else:
+                assert c.sample_probability == 0
+            before += c.probability
+        assert sum(c.sample_probability for c in step.candidates) <= 1 + 1e-6
+
+
+def test_stats_report_speed_and_provider(engine):
+    _, _, final = run(max_new_tokens=10)
+    assert final.ttft_s is not None and final.ttft_s > 0
+    text = gen.stats_markdown(final)
+    assert "tokens/s" in text and "time to first token" in text
+    assert gen.provider_label(engine.provider) in text
+    assert gen.provider_label("CUDAExecutionProvider") == "CUDA (GPU)"
+    assert gen.provider_label("CPUExecutionProvider") == "CPU"
+
+
+def test_closing_the_stream_stops_generation(engine):
+    params = gen.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1)
+    stream = gen.run(params)
+    for state in stream:
+        if state.new_tokens >= 3:
+            break
+    stream.close()  # what Gradio does on the stop button / a disconnected client
+    assert state.new_tokens == 3 and not state.finished
+
+
+def test_long_prompt_keeps_its_last_tokens_and_says_so(engine):
+    prompt = "To be, or not to be: " * 100  # far more tokens than the context
+    params = gen.prepare(prompt, 2, 0.8, 50, 0.95, 1)
+    assert len(params.prompt_ids) == engine.block_size - 1
+    assert params.dropped_prompt_tokens > 0 and "kept" in params.notice
+    states = list(gen.run(params))
+    assert states[-1].finished and "kept" in gen.stats_markdown(states[-1])
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"prompt": ""}, "prompt"),
+        ({"prompt": "   "}, "prompt"),
+        ({"prompt": "a\x00b"}, "control character"),
+        ({"max_new_tokens": 0}, "max_new_tokens"),
+        ({"max_new_tokens": 10_000}, "max_new_tokens"),
+        ({"max_new_tokens": 2.5}, "max_new_tokens"),
+        ({"temperature": 0}, "temperature"),
+        ({"temperature": float("nan")}, "temperature"),
+        ({"temperature": "hot"}, "temperature"),
+        ({"top_k": 0}, "top_k"),
+        ({"top_k": 50258}, "top_k"),
+        ({"top_p": 0}, "top_p"),
+        ({"top_p": 1.01}, "top_p"),
+        ({"seed": -1}, "seed"),
+        ({"num_samples": 9}, "num_samples"),
+    ],
+)
+def test_bad_settings_are_refused_with_a_message(engine, kwargs, message):
+    args = {"prompt": "ROMEO:", "max_new_tokens": 4, "temperature": 0.8, "top_k": 50, "top_p": 0.95, "seed": 1, "num_samples": 1}
+    args.update(kwargs)
+    with pytest.raises(InputError, match=message):
+        gen.prepare(*args.values())
+
+
+def test_figure_and_html_show_the_steps(engine):
+    _, _, final = run(max_new_tokens=4)
+    step = final.steps[0][-1]
+    fig = gen.candidates_figure(step)
+    ids_in_chart = {int(label.rsplit("#", 1)[1]) for label in fig.data[0].y}
+    assert step.token.token_id in ids_in_chart
+    assert {c.token_id for c in step.candidates} <= ids_in_chart
+    html = gen.tokens_html(final)
+    assert html.count('class="gen-tok"') == final.new_tokens
+    assert "ROMEO:" in html
+    assert gen.candidates_figure(None).layout.annotations  # an empty chart says what to do

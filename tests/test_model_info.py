@@ -1,0 +1,112 @@
+"""Model tab logic (playground/model_info.py): parameter counts against GPT-2's formula, the
+training curves from a log, the ONNX graph's interface, and the onnxruntime snippet run for real."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from model import GPT, GPTConfig, get_tokenizer, load_pretrained
+from playground import model_info
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def gpt2_formula(c: GPTConfig) -> int:
+    """Parameters of a GPT-2 layout with a tied head, by hand: the embedding V*C, per block
+    12*C^2 + 13*C (QKV, output projection, MLP up and down with biases, two LayerNorms), a
+    final LayerNorm 2*C, and a learned position table if any."""
+    n = c.vocab_size * c.d_model + c.n_layer * (12 * c.d_model**2 + 13 * c.d_model) + 2 * c.d_model
+    return n + (c.block_size * c.d_model if c.pos_encoding == "learned" else 0)
+
+
+@pytest.mark.parametrize("pos", ["sinusoidal", "learned"])
+def test_parameter_counts_add_up_to_gpt2s_formula(pos):
+    cfg = GPTConfig(vocab_size=1000, block_size=32, n_layer=3, n_head=4, d_model=64, pos_encoding=pos)
+    model = GPT(cfg)
+    rows = model_info.parameter_counts(model)
+    assert sum(n for _, n in rows) == gpt2_formula(cfg) == model.num_parameters()
+    parts = dict(rows)
+    assert parts["token embedding wte [1000 × 64]"] == 1000 * 64
+    assert parts["3 × attention W_Q, W_K, W_V [64 × 192]"] == 3 * (64 * 192 + 192)
+    assert parts["3 × MLP up [64 × 256]"] == 3 * (64 * 256 + 256)
+    table = model_info.architecture_rows(model)
+    assert table[-1][0] == "total" and table[-1][1] == f"{gpt2_formula(cfg):,}"
+
+
+def test_shipped_model_description_uses_its_config():
+    model = load_pretrained()
+    c = model.config
+    text = model_info.architecture_markdown(model)
+    assert f"**{c.n_layer} layers**" in text and f"**{c.n_head} heads**" in text and f"d_model = {c.d_model}" in text
+    assert f"{gpt2_formula(c) / 1e6:.2f} M parameters" in text
+
+
+def test_training_figure_plots_train_and_val_loss_against_tokens(tmp_path):
+    log = [
+        {"step": 0, "tokens": 0, "train_loss": float("nan"), "val_loss": 10.9},
+        {"step": 250, "tokens": 1_024_000, "train_loss": 6.1, "val_loss": 6.3},
+        {"step": 500, "tokens": 2_048_000, "train_loss": 5.2, "val_loss": 5.5},
+    ]
+    path = tmp_path / "training_log.json"
+    path.write_text(json.dumps(log))  # json writes NaN, as model.train does
+    fig = model_info.training_figure(model_info.load_training_log(path))
+    traces = {t.name: t for t in fig.data}
+    assert list(traces["validation loss"].x) == [0, 1_024_000, 2_048_000]
+    assert list(traces["validation loss"].y) == [10.9, 6.3, 5.5]
+    assert list(traces["train loss"].x) == [1_024_000, 2_048_000]  # the NaN at step 0 is left out
+    assert "tokens" in fig.layout.xaxis.title.text
+
+
+def test_missing_training_log_gives_an_explaining_figure(tmp_path):
+    assert model_info.load_training_log(tmp_path / "none.json") == []
+    fig = model_info.training_figure([])
+    assert not fig.data and "No training log" in fig.layout.annotations[0].text
+
+
+@pytest.fixture(scope="module")
+def onnx_files():
+    from export import ensure_onnx
+
+    return ensure_onnx()
+
+
+def test_onnx_summary_lists_the_cache_interface(onnx_files):
+    n_layer = load_pretrained().config.n_layer
+    summary = model_info.onnx_summary(onnx_files["fp32"])
+    inputs = [i["name"] for i in summary["inputs"]]
+    outputs = [o["name"] for o in summary["outputs"]]
+    assert inputs[0] == "input_ids" and len(inputs) == 1 + 2 * n_layer
+    assert f"past_key_values.{n_layer - 1}.value" in inputs
+    assert outputs[0] == "logits" and f"present.{n_layer - 1}.value" in outputs
+    assert summary["op_counts"]["MatMul"] >= 4 * n_layer  # Q/K/V, W_O, two MLP matrices per block
+    text = model_info.onnx_markdown(summary)
+    assert "`input_ids`" in text and "more like these" in text
+    fig = model_info.operators_figure(summary)
+    assert "MatMul" in fig.data[0].y
+
+
+def test_onnxruntime_snippet_runs_and_decodes_greedily(onnx_files, tmp_path):
+    """The Model tab's snippet, run as a user would (its own process, only onnxruntime, numpy and
+    a GPT-2 tokenizer): its greedy text must match PyTorch's greedy decoding."""
+    code = model_info.onnxruntime_snippet(str(onnx_files["fp32"]))
+    # Offline: the same GPT-2 encoding from the ranks file this project ships, instead of
+    # tiktoken's download.
+    offline = 'import sys; sys.path.insert(0, %r); from model import get_tokenizer; enc = get_tokenizer()' % str(ROOT)
+    assert 'enc = tiktoken.get_encoding("gpt2")' in code
+    code = code.replace('enc = tiktoken.get_encoding("gpt2")', offline)
+    script = tmp_path / "snippet.py"
+    script.write_text(code)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+
+    enc, model = get_tokenizer(), load_pretrained()
+    ids = enc.encode("ROMEO:")
+    with torch.no_grad():
+        ref = model.generate(torch.tensor([ids]), 10, temperature=0.0)[0].tolist()
+    assert out.stdout.startswith(enc.decode(ref))
