@@ -29,7 +29,7 @@ HEADER = (
 
 
 def build_app(onnx_files: dict) -> gr.Blocks:
-    with gr.Blocks(title=TITLE) as demo:
+    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         gr.Markdown(HEADER, elem_id="pg-header")
         with gr.Tabs():
             with gr.Tab("1 · Tokenization", id="tokenization"):
