@@ -384,7 +384,8 @@ def tokens_html(state: GenerationState) -> str:
                 + (f" · sampled p = {step.token.sample_probability:.1%}" if step.token.sample_probability is not None else "")
             )
             spans.append(
-                f'<span class="gen-tok" style="background: rgba(99, 102, 241, {0.08 + 0.5 * (1 - p):.2f})" '
+                f'<span class="gen-tok" data-sample="{sample}" data-step="{step.index + 1}" '
+                f'style="background: rgba(99, 102, 241, {0.08 + 0.5 * (1 - p):.2f})" '
                 f'title="{html.escape(title, quote=True)}">{html.escape(step.token.text)}</span>'
             )
         header = f'<div class="gen-sample-title">Sample {sample + 1}</div>' if len(state.steps) > 1 else ""

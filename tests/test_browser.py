@@ -116,6 +116,9 @@ def test_generation_tab_streams_and_stops(page):
     assert "tokens/s" in stats and "time to first token" in stats and ("CPU" in stats or "CUDA" in stats)
     page.locator("#gen-chart .js-plotly-plot").wait_for()
     assert "Step" in page.locator("#gen-chart").inner_text()
+    # Clicking a generated token shows that step's candidates.
+    page.locator("#gen-output .gen-tok").nth(1).click()
+    page.wait_for_function("() => document.querySelector('#gen-chart').innerText.includes('Step 2:')")
     shot(page, "text_generation")
 
     # The stop button: a long generation ends well before its 512 tokens.

@@ -95,7 +95,8 @@ CSS = """
 .gen-sample-title { font-family: var(--font); font-weight: 600; font-size: 0.85em; margin-bottom: 4px;
   color: var(--body-text-color-subdued); }
 .gen-prompt { color: var(--body-text-color); font-weight: 600; }
-.gen-tok { border-radius: 3px; padding: 0 1px; }
+.gen-tok { border-radius: 3px; padding: 0 1px; cursor: pointer; }
+.gen-tok:hover { outline: 2px solid #f97316; }
 .pg-cards { display: flex; gap: 10px; flex-wrap: wrap; margin-bottom: 6px; }
 .pg-card { flex: 1 1 110px; padding: 8px 12px; border-radius: 10px; background: var(--background-fill-secondary);
   border: 1px solid var(--border-color-primary); }

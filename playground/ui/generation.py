@@ -52,6 +52,23 @@ def _chart(state: gen.GenerationState | None, sample: Any, step: Any):
     return gen.candidates_figure(steps[i] if steps else None)
 
 
+def ui_pick_token(state: gen.GenerationState | None, evt: gr.EventData):
+    """A click on a generated token (the output's click event carries its sample and step)."""
+    sample, step = getattr(evt, "sample", None), getattr(evt, "step", None)
+    if state is None or step is None:
+        return gr.skip(), gr.skip(), gr.skip()
+    return gr.update(value=step), gr.update(value=sample), _chart(state, sample, step)
+
+
+# Clicking a token span sends its sample and step to the server (Gradio 6's gr.HTML trigger).
+TOKEN_CLICK_JS = """
+element.addEventListener('click', (e) => {
+  const t = e.target.closest('.gen-tok');
+  if (t) trigger('click', {sample: Number(t.dataset.sample), step: Number(t.dataset.step)});
+});
+"""
+
+
 def ui_generate(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples):
     last_ui = last_chart = 0.0
     for state in _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples):
@@ -116,11 +133,16 @@ def build() -> None:
                 samples = gr.Slider(limits.MIN_SAMPLES, limits.MAX_SAMPLES, value=1, step=1, label="Samples")
         with gr.Column(scale=3, min_width=360):
             stats = gr.Markdown("Press **Generate**.", elem_id="gen-stats")
-            output = gr.HTML(label="Output", elem_id="gen-output", value='<div class="gen-output gen-empty">The generated text appears here, token by token.</div>')
+            output = gr.HTML(
+                '<div class="gen-output gen-empty">The generated text appears here, token by token.</div>',
+                label="Output",
+                elem_id="gen-output",
+                js_on_load=TOKEN_CLICK_JS,
+            )
             gr.Markdown(
                 "Each generated token is shaded by how unlikely it was when drawn (darker = less "
-                "likely; hover for its id and probabilities). Pick a step to see what the model "
-                "hesitated between.",
+                "likely; hover for its id and probabilities). Click a token, or pick a step, to see "
+                "what the model hesitated between.",
                 elem_classes="pg-note",
             )
             with gr.Row():
@@ -144,6 +166,10 @@ def build() -> None:
             user_errors(_chart), inputs=[state, sample_pick, step_pick], outputs=[chart], api_visibility="private",
             concurrency_id=LIGHT, show_progress="hidden",
         )
+    output.click(
+        user_errors(ui_pick_token), inputs=[state], outputs=[step_pick, sample_pick, chart], api_visibility="private",
+        concurrency_id=LIGHT, show_progress="hidden",
+    )
     gr.api(
         user_errors(api_generate),
         api_name="generate",
