@@ -58,10 +58,10 @@ class TrainConfig:
 
 
 PRESETS: dict[str, tuple[GPTConfig, TrainConfig]] = {
-    # Sized for 2 CPU cores and about two hours (10 M tokens, 7 epochs).
+    # Sized for 2 CPU cores and about two hours (8 M tokens, 5.5 epochs).
     "cpu": (
         GPTConfig(block_size=256, n_layer=6, n_head=8, d_model=256, dropout=0.1),
-        TrainConfig(batch_size=16, max_steps=2500, lr=2e-3, eval_interval=250, full_vocab_frac=0.05),
+        TrainConfig(batch_size=16, max_steps=2000, lr=2e-3, eval_interval=250, full_vocab_frac=0.05),
     ),
     # One GPU: wider and deeper, full softmax, more epochs in minutes.
     "gpu": (
