@@ -58,7 +58,10 @@ def architecture_rows(model: GPT) -> list[list[Any]]:
     """[part, parameters, share of the total] rows, with a total row last."""
     rows = parameter_counts(model)
     total = model.num_parameters()
-    out = [[name, f"{count:,}", f"{count / total:.1%}"] for name, count in rows]
+    def share(count: int) -> str:
+        return "–" if count == 0 else f"{count / total:.1%}" if count >= total / 1000 else "<0.1%"
+
+    out = [[name, f"{count:,}", share(count)] for name, count in rows]
     out.append(["total", f"{total:,}", "100%"])
     return out
 

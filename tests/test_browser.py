@@ -94,7 +94,7 @@ def test_embeddings_tab(page):
 def test_positional_encoding_tab(page):
     open_tab(page, "Positional")
     page.locator("#pe-formula .katex").first.wait_for()  # the formula as rendered math
-    base = textbox(page, "pe-base")
+    base = page.locator("#pe-base input[type=number]")
     base.fill("100")
     page.locator("#pe-run").click()
     page.wait_for_function("() => document.querySelector('#pe-summary').innerText.includes('base 100')")

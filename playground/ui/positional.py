@@ -45,7 +45,8 @@ def build() -> None:
     with gr.Row():
         d_model = gr.Slider(limits.MIN_D_MODEL, 512, value=20, step=2, label="d_model (even)", elem_id="pe-dmodel")
         n_pos = gr.Slider(limits.MIN_POSITIONS, limits.MAX_POSITIONS, value=100, step=1, label="Positions", elem_id="pe-npos")
-        base = gr.Number(value=10000, minimum=limits.MIN_BASE, maximum=limits.MAX_BASE, label="Base", elem_id="pe-base")
+        # The API takes any base up to MAX_BASE; the slider covers the interesting range.
+        base = gr.Slider(limits.MIN_BASE, 20_000, value=10000, step=1, label="Base (the paper: 10000)", elem_id="pe-base")
         dims = gr.Textbox(value="2, 4, 6, 8", label="Dimensions to plot (the seed's: 2, 4, 6, 8)", elem_id="pe-dims")
     run = gr.Button("Compute", variant="primary", elem_id="pe-run")
     first = ui_positional(20, 100, 10000, "2, 4, 6, 8")
@@ -67,7 +68,7 @@ def build() -> None:
                 gr.Plot(t.reference_figure, label="Sinusoidal, same shape")
 
     gr.on(
-        [run.click, d_model.release, n_pos.release, base.submit, dims.submit],
+        [run.click, d_model.release, n_pos.release, base.release, dims.submit],
         user_errors(ui_positional),
         [d_model, n_pos, base, dims],
         [summary, heat, lines, spectrum, similarity, offsets],
