@@ -24,9 +24,10 @@ def test_app_starts_quickly_and_honours_the_port(app_server):
     # GRADIO_SERVER_PORT / GRADIO_SERVER_NAME chose the address (a free loopback port).
     assert app_server.url.startswith("http://127.0.0.1:")
     print(f"start-up to first HTTP 200: {app_server.startup_s:.1f} s")
-    # Issue 4 asks for <= 10 s with the ONNX files present; the bound here is looser because the
-    # test machine may be busy (the README reports the measured figure).
-    assert app_server.startup_s < 60
+    # Issue 4 asks for <= 10 s with the ONNX files present (docs/app.md reports the measured
+    # figure); the bound here is looser because a test machine may be busy. It still catches a
+    # start that rebuilds the ONNX files every time (minutes).
+    assert app_server.startup_s < 90
 
 
 def test_named_endpoints_have_exactly_the_documented_parameters(client):
@@ -193,3 +194,26 @@ def test_attention_is_causal_and_rows_sum_to_one(client):
 def test_attention_refuses_a_layer_out_of_range(client):
     with pytest.raises(AppError, match="layer"):
         client.predict("hello everyone", 99, 0, api_name="/attention")
+
+
+# --- the queue ----------------------------------------------------------------------------------
+
+
+def test_light_tabs_answer_while_generations_run(client):
+    """More generations than the generation slots, then a tokenization: it is answered while
+    the generations are still running (its own concurrency group), not queued behind them."""
+    import time
+
+    jobs = [client.submit("ROMEO:", 200, 0.8, 50, 0.95, seed, api_name="/generate") for seed in range(3)]
+    deadline = time.time() + 60
+    while not any(j.status().code.name in ("PROCESSING", "ITERATING") for j in jobs) and time.time() < deadline:
+        time.sleep(0.05)
+    t0 = time.perf_counter()
+    out = client.predict("hello everyone", api_name="/tokenize")
+    latency = time.perf_counter() - t0
+    still_running = sum(not j.done() for j in jobs)
+    print(f"/tokenize answered in {latency * 1000:.0f} ms with {still_running} generation(s) still running")
+    assert out["ids"] == [31373, 2506]
+    assert still_running >= 1
+    for j in jobs:
+        assert j.result()["finished"] is True
