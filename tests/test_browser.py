@@ -48,7 +48,7 @@ def open_tab(page, name: str) -> None:
 
 
 def shot(page, name: str) -> None:
-    page.wait_for_timeout(400)  # let plotly finish its transitions
+    page.wait_for_timeout(1000)  # let plotly and the buttons settle
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
