@@ -21,15 +21,21 @@ def prepare_onnx() -> dict[str, Path]:
     two on a CPU; progress is printed). Their folder becomes Gradio's static path, so the Model
     tab's download buttons serve the files in place (no copy into Gradio's cache)."""
     from export import ARTIFACTS_DIR, ensure_onnx
-    from export.build import stale_files
 
     t0 = time.perf_counter()
-    if stale_files():
-        print("First start: building the ONNX files (python -m export) ...", file=sys.stderr, flush=True)
-        paths = ensure_onnx(progress=_console_progress)
+    building = False
+
+    def progress(fraction: float, text: str) -> None:
+        nonlocal building
+        if not building and fraction < 1.0:  # up-to-date files report 1.0 at once: stay quiet
+            building = True
+            print("First start: building the ONNX files (python -m export) ...", file=sys.stderr, flush=True)
+        if building:
+            _console_progress(fraction, text)
+
+    paths = ensure_onnx(progress=progress)
+    if building:
         print(f"ONNX files built in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    else:
-        paths = ensure_onnx()
     gr.set_static_paths([str(ARTIFACTS_DIR)])
     return {"fp32": Path(paths["fp32"]), "int8": Path(paths["int8"])}
 
