@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from .gpt import GPT
-from .train import DEFAULT_DATA, PRESETS, param_groups, subset_loss
+from .train import DEFAULT_DATA, PRESETS, lm_loss, param_groups
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
         m, opt = models[name]
         t0 = time.perf_counter()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = subset_loss(m, m, x, y, vocab, remap) if subset else m(x, y)[1]
+            loss, _ = lm_loss(m, m, x, y, vocab if subset else None, remap)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)

@@ -164,3 +164,26 @@ def test_ddp_two_processes_match_one(tiny_data, tmp_path):
     assert len(two) == len(one) == 6
     np.testing.assert_allclose(two, one, rtol=1e-5, atol=0)
     assert one[4] < one[0]  # a real training curve (before the switch to the full softmax)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_lm_loss_matches_pytorch_cross_entropy(small_model, smoothing):
+    """Full vocabulary: PyTorch's own (label-smoothed) cross-entropy; subset: the softmax over the
+    chosen ids only, i.e. the full logits with every other id masked out."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 50257, (2, 16), generator=g)
+    y = torch.randint(0, 50257, (2, 16), generator=g)
+    logits, _ = small_model(x)
+    loss, nll = train.lm_loss(small_model, small_model, x, y, label_smoothing=smoothing)
+    ref = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten(), label_smoothing=smoothing)
+    assert loss.item() == pytest.approx(ref.item(), abs=1e-5)
+    assert nll.item() == pytest.approx(torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten()).item(), abs=1e-5)
+
+    vocab = torch.unique(torch.cat([y.flatten(), torch.arange(100)]))
+    remap = torch.full((50257,), -1, dtype=torch.long)
+    remap[vocab] = torch.arange(len(vocab))
+    _, sub = train.lm_loss(small_model, small_model, x, y, vocab, remap, label_smoothing=smoothing)
+    masked = torch.full((50257,), float("-inf"))
+    masked[vocab] = 0.0
+    ref_sub = torch.nn.functional.cross_entropy((logits + masked).flatten(0, 1), y.flatten())
+    assert sub.item() == pytest.approx(ref_sub.item(), abs=1e-5)
