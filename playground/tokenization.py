@@ -180,6 +180,11 @@ def tokenize(text: Any, special_as_token: Any = True, show_whitespace: Any = Fal
     notes = []
     if not text:
         notes.append("Empty text: nothing to tokenize.")
+    elif not text.strip():  # legal (whitespace has tokens), but easy to send by mistake
+        notes.append(
+            f"The text is only whitespace: its {len(ids)} token{'s' if len(ids) != 1 else ''} are spaces, "
+            "tabs or newlines (switch on visible whitespace to see them)."
+        )
     n_eot = text.count(EOT)
     if n_eot:
         notes.append(
