@@ -8,9 +8,12 @@ the UI (and the ``/generate`` API endpoint) render; tests call it directly.
 from __future__ import annotations
 
 import html
+import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
@@ -29,6 +32,8 @@ __all__ = [
     "GenerationState",
     "validate_params",
     "get_engine",
+    "open_engine",
+    "requested_provider",
     "prepare",
     "run",
     "generate",
@@ -208,20 +213,69 @@ def provider_label(provider: str) -> str:
 
 # --- The shared engine ---------------------------------------------------------------------------
 
+log = logging.getLogger("playground")
+
+# Which execution provider the app asks for: "auto" (CUDA when usable, else CPU), "cpu" or
+# "cuda". A Space with a GPU sets PLAYGROUND_PROVIDER=cuda; if CUDA turns out unusable there the
+# app still serves, on the CPU, and says so once on the console (the stats show the provider).
+PROVIDER_ENV = "PLAYGROUND_PROVIDER"
+_cuda_fallback_said = False
+
 _engine_lock = threading.Lock()
 _engine: Any = None
 
 
+def requested_provider() -> str:
+    value = os.environ.get(PROVIDER_ENV, "auto").strip().lower() or "auto"
+    if value not in ("auto", "cpu", "cuda"):
+        log.warning("%s=%r is not one of auto, cpu, cuda: using auto", PROVIDER_ENV, value)
+        return "auto"
+    return value
+
+
+def _usable_provider(requested: str) -> str:
+    """``requested``, except "cuda" on a machine where CUDA is unusable: "cpu", said once."""
+    global _cuda_fallback_said
+    from export import providers
+
+    if requested != "cuda" or providers.cuda_usable():
+        return requested
+    if not _cuda_fallback_said:
+        _cuda_fallback_said = True
+        log.warning("CUDA was requested (%s=cuda) but is not usable on this machine: generating on the CPU.", PROVIDER_ENV)
+    return "cpu"
+
+
+def open_engine(path: str | Path | None = None, provider: str | None = None) -> Any:
+    """An onnxruntime engine on ``path`` (default artifacts/gpt.onnx); a missing or unreadable
+    file raises :class:`ResourceError` naming the command that rebuilds it."""
+    from export.engine import Engine
+
+    from .resources import ResourceError
+
+    provider = _usable_provider(provider or requested_provider())
+    try:
+        return Engine.load(path, provider=provider)
+    except FileNotFoundError:
+        raise ResourceError(
+            "the ONNX model file is missing: build it with `python -m export` (or restart the app, which builds it)"
+        ) from None
+    except Exception as err:  # noqa: BLE001 -- onnxruntime raises its own types for a corrupt file
+        raise ResourceError(
+            f"the ONNX model file cannot be opened ({type(err).__name__}); it may be truncated or corrupt: "
+            "rebuild it with `python -m export`"
+        ) from err
+
+
 def get_engine() -> Any:
-    """The one onnxruntime engine every request shares (its session is thread-safe), opened on
-    first use on artifacts/gpt.onnx (``python -m export`` builds it)."""
+    """The one onnxruntime engine every request shares (its session is thread-safe: every call
+    keeps its cache and random state to itself), opened on first use. A failure is not cached:
+    the next request tries again, so rebuilding the file fixes a running app."""
     global _engine
     if _engine is None:
         with _engine_lock:
             if _engine is None:
-                from export.engine import Engine
-
-                _engine = Engine.load()
+                _engine = open_engine()
     return _engine
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import gradio as gr
 
+from ..resources import ResourceError
 from ..validation import InputError
 
 __all__ = ["LIGHT", "HEAVY", "GENERATE", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "user_errors", "THEME", "CSS"]
@@ -36,6 +37,9 @@ def _to_gr_error(err: Exception) -> gr.Error:
         return err
     if isinstance(err, InputError):
         return gr.Error(str(err), title="Invalid input", print_exception=False)
+    if isinstance(err, ResourceError):  # a missing or broken file: its message names the fix
+        log.error("%s", err)
+        return gr.Error(f"The model is not available: {err}", title="Model unavailable", print_exception=False)
     # Anything else is our fault: log it for the operator, tell the user without internals.
     log.exception("unexpected error in a playground handler")
     return gr.Error(

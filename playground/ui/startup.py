@@ -33,7 +33,15 @@ def prepare_onnx() -> dict[str, Path]:
         if building:
             _console_progress(fraction, text)
 
-    paths = ensure_onnx(progress=progress)
+    try:
+        paths = ensure_onnx(progress=progress)  # a missing or corrupt file is stale: rebuilt here
+    except FileNotFoundError as err:  # no weights: nothing to serve; say what fixes it, no traceback
+        raise SystemExit(f"GPT Playground cannot start: {err}") from None
+    except Exception as err:  # noqa: BLE001 -- e.g. unreadable weights: the export cannot run
+        raise SystemExit(
+            f"GPT Playground cannot start: building the ONNX files failed ({type(err).__name__}: {err}). "
+            "Check model/weights/ (or retrain: `python -m model.train`), then run `python -m export`."
+        ) from None
     if building:
         print(f"ONNX files built in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     gr.set_static_paths([str(ARTIFACTS_DIR)])
