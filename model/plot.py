@@ -28,7 +28,7 @@ TARGET = 5.0  # nats/token on the held-out works (issue 2's acceptance bar)
 
 
 def load_log(path: Path) -> list[dict]:
-    log = json.loads(Path(path).read_text())  # Python's json reads the NaN of the step-0 entry
+    log = json.loads(Path(path).read_text())  # step 0 has no train loss (null; NaN in older logs)
     if not log:
         raise ValueError(f"{path}: the training log is empty")
     return log
@@ -42,7 +42,7 @@ def vocab_size_beside(log_path: Path) -> int:
 
 def make_figure(log: list[dict], vocab_size: int) -> Figure:
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    train = [(e["tokens"], e["train_loss"]) for e in log if not math.isnan(e["train_loss"])]
+    train = [(e["tokens"], e["train_loss"]) for e in log if e["train_loss"] is not None and not math.isnan(e["train_loss"])]
     val = [(e["tokens"], e["val_loss"]) for e in log]
     if train:
         ax.plot(*zip(*train), label="train loss (mean since the last evaluation)", color="tab:blue")

@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> dict:
         entry = {
             "step": step,
             "tokens": step * tokens_per_step,
-            "train_loss": round(train_loss, 4),
+            "train_loss": None if math.isnan(train_loss) else round(train_loss, 4),  # JSON has no NaN
             "val_loss": round(val_loss, 4),
             "lr": lr_at(max(step - 1, 0), tc),
             "tokens_per_s": round(tok_s, 1),
