@@ -62,6 +62,11 @@ def main() -> None:
         theme=common.THEME,
         css=common.CSS,
         footer_links=["api", "gradio"],
+        # Hardening for a public Space: no tab takes a file, so uploads (which Gradio accepts on
+        # /gradio_api/upload whatever the components) are refused past 0 bytes, and the run
+        # history (stored runs, Hugging Face buckets) is off: the app keeps nothing and calls out to nothing.
+        max_file_size=common.MAX_UPLOAD_BYTES,
+        run_history=False,
     )
 
 

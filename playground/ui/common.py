@@ -14,7 +14,7 @@ import gradio as gr
 from ..resources import ResourceError
 from ..validation import InputError
 
-__all__ = ["LIGHT", "HEAVY", "GENERATE", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "user_errors", "THEME", "CSS"]
+__all__ = ["LIGHT", "HEAVY", "GENERATE", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_UPLOAD_BYTES", "user_errors", "THEME", "CSS"]
 
 log = logging.getLogger("playground")
 
@@ -30,6 +30,7 @@ GENERATION_CONCURRENCY = 2
 FORWARD_CONCURRENCY = 2
 LIGHT_CONCURRENCY = 8
 QUEUE_MAX_SIZE = 64  # requests waiting past this are refused at once with "queue is full"
+MAX_UPLOAD_BYTES = 0  # no tab takes a file: Gradio's upload route refuses any content (413)
 
 
 def _to_gr_error(err: Exception) -> gr.Error:

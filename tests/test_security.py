@@ -1,0 +1,167 @@
+"""Security: the launched app serves no file outside artifacts/, takes no uploads, and the code
+never evaluates what a user sends, loads weights only from safetensors, pins its dependencies,
+and escapes user text in the HTML it draws."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# The project's own code: everything but the virtual environment, data and test files.
+SOURCES = sorted(
+    p for p in ROOT.rglob("*.py")
+    if not {".venv", "data", "runs", "tests", "node_modules"} & set(p.relative_to(ROOT).parts)
+)
+
+# --- files served over HTTP -----------------------------------------------------------------------
+
+PROJECT_FILES = ["app.py", "model/weights/model.safetensors", "model/weights/config.json", "requirements.txt"]
+
+
+def _refused_paths() -> list[str]:
+    root = str(ROOT)
+    art = f"{root}/artifacts"
+    return [
+        "/etc/passwd",
+        "/proc/self/environ",  # the server's environment: tokens, paths
+        *(f"{root}/{f}" for f in PROJECT_FILES),
+        *PROJECT_FILES,  # relative to the server's working directory, the project root
+        f"{art}/../app.py",  # traversal out of the allowed folder
+        f"{art}/../model/weights/model.safetensors",
+        "artifacts/../app.py",
+        "artifacts/../../../../etc/passwd",
+        f"{art}/%2e%2e/app.py",  # URL-encoded dots
+        f"{art}%2F..%2Fapp.py",  # URL-encoded slashes
+        quote(f"{art}/../app.py", safe=""),  # all of it encoded
+        f"{art}/..%5capp.py",  # a backslash
+        "file:///etc/passwd",
+        "http://127.0.0.1:1/",  # the server fetching a loopback URL for us (SSRF)
+        "http://169.254.169.254/latest/meta-data/",  # cloud metadata
+    ]
+
+
+@pytest.mark.parametrize("path", _refused_paths())
+@pytest.mark.parametrize("route", ["gradio_api/file=", "gradio_api/file/", "file="])
+def test_no_file_outside_artifacts_is_served(app_server, route, path):
+    r = httpx.get(app_server.url + route + path, timeout=30)
+    assert r.status_code in (403, 404), f"{route}{path} -> {r.status_code}: {r.text[:200]}"
+    assert "root:" not in r.text and "import gradio" not in r.text
+
+
+@pytest.mark.parametrize("name", ["gpt.onnx", "gpt.int8.onnx"])
+def test_the_onnx_downloads_are_served(app_server, name):
+    """The control: the allowed folder's files do come through (so the refusals above are not
+    simply a broken route)."""
+    r = httpx.head(f"{app_server.url}gradio_api/file={ROOT / 'artifacts' / name}", timeout=30)
+    assert r.status_code == 200
+    assert int(r.headers["content-length"]) == (ROOT / "artifacts" / name).stat().st_size
+
+
+def test_uploads_are_refused(app_server):
+    """No tab takes a file, so Gradio's upload route must not let anyone store files on the server."""
+    files = {"files": ("note.html", b"<script>alert(1)</script>" * 40, "text/html")}
+    r = httpx.post(app_server.url + "gradio_api/upload", files=files, timeout=30)
+    assert r.status_code == 413, r.text[:200]
+
+
+def test_run_history_is_off(app_server):
+    assert httpx.get(app_server.url + "gradio_api/runs", timeout=30).status_code == 404
+
+
+# --- the code itself ------------------------------------------------------------------------------
+
+DYNAMIC_CODE = {"eval", "exec", "compile", "__import__"}
+PICKLE_MODULES = {"pickle", "cPickle", "dill", "marshal", "shelve", "joblib", "cloudpickle"}
+
+
+def _calls(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            yield node
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return "?"
+
+
+def test_the_sources_are_found():
+    names = {p.relative_to(ROOT).as_posix() for p in SOURCES}
+    assert {"app.py", "playground/expressions.py", "export/engine.py", "model/gpt.py"} <= names
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_eval_exec_or_pickle_in_the_code(path):
+    """Builtin eval/exec/compile/__import__ (a method such as model.eval() is fine), pickle-based
+    loaders, torch.load and np.load(allow_pickle=True) are all absent: nothing a user sends is run
+    as code, and weights come only from safetensors."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for call in _calls(tree):
+        name = _dotted(call.func)
+        if isinstance(call.func, ast.Name) and name in DYNAMIC_CODE:
+            found.append(f"{name}() at line {call.lineno}")
+        if name == "torch.load":  # unpickles: weights come from safetensors instead
+            found.append(f"{name}() at line {call.lineno}")
+        for kw in call.keywords:
+            if kw.arg == "allow_pickle" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
+                found.append(f"{name}(allow_pickle=...) at line {call.lineno}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name} at line {node.lineno}" for a in node.names if a.name.split(".")[0] in PICKLE_MODULES]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PICKLE_MODULES:
+            found.append(f"from {node.module} import at line {node.lineno}")
+    assert not found, f"{path.relative_to(ROOT)}: {found}"
+
+
+def test_weights_are_read_with_safetensors():
+    from model import load_pretrained
+
+    source = Path(load_pretrained.__code__.co_filename).read_text()
+    assert "safetensors" in source
+
+
+# --- dependencies ---------------------------------------------------------------------------------
+
+PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.+!-]+$")
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("requirements*.txt")), ids=lambda p: p.name)
+def test_requirements_are_pinned(path):
+    lines = [line.split("#", 1)[0].strip() for line in path.read_text().splitlines()]
+    entries = [line for line in lines if line]
+    assert entries
+    loose = [e for e in entries if not (PINNED.match(e) or re.fullmatch(r"-r\s+\S+\.txt", e))]
+    assert not loose, f"{path.name}: not pinned to one version: {loose}"
+
+
+# --- user text in the HTML the app draws ----------------------------------------------------------
+
+ATTACK = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+
+
+def test_user_text_is_escaped_in_the_tokenization_view():
+    from playground.tokenization import tokenize
+
+    html = tokenize(ATTACK).html
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;script" in html or "&lt;" in html
+
+
+def test_user_text_is_escaped_in_the_generation_view():
+    from playground import generation as gen
+
+    params = gen.GenerationParams(ATTACK, [1], 1, 1.0, 1, 1.0, 0, 1)
+    state = gen.GenerationState(params=params, provider="CPUExecutionProvider", decode=lambda ids: "")
+    state.steps = [[gen.Step(0, gen.Candidate(1, ATTACK, 0.5, 0.5), [])]]
+    html = gen.tokens_html(state)
+    assert "<script" not in html and "<img" not in html
