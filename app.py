@@ -47,6 +47,8 @@ def build_app(onnx_files: dict) -> gr.Blocks:
     # A small Space: each concurrency group (see playground/ui/common.py) has its own cap, so
     # light tabs never queue behind generations; past QUEUE_MAX_SIZE waiting, "queue is full".
     demo.queue(max_size=common.QUEUE_MAX_SIZE, default_concurrency_limit=common.LIGHT_CONCURRENCY)
+    # ... and generations alone may not take more than MAX_WAITING_GENERATIONS places of it.
+    common.cap_waiting(demo, common.GENERATE, common.MAX_WAITING_GENERATIONS)
     return demo
 
 

@@ -14,7 +14,7 @@ import gradio as gr
 from ..resources import ResourceError
 from ..validation import InputError
 
-__all__ = ["LIGHT", "HEAVY", "GENERATE", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_UPLOAD_BYTES", "user_errors", "THEME", "CSS"]
+__all__ = ["LIGHT", "HEAVY", "GENERATE", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "cap_waiting", "MAX_UPLOAD_BYTES", "user_errors", "THEME", "CSS"]
 
 log = logging.getLogger("playground")
 
@@ -30,6 +30,9 @@ GENERATION_CONCURRENCY = 2
 FORWARD_CONCURRENCY = 2
 LIGHT_CONCURRENCY = 8
 QUEUE_MAX_SIZE = 64  # requests waiting past this are refused at once with "queue is full"
+# Generations waiting for a slot past this are refused at once the same way, so that a flood of
+# generations can never fill the queue the light tabs share (see cap_waiting).
+MAX_WAITING_GENERATIONS = 24
 MAX_UPLOAD_BYTES = 0  # no tab takes a file: Gradio's upload route refuses any content (413)
 
 
@@ -76,6 +79,29 @@ def user_errors(fn: Callable) -> Callable:
             raise _to_gr_error(err) from None
 
     return wrapper
+
+
+def cap_waiting(demo: gr.Blocks, concurrency_id: str, max_waiting: int) -> None:
+    """Refuse a new event of ``concurrency_id`` while ``max_waiting`` of them already wait for a
+    slot, exactly as Gradio refuses one past the queue's ``max_size`` (HTTP 503: the page shows
+    "This application is currently busy. Please try again.", gradio_client raises QueueError
+    "Queue is full! Please try again."). Gradio caps only the whole queue, so without this a
+    burst of generations would fill it and turn the light tabs away too.
+
+    Call after ``demo.queue()``. Wraps the queue's ``push`` (Gradio 6.31 internals, pinned in
+    requirements.txt; tests/test_load.py checks the behaviour).
+    """
+    queue = demo._queue
+    push = queue.push
+
+    async def push_capped(body: Any, request: Any, username: Any):
+        fn = demo.fns.get(body.fn_index) if body.fn_index is not None else None
+        waiting = queue.event_queue_per_concurrency_id.get(concurrency_id)
+        if fn is not None and fn.concurrency_id == concurrency_id and waiting is not None and len(waiting.queue) >= max_waiting:
+            return False, f"Busy: {len(waiting.queue)} requests already wait for {concurrency_id}; try again shortly.", "queue_full"
+        return await push(body, request, username)
+
+    queue.push = push_capped
 
 
 THEME = gr.themes.Soft(

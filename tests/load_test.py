@@ -1,0 +1,141 @@
+"""Load test: many gradio_client users at once on loopback, each generating text and using the
+light tabs in between. Reports the p50/p95 latency of both kinds of call and every failure.
+
+    python -m tests.load_test                 # launches app.py on a free loopback port
+    python -m tests.load_test --clients 16 --generations 10 --tokens 12
+
+``tests/test_load.py`` runs the same thing (marked slow) against the session's app. A "busy"
+answer (Gradio's full queue: gradio_client's QueueError "Queue is full! Please try again.") is a
+documented outcome, counted apart; anything else that fails is a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gradio_client import Client
+from gradio_client.utils import QueueError
+
+# The light calls a user makes between generations, in turn: each tab's main endpoint.
+LIGHT_CALLS: list[tuple[str, tuple]] = [
+    ("/tokenize", ("Hi my name is Moussa",)),
+    ("/positional_encoding", (64, 128, 10000)),
+    ("/embedding_arithmetic", ("king - man + woman", 5)),
+]
+BUSY_RETRY_S = 1.0  # a user told "busy, try again" waits a moment and tries again
+
+
+@dataclass
+class LoadReport:
+    clients: int
+    generations_per_client: int
+    new_tokens: int
+    light_s: list[float] = field(default_factory=list)
+    generation_s: list[float] = field(default_factory=list)
+    busy: int = 0
+    failures: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, kind: str, seconds: float) -> None:
+        with self.lock:
+            (self.light_s if kind == "light" else self.generation_s).append(seconds)
+
+    def percentile(self, kind: str, q: int) -> float:
+        values = self.light_s if kind == "light" else self.generation_s
+        if len(values) < 2:
+            return values[0] if values else float("nan")
+        return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+    def summary(self) -> str:
+        pct = self.percentile
+        lines = [
+            f"{self.clients} clients x {self.generations_per_client} generations of {self.new_tokens} tokens "
+            f"(+ a light call before each) in {self.wall_s:.0f} s",
+            f"light calls: {len(self.light_s)}, p50 {pct("light", 50) * 1000:.0f} ms, p95 {pct("light", 95) * 1000:.0f} ms",
+            f"generations: {len(self.generation_s)}, p50 {pct("generation", 50):.1f} s, p95 {pct("generation", 95):.1f} s "
+            "(end to end, queue wait included)",
+            f"busy answers: {self.busy}; failures: {len(self.failures)}",
+        ]
+        lines += [f"  failure: {f}" for f in self.failures[:10]]
+        return "\n".join(lines)
+
+
+def _call(client: Client, report: LoadReport, kind: str, endpoint: str, args: tuple, deadline: float) -> None:
+    """One request, retried while the app answers busy, timed from the first try."""
+    t0 = time.perf_counter()
+    while True:
+        try:
+            out = client.predict(*args, api_name=endpoint)
+            if kind == "generation" and not out.get("finished"):
+                raise RuntimeError(f"generation not finished: {out}")
+            report.add(kind, time.perf_counter() - t0)
+            return
+        except QueueError:
+            with report.lock:
+                report.busy += 1
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(BUSY_RETRY_S)
+
+
+def _user(url: str, index: int, report: LoadReport, deadline: float) -> None:
+    client = Client(url, verbose=False)
+    for i in range(report.generations_per_client):
+        if time.monotonic() > deadline:
+            report.failures.append(f"client {index}: out of time after {i} generations")
+            return
+        endpoint, args = LIGHT_CALLS[(index + i) % len(LIGHT_CALLS)]
+        try:
+            _call(client, report, "light", endpoint, args, deadline)
+            _call(client, report, "generation", "/generate", ("ROMEO:", report.new_tokens, 0.8, 50, 0.95, index * 100 + i), deadline)
+        except Exception as err:  # noqa: BLE001 -- every failure is reported, none stops the others
+            with report.lock:
+                report.failures.append(f"client {index}, round {i}: {type(err).__name__}: {err}")
+
+
+def run_load(url: str, clients: int = 16, generations: int = 10, new_tokens: int = 12, time_limit_s: float = 900) -> LoadReport:
+    """Drive the app at ``url`` (loopback only) with ``clients`` concurrent users; bounded by
+    ``clients * generations`` requests of each kind and ``time_limit_s``."""
+    if not url.startswith(("http://127.0.0.1:", "http://localhost:")):
+        raise ValueError(f"the load test only targets a local app, not {url}")
+    report = LoadReport(clients, generations, new_tokens)
+    deadline = time.monotonic() + time_limit_s
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=clients, thread_name_prefix="load-user") as pool:
+        for future in [pool.submit(_user, url, i, report, deadline) for i in range(clients)]:
+            future.result()
+    report.wall_s = time.perf_counter() - t0
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--generations", type=int, default=10)
+    parser.add_argument("--tokens", type=int, default=12)
+    parser.add_argument("--time-limit", type=float, default=900)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from app_server import launch, stop
+
+    server = launch(Path(tempfile.mkdtemp()) / "app.log")
+    print(f"app ready in {server.startup_s:.1f} s at {server.url}", flush=True)
+    try:
+        report = run_load(server.url, args.clients, args.generations, args.tokens, args.time_limit)
+    finally:
+        stop(server)
+    print(report.summary())
+    return 1 if report.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

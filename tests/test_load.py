@@ -1,0 +1,133 @@
+"""The app under load, on the session's launched app: a cancelled or disconnected stream frees
+its generation slot, a flood of generations is answered "busy" while the light tabs keep
+serving, and (slow) 16 clients at once get every answer (tests/load_test.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from gradio_client.utils import QueueError, Status
+
+from playground.ui.common import GENERATION_CONCURRENCY, MAX_WAITING_GENERATIONS
+
+LONG = ("ROMEO:", 512, 0.8, 50, 0.95)  # far longer than any bound below, even on a fast machine
+PROMPT_START_S = 8.0  # a freed slot must take the next generation within this (a busy box included)
+
+
+def _wait(predicate, timeout: float, what: str) -> float:
+    t0 = time.perf_counter()
+    while not predicate():
+        if time.perf_counter() - t0 > timeout:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)
+    return time.perf_counter() - t0
+
+
+def _fill_slots_with_client_jobs(client) -> list:
+    jobs = []
+    for seed in range(GENERATION_CONCURRENCY):
+        job = client.submit(*LONG, seed, api_name="/generate")
+        _wait(lambda: bool(job.outputs()), 120, "a long generation to stream")
+        jobs.append(job)
+    return jobs
+
+
+def _generate_url(app_server) -> str:
+    return app_server.url + "gradio_api/call/generate"
+
+
+def _open_raw_stream(app_server, seed: int) -> tuple[httpx.Client, httpx.Response, Iterator[str]]:
+    """A hand-written client: POST the call, GET its event stream and read until tokens flow.
+    The line iterator is returned to keep it alive: dropping it would close the connection."""
+    event_id = httpx.post(_generate_url(app_server), json={"data": [*LONG, seed]}, timeout=30).json()["event_id"]
+    http = httpx.Client(timeout=120)
+    response = http.send(http.build_request("GET", f"{_generate_url(app_server)}/{event_id}"), stream=True)
+    lines = response.iter_lines()
+    for line in lines:
+        if line.startswith("event: generating"):
+            return http, response, lines
+    raise AssertionError("the stream ended before any token")
+
+
+def _probe_waits_then_starts(client, free_slots) -> float:
+    """Submit a short generation while every slot is taken, check that it waits, free the
+    slots, and return how long it then took to stream its first update."""
+    probe = client.submit("ROMEO:", 4, 0.8, 50, 0.95, 1, api_name="/generate")
+    time.sleep(1.5)
+    assert not probe.outputs(), "the probe ran although every slot was taken: the test proves nothing"
+    free_slots()
+    started = _wait(lambda: bool(probe.outputs()), 120, "the probe to start")
+    assert probe.result()["finished"] is True
+    return started
+
+
+def test_a_cancelled_stream_frees_its_slot(client):
+    jobs = _fill_slots_with_client_jobs(client)
+
+    def cancel() -> None:
+        for job in jobs:
+            assert not job.done()
+            job.cancel()
+
+    started = _probe_waits_then_starts(client, cancel)
+    print(f"a new generation started {started:.2f} s after cancelling {len(jobs)} streams")
+    assert started < PROMPT_START_S
+    for job in jobs:
+        assert job.status().code == Status.CANCELLED
+        assert job.outputs()[-1]["new_tokens"] < LONG[1]
+
+
+def test_a_client_that_disconnects_mid_stream_frees_its_slot(app_server, client):
+    streams = [_open_raw_stream(app_server, seed) for seed in range(GENERATION_CONCURRENCY)]
+
+    def disconnect() -> None:
+        for http, response, _ in streams:
+            response.close()
+            http.close()
+
+    started = _probe_waits_then_starts(client, disconnect)
+    print(f"a new generation started {started:.2f} s after {len(streams)} clients disconnected")
+    assert started < PROMPT_START_S
+
+
+def test_a_flood_of_generations_is_told_busy_while_light_tabs_serve(app_server, client):
+    jobs = _fill_slots_with_client_jobs(client)
+    try:
+        # Fill the generations' waiting places with 1-token calls (raw HTTP: no client thread each).
+        for seed in range(MAX_WAITING_GENERATIONS):
+            r = httpx.post(_generate_url(app_server), json={"data": ["ROMEO:", 1, 0.8, 50, 0.95, seed]}, timeout=30)
+            assert r.status_code == 200, r.text
+        refused = httpx.post(_generate_url(app_server), json={"data": ["ROMEO:", 1, 0.8, 50, 0.95, 0]}, timeout=30)
+        assert refused.status_code == 503
+        assert "try again" in refused.json()["detail"]
+        with pytest.raises(QueueError, match="Please try again"):
+            client.predict("ROMEO:", 1, 0.8, 50, 0.95, 0, api_name="/generate")
+        # The light tabs share the queue but not the generations' places in it.
+        assert client.predict("hello everyone", api_name="/tokenize")["ids"] == [31373, 2506]
+    finally:
+        for job in jobs:
+            job.cancel()
+    # Once the waiting ones are served, generations are accepted again.
+    _wait(lambda: _accepted(app_server), 180, "the waiting generations to drain")
+    assert client.predict("ROMEO:", 2, 0.8, 50, 0.95, 1, api_name="/generate")["finished"] is True
+
+
+def _accepted(app_server) -> bool:
+    r = httpx.post(_generate_url(app_server), json={"data": ["ROMEO:", 1, 0.8, 50, 0.95, 0]}, timeout=30)
+    return r.status_code == 200
+
+
+@pytest.mark.slow
+def test_sixteen_clients_at_once_get_every_answer(app_server):
+    from load_test import run_load
+
+    report = run_load(app_server.url, clients=16, generations=10, new_tokens=12, time_limit_s=900)
+    print("\n" + report.summary())
+    assert not report.failures, report.summary()
+    assert len(report.generation_s) == 160 and len(report.light_s) == 160
+    # Light calls have their own concurrency group: they must not wait for generations. The bound
+    # is loose (a shared 2-core machine), far below one generation's time at the same moment.
+    assert report.percentile("light", 95) < report.percentile("generation", 50)
