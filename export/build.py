@@ -44,7 +44,7 @@ def build(
     from model import load_pretrained
 
     from .onnx_export import export_fp32
-    from .quantize import quantize_int8
+    from .quantize import QUANTIZATION, quantize_int8
 
     report = progress or (lambda fraction, text: None)
     paths = artifact_paths(out_dir)
@@ -64,10 +64,10 @@ def build(
             export_fp32(model, tmp, meta)
         os.replace(tmp, fp32)
     if "int8" in only:
-        report(0.6, "quantizing MatMul weights to int8")
+        report(0.6, "quantizing MatMul weights to 8 bits")
         tmp = paths["int8"].with_suffix(".tmp.onnx")
         with _quiet_logs():
-            quantize_int8(fp32, tmp, {**meta, "quantization": "dynamic int8 (MatMul weights, per channel)"})
+            quantize_int8(fp32, tmp, {**meta, "quantization": QUANTIZATION})
         os.replace(tmp, paths["int8"])
     report(1.0, "done")
     return paths

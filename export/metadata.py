@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from model import GPTConfig
 
 # Bump when the exported graph changes, so that files from an older exporter are rebuilt.
-EXPORT_FORMAT = "3"
+EXPORT_FORMAT = "4"  # 4: int8 as 8-bit MatMulNBits
 TOKENIZER_NAME = "gpt2"  # tiktoken's GPT-2 BPE (model/tokenizer.py)
 
 

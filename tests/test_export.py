@@ -123,10 +123,14 @@ def test_parity_check_catches_a_wrong_graph(tiny, tmp_path):
 def test_int8_quantizes_every_linear_and_the_tied_head(tiny):
     weights, paths, _ = tiny
     info = inspect_onnx(paths["int8"])
-    # 4 linears per block (qkv, attention out, two feed-forward) plus the output head.
-    assert info["op_counts"].get("MatMulInteger") == 4 * TINY.n_layer + 1
-    big = [t for t in onnx.load(str(paths["int8"])).graph.initializer if t.data_type == onnx.TensorProto.INT8]
-    assert any(TINY.vocab_size in t.dims for t in big), "the output head must be stored as int8"
+    # 4 linears per block (qkv, attention out, two feed-forward) plus the output head, as 8-bit
+    # MatMulNBits (weights packed in uint8 [N, blocks, block bytes]).
+    assert info["op_counts"].get("MatMulNBits") == 4 * TINY.n_layer + 1
+    proto = onnx.load(str(paths["int8"]))
+    nbits = [n for n in proto.graph.node if n.op_type == "MatMulNBits"]
+    assert all(next(a.i for a in n.attribute if a.name == "bits") == 8 for n in nbits)
+    big = [t for t in proto.graph.initializer if t.data_type == onnx.TensorProto.UINT8]
+    assert any(TINY.vocab_size in t.dims for t in big), "the output head must be stored in 8 bits"
 
 
 def test_inspect_reports_inputs_outputs_and_ops(tiny):
