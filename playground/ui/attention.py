@@ -93,7 +93,7 @@ def build() -> None:
         trigger_mode="always_last",
     )
     stage_pick.change(
-        ui_stage, [stages, stage_pick], [stage_md, stage_fig], api_visibility="private", concurrency_id=LIGHT,
+        user_errors(ui_stage), [stages, stage_pick], [stage_md, stage_fig], api_visibility="private", concurrency_id=LIGHT,
         show_progress="hidden",
     )
     gr.api(user_errors(api_attention), api_name="attention", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)

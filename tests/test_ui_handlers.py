@@ -1,0 +1,61 @@
+"""The UI's own event handlers (not the API endpoints) meet bad input too: a field typed into,
+a slider sent out of range by a hand-made request. Each answers with a gr.Error saying what was
+wrong, through the same ``user_errors`` wrapper the page wires them with."""
+
+from __future__ import annotations
+
+import inspect
+
+import gradio as gr
+import pytest
+
+from playground.ui import attention, embeddings, generation, positional, tokenization
+from playground.ui.common import user_errors
+
+CASES = [
+    (tokenization.ui_tokenize, ("bad\x00", True, False), "control character"),
+    (tokenization.ui_tokenize, ("fine", "yes", False), "true or false"),
+    (tokenization.ui_decode, ("31373, two",), "not a whole number"),
+    (tokenization.ui_decode, ("99999999",), "vocabulary has ids 0 to 50256"),
+    (embeddings.ui_arithmetic, ("king)", 5, True, True), "unbalanced"),
+    (embeddings.ui_arithmetic, ("__import__('os')", 5, True, True), "calls are not supported"),
+    (embeddings.ui_similarity, ("", "queen", True), "empty"),
+    (embeddings.ui_similarity, ("two words", "queen", True), "more than one word"),
+    (embeddings.ui_projection, ("king, queen", "king", "2D", True), "give 3 to 60"),
+    (embeddings.ui_projection, ("king, queen, man", "king", "4D", True), "must be one of"),
+    (embeddings.ui_context, ("king", "", "The queen spoke."), "empty"),
+    (positional.ui_positional, (21, 10, 10000, "2, 4"), "even"),
+    (positional.ui_positional, (20, 10, 10000, "2, x"), "not a whole number"),
+    (positional.ui_positional, (20, 10, float("nan"), "2"), "base"),
+    (generation.ui_generate, ("ROMEO:", 10, 0.0, 50, 0.95, 1, 1), "temperature"),
+    (generation.ui_generate, ("ROMEO:", 10, 0.8, 50, 0.95, 1, 9), "num_samples must be from 1 to 4"),
+    (generation.ui_generate, ("", 10, 0.8, 50, 0.95, 1, 1), "prompt is empty"),
+    (attention.ui_attention, ("hello", 99, 0, 0), "layer must be from 0 to 5"),
+    (attention.ui_attention, ("hello", 0, 0.5, 0), "whole number"),
+]
+
+
+@pytest.mark.parametrize("handler, args, says", CASES, ids=lambda c: getattr(c, "__name__", None))
+def test_ui_handler_answers_bad_input_with_a_gr_error(handler, args, says):
+    wrapped = user_errors(handler)
+    with pytest.raises(gr.Error) as info:
+        out = wrapped(*args)
+        if inspect.isgenerator(out):
+            next(out)
+    assert says in str(info.value), str(info.value)
+    assert "Traceback" not in str(info.value)
+
+
+def test_every_ui_event_goes_through_user_errors():
+    """So no handler can show a stack trace: each event's function is a ``user_errors`` wrapper
+    (functools.wraps leaves ``__wrapped__``), except Gradio's own (gr.Examples filling a box) and
+    the Model tab's lookup in a fixed dict."""
+    import app
+    from export import artifact_paths
+
+    demo = app.build_app(artifact_paths())
+    unwrapped = [
+        fn.name for fn in demo.fns.values()
+        if fn.fn is not None and not hasattr(fn.fn, "__wrapped__") and fn.fn.__module__.split(".")[0] != "gradio" and fn.fn.__module__ != "playground.ui.model"
+    ]
+    assert not unwrapped, unwrapped
