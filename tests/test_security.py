@@ -13,10 +13,14 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# The project's own code: everything but the virtual environment, data and test files.
+# The project's own code: not test files, data, run folders, nor any hidden folder (.git, .venv,
+# CI's .ci/venv) or installed package, wherever a virtual environment was made.
+SKIP_PARTS = {"data", "runs", "tests", "node_modules", "site-packages", "artifacts"}
 SOURCES = sorted(
-    p for p in ROOT.rglob("*.py")
-    if not {".venv", "data", "runs", "tests", "node_modules"} & set(p.relative_to(ROOT).parts)
+    p
+    for p in ROOT.rglob("*.py")
+    if not SKIP_PARTS & set(parts := p.relative_to(ROOT).parts)
+    and not any(part.startswith(".") for part in parts)
 )
 
 # --- files served over HTTP -----------------------------------------------------------------------
