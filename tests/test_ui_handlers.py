@@ -30,8 +30,8 @@ CASES = [
     (generation.ui_generate, ("ROMEO:", 10, 0.0, 50, 0.95, 1, 1), "temperature"),
     (generation.ui_generate, ("ROMEO:", 10, 0.8, 50, 0.95, 1, 9), "num_samples must be from 1 to 4"),
     (generation.ui_generate, ("", 10, 0.8, 50, 0.95, 1, 1), "prompt is empty"),
-    (attention.ui_attention, ("hello", 99, 0, 0), "layer must be from 0 to 5"),
-    (attention.ui_attention, ("hello", 0, 0.5, 0), "whole number"),
+    (attention.ui_attention, ("hello", 99, 0), "layer must be from 0 to 5"),
+    (attention.ui_attention, ("hello", 0, 0.5), "whole number"),
 ]
 
 

@@ -15,17 +15,17 @@ def _stage_md(stage: att.Stage) -> str:
     return f"**{stage.name}** `{stage.code}`\n\n{stage.caption}"
 
 
-def ui_attention(text, layer, head, stage_index):
+def ui_attention(text, layer, head):
+    """The figures for a prompt. The step-through follows in ui_stage, chained after this, so it
+    shows the stage selected when the result arrives, even if the radio moved meanwhile."""
     r = att.attention(text, layer, head)
-    i = _stage_index(stage_index, r.stages)
     check = (
         f"Step-through check: these weights match the model's own to {r.weights_max_diff:.1e}; "
         f"the layer's output recomputed from all heads matches to {r.output_max_diff:.1e}."
     )
     notice = f"ℹ️ {r.notice}" if r.notice else ""
     return (
-        r.head_figure, r.mean_figure, r.heads_figure, r.stages, _stage_md(r.stages[i]), r.stages[i].figure,
-        f"{len(r.ids)} tokens. {check} {notice}",
+        r.head_figure, r.mean_figure, r.heads_figure, r.stages, f"{len(r.ids)} tokens. {check} {notice}",
     )
 
 
@@ -67,8 +67,9 @@ def build() -> None:
             layer = gr.Slider(0, cfg.n_layer - 1, value=0, step=1, label=f"Layer (0–{cfg.n_layer - 1})", elem_id="att-layer")
             head = gr.Slider(0, cfg.n_head - 1, value=0, step=1, label=f"Head (0–{cfg.n_head - 1})", elem_id="att-head")
             run = gr.Button("Show attention", variant="primary", elem_id="att-run")
-    first = ui_attention(att.EXAMPLE_PROMPTS[0], 0, 0, 0)  # the page opens with a result
-    info = gr.Markdown(first[6], elem_classes="pg-note", elem_id="att-info")
+    first = ui_attention(att.EXAMPLE_PROMPTS[0], 0, 0)  # the page opens with a result
+    first_md, first_fig = ui_stage(first[3], 0)
+    info = gr.Markdown(first[4], elem_classes="pg-note", elem_id="att-info")
     with gr.Row(equal_height=False):
         head_fig = gr.Plot(first[0], label="Chosen head", elem_id="att-head-fig")
         mean_fig = gr.Plot(first[1], label="Mean over heads", elem_id="att-mean-fig")
@@ -78,22 +79,23 @@ def build() -> None:
         [("1 · scores", 0), ("2 · tril", 1), ("3 · masked fill −inf", 2), ("4 · softmax", 3), ("5 · weights @ values", 4)],
         value=0, label="Stage", elem_id="att-stage",
     )
-    stage_md = gr.Markdown(first[4], elem_id="att-stage-md")
-    stage_fig = gr.Plot(first[5], label="Stage", elem_id="att-stage-fig")
+    stage_md = gr.Markdown(first_md, elem_id="att-stage-md")
+    stage_fig = gr.Plot(first_fig, label="Stage", elem_id="att-stage-fig")
     stages = gr.State(first[3])
 
+    show_stage = dict(
+        fn=user_errors(ui_stage), inputs=[stages, stage_pick], outputs=[stage_md, stage_fig],
+        api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
+    )
     gr.on(
         [run.click, text.submit, layer.release, head.release],
         user_errors(ui_attention),
-        [text, layer, head, stage_pick],
-        [head_fig, mean_fig, heads_fig, stages, stage_md, stage_fig, info],
+        [text, layer, head],
+        [head_fig, mean_fig, heads_fig, stages, info],
         api_visibility="private",
         concurrency_id=HEAVY,
         concurrency_limit=FORWARD_CONCURRENCY,
         trigger_mode="always_last",
-    )
-    stage_pick.change(
-        user_errors(ui_stage), [stages, stage_pick], [stage_md, stage_fig], api_visibility="private", concurrency_id=LIGHT,
-        show_progress="hidden",
-    )
+    ).success(**show_stage)
+    stage_pick.change(**show_stage)
     gr.api(user_errors(api_attention), api_name="attention", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)
