@@ -20,7 +20,7 @@ from model import get_tokenizer, load_pretrained
 ROOT = Path(__file__).resolve().parent.parent
 # Exact comparisons: full float32 matmuls (no bf16 autocast), one thread, no progress bar.
 EXACT = ["--preset", "tiny", "--bf16", "false", "--threads", "1", "--quiet"]
-LOG_KEYS = {"step", "tokens", "train_loss", "val_loss", "lr", "tokens_per_s", "elapsed_s"}
+LOG_KEYS = {"step", "tokens", "train_loss", "val_loss", "val_windows", "lr", "tokens_per_s", "elapsed_s"}
 
 
 def write_corpus(folder: Path, works: int = 3, lines: int = 120) -> Path:
@@ -113,10 +113,15 @@ def test_best_checkpoint_loads_and_scores_its_logged_loss(tiny_run, tiny_data):
     model = load_pretrained(out)
     assert not model.training
     val = np.fromfile(tiny_data / "val.bin", dtype=np.uint16)
-    loss = train.evaluate_loss(model, val, max_windows=train.PRESETS["tiny"][1].eval_windows)
-    assert loss == pytest.approx(result["best_val_loss"], abs=1e-5)
     log = json.loads((out / "training_log.json").read_text())
-    assert result["best_val_loss"] == pytest.approx(min(e["val_loss"] for e in log), abs=1e-4)
+    best = min(log, key=lambda e: e["val_loss"])
+    loss = train.evaluate_loss(model, val, max_windows=best["val_windows"])
+    assert loss == pytest.approx(result["best_val_loss"], abs=1e-5)
+    assert result["best_val_loss"] == pytest.approx(best["val_loss"], abs=1e-4)
+    # periodic evaluations sample the split; the last one, the run's result, covers all of it
+    every = (len(val) - 1) // 32
+    assert every > train.PRESETS["tiny"][1].eval_windows
+    assert [e["val_windows"] for e in log] == [train.PRESETS["tiny"][1].eval_windows] * (len(log) - 1) + [every]
     state = json.loads((out / "state.json").read_text())
     assert state["step"] == train.PRESETS["tiny"][1].max_steps
 
