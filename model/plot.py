@@ -40,13 +40,21 @@ def vocab_size_beside(log_path: Path) -> int:
     return GPTConfig.from_json(config).vocab_size if config.is_file() else GPTConfig().vocab_size
 
 
+def val_label(log: list[dict]) -> str:
+    """Says when the periodic evaluations covered only part of the held-out works."""
+    windows = [e.get("val_windows") for e in log]
+    if None in windows or len(set(windows)) == 1:
+        return "validation loss (held-out works)"
+    return f"validation loss (held-out works; {windows[0]} of {max(windows)} windows before the last point)"
+
+
 def make_figure(log: list[dict], vocab_size: int) -> Figure:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     train = [(e["tokens"], e["train_loss"]) for e in log if e["train_loss"] is not None and not math.isnan(e["train_loss"])]
     val = [(e["tokens"], e["val_loss"]) for e in log]
     if train:
         ax.plot(*zip(*train), label="train loss (mean since the last evaluation)", color="tab:blue")
-    ax.plot(*zip(*val), "o-", markersize=3, label="validation loss (held-out works)", color="tab:orange")
+    ax.plot(*zip(*val), "o-", markersize=3, label=val_label(log), color="tab:orange")
     ax.axhline(math.log(vocab_size), color="gray", linestyle=":", label=f"ln(V) = {math.log(vocab_size):.2f}: uniform guess")
     ax.axhline(TARGET, color="tab:green", linestyle="--", label=f"target {TARGET:.1f}")
     best = min(val, key=lambda p: p[1])

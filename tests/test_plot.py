@@ -33,6 +33,17 @@ def test_curves_and_reference_lines():
     plt.close(fig)
 
 
+def test_legend_says_when_evaluations_sampled_the_split():
+    sampled = [dict(e, val_windows=96) for e in LOG[:-1]] + [dict(LOG[-1], val_windows=255)]
+    fig = make_figure(sampled, vocab_size=50257)
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert any("96 of 255 windows" in label for label in labels), labels
+    plt.close(fig)
+    fig = make_figure([dict(e, val_windows=255) for e in LOG], vocab_size=50257)
+    assert "validation loss (held-out works)" in [line.get_label() for line in fig.axes[0].get_lines()]
+    plt.close(fig)
+
+
 def test_cli_writes_a_png(tmp_path, capsys):
     log = tmp_path / "training_log.json"
     log.write_text(json.dumps(LOG))  # writes NaN as json.dumps does in model.train
