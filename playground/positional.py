@@ -20,6 +20,7 @@ from model import GPT
 from model import positional_encoding as model_positional_encoding
 
 from . import limits
+from .assets import VOCAB_SIZE, seen_token_ids
 from .plots import base_layout, heatmap, line_plot
 from .resources import get_model
 from .validation import InputError, parse_int_list, validate_float, validate_int
@@ -32,6 +33,7 @@ __all__ = [
     "frequencies",
     "positional_encoding",
     "model_position_table",
+    "cosine_similarity",
 ]
 
 FORMULA_LATEX = (
@@ -179,27 +181,71 @@ class ModelTableResult:
     table: np.ndarray = field(repr=False)  # the model's [block_size, d_model] table
     reference: np.ndarray = field(repr=False)  # the sinusoidal table of the same shape
     max_abs_diff: float  # between the two: ~0 for a sinusoidal model
+    position_norm: float  # mean L2 norm of the table's rows
+    token_norm: float  # mean L2 norm of the token-embedding rows of the tokens seen in training
     note: str
     figure: go.Figure = field(repr=False)
     reference_figure: go.Figure | None = field(repr=False)  # beside a learned table only
+    cosine: np.ndarray = field(repr=False)  # [m, m] cosine similarity between the first m rows
+    cosine_figure: go.Figure = field(repr=False)
+
+
+def cosine_similarity(table: np.ndarray) -> np.ndarray:
+    """cos(PE[p], PE[q]) for every pair of rows of ``table`` [n, d]."""
+    t = table.astype(np.float64)
+    t = t / np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
+    return t @ t.T
 
 
 def model_position_table(model: GPT | None = None) -> ModelTableResult:
     """The table the loaded model adds to its token embeddings (``model.position_table()``);
-    for a learned-position model also the sinusoidal table of the same shape to compare."""
+    for a learned-position model also the sinusoidal table of the same shape to compare.
+
+    The row norms are compared with the token embeddings' because the two are added: whichever
+    is larger dominates what the first layer sees."""
     model = model or get_model()
     cfg = model.config
     table = model.position_table().detach().float().cpu().numpy()
     reference = model_positional_encoding(cfg.block_size, cfg.d_model).numpy()
     diff = float(np.max(np.abs(table - reference)))
+    wte = model.wte.weight.detach().float().cpu().numpy()
+    seen = _seen_token_ids(len(wte))
+    token_norm = float(np.linalg.norm(wte[seen], axis=1).mean())
+    position_norm = float(np.linalg.norm(table, axis=1).mean())
+    norms = (f"Its rows have a mean length of **{position_norm:.2f}**; the token embeddings it is added to, "
+             f"**{token_norm:.2f}**.")
     if cfg.pos_encoding == "sinusoidal":
         note = (f"This model uses the sinusoidal formula (a fixed buffer, not trained): its table equals "
-                f"the formula's with base 10000 (largest difference {diff:.1e}).")
+                f"the formula's with base 10000 (largest difference {diff:.1e}). {norms} Every sinusoidal "
+                f"row has length √(d_model/2) = {math.sqrt(cfg.d_model / 2):.1f}, whatever the position.")
         figure = _table_heatmap(table, f"The model's positional encoding buffer ({cfg.block_size} × {cfg.d_model}, sinusoidal)")
         ref_fig = None
     else:
-        note = ("This model learned its position table (GPT-2 style, nn.Embedding): shown beside the "
-                "sinusoidal table of the same shape.")
+        note = (f"This model learned its position table (GPT-2 style, an nn.Embedding trained with the rest), "
+                f"shown beside the sinusoidal table of the same shape. {norms} A sinusoidal row would have "
+                f"length √(d_model/2) = {math.sqrt(cfg.d_model / 2):.1f}: added to token embeddings this small "
+                f"it would drown out which token is where, which is why this model was trained with learned "
+                f"positions (side by side, learned positions trained much faster; see the README).")
         figure = _table_heatmap(table, f"The model's learned position table ({cfg.block_size} × {cfg.d_model})")
         ref_fig = _table_heatmap(reference, f"Sinusoidal table of the same shape ({cfg.block_size} × {cfg.d_model})")
-    return ModelTableResult(cfg.pos_encoding, table, reference, diff, note, figure, ref_fig)
+    m = min(len(table), limits.MAX_SIMILARITY_POSITIONS)
+    cosine = cosine_similarity(table[:m])
+    if cfg.pos_encoding == "learned" and m > 2:
+        far = m // 2
+        note += (f" The similarity map shows what it learned about distance: neighbouring positions have a mean "
+                 f"cosine similarity of {np.mean(np.diag(cosine, 1)):.2f}, positions {far} apart "
+                 f"{np.mean(np.diag(cosine, far)):.2f}.")
+    cosine_figure = heatmap(
+        cosine, f"Cosine similarity between the model's position vectors, first {m} positions",
+        x_title="position q", y_title="position p", colorscale="RdBu", zmin=-1.0, zmax=1.0, zmid=0.0,
+        hover="p %{y}, q %{x}<br>cos = %{z:.3f}<extra></extra>",
+    )
+    return ModelTableResult(cfg.pos_encoding, table, reference, diff, position_norm, token_norm, note, figure,
+                            ref_fig, cosine, cosine_figure)
+
+
+def _seen_token_ids(vocab_size: int) -> np.ndarray:
+    """Ids that occur in the training works (the others keep their initial size); all ids for a
+    model with another vocabulary."""
+    ids = seen_token_ids()
+    return ids if vocab_size == VOCAB_SIZE else np.arange(vocab_size)

@@ -103,6 +103,7 @@ def test_positional_encoding_tab(page):
     page.locator("#pe-run").click()
     page.wait_for_function("() => document.querySelector('#pe-summary').innerText.includes('base 10000')")
     assert page.locator("#pe-model-note").inner_text().strip()
+    page.locator("#pe-model-cosine .js-plotly-plot").wait_for()  # drawn, in the open accordion
     shot(page, "positional_encoding")
 
 

@@ -127,12 +127,22 @@ def test_large_heatmap_is_strided_but_table_exact():
 def test_shipped_model_table():
     from playground.resources import get_model
 
+    model = get_model()
     r = model_position_table()
-    np.testing.assert_allclose(r.table, get_model().position_table().detach().numpy())
+    np.testing.assert_allclose(r.table, model.position_table().detach().numpy())
+    m = r.cosine.shape[0]
+    np.testing.assert_allclose(np.diag(r.cosine), 1.0, atol=1e-6)
+    np.testing.assert_allclose(r.cosine, r.cosine.T, atol=1e-12)
+    assert f"{r.position_norm:.2f}" in r.note and f"{r.token_norm:.2f}" in r.note
     if r.kind == "learned":
         assert r.reference_figure is not None
+        # what training taught it: the farther apart two positions, the less alike their vectors
+        by_offset = [float(np.mean(np.diag(r.cosine, k))) for k in (1, m // 4, m // 2, 3 * m // 4)]
+        assert by_offset == sorted(by_offset, reverse=True) and by_offset[0] - by_offset[2] > 0.3, by_offset
+        assert f"{by_offset[0]:.2f}" in r.note and f"{by_offset[2]:.2f}" in r.note
         return
     assert r.max_abs_diff < 1e-6 and r.reference_figure is None and "sinusoidal" in r.note
+    assert abs(r.position_norm - math.sqrt(r.table.shape[1] / 2)) < 1e-4
     expected = positional_encoding(r.table.shape[1], min(r.table.shape[0], limits.MAX_POSITIONS)).table
     np.testing.assert_allclose(r.table[: expected.shape[0]], expected, atol=1e-6)
 
@@ -144,6 +154,23 @@ def test_learned_model_table_beside_sinusoidal():
     assert r.kind == "learned" and r.reference_figure is not None
     np.testing.assert_allclose(r.table, model.wpe.weight.detach().numpy())
     assert r.max_abs_diff > 0.1
+    from playground.assets import seen_token_ids
+
+    seen = torch.from_numpy(seen_token_ids())
+    assert r.token_norm == pytest.approx(float(model.wte.weight.detach()[seen].norm(dim=1).mean()), rel=1e-5)
+    assert r.position_norm == pytest.approx(float(model.wpe.weight.detach().norm(dim=1).mean()), rel=1e-5)
+    # a vocabulary other than GPT-2's: the mean is over all of its token rows
+    other = GPT(GPTConfig(vocab_size=300, block_size=16, n_layer=1, n_head=2, d_model=8, pos_encoding="learned"))
+    assert model_position_table(other).token_norm == pytest.approx(float(other.wte.weight.detach().norm(dim=1).mean()), rel=1e-5)
+
+
+def test_cosine_similarity_of_the_sinusoidal_table_depends_on_offset_only():
+    from playground.positional import cosine_similarity
+
+    c = cosine_similarity(positional_encoding(64, 100).table)
+    # every row has the same norm, so the cosine is the dot product's offset-only curve scaled
+    np.testing.assert_allclose(np.diag(c, 5)[:-1], np.diag(c, 5)[1:], atol=1e-5)
+    assert c[10, 11] > c[10, 60]
 
 
 def test_to_dict_round_trip():

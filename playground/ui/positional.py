@@ -66,6 +66,7 @@ def build() -> None:
             gr.Plot(t.figure, label="Model")
             if t.reference_figure is not None:
                 gr.Plot(t.reference_figure, label="Sinusoidal, same shape")
+        gr.Plot(t.cosine_figure, label="Which positions the model treats as alike", elem_id="pe-model-cosine")
 
     gr.on(
         [run.click, d_model.release, n_pos.release, base.release, dims.submit],
