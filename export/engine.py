@@ -57,10 +57,10 @@ from .naming import ARTIFACTS_DIR, FP32_NAME, INPUT_IDS, LOGITS, past_names, pre
 from .providers import CUDA, requested_providers
 from .sampling import check_controls, choose, sampling_distribution, softmax
 
-# Measured with `python -m export.bench` on the project's 2-core EPYC (README "Benchmark"): at
-# batch 1 each op is too small for a second thread to pay for its synchronisation, and on a box
-# whose other core is busy a second thread mostly waits (int8: 755 tok/s with 1 thread against
-# 100-125 with 2 while a training run shared the machine).
+# Measured with `python -m export.bench` on the project's 2-core EPYC (README "Benchmark"): on an
+# idle machine two threads decode int8 1.34x faster but at 68 % of the tokens per CPU-second; on a
+# box whose other core is busy a second thread mostly waits (755 tok/s with 1 thread against
+# 100-125 with 2 while a training run shared the machine). The app serves several users at once.
 DEFAULT_CPU_THREADS = 1
 
 

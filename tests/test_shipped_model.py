@@ -45,10 +45,6 @@ def test_shipped_model_beats_unigram_statistics(held_out_loss):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,  # once a model reaches the target this passes, and the marker must go
-    reason="issue 2 still open: the shipped CPU run scores 5.20 nats/token; the target is 5.0",
-)
 def test_held_out_loss_meets_the_target(held_out_loss):
     print(f"shipped model: {held_out_loss:.4f} nats/token on the held-out works")
     assert held_out_loss <= TARGET, f"held-out loss {held_out_loss:.4f} > target {TARGET}"
