@@ -211,3 +211,14 @@ def test_ship_copies_the_best_checkpoint_as_float16(tiny_run, tmp_path):
     x = torch.randint(0, 50257, (1, 32))
     assert next(shipped.parameters()).dtype == torch.float32
     assert torch.allclose(shipped(x)[0], best(x)[0], atol=2e-2)  # float16 rounding only
+
+
+def test_evaluation_builds_no_autograd_graph(tiny_data):
+    """Evaluating must not record the graph (memory and time on the full validation split)."""
+    torch.manual_seed(0)
+    model = train.GPT(train.PRESETS["tiny"][0])
+    seen = []
+    model.register_forward_hook(lambda *_: seen.append(torch.is_grad_enabled()))
+    val = np.fromfile(tiny_data / "val.bin", dtype=np.uint16)
+    train.evaluate_loss(model, val, max_windows=4)
+    assert seen == [False]
