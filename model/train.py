@@ -108,23 +108,32 @@ def get_batch(data: np.ndarray, step: int, tc: TrainConfig, block_size: int, ran
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
-def val_windows(n_tokens: int, block_size: int, max_windows: int = 0) -> int:
-    """How many non-overlapping windows of ``block_size`` an evaluation covers (0: all of them)."""
+def window_rows(n_tokens: int, block_size: int, max_windows: int = 0) -> np.ndarray:
+    """Which non-overlapping windows of ``block_size`` an evaluation scores: all of them, or
+    ``max_windows`` spread evenly over the split, so that a sampled evaluation covers every
+    held-out work and estimates the same loss as a full one."""
     n = (n_tokens - 1) // block_size
-    return min(n, max_windows) if max_windows else n
+    if not max_windows or max_windows >= n:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, max_windows).round().astype(np.int64))
+
+
+def val_windows(n_tokens: int, block_size: int, max_windows: int = 0) -> int:
+    """How many windows an evaluation covers (0: all of them)."""
+    return len(window_rows(n_tokens, block_size, max_windows))
 
 
 @torch.no_grad()
 def evaluate_loss(model: GPT, data: np.ndarray, max_windows: int = 0, batch_size: int = 16) -> float:
     """Mean cross-entropy (nats/token, full vocabulary, float32) over non-overlapping windows
-    of the model's context length."""
+    of the model's context length (``window_rows``)."""
     T = model.config.block_size
-    n = val_windows(len(data), T, max_windows)
+    windows = window_rows(len(data), T, max_windows)
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
-    for i in range(0, n, batch_size):
-        rows = range(i, min(n, i + batch_size))
+    for i in range(0, len(windows), batch_size):
+        rows = windows[i : i + batch_size]
         x = torch.from_numpy(np.stack([data[r * T : r * T + T] for r in rows]).astype(np.int64))
         y = torch.from_numpy(np.stack([data[r * T + 1 : r * T + T + 1] for r in rows]).astype(np.int64))
         device = next(model.parameters()).device

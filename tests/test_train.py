@@ -222,3 +222,15 @@ def test_evaluation_builds_no_autograd_graph(tiny_data):
     val = np.fromfile(tiny_data / "val.bin", dtype=np.uint16)
     train.evaluate_loss(model, val, max_windows=4)
     assert seen == [False]
+
+
+def test_sampled_evaluation_spans_the_whole_split(val_tokens):
+    """A periodic evaluation of 96 windows scores windows from both held-out works, evenly spread."""
+    rows = train.window_rows(len(val_tokens), 256, 96)
+    every = (len(val_tokens) - 1) // 256
+    assert len(rows) == train.val_windows(len(val_tokens), 256, 96) == 96
+    assert rows[0] == 0 and rows[-1] == every - 1 and np.all(np.diff(rows) >= 2)
+    assert list(train.window_rows(len(val_tokens), 256)) == list(range(every))
+    separators = np.flatnonzero(val_tokens == get_tokenizer().eot_token)
+    second_work = int(separators[0]) // 256 + 1  # the first window wholly after the separator
+    assert (rows < second_work - 1).any() and (rows >= second_work).any()
