@@ -42,7 +42,13 @@ def sampling_distribution(logits: np.ndarray, temperature: float, top_k: int | N
         probs = np.zeros(logits.shape, dtype=np.float64)
         probs[np.arange(len(logits)), logits.argmax(axis=-1)] = 1.0
         return probs
-    z = logits.astype(np.float64) / temperature
+    # Shift each row so its largest logit is 0 BEFORE dividing: softmax does not change, and a tiny
+    # temperature (1e-308, 5e-324) sends the others to -inf instead of overflowing every logit to
+    # +-inf (inf - inf = nan): the distribution tends to the argmax, the exact T -> 0 limit.
+    z = logits.astype(np.float64)
+    z -= z.max(axis=-1, keepdims=True)
+    with np.errstate(over="ignore"):
+        z /= temperature
     if top_k is not None and top_k < z.shape[-1]:
         kth = np.partition(z, -top_k, axis=-1)[:, -top_k][:, None]
         z[z < kth] = -np.inf
