@@ -22,6 +22,7 @@ __all__ = [
     "validate_choice",
     "validate_token_ids",
     "parse_int_list",
+    "format_number",
 ]
 
 # Whitespace control characters are ordinary text; every other C0/C1 control character (NUL
@@ -37,6 +38,21 @@ class InputError(ValueError):
 def _describe(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+# Python refuses to turn a longer digit string into an int (sys.get_int_max_str_digits()).
+_MAX_INT_DIGITS = 4_300
+
+
+def format_number(number: float | int) -> str:
+    """A number as a message shows it: short whatever its size (``1e+308``, not 309 digits)."""
+    if isinstance(number, float):
+        return f"{number:g}"
+    digits = str(abs(number))
+    if len(digits) <= 15:
+        return str(number)
+    mantissa = (digits[0] + "." + digits[1:6]).rstrip("0").rstrip(".")
+    return f"{'-' if number < 0 else ''}{mantissa}e+{len(digits) - 1}"
 
 
 def validate_text(
@@ -85,7 +101,7 @@ def _number(value: Any, name: str) -> float | int:
             pass
     if isinstance(value, str):
         s = value.strip()
-        if _INT_RE.fullmatch(s):
+        if _INT_RE.fullmatch(s) and len(s) <= _MAX_INT_DIGITS:
             return int(s)
         if len(s) <= 64:  # float() on a huge string is cheap, but the message would not be
             try:
@@ -98,16 +114,13 @@ def _number(value: Any, name: str) -> float | int:
 def validate_int(value: Any, *, name: str, minimum: int, maximum: int) -> int:
     """Return ``value`` as an int in [minimum, maximum]; integral floats (3.0) and numeric
     strings are accepted, NaN, inf, fractions and non-numbers are not."""
-    number = _number(value, name)
-    if isinstance(number, float):
-        if not math.isfinite(number):
-            raise InputError(f"{name} must be a whole number from {minimum} to {maximum}, not {number}")
-        if not number.is_integer():
-            raise InputError(f"{name} must be a whole number from {minimum} to {maximum}, not {number:g}")
-        number = int(number)
-    if not minimum <= number <= maximum:
-        raise InputError(f"{name} must be from {minimum} to {maximum}, not {number}")
-    return int(number)
+    given = _number(value, name)
+    if isinstance(given, float):
+        if not math.isfinite(given) or not given.is_integer():
+            raise InputError(f"{name} must be a whole number from {minimum} to {maximum}, not {format_number(given)}")
+    if not minimum <= given <= maximum:
+        raise InputError(f"{name} must be from {minimum} to {maximum}, not {format_number(given)}")
+    return int(given)
 
 
 def validate_float(
@@ -120,15 +133,19 @@ def validate_float(
     max_inclusive: bool = True,
 ) -> float:
     """Return ``value`` as a finite float within the range (bounds inclusive or not)."""
-    number = float(_number(value, name))
+    given = _number(value, name)
     lo, hi = ("[" if min_inclusive else "("), ("]" if max_inclusive else ")")
     accepted = f"a number in {lo}{minimum:g}, {maximum:g}{hi}"
+    try:
+        number = float(given)
+    except OverflowError:  # an int past 1e308: out of any range
+        raise InputError(f"{name} must be {accepted}, not {format_number(given)}") from None
     if not math.isfinite(number):
         raise InputError(f"{name} must be {accepted}, not {number}")
     below = number < minimum or (not min_inclusive and number == minimum)
     above = number > maximum or (not max_inclusive and number == maximum)
     if below or above:
-        raise InputError(f"{name} must be {accepted}, not {number:g}")
+        raise InputError(f"{name} must be {accepted}, not {format_number(number)}")
     return number
 
 
@@ -182,4 +199,6 @@ def parse_int_list(text: Any, *, name: str = "token ids", max_chars: int, max_co
                 f"{name}: item {position} ({_describe(item)}) is not a whole number; "
                 "type ids separated by commas or spaces, e.g. 31373, 2506"
             )
+        if len(item) > _MAX_INT_DIGITS:
+            raise InputError(f"{name}: item {position} is a number of {len(item):,} digits, far out of range")
     return [int(item) for item in items]
