@@ -13,6 +13,7 @@ import gradio as gr
 
 from .. import generation as gen
 from .. import limits
+from ..validation import InputError, validate_int
 from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, user_errors
 
 UI_EVERY_S = 0.08  # at most ~12 page updates a second while tokens stream
@@ -54,8 +55,15 @@ def _chart(state: gen.GenerationState | None, sample: Any, step: Any):
 
 def ui_pick_token(state: gen.GenerationState | None, evt: gr.EventData):
     """A click on a generated token (the output's click event carries its sample and step)."""
-    sample, step = getattr(evt, "sample", None), getattr(evt, "step", None)
-    if state is None or step is None:
+    data = getattr(evt, "_data", None)  # what the page's click handler sent (None: a hand-made request)
+    if not isinstance(data, dict) or "step" not in data:
+        raise InputError(
+            'a token click carries the token\'s sample and step as event data, e.g. {"sample": 0, "step": 3}; '
+            "this request had none"
+        )
+    sample = validate_int(data.get("sample", 0), name="sample", minimum=0, maximum=limits.MAX_SAMPLES - 1)
+    step = validate_int(data["step"], name="step", minimum=1, maximum=limits.MAX_NEW_TOKENS)
+    if state is None:  # no generation yet in this session: nothing to show
         return gr.skip(), gr.skip(), gr.skip()
     return gr.update(value=step), gr.update(value=sample), _chart(state, sample, step)
 
