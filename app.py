@@ -16,7 +16,7 @@ T0 = time.perf_counter()
 
 import gradio as gr  # noqa: E402
 
-from playground.ui import attention, common, embeddings, generation, model, positional, tokenization  # noqa: E402
+from playground.ui import attention, common, embeddings, generation, model, positional, serving, tokenization  # noqa: E402
 from playground.ui.startup import prepare_onnx, warm_up_in_background  # noqa: E402
 
 TITLE = "GPT Playground"
@@ -46,9 +46,13 @@ def build_app(onnx_files: dict) -> gr.Blocks:
                 model.build(onnx_files)
     # A small Space: each concurrency group (see playground/ui/common.py) has its own cap, so
     # light tabs never queue behind generations; past QUEUE_MAX_SIZE waiting, "queue is full".
-    demo.queue(max_size=common.QUEUE_MAX_SIZE, default_concurrency_limit=common.LIGHT_CONCURRENCY)
+    # api_open=False: every call goes through the queue and its caps (Gradio opens the queue-less
+    # /gradio_api/run/<endpoint> routes whenever the app runs outside a Space).
+    demo.queue(max_size=common.QUEUE_MAX_SIZE, default_concurrency_limit=common.LIGHT_CONCURRENCY, api_open=False)
     # ... and generations alone may not take more than MAX_WAITING_GENERATIONS places of it.
     common.cap_waiting(demo, common.GENERATE, common.MAX_WAITING_GENERATIONS)
+    # Malformed requests (wrong argument counts, unknown events) are refused with a message.
+    serving.harden(demo)
     return demo
 
 
@@ -69,6 +73,9 @@ def main() -> None:
         # history (stored runs, Hugging Face buckets) is off: the app keeps nothing and calls out to nothing.
         max_file_size=common.MAX_UPLOAD_BYTES,
         run_history=False,
+        # Bounded memory and requests whatever the traffic: lean sessions, unread results
+        # dropped, bodies capped, files only from artifacts/, monitoring off (serving.py).
+        **serving.launch_options(demo, allowed_dir=onnx_files["fp32"].parent),
     )
 
 

@@ -6,6 +6,13 @@ raises :class:`playground.validation.InputError` with a message naming the limit
 
 from __future__ import annotations
 
+# --- Any request ------------------------------------------------------------------------------
+# Bytes of one HTTP request body, refused with 413 before it is read (playground/ui/serving.py).
+# The largest valid input is 50,000 characters of token ids: 50 KB as typed, 600 KB at the very
+# worst (JSON-escaped characters outside the BMP, 12 bytes each); 20,000 characters of text
+# are at most 240 KB however they are encoded.
+MAX_REQUEST_BYTES = 1 << 20  # 1 MiB
+
 # --- Text, any tab -----------------------------------------------------------------------------
 # Characters, not tokens: the check is cheap and runs before any tokenization.
 MAX_TEXT_CHARS = 20_000  # tokenization tab input

@@ -1,0 +1,572 @@
+"""What the server accepts and what it keeps, whatever the traffic (a public Space meets every
+kind of client): memory bounded, request bodies capped, every malformed request answered with a
+message, and nothing served or exposed that the app does not use.
+
+Gradio (6.31, pinned in requirements.txt) keeps, per session, a copy of every component's
+config with the last value each input and output took (for "deep links"), for up to 10,000
+sessions, and every raw ``/gradio_api/call/...`` request is a new session; a result nobody comes
+to read stays in the queue for good. Here:
+
+- a session keeps only what the app uses: its ``gr.State`` values and the components an event
+  updated (:class:`LeanSessionState`); at most :data:`MAX_SESSIONS` sessions are kept, and at
+  most :data:`MAX_SESSIONS_WITH_RESULTS` of them keep their results (a generation's candidates,
+  attention's stages), least recently used dropped first (:class:`BoundedStateHolder`);
+- a finished result nobody has read is dropped after :data:`UNREAD_RESULT_WAIT_S` seconds, and
+  beyond the :data:`MAX_UNREAD_RESULTS` most recent at once (:func:`drop_unread_results`), and
+  freed memory is handed back to the system every few seconds (glibc's ``malloc_trim``);
+- a request body over :data:`playground.limits.MAX_REQUEST_BYTES` is refused with HTTP 413 before
+  it is read (:class:`BodySizeLimit`);
+- wrong argument counts get a message naming the parameters, and an error inside Gradio's own
+  processing (a value a component cannot take) reaches the client as a message, not ``null``
+  (:func:`explain_errors`); unknown events and endpoints are refused with a message naming the
+  endpoints (:func:`refuse_malformed`, :class:`RouteGuard`);
+- only ``artifacts/`` is served as files, a ``Range`` header Gradio cannot parse is ignored
+  (RFC 9110 allows it: the whole file is sent), deep links and the monitoring page are off.
+
+Every piece is installed by :func:`harden` (at build time) and :func:`launch_options` (the
+arguments of ``demo.launch``); tests/test_abuse.py checks the behaviour on a launched app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import datetime
+import inspect
+import logging
+import re
+import time
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from copy import copy
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+from gradio.exceptions import ComponentProcessingError
+from gradio.state_holder import SessionState, StateHolder
+
+from .. import limits
+
+__all__ = [
+    "MAX_SESSIONS",
+    "MAX_SESSIONS_WITH_RESULTS",
+    "UNREAD_RESULT_WAIT_S",
+    "MAX_UNREAD_RESULTS",
+    "LeanSessionState",
+    "BoundedStateHolder",
+    "BodySizeLimit",
+    "RouteGuard",
+    "drop_unread_results",
+    "event_problem",
+    "arity_problem",
+    "refuse_malformed",
+    "explain_errors",
+    "harden",
+    "launch_options",
+]
+
+log = logging.getLogger("playground")
+
+# Sessions kept (least recently used dropped first). A lean session without results costs a few
+# kilobytes (a shallow copy of the app's component table), so this is a few megabytes at most.
+MAX_SESSIONS = 1_000
+# Sessions that keep their results: a 4 x 512-token generation's per-token candidates take about
+# 5 MB, attention's stages about 1 MB; past this the least recently used session's results are
+# dropped (its token and stage pickers then show nothing until the next run).
+MAX_SESSIONS_WITH_RESULTS = 32
+# A finished result nobody came to read (a POST to /gradio_api/call/<endpoint> whose GET never
+# came, a queue/join without queue/data) is dropped after this long ...
+UNREAD_RESULT_WAIT_S = 30.0
+# ... or at once when more than this many such results wait (the oldest first): one
+# 1024 x 1024 positional-encoding table is about 34 MB as Python objects.
+MAX_UNREAD_RESULTS = 4
+SWEEP_EVERY_S = 1.0
+TRIM_EVERY_S = 5.0
+
+API = "/gradio_api"
+
+
+def _json_response(status: int, detail: str, headers: dict[str, str] | None = None):
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+
+
+def _compact_bytes(n: int) -> str:
+    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n / 2**10:g} KiB"
+
+
+# --- memory: what a session keeps ------------------------------------------------------------
+
+
+class LeanSessionState(SessionState):
+    """Gradio's session state less ``config_values``: the copy of every component's config,
+    with the last value each input and output took, that Gradio keeps only to serve deep links
+    (off in this app). Building that copy took ~0.1 s of CPU and ~290 KB per new session; the
+    values (a 5 MB text, a 1024 x 1024 table) were kept until the session was evicted.
+
+    What stays: the session's ``gr.State`` values and the components an event updated (a slider's
+    new maximum), exactly as Gradio keeps them."""
+
+    def __init__(self, blocks: gr.Blocks):  # noqa: D107 -- no super().__init__: it builds config_values
+        self.blocks_config = copy(blocks.default_config)
+        self.config_values: dict[int, Any] = {}
+        self.state_data: dict[int, Any] = {}
+        self._state_ttl: dict[int, Any] = {}
+        self.is_closed = False
+        self.STATE_TTL_WHEN_CLOSED = 3600  # Gradio's: a closed tab's state lives an hour
+
+    def __setitem__(self, key: int, value: Any) -> None:
+        block = self.blocks_config.blocks.get(key)
+        if isinstance(block, gr.State):
+            self._state_ttl[key] = (block.time_to_live, datetime.datetime.now())
+            self.state_data[key] = value
+        else:
+            self.blocks_config.blocks[key] = value
+
+    def _update_config(self, key: int) -> None:
+        pass
+
+    def _update_value_in_config(self, key: int, value: Any) -> None:
+        pass
+
+
+class BoundedStateHolder(StateHolder):
+    """Gradio's store of sessions with :class:`LeanSessionState` sessions, at most
+    ``capacity`` of them (Gradio's least-recently-used eviction), of which at most
+    ``max_with_results`` keep their ``gr.State`` values."""
+
+    def __init__(self, capacity: int = MAX_SESSIONS, max_with_results: int = MAX_SESSIONS_WITH_RESULTS):
+        super().__init__()
+        self.capacity = capacity
+        self.max_with_results = max_with_results
+
+    def set_blocks(self, blocks: gr.Blocks) -> None:
+        self.blocks = blocks
+        blocks.state_holder = self
+
+    def __getitem__(self, session_id: str) -> SessionState:
+        if session_id not in self.session_data:
+            self.session_data[session_id] = LeanSessionState(self.blocks)
+        self.update(session_id)
+        self.time_last_used[session_id] = datetime.datetime.now()
+        return self.session_data[session_id]
+
+    def update(self, session_id: str) -> None:
+        super().update(session_id)  # most recent last; past capacity the oldest session goes
+        with self.lock:
+            holding = [sid for sid, session in self.session_data.items() if session.state_data]
+        for sid in holding[: max(0, len(holding) - self.max_with_results)]:
+            if sid != session_id:
+                self.delete_state(sid)
+
+
+def bound_sessions(app: Any) -> BoundedStateHolder:
+    """Give the launched app (``demo.app``) a :class:`BoundedStateHolder`; called at start-up,
+    before the first request."""
+    holder = BoundedStateHolder()
+    holder.set_blocks(app.get_blocks())
+    app.state_holder = holder
+    return holder
+
+
+# --- memory: results nobody reads ------------------------------------------------------------
+
+
+def drop_unread_results(queue: Any, first_seen: dict[str, tuple[int, float]], now: float) -> list[str]:
+    """Drop the messages of sessions whose events have all finished but whose results nobody
+    has read: after :data:`UNREAD_RESULT_WAIT_S`, or at once beyond the
+    :data:`MAX_UNREAD_RESULTS` most recent. A session still running or waiting for an event is
+    left alone. ``first_seen`` (session -> (id of the oldest unread message, when it was first
+    seen)) carries over between calls. Returns the sessions dropped; a client that comes for
+    one of their results later is told so (:class:`RouteGuard`)."""
+    waiting: list[tuple[float, str]] = []
+    for session, messages in list(queue.pending_messages_per_session.items()):
+        if messages.empty():
+            first_seen.pop(session, None)
+            continue
+        events = queue.pending_event_ids_session.get(session, ())
+        if any(event_id in queue.event_ids_to_events for event_id in events):
+            continue  # queued or running: the messages are being produced (and read, or not)
+        head = id(messages._queue[0])  # asyncio.Queue's deque: what nobody has taken yet
+        seen = first_seen.get(session)
+        if seen is None or seen[0] != head:  # new, or someone read since the last sweep
+            seen = first_seen[session] = (head, now)
+        waiting.append((seen[1], session))
+    waiting.sort()
+    too_many = {session for _, session in waiting[: max(0, len(waiting) - MAX_UNREAD_RESULTS)]}
+    dropped = [s for since, s in waiting if s in too_many or now - since >= UNREAD_RESULT_WAIT_S]
+    for session in dropped:
+        queue.pending_messages_per_session.pop(session, None)
+        queue.pending_event_ids_session.pop(session, None)
+        first_seen.pop(session, None)
+    return dropped
+
+
+def _malloc_trim() -> Callable[[], Any] | None:
+    """glibc's ``malloc_trim(0)``, or None elsewhere (macOS, Windows, musl)."""
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+async def _sweep(queue: Any) -> None:
+    """Every SWEEP_EVERY_S: drop unread results; every TRIM_EVERY_S: hand freed memory back to
+    the system. A 1024 x 1024 table passes through ~100 MB of short-lived objects on its way
+    out; glibc keeps the freed pages of its heap unless asked (measured on the soak test: RSS
+    settled ~190 MB above its start without trimming, ~85 MB with it)."""
+    first_seen: dict[str, tuple[int, float]] = {}
+    trim = _malloc_trim()
+    last_trim = time.monotonic()
+    while True:
+        await asyncio.sleep(SWEEP_EVERY_S)
+        try:
+            dropped = drop_unread_results(queue, first_seen, time.monotonic())
+            if dropped:
+                log.info("dropped %d unread result(s)", len(dropped))
+            if trim is not None and time.monotonic() - last_trim >= TRIM_EVERY_S:
+                last_trim = time.monotonic()
+                trim(0)  # ~0.3-5 ms
+        except Exception:  # noqa: BLE001 -- the sweeper must outlive any surprise
+            log.exception("sweeping unread results failed")
+
+
+# --- requests: size, routes, files -------------------------------------------------------------
+
+
+def _header(scope: dict, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value
+    return None
+
+
+class BodySizeLimit:
+    """ASGI middleware: a request body over ``max_bytes`` gets HTTP 413 before it is read. A
+    declared ``Content-Length`` is checked before anything is received; a chunked body is cut
+    off as soon as it passes the cap (the app sees the client go away; its answer is dropped)."""
+
+    def __init__(self, app: Callable, max_bytes: int = limits.MAX_REQUEST_BYTES):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _too_large(self) -> Any:
+        return _json_response(
+            413,
+            f"Request body too large: the limit is {self.max_bytes:,} bytes ({_compact_bytes(self.max_bytes)}), "
+            "far above any valid input (the largest, 50,000 characters of token ids, is 50 KB as ASCII).",
+            headers={"Connection": "close"},
+        )
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _header(scope, b"content-length")
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                await _json_response(400, "Content-Length is not a number")(scope, receive, send)
+                return
+            if size > self.max_bytes:
+                await self._too_large()(scope, receive, send)
+                return
+        received = 0
+        refused = started = False
+
+        async def capped_receive() -> dict:
+            nonlocal received, refused
+            if refused:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    if not started:
+                        await self._too_large()(scope, receive, send)
+                    refused = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message: dict) -> None:
+            nonlocal started
+            if refused and not started:
+                return  # the 413 went out; the app's own answer to a cut-off body is dropped
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        await self.app(scope, capped_receive, guarded_send)
+
+
+# A Range header Gradio's file route parses (it answers 500 to others, e.g. two ranges):
+# one range of bytes, first-last (last >= first), first- or -suffix.
+_SINGLE_RANGE = re.compile(r"bytes=(?:(\d+)-(\d*)|-(\d+))")
+_FILE_ROUTES = (f"{API}/file=", f"{API}/file/")
+_CALL_POST = re.compile(rf"{API}/(call/v2|call|run|api)/([^/]+)/?")
+_CALL_GET = re.compile(rf"{API}/call/(?:v2/)?([^/]+)/([^/]+)/?")
+
+
+def _usable_range(value: bytes) -> bool:
+    match = _SINGLE_RANGE.fullmatch(value.decode("latin-1").strip())
+    if match is None:
+        return False
+    first, last = match.group(1), match.group(2)
+    return not (first and last) or int(first) <= int(last)
+
+
+class RouteGuard:
+    """ASGI middleware for the routes Gradio opens whatever the app uses:
+
+    - files: only those inside ``allowed_dir`` (the ONNX downloads), not the shared Gradio
+      cache of other apps on the machine nor any other path (403); a ``Range`` header other
+      than one valid range of bytes is ignored, so the whole file is sent (Gradio answered 500
+      to two ranges);
+    - ``/gradio_api/deep_link``: off (404); sessions keep no values to link to;
+    - ``/gradio_api/call|run|api/<name>``: an unknown or private name gets 404 naming the
+      endpoints, instead of a bare 500; the keyword form (``call/v2``) answers a bad argument
+      with 400 and Gradio's message, instead of a bare 500;
+    - ``GET /gradio_api/call/<name>/<event_id>`` for an event the queue does not hold (unknown,
+      already read, or dropped unread) gets 404 saying so, instead of an SSE ``"404: Not Found"``.
+    """
+
+    def __init__(self, app: Callable, demo: gr.Blocks, allowed_dir: Path):
+        self.app = app
+        self.demo = demo
+        self.allowed_dir = Path(allowed_dir).resolve()
+        self.endpoints = sorted(
+            fn.api_name for fn in demo.fns.values() if fn.fn is not None and fn.api_visibility == "public"
+        )
+        self.callable = set(self.endpoints) | {
+            fn.api_name for fn in demo.fns.values() if fn.fn is not None and fn.api_visibility == "undocumented"
+        }
+
+    def _file_allowed(self, path: str) -> bool:
+        from gradio.utils import abspath, is_in_or_equal
+
+        if "://" in path or path.startswith(("http:", "https:", "file:", "data:")):
+            return False
+        try:
+            return is_in_or_equal(abspath(path), self.allowed_dir)
+        except (OSError, ValueError):
+            return False
+
+    def _unknown_endpoint(self, name: str) -> Any:
+        listed = ", ".join(f"/{n}" for n in self.endpoints)
+        return _json_response(404, f"No API endpoint /{name}. The endpoints are {listed} (see /gradio_api/info).")
+
+    def _event_known(self, event_id: str) -> bool:
+        queue = self.demo._queue
+        return event_id in queue.event_ids_to_events or any(
+            event_id in ids for ids in list(queue.pending_event_ids_session.values())
+        )
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        method: str = scope["method"]
+        if path.startswith(_FILE_ROUTES):
+            file_path = path[len(_FILE_ROUTES[0]):]
+            if not self._file_allowed(file_path):
+                response = _json_response(403, "File not allowed: only the ONNX downloads (artifacts/) are served.")
+                await response(scope, receive, send)
+                return
+            value = _header(scope, b"range")
+            if value is not None and not _usable_range(value):
+                scope = dict(scope, headers=[(k, v) for k, v in scope["headers"] if k.lower() != b"range"])
+        elif path.rstrip("/") == f"{API}/deep_link":
+            await _json_response(404, "Deep links are off in this app.")(scope, receive, send)
+            return
+        elif method == "POST" and (match := _CALL_POST.fullmatch(path)):
+            route, name = match.groups()
+            known = self.endpoints if route == "call/v2" else self.callable
+            if name not in known:
+                await self._unknown_endpoint(name)(scope, receive, send)
+                return
+            if route == "call/v2":
+                await self._call_v2(scope, receive, send)
+                return
+        elif method == "GET" and (match := _CALL_GET.fullmatch(path)):
+            name, event_id = match.groups()
+            if name not in self.callable:
+                await self._unknown_endpoint(name)(scope, receive, send)
+                return
+            if not self._event_known(event_id):
+                detail = (
+                    f"No result for event {event_id}: it is unknown, was already read, or was not read within "
+                    f"{UNREAD_RESULT_WAIT_S:g} s of being ready (results nobody reads are dropped). POST again."
+                )
+                await _json_response(404, detail)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    async def _call_v2(self, scope: dict, receive: Callable, send: Callable) -> None:
+        """Gradio's keyword route raises TypeError/ValueError (a bare 500) for a missing,
+        unknown or doubled argument; its message is clear, so send it with a 400."""
+        started = False
+
+        async def tracking_send(message: dict) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except (TypeError, ValueError) as err:
+            if started:
+                raise
+            await _json_response(400, str(err))(scope, receive, send)
+
+
+# --- requests: argument counts and Gradio's own errors --------------------------------------
+
+
+def _parameter_names(fn: Any) -> list[str]:
+    """The names a client sees: a ``gr.api`` endpoint's Python parameters, else the labels of
+    the event's input components."""
+    if all(type(block).__name__ == "Api" for block in fn.inputs) and fn.fn is not None:
+        try:
+            return list(inspect.signature(fn.fn).parameters)
+        except (TypeError, ValueError):
+            pass
+    names = []
+    for block in fn.inputs:
+        label = getattr(block, "label", None)
+        kind = type(block).__name__.lower()
+        names.append(f"{label} ({kind})" if label else kind)
+    return names
+
+
+def _event_name(fn: Any) -> str:
+    if fn.api_visibility != "private":
+        return f"/{fn.api_name}"
+    return f"event {fn._id} ({fn.name})" if fn.name else f"event {fn._id}"
+
+
+def event_problem(demo: gr.Blocks, fn_index: Any) -> str | None:
+    """Why no request can run event ``fn_index``, or None."""
+    fn = demo.fns.get(fn_index) if isinstance(fn_index, int) else None
+    if fn is None:
+        endpoints = ", ".join(sorted(f"/{f.api_name}" for f in demo.fns.values() if f.api_visibility == "public"))
+        return f"There is no event {fn_index!r} in this app. Its API endpoints are {endpoints} (see /gradio_api/info)."
+    if fn.fn is None:
+        return f"{_event_name(fn)} runs in the page only: there is nothing to call on the server."
+    return None
+
+
+def arity_problem(fn: Any, data: Any) -> str | None:
+    """Why ``data`` is not an argument list for ``fn``, or None."""
+    if fn.batch or not isinstance(data, list):
+        return None
+    names = _parameter_names(fn)
+    if len(data) == len(names):
+        return None
+    plural = "" if len(names) == 1 else "s"
+    return f"{_event_name(fn)} takes {len(names)} argument{plural} ({', '.join(names) or 'none'}); this request sent {len(data)}."
+
+
+def refuse_malformed(demo: gr.Blocks) -> None:
+    """Refuse, when it arrives, a request for an event that does not exist or runs only in the
+    page: HTTP 400 with a message naming the endpoints (Gradio answered a bare 500, or ran it and
+    answered ``{"error": null}``). Wraps the queue's ``push`` (Gradio 6.31 internals) after
+    ``demo.queue()``."""
+    queue = demo._queue
+    push = queue.push
+
+    async def push_checked(body: Any, request: Any, username: Any):
+        if body.fn_index is not None and (problem := event_problem(demo, body.fn_index)):
+            return False, problem, "error"
+        return await push(body, request, username)
+
+    queue.push = push_checked
+
+
+def _processing_message(fn: Any, err: Exception) -> str:
+    if isinstance(err, ComponentProcessingError):
+        # Gradio's text names the input, its component and the value; its last paragraph is the
+        # internal exception, which says nothing more to a client.
+        return str(err).split("\n\nOriginal error:")[0].strip()
+    return (
+        f"{_event_name(fn)} could not use this request's values ({type(err).__name__}). "
+        f"It takes: {', '.join(_parameter_names(fn)) or 'no arguments'}."
+    )
+
+
+def explain_errors(demo: gr.Blocks) -> None:
+    """Answer with a message (a ``gr.Error``: ``event: error`` with the text over raw HTTP,
+    ``AppError`` in gradio_client) what Gradio answered ``{"error": null}`` plus a traceback in
+    the log, or ran anyway:
+
+    - a wrong number of arguments: the message names the event's parameters (Gradio failed on
+      too few and silently dropped extra ones);
+    - an error raised by Gradio itself while preparing a request, e.g. ``null`` for a slider.
+
+    The app's handlers already answer with messages (``common.user_errors``); those pass
+    through unchanged. Wraps ``demo.process_api`` (Gradio 6.31)."""
+    process_api = demo.process_api
+
+    async def process_api_explained(block_fn: Any, inputs: Any, *args: Any, **kwargs: Any):
+        fn = demo.fns[block_fn] if isinstance(block_fn, int) else block_fn
+        # A generator's later steps come back with its iterator and no inputs.
+        if kwargs.get("iterator") is None and (problem := arity_problem(fn, inputs)):
+            raise gr.Error(problem, title="Invalid request", print_exception=False)
+        try:
+            return await process_api(block_fn, inputs, *args, **kwargs)
+        except gr.Error:
+            raise
+        except Exception as err:  # noqa: BLE001 -- every error becomes a message
+            message = _processing_message(fn, err)
+            log.warning("refused a request to %s: %s", _event_name(fn), message.splitlines()[0])
+            raise gr.Error(message, title="Invalid request", print_exception=False) from None
+
+    demo.process_api = process_api_explained
+
+
+# --- installing it all ---------------------------------------------------------------------------
+
+
+def _quiet_analytics(demo: gr.Blocks) -> None:
+    """With monitoring off nobody reads the queue's per-event analytics, yet Gradio keeps
+    10,000 records and rebuilds a pandas summary of all of them after every event."""
+    queue = demo._queue
+    queue.ANALYTICS_MAX_EVENTS = 1
+    queue.compute_analytics_summary = lambda records: queue.cached_event_analytics_summary
+
+
+def harden(demo: gr.Blocks) -> None:
+    """Install the request checks on the queue (call after ``demo.queue()``)."""
+    refuse_malformed(demo)
+    explain_errors(demo)
+    _quiet_analytics(demo)
+
+
+def launch_options(demo: gr.Blocks, allowed_dir: Path) -> dict[str, Any]:
+    """The ``demo.launch`` arguments that bound memory and requests (see the module's doc)."""
+    from starlette.middleware import Middleware
+
+    @asynccontextmanager
+    async def lifespan(app: Any):
+        bound_sessions(app)
+        sweeper = asyncio.create_task(_sweep(demo._queue))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+
+    return dict(
+        app_kwargs={
+            "middleware": [
+                Middleware(BodySizeLimit, max_bytes=limits.MAX_REQUEST_BYTES),
+                Middleware(RouteGuard, demo=demo, allowed_dir=allowed_dir),
+            ],
+            "lifespan": lifespan,
+        },
+        state_session_capacity=MAX_SESSIONS,
+        enable_monitoring=False,  # /monitoring and /monitoring/summary: 403
+    )
