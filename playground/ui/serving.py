@@ -194,7 +194,7 @@ def drop_unread_results(queue: Any, first_seen: dict[str, tuple[int, float]], no
         if seen is None or seen[0] != head:  # new, or someone read since the last sweep
             seen = first_seen[session] = (head, now)
         waiting.append((seen[1], session))
-    waiting.sort()
+    waiting.sort(key=lambda item: item[0])  # stable: ties keep the queue's order, oldest session first
     too_many = {session for _, session in waiting[: max(0, len(waiting) - MAX_UNREAD_RESULTS)]}
     dropped = [s for since, s in waiting if s in too_many or now - since >= UNREAD_RESULT_WAIT_S]
     for session in dropped:
@@ -518,7 +518,10 @@ def explain_errors(demo: gr.Blocks) -> None:
             raise gr.Error(problem, title="Invalid request", print_exception=False)
         try:
             return await process_api(block_fn, inputs, *args, **kwargs)
-        except gr.Error:
+        except gr.Error as err:
+            if err.print_exception:  # raised by a component (a slider's range): one line, no traceback
+                err.print_exception = False
+                log.warning("refused a request to %s: %s", _event_name(fn), err.message)
             raise
         except Exception as err:  # noqa: BLE001 -- every error becomes a message
             message = _processing_message(fn, err)
