@@ -159,7 +159,19 @@ class BoundedStateHolder(StateHolder):
             holding = [sid for sid, session in self.session_data.items() if session.state_data]
         for sid in holding[: max(0, len(holding) - self.max_with_results)]:
             if sid != session_id:
-                self.delete_state(sid)
+                self._drop_results(self.session_data[sid])
+
+    @staticmethod
+    def _drop_results(session: SessionState) -> None:
+        """All of a session's ``gr.State`` values, including the copy of a default Gradio makes
+        when a State is first read (``delete_state`` leaves that one: it only knows the values
+        an event set)."""
+        for key, value in list(session.state_data.items()):
+            block = session.blocks_config.blocks.get(key)
+            if isinstance(block, gr.State):
+                block.delete_callback(value)
+        session.state_data.clear()
+        session._state_ttl.clear()
 
 
 def bound_sessions(app: Any) -> BoundedStateHolder:
