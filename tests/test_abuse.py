@@ -431,14 +431,14 @@ class _Event:
     pass
 
 
-def _fake_queue(sessions: dict[str, tuple[int, bool]]) -> Any:
+def _fake_queue(sessions: dict[str, tuple[list, bool]]) -> Any:
     """A stand-in for Gradio's queue: session -> (unread messages, still running)."""
     queue = _Event()
     queue.pending_messages_per_session, queue.pending_event_ids_session, queue.event_ids_to_events = {}, {}, {}
     for session, (unread, running) in sessions.items():
         messages: asyncio.Queue = asyncio.Queue()
-        for i in range(unread):
-            messages.put_nowait(f"{session}-{i}")
+        for message in unread:
+            messages.put_nowait(message)
         queue.pending_messages_per_session[session] = messages
         queue.pending_event_ids_session[session] = {f"{session}-event"}
         if running:
@@ -446,42 +446,53 @@ def _fake_queue(sessions: dict[str, tuple[int, bool]]) -> Any:
     return queue
 
 
-def test_unread_results_are_dropped_after_the_wait_and_beyond_the_cap():
-    queue = _fake_queue({"read": (0, False), "running": (3, True), **{f"unread{i}": (1, False) for i in range(3)}})
+def test_unread_results_are_dropped_after_the_wait():
+    queue = _fake_queue({"read": ([], False), "running": (["a", "b"], True), **{f"unread{i}": ([f"r{i}"], False) for i in range(3)}})
     seen: dict = {}
-    assert serving.drop_unread_results(queue, seen, now=0.0) == []  # within the cap and the wait
+    assert serving.drop_unread_results(queue, seen, now=0.0) == []
     # Someone reads unread0 meanwhile (and a new message comes): its wait starts again.
     queue.pending_messages_per_session["unread0"].get_nowait()
     queue.pending_messages_per_session["unread0"].put_nowait("later")
     dropped = serving.drop_unread_results(queue, seen, now=serving.UNREAD_RESULT_WAIT_S + 1)
     assert sorted(dropped) == ["unread1", "unread2"]
-    assert "running" in queue.pending_messages_per_session and "read" in queue.pending_messages_per_session
+    assert {"read", "running", "unread0"} <= set(queue.pending_messages_per_session)
     assert "unread1" not in queue.pending_event_ids_session
 
-    crowd = _fake_queue({f"s{i}": (1, False) for i in range(serving.MAX_UNREAD_RESULTS + 3)})
-    seen = {}
-    for i in range(serving.MAX_UNREAD_RESULTS + 3):  # they arrived one second apart
-        seen[f"s{i}"] = (id(crowd.pending_messages_per_session[f"s{i}"]._queue[0]), float(i))
-    dropped = serving.drop_unread_results(crowd, seen, now=10.0)
-    assert dropped == ["s0", "s1", "s2"]  # the oldest beyond the cap
-    assert len(crowd.pending_messages_per_session) == serving.MAX_UNREAD_RESULTS
+
+def test_big_unread_results_are_dropped_oldest_first_past_the_budget():
+    big = _Event()
+    big.output = {"data": [[[0.5] * 1024] * 1024]}  # like a 1024 x 1024 table
+    size = serving.approx_bytes(big)
+    assert 30e6 < size < 45e6  # a 1024 x 1024 table: ~34 MB of Python objects
+    fit = serving.MAX_UNREAD_BYTES // size
+    queue = _fake_queue({f"big{i}": ([big], False) for i in range(fit + 3)})
+    dropped = serving.drop_unread_results(queue, {}, now=0.0)
+    assert dropped == ["big0", "big1", "big2"]  # the oldest first, until the rest fits
+    assert len(queue.pending_messages_per_session) == fit
 
 
-def test_a_result_nobody_read_is_dropped_and_a_late_reader_told_why(app_server):
-    """MAX_UNREAD_RESULTS + 2 results nobody reads, then the newest one read: the oldest of the
-    others is dropped (past the cap) and whoever comes for it late is told why."""
+def test_many_small_unread_results_are_kept():
+    """Sixteen gradio_client users whose light calls finish before they open their stream must
+    all get their answers."""
+    queue = _fake_queue({f"client{i}": ([{"data": [{"ids": [31373, 2506]}]}], False) for i in range(200)})
+    assert serving.drop_unread_results(queue, {}, now=0.0) == []
+
+
+def test_big_results_nobody_reads_are_dropped_and_a_late_reader_told_why(app_server):
+    """Four 1024 x 1024 tables nobody reads, then the newest one read: the others (~100 MB)
+    pass the budget, so the oldest go, and whoever comes for one late is told why."""
     base = app_server.url
     posted = [
-        httpx.post(f"{base}{API}/call/tokenize", json={"data": ["nobody reads this"]}, timeout=30).json()["event_id"]
-        for _ in range(serving.MAX_UNREAD_RESULTS + 2)
+        httpx.post(f"{base}{API}/call/positional_encoding", json={"data": [1024, 1024, 10000]}, timeout=30).json()["event_id"]
+        for _ in range(4)
     ]
-    newest = httpx.get(f"{base}{API}/call/tokenize/{posted[-1]}", timeout=60)  # waits for it: the others ran beside it
+    newest = httpx.get(f"{base}{API}/call/positional_encoding/{posted[-1]}", timeout=120)  # the others ran beside it
     assert "event: complete" in newest.text
     time.sleep(3 * serving.SWEEP_EVERY_S)
-    late = httpx.get(f"{base}{API}/call/tokenize/{posted[0]}", timeout=30)
+    late = httpx.get(f"{base}{API}/call/positional_encoding/{posted[0]}", timeout=30)
     assert late.status_code == 404
-    assert_message(late.json()["detail"], f"not read within {serving.UNREAD_RESULT_WAIT_S:g} s", "POST again")
-    kept = httpx.get(f"{base}{API}/call/tokenize/{posted[-2]}", timeout=30)
+    assert_message(late.json()["detail"], "dropped unread", f"waits {serving.UNREAD_RESULT_WAIT_S:g} s", "POST again")
+    kept = httpx.get(f"{base}{API}/call/positional_encoding/{posted[-2]}", timeout=120)
     assert kept.status_code == 200 and "event: complete" in kept.text
 
 

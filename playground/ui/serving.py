@@ -12,7 +12,7 @@ to read stays in the queue for good. Here:
   most :data:`MAX_SESSIONS_WITH_RESULTS` of them keep their results (a generation's candidates,
   attention's stages), least recently used dropped first (:class:`BoundedStateHolder`);
 - a finished result nobody has read is dropped after :data:`UNREAD_RESULT_WAIT_S` seconds, and
-  beyond the :data:`MAX_UNREAD_RESULTS` most recent at once (:func:`drop_unread_results`), and
+  past :data:`MAX_UNREAD_BYTES` of them at once (:func:`drop_unread_results`), and
   freed memory is handed back to the system every few seconds (glibc's ``malloc_trim``);
 - a request body over :data:`playground.limits.MAX_REQUEST_BYTES` is refused with HTTP 413 before
   it is read (:class:`BodySizeLimit`);
@@ -35,6 +35,7 @@ import datetime
 import inspect
 import logging
 import re
+import sys
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -52,7 +53,7 @@ __all__ = [
     "MAX_SESSIONS",
     "MAX_SESSIONS_WITH_RESULTS",
     "UNREAD_RESULT_WAIT_S",
-    "MAX_UNREAD_RESULTS",
+    "MAX_UNREAD_BYTES",
     "LeanSessionState",
     "BoundedStateHolder",
     "BodySizeLimit",
@@ -78,9 +79,10 @@ MAX_SESSIONS_WITH_RESULTS = 32
 # A finished result nobody came to read (a POST to /gradio_api/call/<endpoint> whose GET never
 # came, a queue/join without queue/data) is dropped after this long ...
 UNREAD_RESULT_WAIT_S = 30.0
-# ... or at once when more than this many such results wait (the oldest first): one
-# 1024 x 1024 positional-encoding table is about 34 MB as Python objects.
-MAX_UNREAD_RESULTS = 4
+# ... or, the oldest first, as soon as such results together take more than this (estimated
+# Python memory; one 1024 x 1024 positional-encoding table is about 34 MB). Small results are
+# never dropped early, however many clients are slow to open their stream at once.
+MAX_UNREAD_BYTES = 64 * 2**20
 SWEEP_EVERY_S = 1.0
 TRIM_EVERY_S = 5.0
 
@@ -186,14 +188,41 @@ def bound_sessions(app: Any) -> BoundedStateHolder:
 # --- memory: results nobody reads ------------------------------------------------------------
 
 
+def approx_bytes(value: Any, depth: int = 0) -> int:
+    """About how much memory ``value`` (a result: JSON-like dicts, lists, strings, numbers)
+    takes as Python objects, in microseconds even for a 1024 x 1024 table: long lists are
+    estimated from 16 of their items."""
+    if isinstance(value, str):
+        return 50 + len(value)
+    if isinstance(value, (bytes, bytearray)):
+        return 40 + len(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return 24  # the object; the list or dict holding it adds its pointer
+    if depth > 12:
+        return 64
+    if isinstance(value, dict):
+        items = list(value.items())
+        sample = items if len(items) <= 32 else items[:: len(items) // 16][:16]
+        each = sum(approx_bytes(k, depth + 1) + approx_bytes(v, depth + 1) for k, v in sample) / max(1, len(sample))
+        return int(100 + 24 * len(items) + each * len(items))
+    if isinstance(value, (list, tuple)):
+        sample = value if len(value) <= 32 else value[:: len(value) // 16][:16]
+        each = sum(approx_bytes(x, depth + 1) for x in sample) / max(1, len(sample))
+        return int(56 + (8 + each) * len(value))
+    output = getattr(value, "output", None)  # Gradio's messages carry the result in .output
+    if output is not None:
+        return 200 + approx_bytes(output, depth + 1)
+    return sys.getsizeof(value)
+
+
 def drop_unread_results(queue: Any, first_seen: dict[str, tuple[int, float]], now: float) -> list[str]:
     """Drop the messages of sessions whose events have all finished but whose results nobody
-    has read: after :data:`UNREAD_RESULT_WAIT_S`, or at once beyond the
-    :data:`MAX_UNREAD_RESULTS` most recent. A session still running or waiting for an event is
+    has read: after :data:`UNREAD_RESULT_WAIT_S`, or the oldest first while all of them together
+    take more than :data:`MAX_UNREAD_BYTES`. A session still running or waiting for an event is
     left alone. ``first_seen`` (session -> (id of the oldest unread message, when it was first
-    seen)) carries over between calls. Returns the sessions dropped; a client that comes for
-    one of their results later is told so (:class:`RouteGuard`)."""
-    waiting: list[tuple[float, str]] = []
+    seen)) carries over between calls. Returns the sessions dropped; a client that comes for one
+    of their results later is told so (:class:`RouteGuard`)."""
+    waiting: list[tuple[float, str, int]] = []
     for session, messages in list(queue.pending_messages_per_session.items()):
         if messages.empty():
             first_seen.pop(session, None)
@@ -201,14 +230,18 @@ def drop_unread_results(queue: Any, first_seen: dict[str, tuple[int, float]], no
         events = queue.pending_event_ids_session.get(session, ())
         if any(event_id in queue.event_ids_to_events for event_id in events):
             continue  # queued or running: the messages are being produced (and read, or not)
-        head = id(messages._queue[0])  # asyncio.Queue's deque: what nobody has taken yet
+        unread = list(messages._queue)  # asyncio.Queue's deque: what nobody has taken yet
         seen = first_seen.get(session)
-        if seen is None or seen[0] != head:  # new, or someone read since the last sweep
-            seen = first_seen[session] = (head, now)
-        waiting.append((seen[1], session))
+        if seen is None or seen[0] != id(unread[0]):  # new, or someone read since the last sweep
+            seen = first_seen[session] = (id(unread[0]), now)
+        waiting.append((seen[1], session, sum(approx_bytes(m) for m in unread)))
     waiting.sort(key=lambda item: item[0])  # stable: ties keep the queue's order, oldest session first
-    too_many = {session for _, session in waiting[: max(0, len(waiting) - MAX_UNREAD_RESULTS)]}
-    dropped = [s for since, s in waiting if s in too_many or now - since >= UNREAD_RESULT_WAIT_S]
+    total = sum(size for _, _, size in waiting)
+    dropped = []
+    for since, session, size in waiting:
+        if total > MAX_UNREAD_BYTES or now - since >= UNREAD_RESULT_WAIT_S:
+            dropped.append(session)
+            total -= size
     for session in dropped:
         queue.pending_messages_per_session.pop(session, None)
         queue.pending_event_ids_session.pop(session, None)
@@ -410,8 +443,9 @@ class RouteGuard:
                 return
             if not self._event_known(event_id):
                 detail = (
-                    f"No result for event {event_id}: it is unknown, was already read, or was not read within "
-                    f"{UNREAD_RESULT_WAIT_S:g} s of being ready (results nobody reads are dropped). POST again."
+                    f"No result for event {event_id}: it is unknown, was already read, or was dropped unread "
+                    f"(a result waits {UNREAD_RESULT_WAIT_S:g} s for its reader, a big one less while others "
+                    "pile up). POST again."
                 )
                 await _json_response(404, detail)(scope, receive, send)
                 return
