@@ -58,6 +58,7 @@ __all__ = [
     "BoundedStateHolder",
     "BodySizeLimit",
     "RouteGuard",
+    "approx_bytes",
     "drop_unread_results",
     "event_problem",
     "arity_problem",
@@ -160,8 +161,9 @@ class BoundedStateHolder(StateHolder):
         with self.lock:
             holding = [sid for sid, session in self.session_data.items() if session.state_data]
         for sid in holding[: max(0, len(holding) - self.max_with_results)]:
-            if sid != session_id:
-                self._drop_results(self.session_data[sid])
+            session = self.session_data.get(sid)
+            if sid != session_id and session is not None:
+                self._drop_results(session)
 
     @staticmethod
     def _drop_results(session: SessionState) -> None:
