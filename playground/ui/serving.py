@@ -248,6 +248,12 @@ def drop_unread_results(queue: Any, first_seen: dict[str, tuple[int, float]], no
         queue.pending_messages_per_session.pop(session, None)
         queue.pending_event_ids_session.pop(session, None)
         first_seen.pop(session, None)
+    # Gradio empties a session's set of pending events as their results are read but never
+    # removes it: one entry per session ever seen, forever. (No await between push creating a
+    # set and adding to it, so an empty set here belongs to no event.)
+    for session, events in list(queue.pending_event_ids_session.items()):
+        if not events:
+            del queue.pending_event_ids_session[session]
     return dropped
 
 
