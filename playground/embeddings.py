@@ -24,8 +24,8 @@ from . import limits
 from .assets import load_token_counts
 from .expressions import LinearForm, parse_expression
 from .plots import base_layout, bar_plot, heatmap
-from .resources import get_encoding, get_model
-from .tokenization import encode_prompt, visible_whitespace
+from .resources import get_model
+from .tokens import encode, encode_prompt, visible_token
 from .validation import InputError, validate_bool, validate_choice, validate_int, validate_text
 
 __all__ = [
@@ -115,11 +115,10 @@ def word_vector(word: Any, *, leading_space: bool = True, model: GPT | None = No
         raise InputError(f"{word!r} is more than one word: give a single word (no spaces)")
     model = model or get_model()
     index = _index(model)
-    enc = get_encoding()
-    ids = enc.encode((" " if leading_space else "") + word, disallowed_special=())
+    ids = encode((" " if leading_space else "") + word, special=False)
     if len(ids) > limits.MAX_WORD_TOKENS:
         raise InputError(f"{word!r} splits into {len(ids)} tokens; at most {limits.MAX_WORD_TOKENS} are averaged")
-    pieces = [visible_whitespace(enc.decode_single_token_bytes(i).decode("utf-8", errors="replace")) for i in ids]
+    pieces = [visible_token(i) for i in ids]
     unseen = [p for p, i in zip(pieces, ids) if index.counts[i] == 0]
     if unseen:
         raise InputError(
@@ -138,7 +137,6 @@ class Neighbour:
 
 
 def _neighbours(index: _Index, vector: np.ndarray, top_k: int, exclude: set[int]) -> list[Neighbour]:
-    enc = get_encoding()
     unit = vector / max(float(np.linalg.norm(vector)), 1e-12)
     sims = index.seen_unit @ unit.astype(np.float32)
     if exclude:
@@ -149,8 +147,7 @@ def _neighbours(index: _Index, vector: np.ndarray, top_k: int, exclude: set[int]
     out = []
     for j in best:
         tid = int(index.seen_ids[j])
-        text = visible_whitespace(enc.decode_single_token_bytes(tid).decode("utf-8", errors="replace"))
-        out.append(Neighbour(tid, text, float(sims[j]), int(index.counts[tid])))
+        out.append(Neighbour(tid, visible_token(tid), float(sims[j]), int(index.counts[tid])))
     return out
 
 
@@ -371,13 +368,12 @@ def contextual_embeddings(
     identical in both) against the model's last hidden state at the word (contextual)."""
     word = validate_text(word, name="word", max_chars=limits.MAX_WORD_CHARS).strip()
     model = model or get_model()
-    enc = get_encoding()
     sentences, id_lists, positions, static, contextual = [], [], [], [], []
     for name, sentence in (("sentence A", sentence_a), ("sentence B", sentence_b)):
         ids = encode_prompt(sentence, name=name, max_chars=limits.MAX_SENTENCE_CHARS, max_tokens=model.config.block_size)
         # The word may open the sentence ("Bear ...") or follow a space (" bear").
         for variant in (" " + word, word):
-            needle = enc.encode(variant, disallowed_special=())
+            needle = encode(variant, special=False)
             start = _find(ids, needle)
             if start >= 0:
                 break

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from playground import generation as gen
+from playground import resources
 from playground.validation import InputError
 
 
@@ -19,7 +20,7 @@ def engine():
     from export import ensure_onnx
 
     ensure_onnx()
-    return gen.get_engine()
+    return resources.get_engine()
 
 
 @pytest.fixture(scope="module")

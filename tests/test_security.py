@@ -166,6 +166,6 @@ def test_user_text_is_escaped_in_the_generation_view():
 
     params = gen.GenerationParams(ATTACK, [1], 1, 1.0, 1, 1.0, 0, 1)
     state = gen.GenerationState(params=params, provider="CPUExecutionProvider", decode=lambda ids: "")
-    state.steps = [[gen.Step(0, gen.Candidate(1, ATTACK, 0.5, 0.5), [])]]
+    state.steps = [[gen.GeneratedStep(0, gen.TokenChoice(1, ATTACK, 0.5, 0.5), [])]]
     html = gen.tokens_html(state)
     assert "<script" not in html and "<img" not in html
