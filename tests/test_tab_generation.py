@@ -126,6 +126,23 @@ def test_closing_the_stream_stops_generation(engine):
     assert state.new_tokens == 3 and not state.finished
 
 
+def test_the_stop_button_shows_the_tokens_so_far_and_says_stopped(engine):
+    from playground.ui.generation import ui_stopped
+
+    stream = gen.run(gen.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
+    for state in stream:
+        if state.new_tokens >= 4:
+            break
+    stream.close()
+    html, stats = ui_stopped(state)
+    assert html.count('class="gen-tok"') == 4 and "stopped by: stopped" in stats and "**4** new tokens" in stats
+    assert not state.finished  # the shared state is left as the stream left it
+    for done in gen.run(gen.prepare("ROMEO:", 2, 0.8, 50, 0.95, 1)):
+        pass
+    assert all(not isinstance(out, str) for out in ui_stopped(done))  # ended by itself: nothing to change
+    assert all(not isinstance(out, str) for out in ui_stopped(None))
+
+
 def test_long_prompt_keeps_its_last_tokens_and_says_so(engine):
     prompt = "To be, or not to be: " * 100  # far more tokens than the context
     params = gen.prepare(prompt, 2, 0.8, 50, 0.95, 1)

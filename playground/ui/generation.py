@@ -5,6 +5,7 @@ Also registers the ``/generate`` API endpoint (streaming JSON)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -86,6 +87,19 @@ def ui_generate(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_sam
                 yield gen.tokens_html(state), gen.stats_markdown(state), state, gr.skip(), gr.skip(), gr.skip()
 
 
+def ui_stopped(state: gen.GenerationState | None):
+    """The Stop button: the stream is cancelled (``cancels``), then the page shows every token
+    generated up to there and that the user stopped it (the cancelled stream yields no final
+    update of its own). A generation that already ended keeps its own stop reason."""
+    if state is None or state.finished:
+        return gr.skip(), gr.skip()
+    # A snapshot: the stream updates its state in place until the cancel reaches it, and the
+    # text and the stats must count the same tokens. Unfinished samples' reason is "stopped".
+    steps, reasons = [list(s) for s in state.steps], list(state.stop_reasons)
+    stopped = dataclasses.replace(state, steps=steps, stop_reasons=reasons, notices=list(state.notices), finished=True)
+    return gen.tokens_html(stopped), gen.stats_markdown(stopped)
+
+
 def api_generate(prompt: str, max_new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int) -> Iterator[dict]:
     """Generate text from a prompt, streamed: one JSON object per update with `completion` (the
     new text so far), `token_ids`, `new_tokens`, `finished`, `stop_reason`,
@@ -160,7 +174,10 @@ def build() -> None:
         concurrency_limit=GENERATION_CONCURRENCY,
         show_progress="minimal",
     )
-    stop.click(None, cancels=[event], api_visibility="private")
+    stop.click(
+        user_errors(ui_stopped), inputs=[state], outputs=[output, stats], cancels=[event], api_visibility="private",
+        concurrency_id=LIGHT, show_progress="hidden",
+    )
     for trigger in (step_pick.release, sample_pick.change):
         trigger(
             user_errors(_chart), inputs=[state, sample_pick, step_pick], outputs=[chart], api_visibility="private",
