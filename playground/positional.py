@@ -225,7 +225,7 @@ def model_position_table(model: GPT | None = None) -> ModelTableResult:
                 f"shown beside the sinusoidal table of the same shape. {norms} A sinusoidal row would have "
                 f"length √(d_model/2) = {math.sqrt(cfg.d_model / 2):.1f}: added to token embeddings this small "
                 f"it would drown out which token is where, which is why this model was trained with learned "
-                f"positions (side by side, learned positions trained much faster; see the README).")
+                f"positions (side by side, learned positions trained much faster; see docs/training.md).")
         figure = _table_heatmap(table, f"The model's learned position table ({cfg.block_size} × {cfg.d_model})")
         ref_fig = _table_heatmap(reference, f"Sinusoidal table of the same shape ({cfg.block_size} × {cfg.d_model})")
     m = min(len(table), limits.MAX_SIMILARITY_POSITIONS)
