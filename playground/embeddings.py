@@ -31,6 +31,7 @@ from .validation import InputError, validate_bool, validate_choice, validate_int
 __all__ = [
     "DEFAULT_WORDS",
     "DEFAULT_EXPRESSION",
+    "EXAMPLE_EXPRESSIONS",
     "CONTEXT_EXAMPLE",
     "WordVector",
     "Neighbour",
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 DEFAULT_EXPRESSION = "king - man + woman"
+EXAMPLE_EXPRESSIONS = (DEFAULT_EXPRESSION, "0.5*king + 0.5*queen", "father - man + woman", "lord - man + lady")
 DEFAULT_WORDS = (
     "king", "queen", "man", "woman", "lord", "lady", "prince", "princess", "father", "mother",
     "son", "daughter", "brother", "sister", "husband", "wife", "boy", "girl", "uncle", "sir",

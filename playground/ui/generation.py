@@ -15,6 +15,7 @@ import gradio as gr
 from .. import generation as gen
 from .. import limits
 from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, user_errors
+from .widgets import note, text_with_examples
 
 UI_EVERY_S = 0.08  # at most ~12 page updates a second while tokens stream
 CHART_EVERY_S = 0.6  # the candidates chart redraws less often than the text
@@ -117,17 +118,18 @@ def api_generate(prompt: str, max_new_tokens: int, temperature: float, top_k: in
 def build() -> None:
     """The tab's components and events (call inside ``gr.Tab``)."""
     d = gen.DEFAULTS
-    gr.Markdown(
+    note(
         "The model writes one token at a time: it turns the context into a probability for every "
         "token of the vocabulary, **temperature** sharpens (<1) or flattens (>1) that distribution, "
         "**top-k** keeps the k most probable tokens, **top-p** keeps the smallest set whose "
         "probabilities add up to p, and one token is drawn. Same **seed**, same text.",
-        elem_classes="pg-note",
     )
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=320):
-            prompt = gr.Textbox(label="Prompt", value=gen.EXAMPLE_PROMPTS[0], lines=4, max_lines=12, elem_id="gen-prompt")
-            gr.Examples(examples=[[p] for p in gen.EXAMPLE_PROMPTS], inputs=[prompt], label="Prompts in the corpus's style")
+            prompt = text_with_examples(
+                gen.EXAMPLE_PROMPTS, label="Prompt", examples_label="Prompts in the corpus's style", lines=4, max_lines=12,
+                elem_id="gen-prompt",
+            )
             with gr.Row():
                 run = gr.Button("Generate", variant="primary", elem_id="gen-run")
                 stop = gr.Button("Stop", variant="stop", elem_id="gen-stop")
@@ -153,11 +155,10 @@ def build() -> None:
                 elem_id="gen-output",
                 js_on_load=TOKEN_CLICK_JS,
             )
-            gr.Markdown(
+            note(
                 "Each generated token is shaded by how unlikely it was when drawn (darker = less "
                 "likely; hover for its id and probabilities). Click a token, or pick a step, to see "
                 "what the model hesitated between.",
-                elem_classes="pg-note",
             )
             with gr.Row():
                 sample_pick = gr.Radio(choices=[("Sample 1", 0)], value=0, label="Sample", visible=False, scale=1)
