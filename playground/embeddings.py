@@ -25,6 +25,7 @@ from .assets import load_token_counts
 from .expressions import LinearForm, parse_expression
 from .plots import base_layout, bar_plot, heatmap
 from .resources import get_model
+from .similarity import cosine, cosine_matrix, unit_rows
 from .tokens import encode, encode_prompt, visible_token
 from .validation import InputError, validate_bool, validate_choice, validate_int, validate_text
 
@@ -56,12 +57,6 @@ DEFAULT_WORDS = (
 CONTEXT_EXAMPLE = ("bear", "I cannot bear this grief any longer.", "Exit, pursued by a bear.")
 
 
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    """cos(a, b) = a·b / (|a| |b|) (seed 001's cosine_similarity)."""
-    denom = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return float(np.dot(a, b) / denom) if denom > 0 else 0.0
-
-
 @dataclass(frozen=True)
 class _Index:
     """The model's embedding matrix and the unit vectors of the tokens seen in training."""
@@ -83,8 +78,7 @@ def _index(model: GPT) -> _Index:
             counts = load_token_counts()[: matrix.shape[0]]
             seen = np.flatnonzero(counts > 0)
             vecs = matrix[seen]
-            unit = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-            _indexes[model] = _Index(matrix, seen, unit.astype(np.float32), counts)
+            _indexes[model] = _Index(matrix, seen, unit_rows(vecs).astype(np.float32), counts)
         return _indexes[model]
 
 
@@ -139,8 +133,7 @@ class Neighbour:
 
 
 def _neighbours(index: _Index, vector: np.ndarray, top_k: int, exclude: set[int]) -> list[Neighbour]:
-    unit = vector / max(float(np.linalg.norm(vector)), 1e-12)
-    sims = index.seen_unit @ unit.astype(np.float32)
+    sims = index.seen_unit @ unit_rows(vector).astype(np.float32)
     if exclude:
         sims = np.where(np.isin(index.seen_ids, list(exclude)), -np.inf, sims)
     k = min(top_k, int(np.isfinite(sims).sum()))
@@ -390,7 +383,7 @@ def contextual_embeddings(
         contextual.append(hidden[span].float().mean(dim=0).numpy())
     vectors = [static[0], static[1], contextual[0], contextual[1]]
     labels = ["input embedding, A", "input embedding, B", "last hidden state, A", "last hidden state, B"]
-    matrix = np.array([[cosine(u, v) for v in vectors] for u in vectors])
+    matrix = cosine_matrix(np.stack(vectors))
     fig = heatmap(matrix, f"Cosine similarity of {word!r}: static vs contextual", x_labels=labels, y_labels=labels,
                   colorscale="RdBu", zmin=-1.0, zmax=1.0, zmid=0.0, text=np.round(matrix, 3), height=460,
                   hover="%{z:.4f}<extra></extra>")

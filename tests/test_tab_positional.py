@@ -204,9 +204,9 @@ def test_learned_model_table_beside_sinusoidal():
 
 
 def test_cosine_similarity_of_the_sinusoidal_table_depends_on_offset_only():
-    from playground.positional import cosine_similarity
+    from playground.similarity import cosine_matrix
 
-    c = cosine_similarity(positional_encoding(64, 100).table)
+    c = cosine_matrix(positional_encoding(64, 100).table)
     # every row has the same norm, so the cosine is the dot product's offset-only curve scaled
     np.testing.assert_allclose(np.diag(c, 5)[:-1], np.diag(c, 5)[1:], atol=1e-5)
     assert c[10, 11] > c[10, 60]
