@@ -9,7 +9,7 @@ import gradio as gr
 from .. import attention as att
 from ..resources import get_model
 from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, user_errors
-from .widgets import note, text_with_examples
+from .widgets import note, text_with_examples, with_notice
 
 
 def _stage_md(stage: att.Stage) -> str:
@@ -24,10 +24,8 @@ def ui_attention(text, layer, head):
         f"Step-through check: these weights match the model's own to {r.weights_max_diff:.1e}; "
         f"the layer's output recomputed from all heads matches to {r.output_max_diff:.1e}."
     )
-    notice = f"ℹ️ {r.notice}" if r.notice else ""
-    return (
-        r.head_figure, r.mean_figure, r.heads_figure, r.stages, f"{len(r.ids)} tokens. {check} {notice}",
-    )
+    info = with_notice(f"{len(r.ids)} tokens. {check}", r.notice, sep=" ")
+    return r.head_figure, r.mean_figure, r.heads_figure, r.stages, info
 
 
 def _stage_index(value, stages) -> int:

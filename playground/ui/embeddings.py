@@ -9,25 +9,25 @@ import gradio as gr
 from .. import embeddings as emb
 from .. import limits
 from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, LIGHT_CONCURRENCY, user_errors
-from .widgets import note, text_with_examples
+from .widgets import note, text_with_examples, with_notice
 
 
 def ui_arithmetic(expression, top_k, exclude_inputs, leading_space):
     r = emb.embedding_arithmetic(expression, top_k, exclude_inputs, leading_space)
     head = f"**{r.formula}** → nearest tokens by cosine similarity"
-    return head + (f"\n\nℹ️ {r.notice}" if r.notice else ""), r.rows(), r.figure
+    return with_notice(head, r.notice), r.rows(), r.figure
 
 
 def ui_similarity(a, b, leading_space):
     r = emb.word_similarity(a, b, leading_space)
     text = f"cos(**{r.a.word}**, **{r.b.word}**) = **{r.similarity:.4f}**  \n{r.a.describe()}; {r.b.describe()}"
-    return text + (f"\n\nℹ️ {r.notice}" if r.notice else "")
+    return with_notice(text, r.notice)
 
 
 def ui_projection(words, expression, dims, leading_space):
     r = emb.pca_projection(words, expression, dims, leading_space)
     explained = ", ".join(f"PC{i + 1} {v:.0%}" for i, v in enumerate(r.explained_variance))
-    return r.figure, f"Variance explained: {explained}." + (f" ℹ️ {r.notice}" if r.notice else "")
+    return r.figure, with_notice(f"Variance explained: {explained}.", r.notice, sep=" ")
 
 
 def ui_context(word, sentence_a, sentence_b):
@@ -38,7 +38,7 @@ def ui_context(word, sentence_a, sentence_b):
         f"**{r.static_similarity:.3f}**. **Contextual** (last hidden state at the word): "
         f"**{r.contextual_similarity:.3f}**. Input vs hidden state: {a_in:.3f} in A, {b_in:.3f} in B."
     )
-    return text + (f"\n\nℹ️ {r.notice}" if r.notice else ""), r.figure
+    return with_notice(text, r.notice), r.figure
 
 
 def api_embedding_arithmetic(expression: str, top_k: int) -> dict:

@@ -9,7 +9,7 @@ import gradio as gr
 
 from .. import tokenization as tok
 from .common import LIGHT, LIGHT_CONCURRENCY, user_errors
-from .widgets import note, text_with_examples
+from .widgets import note, text_with_examples, with_notice
 
 
 def _counts(r: tok.TokenizationResult) -> str:
@@ -29,13 +29,12 @@ def ui_tokenize(text, special_as_token, show_whitespace):
         [c.name, f"{c.n_tokens:,}" if c.available else "–", c.note] for c in tok.compare_encodings(text, special_as_token)
     ]
     comparison.insert(0, ["gpt2 (this model)", f"{r.n_tokens:,}", "model/gpt2.tiktoken, shipped with the app"])
-    notice = f"ℹ️ {r.notice}" if r.notice else ""
-    return _counts(r), r.html, str(r.ids), notice, comparison
+    return _counts(r), r.html, str(r.ids), with_notice("", r.notice, sep=""), comparison
 
 
 def ui_decode(ids_text):
     r = tok.decode_ids(ids_text)
-    return r.text, (f"ℹ️ {r.notice}" if r.notice else "")
+    return r.text, with_notice("", r.notice, sep="")
 
 
 def api_tokenize(text: str) -> dict:

@@ -8,12 +8,17 @@ from typing import Any
 
 import gradio as gr
 
-__all__ = ["note", "text_with_examples"]
+__all__ = ["note", "text_with_examples", "with_notice"]
 
 
 def note(text: str = "", **kwargs: Any) -> gr.Markdown:
     """Explanatory or notice text, smaller and muted (the ``pg-note`` class of ``common.CSS``)."""
     return gr.Markdown(text, elem_classes="pg-note", **kwargs)
+
+
+def with_notice(text: str, notice: str, sep: str = "\n\n") -> str:
+    """``text``, then the result's ``notice`` (what was cut, averaged, assumed) marked ℹ️, if any."""
+    return f"{text}{sep}ℹ️ {notice}" if notice else text
 
 
 def text_with_examples(examples: Sequence[str], *, label: str, examples_label: str = "Examples", **textbox: Any) -> gr.Textbox:
