@@ -8,6 +8,7 @@ the UI (and the ``/generate`` API endpoint) render; tests call it directly.
 from __future__ import annotations
 
 import html
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -159,6 +160,8 @@ class GenerationState:
     finished: bool = False
     stop_reasons: list[str] = field(default_factory=list)  # per sample: "length", "end of text", "stopped"
     notices: list[str] = field(default_factory=list)
+    # Set once the engine's stream is closed, finished or stopped: no token comes after it.
+    stream_closed: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     @property
     def new_tokens(self) -> int:
@@ -276,6 +279,7 @@ def generate(
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+        state.stream_closed.set()
     state.finished = True
     yield state
 

@@ -20,6 +20,7 @@ from .widgets import note, text_with_examples
 UI_EVERY_S = 0.08  # at most ~12 page updates a second while tokens stream
 CHART_EVERY_S = 0.6  # the candidates chart redraws less often than the text
 API_EVERY_S = 0.05
+STOP_WAIT_S = 5.0  # the most the Stop button waits for the cancelled stream to close
 
 
 def _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples=1) -> Iterator[gen.GenerationState]:
@@ -91,8 +92,14 @@ def ui_generate(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_sam
 def ui_stopped(state: gen.GenerationState | None):
     """The Stop button: the stream is cancelled (``cancels``), then the page shows every token
     generated up to there and that the user stopped it (the cancelled stream yields no final
-    update of its own). A generation that already ended keeps its own stop reason."""
+    update of its own). A generation that already ended keeps its own stop reason.
+
+    It first waits for the stream to close: updates the stream sent before that could otherwise
+    reach the page after this answer and overwrite it."""
     if state is None or state.finished:
+        return gr.skip(), gr.skip()
+    state.stream_closed.wait(timeout=STOP_WAIT_S)
+    if state.finished:  # it ended by itself meanwhile: its own final update says why
         return gr.skip(), gr.skip()
     # A snapshot: the stream updates its state in place until the cancel reaches it, and the
     # text and the stats must count the same tokens. Unfinished samples' reason is "stopped".
@@ -175,8 +182,12 @@ def build() -> None:
         concurrency_limit=GENERATION_CONCURRENCY,
         show_progress="minimal",
     )
+    # Two listeners, in this order: the page sends the cancel first, then asks for the stopped
+    # view, which waits for the stream to close (the page dispatches a click's listeners one
+    # after the other, so the cancel and the view in one listener would wait for each other).
+    stop.click(None, cancels=[event], api_visibility="private")
     stop.click(
-        user_errors(ui_stopped), inputs=[state], outputs=[output, stats], cancels=[event], api_visibility="private",
+        user_errors(ui_stopped), inputs=[state], outputs=[output, stats], api_visibility="private",
         concurrency_id=LIGHT, show_progress="hidden",
     )
     for trigger in (step_pick.release, sample_pick.change):
