@@ -27,6 +27,7 @@ Why this format (docs/export.md has the measurements):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -50,8 +51,16 @@ def quantize_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     return q, scale.reshape(-1)
 
 
-def quantize_int8(fp32_path: Path, out_path: Path, metadata: dict[str, str]) -> Path:
-    """Write ``out_path``: ``fp32_path`` with every constant MatMul weight and the embedding in int8."""
+# (x, W_q, W_scale, out) -> the nodes computing out = x @ W from the int8 weight and its scales.
+MatMulBuilder = Callable[[str, str, str, str], list[onnx.NodeProto]]
+
+
+def quantize_int8(fp32_path: Path, out_path: Path, metadata: dict[str, str], matmul: MatMulBuilder | None = None) -> Path:
+    """Write ``out_path``: ``fp32_path`` with every constant MatMul weight and the embedding in int8.
+
+    ``matmul`` builds each product (default :func:`integer_matmul`; ``python -m export.quant_compare``
+    measures the alternatives)."""
+    matmul = matmul or integer_matmul
     proto = onnx.load(str(fp32_path))
     graph = proto.graph
     inits = {t.name: t for t in graph.initializer}
@@ -70,12 +79,12 @@ def quantize_int8(fp32_path: Path, out_path: Path, metadata: dict[str, str]) -> 
             head_inputs[node.output[0]] = scale_name
         elif node.op_type == "MatMul" and node.input[1] in head_inputs:
             x, w = node.input
-            nodes += _integer_matmul(x, f"{w}.int8", head_inputs[w], node.output[0])
+            nodes += matmul(x, f"{w}.int8", head_inputs[w], node.output[0])
         elif node.op_type == "MatMul" and node.input[1] in inits:
             x, w = node.input
             w_q, w_scale = quantize_weights(numpy_helper.to_array(inits[w]), axis=1)  # [in, out]: per output column
             added += [numpy_helper.from_array(w_q, f"{w}.int8"), numpy_helper.from_array(w_scale, f"{w}.scale")]
-            nodes += _integer_matmul(x, f"{w}.int8", f"{w}.scale", node.output[0])
+            nodes += matmul(x, f"{w}.int8", f"{w}.scale", node.output[0])
         else:
             nodes.append(node)
     graph.ClearField("node")
@@ -120,7 +129,7 @@ def _constants() -> list[onnx.TensorProto]:
     ]
 
 
-def _integer_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.NodeProto]:
+def integer_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.NodeProto]:
     """out = x @ W with int8 weights and activations quantized per row; exact int32 sums."""
     node = lambda op, inputs, name, **kw: helper.make_node(op, inputs, [f"{out}.{name}"], name=f"{out}.{name}", **kw)  # noqa: E731
     return [
