@@ -6,8 +6,8 @@ Builds each candidate from artifacts/hub/onnx/model.onnx, then measures, in one 
 - the validation loss against fp32's (windows spread over the split; ``--loss-windows 0``: all);
 - greedy tokens/s with native onnxruntime on 1 thread (CPU time, so a busy machine does not skew
   it; alternating repetitions, medians);
-- greedy tokens/s with onnxruntime-web's WebAssembly build under Node.js, 1 thread (what a browser
-  page runs; tests/clients/ort_web_greedy.mjs, needs ``npm ci``);
+- greedy tokens per CPU-second with onnxruntime-web's WebAssembly build under Node.js, 1 thread
+  (what a browser page runs; tests/clients/ort_web_greedy.mjs, needs ``npm ci``);
 - whether the web ids equal the native ids of the same file, and the fp32 file's.
 
 Candidates: the shipped format (int8 weights, the tied table stored once, activations quantized per
@@ -33,8 +33,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from .metadata import read_metadata, set_metadata
 from .naming import ROOT
-from .quantize import integer_matmul, quantize_int8
+from .quantize import quantize_int8
 
 
 def per_tensor_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.NodeProto]:
@@ -56,7 +57,7 @@ def dequantize_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.Nod
     ]
 
 
-def matmul_nbits(fp32: Path, out: Path) -> Path:
+def matmul_nbits(fp32: Path, out: Path, metadata: dict[str, str]) -> Path:
     """The previous format: every MatMul (the head untied from the embedding's fp32 table) as
     8-bit MatMulNBits, blocks of 256 inputs, accuracy_level 4 (int8 activations natively)."""
     root = logging.getLogger()
@@ -83,14 +84,15 @@ def matmul_nbits(fp32: Path, out: Path) -> Path:
     quantizer.process()
     result = quantizer.model.model
     result.ir_version = proto.ir_version
+    set_metadata(result, metadata)
     onnx.save_model(result, str(out))
     return out
 
 
 CANDIDATES = {
-    "per-token MatMulInteger (shipped)": lambda src, dst: quantize_int8(src, dst, {}),
-    "DynamicQuantizeLinear + MatMulInteger (per tensor)": lambda src, dst: quantize_int8(src, dst, {}, per_tensor_matmul),
-    "DequantizeLinear + MatMul (weight-only)": lambda src, dst: quantize_int8(src, dst, {}, dequantize_matmul),
+    "per-token MatMulInteger (shipped)": quantize_int8,
+    "DynamicQuantizeLinear + MatMulInteger (per tensor)": lambda src, dst, meta: quantize_int8(src, dst, meta, per_tensor_matmul),
+    "DequantizeLinear + MatMul (weight-only)": lambda src, dst, meta: quantize_int8(src, dst, meta, dequantize_matmul),
     "MatMulNBits 8-bit, accuracy_level 4 (previous)": matmul_nbits,
 }
 
@@ -112,15 +114,16 @@ def native_rates(paths: dict[str, Path], prompt: list[int], tokens: int, reps: i
     return {name: tokens / statistics.median(t) for name, t in times.items()}, ids
 
 
-def web_rates(paths: dict[str, Path], prompt: list[int], tokens: int) -> dict[str, tuple[float, list[int]]] | None:
-    """onnxruntime-web (WebAssembly, 1 thread) under Node.js: (tokens/s, ids) per file."""
+def web_rates(paths: dict[str, Path], prompt: list[int], tokens: int, reps: int) -> dict[str, tuple[float, list[int]]] | None:
+    """onnxruntime-web (WebAssembly, 1 thread) under Node.js: (tokens per CPU-second, ids) per
+    file, alternating repetitions, medians."""
     script = ROOT / "tests" / "clients" / "ort_web_greedy.mjs"
     if not (ROOT / "node_modules" / "onnxruntime-web").is_dir() or shutil.which("node") is None:
         return None
-    out = subprocess.run(["node", str(script), str(tokens), json.dumps(prompt), *map(str, paths.values())],
+    out = subprocess.run(["node", str(script), str(tokens), json.dumps(prompt), *map(str, paths.values()), "--reps", str(reps)],
                          cwd=ROOT, capture_output=True, text=True, timeout=1800, check=True)
     report = json.loads(out.stdout.strip().splitlines()[-1])
-    return {name: (report[str(p)]["tokens_per_s"], report[str(p)]["ids"]) for name, p in paths.items()}
+    return {name: (report[str(p)]["tokens_per_cpu_s"], report[str(p)]["ids"]) for name, p in paths.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokens", type=int, default=128, help="greedy tokens per run")
     ap.add_argument("--reps", type=int, default=3, help="alternating native repetitions")
     ap.add_argument("--loss-windows", type=int, default=32, help="validation windows, spread (0: all)")
+    ap.add_argument("--skip-loss", action="store_true", help="speed and ids only")
     ap.add_argument("--val", type=Path, default=ROOT / "data" / "shakespeare" / "val.bin")
     args = ap.parse_args(argv)
     from model import get_tokenizer
@@ -143,20 +147,20 @@ def main(argv: list[str] | None = None) -> int:
         paths = {"fp32 (reference)": fp32}
         for i, (name, make) in enumerate(CANDIDATES.items()):
             print(f"building {name} ...", flush=True)
-            paths[name] = make(fp32, Path(tmp) / f"candidate{i}.onnx")
+            paths[name] = make(fp32, Path(tmp) / f"candidate{i}.onnx", read_metadata(fp32))
         print("native onnxruntime, 1 thread ...", flush=True)
         native, native_ids = native_rates(paths, prompt, args.tokens, args.reps)
         print("onnxruntime-web (WebAssembly) under Node.js, 1 thread ...", flush=True)
-        web = web_rates(paths, prompt, args.tokens)
+        web = web_rates(paths, prompt, args.tokens, args.reps)
         losses = {}
-        if args.val.is_file():
+        if args.val.is_file() and not args.skip_loss:
             val = np.fromfile(args.val, dtype=np.uint16)
             for name, path in paths.items():
                 print(f"validation loss: {name} ...", flush=True)
                 losses[name] = onnx_loss(Engine.load(path, provider="cpu", threads=2), val, args.loss_windows)
         base = paths["fp32 (reference)"].stat().st_size
         ref = native_ids["fp32 (reference)"]
-        header = ["file", "MB", "% of fp32", "loss Δ (nats)", "native tok/CPU-s, 1 thread", "web tok/s (WASM, 1 thread)",
+        header = ["file", "MB", "% of fp32", "loss Δ (nats)", "native tok/CPU-s, 1 thread", "web tok/CPU-s (WASM, 1 thread)",
                   "web ids = native ids", "native ids = fp32's"]
         rows = []
         for name, path in paths.items():
@@ -167,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{native[name]:.0f}", f"{web[name][0]:.0f}" if web else "n/a (npm ci)",
                 same(web[name][1], native_ids[name]) if web else "n/a", same(native_ids[name], ref),
             ])
-    print(f"\n{args.tokens} greedy tokens after 'ROMEO:'; loss on {args.loss_windows or 'all'} validation windows")
+    loss_text = "" if not losses else f"; loss on {args.loss_windows or 'all'} validation windows"
+    print(f"\n{args.tokens} greedy tokens after 'ROMEO:', {args.reps} alternating repetitions, medians{loss_text}")
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
     print("\n".join("| " + " | ".join(r) + " |" for r in rows))
     return 0
