@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import sys
+import time
 import warnings
 
 import torch
@@ -29,10 +30,12 @@ with warnings.catch_warnings(record=True) as caught:
     for file_name in ("model.onnx", "model_quantized.onnx"):
         model = ORTModelForCausalLM.from_pretrained(folder, subfolder="onnx", file_name=file_name)
         settings = dict(max_new_tokens=max_new, min_new_tokens=max_new, do_sample=False)
-        alone = []
+        alone, seconds = [], 0.0
         for p in prompts:
             ids = tok(p, return_tensors="pt")
+            start = time.perf_counter()
             alone.append(model.generate(**ids, **settings)[0, ids["input_ids"].shape[1]:].tolist())
+            seconds += time.perf_counter() - start
         batch = tok(prompts, return_tensors="pt", padding=True)
         out = model.generate(**batch, **settings)[:, batch["input_ids"].shape[1]:].tolist()
         result[file_name] = {
@@ -41,6 +44,7 @@ with warnings.catch_warnings(record=True) as caught:
             "padding": batch["attention_mask"].tolist(),
             "inputs": [i.name for i in model.session.get_inputs()],
             "use_cache": bool(model.can_use_cache),
+            "tokens_per_s": max_new * len(prompts) / seconds,
         }
 result["log"] = log.getvalue() + "".join(f"{w.category.__name__}: {w.message}\n" for w in caught)
 print(json.dumps(result))
