@@ -203,7 +203,7 @@ def test_transformers_js_in_node(hub, node_modules, prompt_ids, engine_ids):
 
 
 class _Files(http.server.SimpleHTTPRequestHandler):
-    """Serves /page.html, /transformers/, /ort/ and /models/gpt-playground/ from local folders."""
+    """Serves /page.html, /clients/, /transformers/, /ort/ and /models/gpt-playground/ from local folders."""
 
     routes: dict[str, Path] = {}
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".mjs": "text/javascript", ".wasm": "application/wasm"}
@@ -224,13 +224,14 @@ class _Files(http.server.SimpleHTTPRequestHandler):
 @pytest.mark.slow
 def test_transformers_js_in_chromium(hub, node_modules, prompt_ids, engine_ids, tmp_path):
     """A page on 127.0.0.1 runs transformers.js with onnxruntime-web's WebAssembly, all files
-    served locally (no CDN): the engine's greedy ids for both files."""
+    served locally (no CDN): the engine's greedy ids for both files, a padded batch exact."""
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     handler = type("Files", (_Files,), {"routes": {
         "/page.html": CLIENTS / "browser.html",
+        "/clients/": CLIENTS,
         "/transformers/": node_modules / "@huggingface" / "transformers" / "dist",
         "/ort/": node_modules / "onnxruntime-web" / "dist",
         "/models/gpt-playground/": hub,
@@ -254,5 +255,6 @@ def test_transformers_js_in_chromium(hub, node_modules, prompt_ids, engine_ids, 
     assert "error" not in result, result.get("error")
     assert not outside, f"the page fetched from outside 127.0.0.1: {outside}"
     assert result["prompt_ids"] == prompt_ids
-    assert result["fp32"]["alone"] == engine_ids["fp32"]
-    assert result["q8"]["alone"] == engine_ids["int8"]
+    for key, dtype in (("fp32", "fp32"), ("int8", "q8")):
+        assert result[dtype]["alone"] == engine_ids[key], dtype
+        assert result[dtype]["padding"][0][0] == 0 and result[dtype]["batch"] == result[dtype]["alone"], dtype

@@ -1,4 +1,5 @@
-"""The shipped model (model/weights/) meets issue 2's acceptance bar on the held-out works."""
+"""The shipped model (model/weights/) meets the project's acceptance bar on the held-out works:
+at most 5.0 nats/token on the two works never trained on (Pericles, The Two Gentlemen of Verona)."""
 
 from __future__ import annotations
 
