@@ -17,7 +17,7 @@ Why this format (docs/export.md has the measurements):
   same logits and the same greedy ids; MatMulNBits (onnxruntime's contrib op, the previous
   format) quantizes activations only natively (``accuracy_level=4``), so the browser gave other
   ids, 4x slower than fp32 there; weight-only DequantizeLinear + MatMul dequantizes every weight
-  on every call (34 tokens/s natively);
+  on every call (5x slower than fp32 natively);
 - per row, not per tensor as ``DynamicQuantizeLinear`` does: a token's result does not depend on
   the other rows of its batch, so a padded or shared batch gives each row what it gives alone;
 - ``* W_scale * x_scale`` in this order: onnxruntime's MatMulIntegerToFloat fusion matches

@@ -19,6 +19,9 @@ from .build import Progress
 from .engine import Engine, left_pad
 
 LOGIT_TOL = 1e-4  # max |logit difference| allowed between ORT fp32 and PyTorch
+# The 8-bit file: 0.33 on the shipped model; a broken graph (e.g. a fusion that misreads the
+# per-row scales, docs/export.md) is off by several. The loss check is the finer bound.
+INT8_LOGIT_TOL = 1.0
 INT8_LOSS_TOL = 0.05  # nats: the quantized file's validation loss may exceed fp32's by this much
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 
@@ -54,7 +57,7 @@ def check_onnx_file(path: Path) -> Check:
 
 
 @torch.no_grad()
-def check_parity(model: GPT, engine: Engine, shapes: list[tuple[int, int]], tol: float | None) -> Check:
+def check_parity(model: GPT, engine: Engine, shapes: list[tuple[int, int]], tol: float) -> Check:
     """Max |logit difference| between the engine's graph and PyTorch over several shapes."""
     rng = np.random.default_rng(0)
     worst = 0.0
@@ -64,8 +67,6 @@ def check_parity(model: GPT, engine: Engine, shapes: list[tuple[int, int]], tol:
         worst = max(worst, float(np.abs(_full_logits(engine, ids) - ref).max()))
     shape_text = ", ".join(f"{b}x{t}" for b, t in shapes)
     name = f"{engine.path.name} vs PyTorch logits ({shape_text})"
-    if tol is None:  # int8: reported for information; its loss check is the bound
-        return Check(name, f"{worst:.2e}", "(info)", True)
     return Check(name, f"{worst:.2e}", f"<= {tol:.0e}", worst <= tol)
 
 
@@ -176,7 +177,7 @@ def run_checks(
             ("greedy text vs PyTorch", lambda: check_greedy_text(model, fp32, greedy_tokens)),
         ]
     if "int8" in engines:
-        steps.append(("quantized logits vs PyTorch", lambda: check_parity(model, engines["int8"], shapes, None)))
+        steps.append(("quantized logits vs PyTorch", lambda: check_parity(model, engines["int8"], shapes, INT8_LOGIT_TOL)))
         # Activations are quantized per row, so padding changes nothing in the quantized file either.
         steps.append(("quantized left-padded batch", lambda: check_padded_batch(engines["int8"], LOGIT_TOL)))
         if "fp32" in engines and val_tokens is not None:

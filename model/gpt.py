@@ -246,17 +246,20 @@ class GPT(nn.Module):
         """
         B, T = idx.shape
         past_len = 0 if past_key_values is None else past_key_values[0][0].size(2)
-        if position_ids is None:
-            if attention_mask is not None:
+        if position_ids is None and attention_mask is None:
+            position_ids = torch.arange(past_len, past_len + T, device=idx.device).unsqueeze(0)  # [1, T]
+            n_positions = past_len + T
+        else:
+            if position_ids is None:
                 position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -T:]
-            else:
-                position_ids = torch.arange(past_len, past_len + T, device=idx.device).unsqueeze(0)  # [1, T]
+            n_positions = None  # read from the tensor below, only when sizes are concrete
         # Checked only when sizes are concrete, so that a traced export keeps them symbolic.
         if not torch.jit.is_tracing() and not torch.compiler.is_compiling():
-            last = past_len + T - 1 if position_ids.numel() == 0 else int(position_ids.max())
-            if last >= self.config.block_size:
+            if n_positions is None:
+                n_positions = int(position_ids.max()) + 1 if position_ids.numel() else 0
+            if n_positions > self.config.block_size:
                 raise ValueError(
-                    f"sequence of {last + 1} positions exceeds block_size={self.config.block_size}"
+                    f"sequence of {n_positions} positions exceeds block_size={self.config.block_size}"
                 )
         x = self.wte(idx) + self.position_table()[position_ids]  # [B, T, C]
         x = self.drop(x)
