@@ -1,6 +1,8 @@
 // onnxruntime-web (its WebAssembly build, as a browser page runs it) under Node.js, one thread:
 // greedy ids and speed for each ONNX file, the cache fed back by hand. Prints JSON.
 //   node ort_web_greedy.mjs <max_new_tokens> <prompt ids as JSON> <file.onnx>... [--reps N]
+// The prompt is a list of ids, or a list of such lists (then "ids" holds one list per prompt and
+// the speed is timed on the first).
 // With several files the runs alternate (file 1, file 2, ..., again), and the medians are
 // reported both per second of wall clock and per second of this process's CPU time (which a
 // busy machine does not skew).
@@ -13,9 +15,10 @@ const repsAt = args.indexOf("--reps");
 const reps = repsAt >= 0 ? Number(args.splice(repsAt, 2)[1]) : 1;
 const [maxNew, promptJson, ...files] = args;
 const n = Number(maxNew);
-const prompt = JSON.parse(promptJson);
+const parsed = JSON.parse(promptJson);
+const prompts = Array.isArray(parsed[0]) ? parsed : [parsed];
 
-async function greedy(session, count) {
+async function greedy(session, count, prompt = prompts[0]) {
   const pasts = session.inputNames.filter((name) => name.startsWith("past_key_values."));
   const [, heads, , headDim] = session.inputMetadata.find((m) => m.name === pasts[0]).shape;
   let cache = Object.fromEntries(pasts.map((name) => [name, new ort.Tensor("float32", new Float32Array(0), [1, heads, 0, headDim])]));
@@ -62,6 +65,11 @@ for (let r = 0; r < reps; r++) {
 }
 const report = {};
 for (const file of files) {
-  report[file] = { ids: runs[file].ids, tokens_per_s: n / median(runs[file].wall), tokens_per_cpu_s: n / median(runs[file].cpu) };
+  let ids = runs[file].ids;
+  if (Array.isArray(parsed[0])) {
+    ids = [ids];
+    for (const prompt of prompts.slice(1)) ids.push(await greedy(sessions[file], n, prompt));
+  }
+  report[file] = { ids, tokens_per_s: n / median(runs[file].wall), tokens_per_cpu_s: n / median(runs[file].cpu) };
 }
 console.log(JSON.stringify(report));
