@@ -30,7 +30,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from model import load_pretrained, WEIGHTS_DIR
+    from model import WEIGHTS_DIR, load_pretrained
 
     from .build import build
     from .hub import write_model_card

@@ -261,6 +261,26 @@ def test_cli_reports_missing_weights_without_a_traceback(tmp_path):
 
 
 @pytest.mark.slow
+def test_cli_writes_the_hub_folder_and_puts_the_measured_losses_in_the_card(tiny_export, val_tokens, tmp_path, capsys):
+    """`python -m export` end to end on the tiny model: every file, the checks' table, and the
+    whole-split losses in the model card (the app's build leaves them "not measured")."""
+    from export.__main__ import main
+
+    val = tmp_path / "val.bin"
+    val_tokens[: 40 * tiny_export.config.block_size + 1].tofile(val)  # 40 windows: a short "whole split"
+    out = tmp_path / "artifacts"
+    assert main(["--weights", str(tiny_export.weights), "--out", str(out), "--val", str(val), "--greedy-tokens", "8"]) == 0
+    printed = capsys.readouterr().out
+    assert "all checks passed" in printed and "quantized val loss" in printed and "(40 windows)" in printed
+    hub = out / "hub"
+    assert all((hub / name).is_file() for name in HUB_FILES) and (hub / "onnx" / "model_quantized.onnx").is_file()
+    loss_rows = [line for line in (hub / "README.md").read_text().splitlines() if line.startswith("| `onnx/")]
+    assert len(loss_rows) == 2 and all(float(row.rstrip(" |").rsplit("|", 1)[1]) > 0 for row in loss_rows)
+    # the app's build of the same weights leaves the losses unmeasured
+    assert "not measured" in (tiny_export.paths["fp32"].parent.parent / "README.md").read_text()
+
+
+@pytest.mark.slow
 def test_shipped_weights_pass_every_export_check(val_tokens):
     """`python -m export`'s checks on the real model: parity, padded batch, cache, 200 greedy
     tokens, and the quantized loss within 0.05 nats of fp32's (32 windows spread over both
