@@ -193,13 +193,14 @@ project on Shakespeare's complete works:
 | file | what | size | held-out loss (nats/token) |
 |---|---|---|---|
 | `onnx/model.onnx` | ONNX, float32 | {size("fp32")} | {loss("fp32")} |
-| `onnx/model_quantized.onnx` | ONNX, 8-bit: int8 weights (the embedding included), activations quantized per token, integer matrix products (`MatMulInteger`, standard ops) | {size("int8")} | {loss("int8")} |
+| `onnx/model_quantized.onnx` | ONNX, 8-bit: int8 weights (the embedding included; values within ±63, so every CPU sums exactly), activations quantized per token, integer matrix products (`MatMulInteger`, standard ops) | {size("int8")} | {loss("int8")} |
 | `model.safetensors` | float32 weights for `GPT2LMHeadModel` | | same as `model.onnx` |
 
 Both ONNX files take Hugging Face Optimum's GPT-2 decoder interface: `input_ids`, `attention_mask`,
 `position_ids` and `past_key_values.{{i}}.key/.value` (`[batch_size, {config.n_head}, past_sequence_length, {config.head_dim}]`,
 empty on the first call) in; `logits` and `present.{{i}}.key/.value` out. Padded positions get no attention
-weight, so a left-padded batch gives every row what it gives alone.
+weight, so a left-padded batch gives every row what it gives alone (the 8-bit file up to a rare
+rounding step: activations are quantized per token).
 
 ## Training data and evaluation
 

@@ -22,6 +22,11 @@ LOGIT_TOL = 1e-4  # max |logit difference| allowed between ORT fp32 and PyTorch
 # The 8-bit file: 0.33 on the shipped model; a broken graph (e.g. a fusion that misreads the
 # per-row scales, docs/export.md) is off by several. The loss check is the finer bound.
 INT8_LOGIT_TOL = 1.0
+# A padded row of the 8-bit file: activations are quantized per row, so the batch changes nothing
+# but the fp32 attention's summation order (~1e-6), which can move an activation across a rounding
+# boundary: one quantization step, ~1e-2 on a logit (1.9e-2 measured). Per-tensor quantization
+# would move every row with its neighbours.
+INT8_PAD_TOL = 0.1
 INT8_LOSS_TOL = 0.05  # nats: the quantized file's validation loss may exceed fp32's by this much
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 
@@ -178,8 +183,7 @@ def run_checks(
         ]
     if "int8" in engines:
         steps.append(("quantized logits vs PyTorch", lambda: check_parity(model, engines["int8"], shapes, INT8_LOGIT_TOL)))
-        # Activations are quantized per row, so padding changes nothing in the quantized file either.
-        steps.append(("quantized left-padded batch", lambda: check_padded_batch(engines["int8"], LOGIT_TOL)))
+        steps.append(("quantized left-padded batch", lambda: check_padded_batch(engines["int8"], INT8_PAD_TOL)))
         if "fp32" in engines and val_tokens is not None:
 
             def loss_check() -> Check:
