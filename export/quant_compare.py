@@ -57,6 +57,16 @@ def dequantize_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.Nod
     ]
 
 
+def folded_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.NodeProto]:
+    """Weight-only, folded: Cast(W_q) * scale on constants, which onnxruntime computes once when it
+    loads the file; at run time the graph is the fp32 one (fp32 speed and memory, 8-bit download)."""
+    return [
+        helper.make_node("Cast", [w_q], [f"{out}.w_float"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", [f"{out}.w_float", w_scale], [f"{out}.w"]),
+        helper.make_node("MatMul", [x, f"{out}.w"], [out]),
+    ]
+
+
 def matmul_nbits(fp32: Path, out: Path, metadata: dict[str, str]) -> Path:
     """The previous format: every MatMul (the head untied from the embedding's fp32 table) as
     8-bit MatMulNBits, blocks of 256 inputs, accuracy_level 4 (int8 activations natively)."""
@@ -93,6 +103,7 @@ CANDIDATES = {
     "per-token MatMulInteger (shipped)": quantize_int8,
     "DynamicQuantizeLinear + MatMulInteger (per tensor)": lambda src, dst, meta: quantize_int8(src, dst, meta, per_tensor_matmul),
     "DequantizeLinear + MatMul (weight-only)": lambda src, dst, meta: quantize_int8(src, dst, meta, dequantize_matmul),
+    "Cast + Mul folded at load (weight-only)": lambda src, dst, meta: quantize_int8(src, dst, meta, folded_matmul),
     "MatMulNBits 8-bit, accuracy_level 4 (previous)": matmul_nbits,
 }
 
@@ -126,6 +137,26 @@ def web_rates(paths: dict[str, Path], prompt: list[int], tokens: int, reps: int)
     return {name: (report[str(p)]["tokens_per_cpu_s"], report[str(p)]["ids"]) for name, p in paths.items()}
 
 
+def agreement(paths: dict[str, Path], prompts: list[list[int]], tokens: int) -> dict[str, tuple[int, float]] | None:
+    """Native onnxruntime against onnxruntime-web on many prompts: (prompts whose greedy ids agree
+    for all ``tokens``, share of tokens generated before the first disagreement) per file."""
+    from .engine import Engine
+
+    script = ROOT / "tests" / "clients" / "ort_web_greedy.mjs"
+    if not (ROOT / "node_modules" / "onnxruntime-web").is_dir() or shutil.which("node") is None:
+        return None
+    out = subprocess.run(["node", str(script), str(tokens), json.dumps(prompts), *map(str, paths.values())],
+                         cwd=ROOT, capture_output=True, text=True, timeout=3600, check=True)
+    web = json.loads(out.stdout.strip().splitlines()[-1])
+    result = {}
+    for name, path in paths.items():
+        engine = Engine.load(path, provider="cpu")
+        agree = [next((i for i, (a, b) in enumerate(zip(engine.generate(p, tokens, stop_at_eot=False), w)) if a != b), tokens)
+                 for p, w in zip(prompts, web[str(path)]["ids"])]
+        result[name] = (sum(a == tokens for a in agree), sum(agree) / (tokens * len(prompts)))
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m export.quant_compare", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -133,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3, help="alternating native repetitions")
     ap.add_argument("--loss-windows", type=int, default=32, help="validation windows, spread (0: all)")
     ap.add_argument("--skip-loss", action="store_true", help="speed and ids only")
+    ap.add_argument("--prompts", type=int, default=24, help="validation prompts (12 tokens) for native-vs-web agreement")
+    ap.add_argument("--agreement-tokens", type=int, default=64, help="greedy tokens per agreement prompt")
     ap.add_argument("--val", type=Path, default=ROOT / "data" / "shakespeare" / "val.bin")
     args = ap.parse_args(argv)
     from model import get_tokenizer
@@ -152,6 +185,12 @@ def main(argv: list[str] | None = None) -> int:
         native, native_ids = native_rates(paths, prompt, args.tokens, args.reps)
         print("onnxruntime-web (WebAssembly) under Node.js, 1 thread ...", flush=True)
         web = web_rates(paths, prompt, args.tokens, args.reps)
+        print(f"native vs web agreement on {args.prompts} prompts ...", flush=True)
+        agree = None
+        if args.val.is_file() and args.prompts:
+            val = np.fromfile(args.val, dtype=np.uint16)
+            starts = np.random.default_rng(0).integers(0, len(val) - 12, args.prompts)
+            agree = agreement(paths, [val[s : s + 12].astype(int).tolist() for s in starts], args.agreement_tokens)
         losses = {}
         if args.val.is_file() and not args.skip_loss:
             val = np.fromfile(args.val, dtype=np.uint16)
@@ -161,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         base = paths["fp32 (reference)"].stat().st_size
         ref = native_ids["fp32 (reference)"]
         header = ["file", "MB", "% of fp32", "loss Δ (nats)", "native tok/CPU-s, 1 thread", "web tok/CPU-s (WASM, 1 thread)",
-                  "web ids = native ids", "native ids = fp32's"]
+                  "web ids = native ids", "native ids = fp32's",
+                  f"prompts with web = native ids for {args.agreement_tokens} tokens", "tokens before a disagreement"]
         rows = []
         for name, path in paths.items():
             same = lambda a, b: "yes" if a == b else f"no (from token {next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)})"  # noqa: E731
@@ -170,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{losses[name] - losses['fp32 (reference)']:+.4f}" if losses else "n/a",
                 f"{native[name]:.0f}", f"{web[name][0]:.0f}" if web else "n/a (npm ci)",
                 same(web[name][1], native_ids[name]) if web else "n/a", same(native_ids[name], ref),
+                f"{agree[name][0]} of {args.prompts}" if agree else "n/a", f"{100 * agree[name][1]:.0f} %" if agree else "n/a",
             ])
     loss_text = "" if not losses else f"; loss on {args.loss_windows or 'all'} validation windows"
     print(f"\n{args.tokens} greedy tokens after 'ROMEO:', {args.reps} alternating repetitions, medians{loss_text}")
