@@ -108,7 +108,7 @@ def _usable_provider(requested: str) -> str:
 
 
 def open_engine(path: str | Path | None = None, provider: str | None = None) -> Engine:
-    """An onnxruntime engine on ``path`` (default artifacts/gpt.onnx); a missing or unreadable
+    """An onnxruntime engine on ``path`` (default artifacts/hub/onnx/model.onnx); a missing or unreadable
     file raises :class:`ResourceError` naming the command that rebuilds it."""
     from export.engine import Engine
 

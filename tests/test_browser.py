@@ -185,13 +185,13 @@ def test_model_tab(page):
     params.get_by_text("total").first.wait_for()
     page.locator("#model-curves .js-plotly-plot").wait_for()
     assert "input_ids" in page.locator("#model-graph").inner_text()
-    page.get_by_role("button", name=re.compile(r"gpt\.onnx")).wait_for()
-    page.get_by_role("button", name=re.compile(r"gpt\.int8\.onnx")).wait_for()
+    page.get_by_role("button", name=re.compile(r"model\.onnx")).wait_for()
+    page.get_by_role("button", name=re.compile(r"gpt-playground-hub\.zip")).wait_for()
     assert "InferenceSession" in page.locator("#model-snippet").inner_text()
     with page.expect_download() as download:
-        page.get_by_role("button", name=re.compile(r"gpt\.int8\.onnx")).click()
+        page.get_by_role("button", name=re.compile(r"model_quantized\.onnx")).click()
     path = download.value.path()
-    assert Path(path).stat().st_size == (ROOT / "artifacts" / "gpt.int8.onnx").stat().st_size
+    assert Path(path).stat().st_size == (ROOT / "artifacts" / "hub" / "onnx" / "model_quantized.onnx").stat().st_size
     shot(page, "model")
 
 

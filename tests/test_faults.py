@@ -16,13 +16,13 @@ from playground import resources
 from playground.resources import ResourceError
 from playground.ui.common import user_errors
 
-FP32 = ARTIFACTS_DIR / "gpt.onnx"
+FP32, INT8 = artifact_paths()["fp32"], artifact_paths()["int8"]
 
 
 @pytest.fixture
 def corrupt_onnx(tmp_path) -> Path:
     """A truncated copy of the real file, as a crash mid-download would leave it."""
-    path = tmp_path / "gpt.onnx"
+    path = tmp_path / "model.onnx"
     with open(FP32, "rb") as src:
         path.write_bytes(src.read(1 << 20))
     return path
@@ -30,7 +30,7 @@ def corrupt_onnx(tmp_path) -> Path:
 
 def test_missing_onnx_names_the_command_that_builds_it(tmp_path):
     with pytest.raises(ResourceError, match=r"missing.*`python -m export`"):
-        resources.open_engine(tmp_path / "gpt.onnx")
+        resources.open_engine(tmp_path / "model.onnx")
 
 
 @pytest.mark.parametrize("content", ["truncated", "garbage"])
@@ -61,12 +61,13 @@ def test_a_corrupt_onnx_file_is_stale_so_the_next_start_rebuilds_it(tmp_path):
     out = tmp_path / "artifacts"
     out.mkdir()
     paths = artifact_paths(out)
-    shutil.copyfile(ARTIFACTS_DIR / "gpt.int8.onnx", paths["int8"])
+    paths["int8"].parent.mkdir(parents=True)
+    shutil.copyfile(INT8, paths["int8"])
     with open(FP32, "rb") as src:
         paths["fp32"].write_bytes(src.read(4096))
     if stale_files(out_dir=ARTIFACTS_DIR):  # the shipped files themselves must be current first
         pytest.skip("artifacts/ is stale (being rebuilt): run `python -m export`")
-    assert stale_files(out_dir=out) == ["fp32"]
+    assert stale_files(out_dir=out) == ["fp32", "hub"]  # hub: the folder's other files are missing here
 
 
 def test_missing_weights_stop_the_start_with_the_command_that_fixes_it(tmp_path, monkeypatch, capsys):

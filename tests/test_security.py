@@ -59,7 +59,7 @@ def test_no_file_outside_artifacts_is_served(app_server, route, path):
     assert "root:" not in r.text and "import gradio" not in r.text
 
 
-@pytest.mark.parametrize("name", ["gpt.onnx", "gpt.int8.onnx"])
+@pytest.mark.parametrize("name", ["hub/onnx/model.onnx", "hub/onnx/model_quantized.onnx", "gpt-playground-hub.zip"])
 def test_the_onnx_downloads_are_served(app_server, name):
     """The control: the allowed folder's files do come through (so the refusals above are not
     simply a broken route)."""
