@@ -1,9 +1,9 @@
-"""ONNX export of the GPT, the onnxruntime generation engine, and their benchmark.
+"""ONNX export of the GPT, the Hub-ready folder around it, the onnxruntime engine, the benchmark.
 
-    python -m export          # writes artifacts/gpt.onnx and artifacts/gpt.int8.onnx, validated
+    python -m export          # writes artifacts/hub/ (ONNX fp32 + 8-bit, config, tokenizer, card), validated
     python -m export.bench    # tokens/s of this engine against PyTorch and transformers
 
-From Python: ``ensure_onnx()`` builds what is missing or stale and returns the paths,
+From Python: ``ensure_onnx()`` builds what is missing or stale and returns the ONNX paths,
 ``inspect_onnx(path)`` describes a graph, ``export.engine.Engine`` generates text.
 """
 
@@ -13,19 +13,21 @@ from pathlib import Path
 
 from .build import Progress, artifact_paths, build, stale_files
 from .graph_info import inspect_onnx
-from .naming import ARTIFACTS_DIR
+from .naming import ARTIFACTS_DIR, hub_dir
 
-__all__ = ["ensure_onnx", "inspect_onnx", "artifact_paths", "ARTIFACTS_DIR"]
+__all__ = ["ensure_onnx", "inspect_onnx", "artifact_paths", "hub_dir", "ARTIFACTS_DIR"]
 
 
 def ensure_onnx(
     progress: Progress | None = None, weights_dir: Path | None = None, out_dir: Path | None = None
 ) -> dict[str, Path]:
-    """Return {"fp32": path, "int8": path}, exporting any file that is missing or stale first.
+    """Return {"fp32": path, "int8": path} (``artifacts/hub/onnx/model.onnx`` and
+    ``model_quantized.onnx``), building whatever of ``artifacts/hub/`` is missing or stale first.
 
     Stale: its ``source_weights_sha256`` metadata differs from the current weights (or it came
-    from an older exporter). ``progress(fraction, description)`` is called while building; every
-    file built is checked (onnx.checker and parity against PyTorch) before it is returned.
+    from an older exporter), or a file of the Hub folder is missing. ``progress(fraction,
+    description)`` is called while building; every ONNX file built is checked (onnx.checker,
+    parity against PyTorch, a padded batch) before it is returned.
     """
     stale = stale_files(weights_dir, out_dir)
     if not stale:
@@ -36,6 +38,8 @@ def ensure_onnx(
     paths = build(weights_dir, out_dir, lambda f, text: report(0.8 * f, text), only=stale)
     from .validate import quick_check
 
-    quick_check(paths, weights_dir, lambda f, text: report(0.8 + 0.2 * f, text))
+    built = {key: path for key, path in paths.items() if key in stale}
+    if built:  # (only "hub" stale: no ONNX file was rebuilt)
+        quick_check(built, weights_dir, lambda f, text: report(0.8 + 0.2 * f, text))
     report(1.0, "ONNX files ready")
     return paths

@@ -1,5 +1,7 @@
-"""python -m export: write artifacts/gpt.onnx and gpt.int8.onnx from the shipped weights, then
-validate both (onnx.checker, parity with PyTorch, cached decoding, greedy text, int8 loss)."""
+"""python -m export: write artifacts/hub/ from the shipped weights (ONNX fp32 and 8-bit, config,
+tokenizer, safetensors, model card), then validate both ONNX files (onnx.checker, parity with
+PyTorch, a left-padded batch, cached decoding, greedy text) and measure their held-out loss on
+the whole validation split, which goes into the model card."""
 
 from __future__ import annotations
 
@@ -18,18 +20,21 @@ DEFAULT_VAL = ROOT / "data" / "shakespeare" / "val.bin"
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m export", description=__doc__)
     ap.add_argument("--weights", type=Path, default=None, help="model folder (default: model/weights)")
-    ap.add_argument("--out", type=Path, default=None, help="output folder (default: artifacts/)")
+    ap.add_argument("--out", type=Path, default=None, help="output folder (default: artifacts/; the files go to OUT/hub/)")
     ap.add_argument("--greedy-tokens", type=int, default=200, help="greedy tokens compared with PyTorch")
-    ap.add_argument("--val", type=Path, default=DEFAULT_VAL, help="validation tokens for the int8 loss check")
-    ap.add_argument("--loss-windows", type=int, default=32, help="context windows for the int8 loss check")
+    ap.add_argument("--val", type=Path, default=DEFAULT_VAL, help="validation tokens for the loss check")
+    ap.add_argument("--loss-windows", type=int, default=0,
+                    help="validation windows for the loss check, spread over the split (0, the default: all)")
     return ap.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from model import load_pretrained
+    from model import WEIGHTS_DIR, load_pretrained
 
     from .build import build
+    from .hub import write_model_card
+    from .naming import hub_dir
     from .validate import format_table, run_checks
 
     bar = tqdm(total=1000, unit="‰", bar_format="{l_bar}{bar}| {elapsed}", dynamic_ncols=True)
@@ -42,22 +47,28 @@ def main(argv: list[str] | None = None) -> int:
 
         return report
 
+    losses: dict[str, float] = {}
     try:
-        paths = build(args.weights, args.out, progress(0.0, 0.6))
+        paths = build(args.weights, args.out, progress(0.0, 0.4))
+        model = load_pretrained(args.weights)
         val = np.fromfile(args.val, dtype=np.uint16) if args.val.is_file() else None
         results = run_checks(
-            paths, load_pretrained(args.weights), greedy_tokens=args.greedy_tokens, val_tokens=val,
-            loss_windows=args.loss_windows, progress=progress(0.6, 0.4),
+            paths, model, greedy_tokens=args.greedy_tokens, val_tokens=val,
+            loss_windows=args.loss_windows, progress=progress(0.4, 0.6), losses=losses,
         )
     except (FileNotFoundError, ValueError) as e:
         bar.close()
         print(f"error: {e}", file=sys.stderr)
         return 2
     bar.close()
-    for key, path in paths.items():
-        print(f"{key:>5}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    folder = hub_dir(args.out)
+    if losses and not args.loss_windows:  # the card states whole-split losses only
+        write_model_card(folder, model.config, model.num_parameters(), Path(args.weights or WEIGHTS_DIR), losses)
+    print(f"{folder}:")
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        print(f"  {str(path.relative_to(folder)):<28} {path.stat().st_size / 1e6:8.2f} MB")
     if val is None:
-        print(f"(int8 loss check skipped: {args.val} not found; run `python -m model.data`)")
+        print(f"(loss check skipped: {args.val} not found; run `python -m model.data`)")
     print(format_table(results))
     failed = [c for c in results if not c.ok]
     print("all checks passed" if not failed else f"{len(failed)} check(s) FAILED")

@@ -139,12 +139,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m export.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--weights", type=Path, default=None, help="model folder (default: model/weights)")
-    ap.add_argument("--artifacts", type=Path, default=None, help="folder with gpt.onnx, gpt.int8.onnx (built if stale)")
+    ap.add_argument("--artifacts", type=Path, default=None, help="artifacts folder (default artifacts/; its hub/onnx/ files are built if stale)")
     ap.add_argument("--tokens", type=int, default=256, help="new tokens per run (capped to the context)")
     ap.add_argument("--reps", type=int, default=3, help="alternating repetitions (medians are reported)")
     ap.add_argument("--threads", type=int, default=DEFAULT_CPU_THREADS, help="threads for every engine")
     ap.add_argument("--val", type=Path, default=ROOT / "data" / "shakespeare" / "val.bin")
-    ap.add_argument("--loss-windows", type=int, default=16, help="context windows for the int8 loss (0: skip)")
+    ap.add_argument("--loss-windows", type=int, default=16, help="validation windows for the int8 loss, spread over the split (0: skip)")
     ap.add_argument("--skip-recompute", action="store_true", help="leave out the (slow) full-recompute loop")
     args = ap.parse_args(argv)
     for name in ("tokens", "reps", "threads"):
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         val = np.fromfile(args.val, dtype=np.uint16)
         a = onnx_loss(engines[f"onnx engine fp32 ({args.threads} thr)"][0], val, args.loss_windows)
         b = onnx_loss(engines[f"onnx engine int8 ({args.threads} thr)"][0], val, args.loss_windows)
-        print(f"validation loss ({args.loss_windows} windows of {block}): fp32 {a:.4f}, int8 {b:.4f} ({b - a:+.4f} nats)")
+        print(f"validation loss ({args.loss_windows} windows of {block}, spread over the split): fp32 {a:.4f}, int8 {b:.4f} ({b - a:+.4f} nats)")
     return 0
 
 

@@ -1,7 +1,7 @@
 """Text generation on the exported ONNX GPT with onnxruntime, shared by the app and the benchmark.
 
     from export.engine import Engine
-    engine = Engine.load()                      # artifacts/gpt.onnx, CUDA if usable else CPU
+    engine = Engine.load()                      # artifacts/hub/onnx/model.onnx, CUDA if usable else CPU
     ids = engine.generate(prompt_ids, 50)       # greedy: list[int] of new token ids
     for step in engine.stream(prompt_ids, 50, temperature=0.8, top_k=40, seed=1):
         print(step.token_ids[0], step.candidates[0][:3], step.tokens_per_s)
@@ -37,6 +37,13 @@ per new position, with these fields (lists are indexed by sample):
   on the step where the context filled up (from then on each token recomputes the last
   ``block_size`` tokens, as PyTorch ``GPT.generate`` does)
 
+Lower level, for batching of your own: ``forward(ids, cache, attention_mask, position_ids)`` is one
+graph call returning the last position's logits and the new cache, ``run(...)`` the same with the
+logits of every position, ``empty_cache(batch)`` the cache to start from, and
+``left_pad(prompts)`` a batch of prompts of different lengths as ``(ids, attention_mask,
+position_ids)``: padded positions get no attention weight, so each row continues its own prompt
+exactly as it would alone.
+
 Thread safety: one engine may serve many threads at once. ``InferenceSession.run`` is
 thread-safe, and every call keeps its cache, RNG and timing in local variables.
 """
@@ -53,7 +60,7 @@ from typing import NamedTuple
 import numpy as np
 import onnxruntime as ort
 
-from .naming import ARTIFACTS_DIR, FP32_NAME, INPUT_IDS, LOGITS, past_names, present_names
+from .naming import ATTENTION_MASK, FP32_NAME, INPUT_IDS, LOGITS, POSITION_IDS, hub_dir, past_names, present_names
 from .providers import CUDA, requested_providers
 from .sampling import check_controls, choose, sampling_distribution, softmax
 
@@ -68,6 +75,33 @@ class Candidate(NamedTuple):
     token_id: int
     prob: float  # the model's probability (softmax at temperature 1)
     sample_prob: float  # probability under the distribution actually sampled from
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """One new position of the decoding loop, before probabilities and timing are worked out."""
+
+    tokens: np.ndarray  # [N] int64: the token chosen per row (EOT for a finished row)
+    live: np.ndarray  # [N] bool: rows whose token counts (a finished row keeps running in the batch)
+    finished: np.ndarray  # [N] bool: rows done after this step
+    logits: np.ndarray  # [N, V]: what the token was chosen from
+    notice: str | None
+    t0: float  # perf_counter() at the call
+
+
+def left_pad(prompts: Sequence[Sequence[int]], pad_id: int = 50256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Prompts of different lengths as one batch: ``ids`` [B, T] left-padded with ``pad_id``,
+    ``attention_mask`` [B, T] (0 on padding) and ``position_ids`` [B, T] (each row counts from 0
+    where its text starts; padding gets 0, which the mask makes irrelevant)."""
+    if not prompts or any(len(p) == 0 for p in prompts):
+        raise ValueError("left_pad needs at least one prompt, each of at least one token")
+    T = max(len(p) for p in prompts)
+    ids = np.full((len(prompts), T), pad_id, dtype=np.int64)
+    mask = np.zeros((len(prompts), T), dtype=np.int64)
+    for row, p in enumerate(prompts):
+        ids[row, T - len(p) :] = p
+        mask[row, T - len(p) :] = 1
+    return ids, mask, np.maximum(mask.cumsum(axis=1) - 1, 0)
 
 
 @dataclass(frozen=True)
@@ -104,7 +138,7 @@ class Engine:
         self.n_head: int = int(config["n_head"])
         self.head_dim: int = int(config["d_model"]) // self.n_head
         self.eot_id: int = int(self.metadata.get("eot_token_id", 50256))  # GPT-2's <|endoftext|>
-        self._past_names = past_names(self.n_layer)
+        self.past_names = past_names(self.n_layer)  # the cache inputs, in graph order
         self._output_names = [LOGITS, *present_names(self.n_layer)]
         # On CUDA the cache stays on the device between steps (I/O binding); CPU needs no copies.
         self._device = "cuda" if self.provider == CUDA else "cpu"
@@ -114,8 +148,8 @@ class Engine:
     def load(
         cls, path: str | Path | None = None, provider: str = "auto", threads: int | None = None, io_binding: bool | None = None
     ) -> "Engine":
-        """Open ``path`` (default artifacts/gpt.onnx). provider: "auto", "cpu" or "cuda"."""
-        path = Path(path) if path is not None else ARTIFACTS_DIR / FP32_NAME
+        """Open ``path`` (default artifacts/hub/onnx/model.onnx). provider: "auto", "cpu" or "cuda"."""
+        path = Path(path) if path is not None else hub_dir() / FP32_NAME
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found: build it with `python -m export`")
         providers = requested_providers(provider)
@@ -136,32 +170,61 @@ class Engine:
 
     # -- model calls -------------------------------------------------------------------------
 
-    def _empty_cache(self, batch: int) -> list:
+    def empty_cache(self, batch: int) -> list:
+        """The cache of past length 0 for ``batch`` rows: numpy arrays on the CPU path,
+        device-resident OrtValues with I/O binding."""
         empty = np.zeros((batch, self.n_head, 0, self.head_dim), dtype=np.float32)
         if self.io_binding:
-            return [ort.OrtValue.ortvalue_from_numpy(empty, self._device, 0) for _ in self._past_names]
-        return [empty] * len(self._past_names)
+            return [ort.OrtValue.ortvalue_from_numpy(empty, self._device, 0) for _ in self.past_names]
+        return [empty] * len(self.past_names)
 
-    def forward(self, ids: np.ndarray, past: list) -> tuple[np.ndarray, list]:
-        """One graph call: ids [B, T] int64 and the cache -> (last-position logits [B, V], new cache).
+    @staticmethod
+    def cache_length(past: list) -> int:
+        """Positions held in a cache (numpy arrays or OrtValues)."""
+        first = past[0]
+        return int(first.shape[2] if isinstance(first, np.ndarray) else first.shape()[2])
 
-        Past length 0 is an empty cache (``_empty_cache``); the cache is numpy arrays on the
-        CPU path and device-resident OrtValues with I/O binding.
+    def run(
+        self, ids: np.ndarray, past: list, attention_mask: np.ndarray | None = None, position_ids: np.ndarray | None = None
+    ) -> tuple[np.ndarray, list]:
+        """One graph call: ids [B, T] and the cache (past length P) -> (logits [B, T, V], new cache).
+
+        ``attention_mask`` [B, P+T] (1 = token, 0 = padding) defaults to all ones, and
+        ``position_ids`` [B, T] to P, P+1, ... for every row: give both for a padded batch.
         """
         ids = np.ascontiguousarray(ids, dtype=np.int64)
+        B, T = ids.shape
+        P = self.cache_length(past)
+        if attention_mask is None:
+            attention_mask = np.ones((B, P + T), dtype=np.int64)
+        if position_ids is None:
+            position_ids = np.broadcast_to(np.arange(P, P + T, dtype=np.int64), (B, T))
+        feeds = {
+            INPUT_IDS: ids,
+            ATTENTION_MASK: np.ascontiguousarray(attention_mask, dtype=np.int64),
+            POSITION_IDS: np.ascontiguousarray(position_ids, dtype=np.int64),
+        }
         if not self.io_binding:
-            outputs = self.session.run(self._output_names, {INPUT_IDS: ids, **dict(zip(self._past_names, past))})
-            return outputs[0][:, -1, :], outputs[1:]
+            outputs = self.session.run(self._output_names, {**feeds, **dict(zip(self.past_names, past))})
+            return outputs[0], outputs[1:]
         binding = self.session.io_binding()
-        binding.bind_cpu_input(INPUT_IDS, ids)
-        for name, value in zip(self._past_names, past):
+        for name, value in feeds.items():
+            binding.bind_cpu_input(name, value)
+        for name, value in zip(self.past_names, past):
             binding.bind_ortvalue_input(name, value)
         binding.bind_output(LOGITS, "cpu")
         for name in self._output_names[1:]:
             binding.bind_output(name, self._device)
         self.session.run_with_iobinding(binding)
         outputs = binding.get_outputs()
-        return outputs[0].numpy()[:, -1, :], list(outputs[1:])
+        return outputs[0].numpy(), list(outputs[1:])
+
+    def forward(
+        self, ids: np.ndarray, past: list, attention_mask: np.ndarray | None = None, position_ids: np.ndarray | None = None
+    ) -> tuple[np.ndarray, list]:
+        """:meth:`run`, keeping only the last position's logits: (logits [B, V], new cache)."""
+        logits, present = self.run(ids, past, attention_mask, position_ids)
+        return logits[:, -1, :], present
 
     # -- generation --------------------------------------------------------------------------
 
@@ -179,8 +242,8 @@ class Engine:
         """New token ids (see the module docstring)."""
         ids = self._check(prompt_ids, max_new_tokens, temperature, top_k, top_p, num_samples)
         out: list[list[int]] = [[] for _ in range(num_samples)]
-        for tokens, live, _, _, _, _ in self._decode(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot):
-            for sample, token, ok in zip(out, tokens.tolist(), live):
+        for step in self._decode(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot):
+            for sample, token, ok in zip(out, step.tokens.tolist(), step.live):
                 if ok:
                     sample.append(token)
         return out[0] if num_samples == 1 else out
@@ -225,11 +288,8 @@ class Engine:
             raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {ids.min()}..{ids.max()}")
         return ids.astype(np.int64)
 
-    def _decode(self, ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot):
-        """Yield (tokens [N], live [N], finished [N], logits [N, V], notice, t0) per new position.
-
-        ``live`` marks the rows whose token counts (a finished row keeps running in the batch).
-        """
+    def _decode(self, ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot) -> Iterator[DecodeStep]:
+        """Yield a :class:`DecodeStep` per new position."""
         t0 = time.perf_counter()
         rng = np.random.default_rng(seed)
         dropped = max(0, len(ids) - self.block_size)
@@ -238,7 +298,7 @@ class Engine:
             f"the first {dropped} were dropped." if dropped else None
         )
         window = np.tile(ids[-self.block_size :], (num_samples, 1))  # [N, T]: what the model sees
-        logits, past = self.forward(window, self._empty_cache(num_samples))
+        logits, past = self.forward(window, self.empty_cache(num_samples))
         past_len, slid = window.shape[1], False
         finished = np.zeros(num_samples, dtype=bool)
         for index in range(max_new_tokens):
@@ -249,7 +309,7 @@ class Engine:
                 finished = finished | (tokens == self.eot_id)
             if index == max_new_tokens - 1:
                 finished[:] = True
-            yield tokens, live, finished.copy(), logits, notice, t0
+            yield DecodeStep(tokens, live, finished.copy(), logits, notice, t0)
             notice = None
             if finished.all():
                 return
@@ -263,7 +323,7 @@ class Engine:
                         "and each new token recomputes the whole window, which is slower."
                     )
                     slid = True
-                logits, past = self.forward(window, self._empty_cache(num_samples))
+                logits, past = self.forward(window, self.empty_cache(num_samples))
             else:
                 logits, past = self.forward(tokens[:, None], past)
                 past_len += 1
@@ -271,8 +331,9 @@ class Engine:
     def _details(self, steps, temperature, top_k, top_p, n_candidates, dropped) -> Iterator[Step]:
         """Turn raw decoding steps into :class:`Step` objects with probabilities and timing."""
         ttft = 0.0
-        for index, (tokens, live, finished, logits, notice, t0) in enumerate(steps):
-            elapsed = time.perf_counter() - t0
+        for index, step in enumerate(steps):
+            tokens, live, logits = step.tokens, step.live, step.logits
+            elapsed = time.perf_counter() - step.t0
             ttft = ttft or elapsed
             token_ids: list[int | None] = [int(t) if ok else None for t, ok in zip(tokens, live)]
             token_probs: list[float | None] = [None] * len(tokens)
@@ -287,5 +348,5 @@ class Engine:
                     top = np.argpartition(-p, n_candidates - 1)[:n_candidates] if n_candidates < len(p) else np.arange(len(p))
                     top = top[np.argsort(-p[top], kind="stable")]
                     candidates[r] = [Candidate(int(t), float(p[t]), float(sample[j][t])) for t in top]
-            yield Step(index, token_ids, token_probs, candidates, finished.tolist(), ttft, elapsed,
-                       (index + 1) / elapsed, dropped, notice)
+            yield Step(index, token_ids, token_probs, candidates, step.finished.tolist(), ttft, elapsed,
+                       (index + 1) / elapsed, dropped, step.notice)

@@ -12,7 +12,7 @@ import onnx
 class TensorInfo(TypedDict):
     name: str
     dtype: str  # numpy name, e.g. "int64", "float32"
-    shape: list[int | str]  # ints for fixed sizes, names (e.g. "batch") for dynamic ones
+    shape: list[int | str]  # ints for fixed sizes, names (e.g. "batch_size") for dynamic ones
 
 
 class GraphInfo(TypedDict):

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from model import GPTConfig
 
 # Bump when the exported graph changes, so that files from an older exporter are rebuilt.
-EXPORT_FORMAT = "4"  # 4: int8 as 8-bit MatMulNBits
+EXPORT_FORMAT = "5"  # 5: Optimum decoder inputs (attention_mask, position_ids), int8 with standard ops, hub folder
 TOKENIZER_NAME = "gpt2"  # tiktoken's GPT-2 BPE (model/tokenizer.py)
 
 

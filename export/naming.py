@@ -1,4 +1,8 @@
-"""The ONNX graph's interface: Hugging Face Optimum's input/output names, and where files go."""
+"""Where the exported files go, and the ONNX graph's interface: Hugging Face Optimum's GPT-2 decoder.
+
+``artifacts/hub/`` is one folder laid out as a Hugging Face Hub model repository; the app and the
+engine run its ``onnx/model.onnx`` (fp32) and ``onnx/model_quantized.onnx`` (8-bit) in place.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS_DIR = ROOT / "artifacts"
-FP32_NAME = "gpt.onnx"
-INT8_NAME = "gpt.int8.onnx"
+HUB_DIRNAME = "hub"
+# The file names transformers.js looks for (dtype "fp32" and "q8"); Optimum takes them by name.
+FP32_NAME = "onnx/model.onnx"
+INT8_NAME = "onnx/model_quantized.onnx"
+HUB_ZIP_NAME = "gpt-playground-hub.zip"  # the whole folder as one download (the app's Model tab)
 
 INPUT_IDS = "input_ids"
+ATTENTION_MASK = "attention_mask"
+POSITION_IDS = "position_ids"
 LOGITS = "logits"
+
+# Dimension names: transformers.js sizes its empty cache from them (only "batch_size" becomes
+# the batch, every other name 0), Optimum's exporter writes the same.
+BATCH = "batch_size"
+SEQ = "sequence_length"
+PAST = "past_sequence_length"
+TOTAL = "past_sequence_length + sequence_length"
+
+
+def hub_dir(out_dir: Path | None = None) -> Path:
+    """The Hub folder inside ``out_dir`` (default artifacts/)."""
+    return (Path(out_dir) if out_dir is not None else ARTIFACTS_DIR) / HUB_DIRNAME
 
 
 def past_names(n_layer: int) -> list[str]:

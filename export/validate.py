@@ -1,5 +1,6 @@
-"""Checks every export must pass: onnx.checker, logits parity with PyTorch, cached decoding
-against a full pass, greedy text against PyTorch, and the int8 model's validation loss."""
+"""Checks every export must pass: onnx.checker, logits parity with PyTorch (a left-padded batch
+included), cached decoding against a full pass, greedy text against PyTorch, and the quantized
+model's validation loss against fp32's."""
 
 from __future__ import annotations
 
@@ -12,13 +13,21 @@ import onnx
 import torch
 
 from model import GPT, get_tokenizer, load_pretrained
+from model.evaluate import val_windows, window_batches
 
 from .build import Progress
-from .engine import Engine
-from .naming import INPUT_IDS, LOGITS
+from .engine import Engine, left_pad
 
 LOGIT_TOL = 1e-4  # max |logit difference| allowed between ORT fp32 and PyTorch
-INT8_LOSS_TOL = 0.05  # nats: int8 validation loss may exceed fp32's by this much
+# The 8-bit file: 0.33 on the shipped model; a broken graph (e.g. a fusion that misreads the
+# per-row scales, docs/export.md) is off by several. The loss check is the finer bound.
+INT8_LOGIT_TOL = 1.0
+# A padded row of the 8-bit file: activations are quantized per row, so the batch changes nothing
+# but the fp32 attention's summation order (~1e-6), which can move an activation across a rounding
+# boundary: one quantization step, ~1e-2 on a logit (1.9e-2 measured). Per-tensor quantization
+# would move every row with its neighbours.
+INT8_PAD_TOL = 0.1
+INT8_LOSS_TOL = 0.05  # nats: the quantized file's validation loss may exceed fp32's by this much
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 
 
@@ -36,8 +45,7 @@ class ValidationError(RuntimeError):
 
 def _full_logits(engine: Engine, ids: np.ndarray) -> np.ndarray:
     """All-position logits [B, T, V] from one graph call with an empty cache."""
-    feeds = {INPUT_IDS: ids, **dict(zip(engine._past_names, engine._empty_cache(len(ids))))}
-    return engine.session.run([LOGITS], feeds)[0]
+    return engine.run(ids, engine.empty_cache(len(ids)))[0]
 
 
 def _shapes(block_size: int, quick: bool) -> list[tuple[int, int]]:
@@ -54,7 +62,7 @@ def check_onnx_file(path: Path) -> Check:
 
 
 @torch.no_grad()
-def check_parity(model: GPT, engine: Engine, shapes: list[tuple[int, int]], tol: float | None) -> Check:
+def check_parity(model: GPT, engine: Engine, shapes: list[tuple[int, int]], tol: float) -> Check:
     """Max |logit difference| between the engine's graph and PyTorch over several shapes."""
     rng = np.random.default_rng(0)
     worst = 0.0
@@ -64,8 +72,31 @@ def check_parity(model: GPT, engine: Engine, shapes: list[tuple[int, int]], tol:
         worst = max(worst, float(np.abs(_full_logits(engine, ids) - ref).max()))
     shape_text = ", ".join(f"{b}x{t}" for b, t in shapes)
     name = f"{engine.path.name} vs PyTorch logits ({shape_text})"
-    if tol is None:  # int8: reported for information; its loss check is the bound
-        return Check(name, f"{worst:.2e}", "(info)", True)
+    return Check(name, f"{worst:.2e}", f"<= {tol:.0e}", worst <= tol)
+
+
+@torch.no_grad()
+def check_padded_batch(engine: Engine, tol: float = LOGIT_TOL) -> Check:
+    """Prompts of different lengths, left-padded into one batch, then 8 tokens through the cache:
+    every row's logits equal those of the row run alone (padding gets no attention weight)."""
+    rng = np.random.default_rng(2)
+    lengths = [min(n, engine.block_size - 8) for n in (3, 11, 7)]
+    prompts = [rng.integers(0, engine.vocab_size, n).tolist() for n in lengths]
+    ids, mask, positions = left_pad(prompts)
+    continuation = rng.integers(0, engine.vocab_size, (len(prompts), 8))
+    batch, past = engine.run(ids, engine.empty_cache(len(prompts)), mask, positions)
+    steps = [batch[:, -1]]
+    for t in range(continuation.shape[1]):
+        mask = np.concatenate([mask, np.ones((len(prompts), 1), np.int64)], axis=1)
+        logits, past = engine.forward(continuation[:, t : t + 1], past, mask, positions[:, -1:] + t + 1)
+        steps.append(logits)
+    worst = 0.0
+    for row, prompt in enumerate(prompts):
+        alone = _full_logits(engine, np.array([prompt + continuation[row].tolist()]))[0]
+        worst = max(worst, float(np.abs(batch[row, -len(prompt):] - alone[: len(prompt)]).max()))
+        for t, logits in enumerate(steps[1:]):
+            worst = max(worst, float(np.abs(logits[row] - alone[len(prompt) + t]).max()))
+    name = f"{engine.path.name}: left-padded batch vs each row alone (lengths {', '.join(map(str, lengths))})"
     return Check(name, f"{worst:.2e}", f"<= {tol:.0e}", worst <= tol)
 
 
@@ -73,7 +104,7 @@ def check_cached_decoding(engine: Engine, length: int) -> Check:
     """Feeding tokens one at a time through the cache gives the logits of one full pass."""
     ids = np.random.default_rng(1).integers(0, engine.vocab_size, (2, length), dtype=np.int64)
     full = _full_logits(engine, ids)
-    past, worst = engine._empty_cache(2), 0.0
+    past, worst = engine.empty_cache(2), 0.0
     for t in range(length):
         logits, past = engine.forward(ids[:, t : t + 1], past)
         worst = max(worst, float(np.abs(logits - full[:, t]).max()))
@@ -89,27 +120,35 @@ def check_greedy_text(model: GPT, engine: Engine, n_tokens: int) -> Check:
     return Check(f"greedy text vs PyTorch, {n_tokens} tokens", f"{same} identical", f"{n_tokens} identical", same == n_tokens)
 
 
-def onnx_loss(engine: Engine, tokens: np.ndarray, windows: int, batch: int = 4) -> float:
-    """Mean next-token cross-entropy (nats) of the graph over non-overlapping context windows."""
-    T = engine.block_size
-    n = min(windows, (len(tokens) - 1) // T)
+def onnx_loss(
+    engine: Engine, tokens: np.ndarray, windows: int = 0, batch: int = 4, progress: Callable[[float], None] | None = None
+) -> float:
+    """Mean next-token cross-entropy (nats) of the graph over the validation windows that
+    training scores too (``model.evaluate.window_rows``: 0 = all, else N spread over the split).
+    ``progress(fraction)`` is called after every batch."""
     total, count = 0.0, 0
-    for i in range(0, n, batch):
-        rows = range(i, min(n, i + batch))
-        x = np.stack([tokens[r * T : r * T + T] for r in rows]).astype(np.int64)
-        y = np.stack([tokens[r * T + 1 : r * T + T + 1] for r in rows]).astype(np.int64)
-        logits = _full_logits(engine, x).astype(np.float64)
-        logits -= logits.max(axis=-1, keepdims=True)
-        log_z = np.log(np.exp(logits).sum(axis=-1))
+    n = val_windows(len(tokens), engine.block_size, windows)
+    for x, y in window_batches(tokens, engine.block_size, windows, batch):
+        logits = _full_logits(engine, x)
+        top = logits.max(axis=-1, keepdims=True)
+        log_z = np.log(np.exp(logits - top, dtype=np.float32).sum(axis=-1, dtype=np.float64)) + top[..., 0]
         total += float((log_z - np.take_along_axis(logits, y[..., None], axis=-1)[..., 0]).sum())
         count += y.size
+        if progress:
+            progress(count / y.shape[1] / n)
     return total / count
 
 
-def check_int8_loss(fp32: Engine, int8: Engine, tokens: np.ndarray, windows: int) -> tuple[Check, float, float]:
-    a, b = onnx_loss(fp32, tokens, windows), onnx_loss(int8, tokens, windows)
+def check_int8_loss(
+    fp32: Engine, int8: Engine, tokens: np.ndarray, windows: int = 0, progress: Callable[[float], None] | None = None
+) -> tuple[Check, float, float]:
+    """The quantized file's validation loss against fp32's (``windows`` as in :func:`onnx_loss`)."""
+    report = progress or (lambda fraction: None)
+    a = onnx_loss(fp32, tokens, windows, progress=lambda f: report(f / 2))
+    b = onnx_loss(int8, tokens, windows, progress=lambda f: report(0.5 + f / 2))
+    n = val_windows(len(tokens), fp32.block_size, windows)
     check = Check(
-        f"int8 val loss {b:.4f} vs fp32 {a:.4f} ({windows} windows)", f"{b - a:+.4f}", f"<= {INT8_LOSS_TOL}", b - a <= INT8_LOSS_TOL
+        f"quantized val loss {b:.4f} vs fp32 {a:.4f} ({n} windows)", f"{b - a:+.4f}", f"<= {INT8_LOSS_TOL}", b - a <= INT8_LOSS_TOL
     )
     return check, a, b
 
@@ -120,10 +159,15 @@ def run_checks(
     quick: bool = False,
     greedy_tokens: int = 200,
     val_tokens: np.ndarray | None = None,
-    loss_windows: int = 32,
+    loss_windows: int = 0,
     progress: Progress | None = None,
+    losses: dict[str, float] | None = None,
 ) -> list[Check]:
-    """Every check on the files in ``paths`` ("fp32" and/or "int8"), in order, with progress."""
+    """Every check on the files in ``paths`` ("fp32" and/or "int8"), in order, with progress.
+
+    ``loss_windows``: validation windows for the loss check (0: the whole split). The measured
+    losses are put into ``losses`` ({"fp32": ..., "int8": ...}) when a dict is given.
+    """
     engines = {key: Engine.load(path, provider="cpu") for key, path in paths.items()}
     steps: list[tuple[str, Callable[[], Check]]] = []
     for key, path in paths.items():
@@ -133,13 +177,25 @@ def run_checks(
         fp32 = engines["fp32"]
         steps += [
             ("fp32 logits vs PyTorch", lambda: check_parity(model, fp32, shapes, LOGIT_TOL)),
+            ("fp32 left-padded batch", lambda: check_padded_batch(fp32, LOGIT_TOL)),
             ("cached decoding", lambda: check_cached_decoding(fp32, min(16 if quick else 48, model.config.block_size))),
             ("greedy text vs PyTorch", lambda: check_greedy_text(model, fp32, greedy_tokens)),
         ]
     if "int8" in engines:
-        steps.append(("int8 logits vs PyTorch", lambda: check_parity(model, engines["int8"], shapes, None)))
+        steps.append(("quantized logits vs PyTorch", lambda: check_parity(model, engines["int8"], shapes, INT8_LOGIT_TOL)))
+        steps.append(("quantized left-padded batch", lambda: check_padded_batch(engines["int8"], INT8_PAD_TOL)))
         if "fp32" in engines and val_tokens is not None:
-            steps.append(("int8 validation loss", lambda: check_int8_loss(engines["fp32"], engines["int8"], val_tokens, loss_windows)[0]))
+
+            def loss_check() -> Check:
+                at, share = (len(steps) - 1) / len(steps), 1 / len(steps)  # this is the last step
+                text = f"validation loss, fp32 and quantized ({val_windows(len(val_tokens), model.config.block_size, loss_windows)} windows)"
+                check, a, b = check_int8_loss(engines["fp32"], engines["int8"], val_tokens, loss_windows,
+                                              lambda f: report(at + share * f, text))
+                if losses is not None:
+                    losses.update(fp32=a, int8=b)
+                return check
+
+            steps.append(("validation loss, fp32 and quantized", loss_check))
     report = progress or (lambda fraction, text: None)
     results = []
     for i, (text, step) in enumerate(steps):

@@ -18,7 +18,7 @@ def load_pretrained(path: str | Path | None = None, device: str = "cpu") -> GPT:
     Weights are read with safetensors only (no pickle). Returns the model in eval mode with its
     :class:`GPTConfig` at ``model.config``.
     """
-    from .train import load_weights  # one loader for training checkpoints and shipped weights
+    from .checkpoint import load_weights  # one loader for training checkpoints and shipped weights
 
     folder = Path(path) if path is not None else WEIGHTS_DIR
     if folder.is_file():

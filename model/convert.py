@@ -74,8 +74,9 @@ def hf_config(config: GPTConfig) -> dict:
     }
 
 
-def to_hf(model_dir: Path, out: Path) -> Path:
-    """Write ``config.json`` + ``model.safetensors`` that ``GPT2LMHeadModel.from_pretrained`` loads."""
+def to_hf(model_dir: Path, out: Path, dtype: torch.dtype | None = None) -> Path:
+    """Write ``config.json`` + ``model.safetensors`` that ``GPT2LMHeadModel.from_pretrained`` loads,
+    in ``dtype`` (default: the dtype the weights are stored in)."""
     for p in (model_dir / "config.json", model_dir / "model.safetensors"):
         if not p.is_file():
             raise FileNotFoundError(f"{p} not found: our model folder holds config.json + model.safetensors (python -m model.train writes one)")
@@ -90,6 +91,8 @@ def to_hf(model_dir: Path, out: Path) -> Path:
     else:
         wpe = positional_encoding(config.block_size, config.d_model).to(ours["wte.weight"].dtype)
     state["transformer.wpe.weight"] = wpe.contiguous()
+    if dtype is not None:
+        state = {k: v.to(dtype) for k, v in state.items()}
     # lm_head.weight is left out: tie_word_embeddings makes transformers share wte, as we do.
     out.mkdir(parents=True, exist_ok=True)
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})

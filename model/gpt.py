@@ -2,7 +2,8 @@
 
 References: "Attention Is All You Need" (Vaswani et al., 2017), GPT-2 (Radford et al., 2019),
 nanoGPT. The ideas follow the project's seeds: token embedding + sinusoidal positional
-encoding, masked multi-head self-attention (tril -> masked_fill(-inf) -> softmax -> @ V),
+encoding, masked multi-head self-attention (tril -> masked_fill -> softmax -> @ V; the fill is the most
+negative finite float rather than -inf, so a fully padded row stays finite),
 a position-wise feed-forward network and cross-entropy on the next token.
 
 Shapes: B = batch, T = new positions, P = cached (past) positions, C = d_model,
@@ -15,7 +16,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Optional, Union
 
 import torch
 import torch.nn as nn
@@ -71,6 +72,19 @@ def positional_encoding(n_positions: int, d_model: int, base: float = 10000.0) -
     return pe.float()
 
 
+def causal_mask(T: int, S: int, attention_mask: torch.Tensor | None, device: torch.device) -> torch.Tensor:
+    """Which keys each query may attend to: [B or 1, 1, T, S] bool, S = P + T.
+
+    Query t sits at position P + t of the sequence and sees keys 0..P+t (the shifted tril).
+    ``attention_mask`` [B, S] (1 = token, 0 = padding, Hugging Face's convention) also hides
+    padded keys, so a left-padded row attends exactly as it would alone.
+    """
+    mask = torch.ones(T, S, dtype=torch.bool, device=device).tril(diagonal=S - T)[None, None]
+    if attention_mask is not None:
+        mask = mask & attention_mask.bool()[:, None, None, :]
+    return mask
+
+
 class CausalSelfAttention(nn.Module):
     """Masked multi-head self-attention with an optional key/value cache."""
 
@@ -88,6 +102,7 @@ class CausalSelfAttention(nn.Module):
         self,
         x: torch.Tensor,  # [B, T, C]
         past: tuple[torch.Tensor, torch.Tensor] | None = None,
+        mask: torch.Tensor | None = None,  # [B or 1, 1, T, P+T] bool, True where a query may look
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor], torch.Tensor | None]:
         B, T, C = x.shape
@@ -102,18 +117,19 @@ class CausalSelfAttention(nn.Module):
         present = (k, v)
 
         weights = None
-        if past is None and not output_attentions:
+        if mask is None and not output_attentions:
             # Fast path for training: the fused kernel computes exactly the masked softmax below.
             y = F.scaled_dot_product_attention(
                 q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
             )
         else:
-            S = k.size(2)  # P + T
+            if mask is None:
+                mask = causal_mask(T, k.size(2), None, x.device)
             scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))  # [B, H, T, S]
-            # Query t sits at absolute position P + t and may see keys 0..P+t (the shifted tril).
-            mask = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(diagonal=S - T)
-            scores = scores.masked_fill(~mask, float("-inf"))
-            weights = F.softmax(scores, dim=-1)  # rows sum to 1, zeros above the diagonal
+            # The most negative finite float rather than -inf: exp() of it is exactly 0 next to any
+            # visible key, and a row with nothing visible (a padding query) stays finite.
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+            weights = F.softmax(scores, dim=-1)  # rows sum to 1, zeros where masked
             y = self.attn_dropout(weights) @ v  # [B, H, T, D]
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # concatenate the heads
         return self.resid_dropout(self.c_proj(y)), present, (weights if output_attentions else None)
@@ -143,8 +159,8 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.mlp = FeedForward(config)
 
-    def forward(self, x, past=None, output_attentions=False):
-        a, present, weights = self.attn(self.ln_1(x), past, output_attentions)
+    def forward(self, x, past=None, mask=None, output_attentions=False):
+        a, present, weights = self.attn(self.ln_1(x), past, mask, output_attentions)
         x = x + a
         x = x + self.mlp(self.ln_2(x))
         return x, present, weights
@@ -155,6 +171,10 @@ class GPTOutput(NamedTuple):
     loss: torch.Tensor | None
     past_key_values: KVCache | None  # per layer (key, value), each [B, H, P+T, D]
     attentions: tuple[torch.Tensor, ...] | None  # per layer [B, H, T, P+T]
+
+
+# What GPT.forward returns, by its flags (see its docstring).
+ForwardResult = Union[tuple[torch.Tensor, Optional[torch.Tensor]], GPTOutput, torch.Tensor]
 
 
 class GPT(nn.Module):
@@ -206,30 +226,53 @@ class GPT(nn.Module):
         idx: torch.Tensor,  # [B, T] token ids
         targets: torch.Tensor | None = None,  # [B, T] next-token ids
         past_key_values: KVCache | None = None,
+        attention_mask: torch.Tensor | None = None,  # [B, P+T]: 1 = token, 0 = padding
+        position_ids: torch.Tensor | None = None,  # [B, T] position of each new token
         use_cache: bool = False,
         output_attentions: bool = False,
         return_hidden: bool = False,
-    ):
-        """Plain calls return ``(logits, loss)`` (nanoGPT); with ``use_cache`` or
-        ``output_attentions`` they return a :class:`GPTOutput`; ``return_hidden`` returns only
-        the final hidden states [B, T, C] (after ln_f, before the output head)."""
+    ) -> ForwardResult:
+        """Three results, by the flags:
+
+        - plain calls: ``(logits [B, T, V], loss or None)``, as nanoGPT;
+        - ``use_cache`` or ``output_attentions``: a :class:`GPTOutput` (the cache, the weights);
+        - ``return_hidden``: only the final hidden states [B, T, C] (after ln_f, before the
+          head), so that training can score a vocabulary subset through ``forward``, the one
+          call DistributedDataParallel synchronises gradients for.
+
+        ``attention_mask`` and ``position_ids`` follow Hugging Face: with neither, positions
+        continue after the cache (P, P+1, ...); with only a mask, each row counts its own tokens
+        (a left-padded row starts at 0 where its text starts), as ``generate`` in transformers does.
+        """
         B, T = idx.shape
         past_len = 0 if past_key_values is None else past_key_values[0][0].size(2)
-        # Positions continue after the cached ones. Checked only when sizes are concrete, so that
-        # a traced export keeps past length symbolic.
+        if position_ids is None and attention_mask is None:
+            position_ids = torch.arange(past_len, past_len + T, device=idx.device).unsqueeze(0)  # [1, T]
+            n_positions = past_len + T
+        else:
+            if position_ids is None:
+                position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -T:]
+            n_positions = None  # read from the tensor below, only when sizes are concrete
+        # Checked only when sizes are concrete, so that a traced export keeps them symbolic.
         if not torch.jit.is_tracing() and not torch.compiler.is_compiling():
-            if past_len + T > self.config.block_size:
+            if n_positions is None:
+                n_positions = int(position_ids.max()) + 1 if position_ids.numel() else 0
+            if n_positions > self.config.block_size:
                 raise ValueError(
-                    f"sequence of {past_len + T} positions exceeds block_size={self.config.block_size}"
+                    f"sequence of {n_positions} positions exceeds block_size={self.config.block_size}"
                 )
-        pos = torch.arange(past_len, past_len + T, device=idx.device)  # [T]
-        x = self.wte(idx) + self.position_table()[pos]  # [B, T, C]
+        x = self.wte(idx) + self.position_table()[position_ids]  # [B, T, C]
         x = self.drop(x)
 
+        # The fused causal kernel (mask None) serves a plain pass; a cache, padding or the weights
+        # need the explicit mask.
+        mask = None
+        if past_key_values is not None or attention_mask is not None or output_attentions:
+            mask = causal_mask(T, past_len + T, attention_mask, idx.device)
         presents, attentions = [], []
         for i, block in enumerate(self.blocks):
             past = None if past_key_values is None else past_key_values[i]
-            x, present, weights = block(x, past, output_attentions)
+            x, present, weights = block(x, past, mask, output_attentions)
             presents.append(present)
             attentions.append(weights)
         x = self.ln_f(x)  # [B, T, C]: the last hidden state

@@ -29,10 +29,11 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.distributed as dist
-from safetensors.torch import load_file, save_file
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from .checkpoint import load_optimizer, load_weights, save_optimizer, save_weights
+from .evaluate import evaluate_loss, val_windows
 from .gpt import GPT, GPTConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,42 +109,6 @@ def get_batch(data: np.ndarray, step: int, tc: TrainConfig, block_size: int, ran
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
-def window_rows(n_tokens: int, block_size: int, max_windows: int = 0) -> np.ndarray:
-    """Which non-overlapping windows of ``block_size`` an evaluation scores: all of them, or
-    ``max_windows`` spread evenly over the split, so that a sampled evaluation covers every
-    held-out work and estimates the same loss as a full one."""
-    n = (n_tokens - 1) // block_size
-    if not max_windows or max_windows >= n:
-        return np.arange(n)
-    return np.unique(np.linspace(0, n - 1, max_windows).round().astype(np.int64))
-
-
-def val_windows(n_tokens: int, block_size: int, max_windows: int = 0) -> int:
-    """How many windows an evaluation covers (0: all of them)."""
-    return len(window_rows(n_tokens, block_size, max_windows))
-
-
-@torch.no_grad()
-def evaluate_loss(model: GPT, data: np.ndarray, max_windows: int = 0, batch_size: int = 16) -> float:
-    """Mean cross-entropy (nats/token, full vocabulary, float32) over non-overlapping windows
-    of the model's context length (``window_rows``)."""
-    T = model.config.block_size
-    windows = window_rows(len(data), T, max_windows)
-    was_training = model.training
-    model.eval()
-    total, count = 0.0, 0
-    for i in range(0, len(windows), batch_size):
-        rows = windows[i : i + batch_size]
-        x = torch.from_numpy(np.stack([data[r * T : r * T + T] for r in rows]).astype(np.int64))
-        y = torch.from_numpy(np.stack([data[r * T + 1 : r * T + T + 1] for r in rows]).astype(np.int64))
-        device = next(model.parameters()).device
-        logits, _ = model(x.to(device))
-        total += F.cross_entropy(logits.float().flatten(0, 1), y.to(device).flatten(), reduction="sum").item()
-        count += y.numel()
-    model.train(was_training)
-    return total / count
-
-
 def lm_loss(
     forward,
     model: GPT,
@@ -180,36 +145,45 @@ def param_groups(model: GPT, weight_decay: float):
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def save_optimizer(opt: torch.optim.Optimizer, model: GPT, path: Path) -> None:
-    """Optimizer moments as safetensors (never pickle), keyed by parameter name."""
-    names = {id(p): n for n, p in model.named_parameters()}
-    tensors = {}
-    for group in opt.param_groups:
-        for p in group["params"]:
-            for k, v in opt.state.get(p, {}).items():
-                tensors[f"{names[id(p)]}.{k}"] = v.detach().cpu().reshape(v.shape).contiguous()
-    save_file(tensors, str(path))
+@dataclass
+class Run:
+    """What an evaluation reads and updates: the model and its optimizer, the run folder, the log."""
+
+    model: GPT
+    opt: torch.optim.Optimizer
+    tc: TrainConfig
+    val: np.ndarray
+    out: Path
+    log: list[dict]
+    best: float = float("inf")  # lowest validation loss so far (its weights are model.safetensors)
 
 
-def load_optimizer(opt: torch.optim.Optimizer, model: GPT, path: Path) -> None:
-    tensors = load_file(str(path))
-    for name, p in model.named_parameters():
-        state = {k: tensors[f"{name}.{k}"].to(p.device) for k in ("step", "exp_avg", "exp_avg_sq") if f"{name}.{k}" in tensors}
-        if state:
-            opt.state[p] = state
-
-
-def save_weights(model: GPT, path: Path) -> None:
-    # The tied head shares wte's storage; save it once, under the embedding's name.
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
-    save_file(state, str(path))
-
-
-def load_weights(model: GPT, path: Path) -> None:
-    missing, unexpected = model.load_state_dict(load_file(str(path)), strict=False)
-    missing = [k for k in missing if k != "lm_head.weight"]
-    if missing or unexpected:
-        raise RuntimeError(f"{path}: missing {missing}, unexpected {unexpected}")
+def evaluate(run: Run, step: int, train_loss: float, tok_s: float, elapsed_s: float) -> None:
+    """Score the held-out split, append to the log and save the checkpoints (the best one too)."""
+    mc, tc = run.model.config, run.tc
+    # The last evaluation always covers the whole validation split: it is the run's result.
+    windows = val_windows(len(run.val), mc.block_size, 0 if step == tc.max_steps else tc.eval_windows)
+    val_loss = evaluate_loss(run.model, run.val, windows)
+    entry = {
+        "step": step,
+        "tokens": step * tc.batch_size * mc.block_size,
+        "train_loss": None if math.isnan(train_loss) else round(train_loss, 4),  # JSON has no NaN
+        "val_loss": round(val_loss, 4),
+        "val_windows": windows,
+        "lr": lr_at(max(step - 1, 0), tc),
+        "tokens_per_s": round(tok_s, 1),
+        "elapsed_s": round(elapsed_s, 1),
+    }
+    run.log.append(entry)
+    if val_loss < run.best:
+        run.best = val_loss
+        save_weights(run.model, run.out / "model.safetensors")
+    save_weights(run.model, run.out / "last.safetensors")
+    save_optimizer(run.opt, run.model, run.out / "optimizer.safetensors")
+    (run.out / "training_log.json").write_text(json.dumps(run.log, indent=1) + "\n")
+    state = {"step": step, "best_val_loss": run.best, "elapsed_s": entry["elapsed_s"], "train_config": asdict(tc)}
+    (run.out / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+    tqdm.write(f"step {step}: train {train_loss:.3f}  val {val_loss:.3f}  ({tok_s:.0f} tok/s)")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -282,44 +256,18 @@ def main(argv: list[str] | None = None) -> dict:
             f"softmax over {len(vocab) if tc.vocab_subset else mc.vocab_size:,} tokens until step {full_from if tc.vocab_subset else 0}"
         )
 
-    def evaluate(train_loss: float, tok_s: float) -> None:
-        nonlocal best
-        # The last evaluation always covers the whole validation split: it is the run's result.
-        windows = val_windows(len(val), mc.block_size, 0 if step == tc.max_steps else tc.eval_windows)
-        val_loss = evaluate_loss(model, val, windows)
-        entry = {
-            "step": step,
-            "tokens": step * tokens_per_step,
-            "train_loss": None if math.isnan(train_loss) else round(train_loss, 4),  # JSON has no NaN
-            "val_loss": round(val_loss, 4),
-            "val_windows": windows,
-            "lr": lr_at(max(step - 1, 0), tc),
-            "tokens_per_s": round(tok_s, 1),
-            "elapsed_s": round(elapsed0 + time.time() - t_start, 1),
-        }
-        log.append(entry)
-        if val_loss < best:
-            best = val_loss
-            save_weights(model, out / "model.safetensors")
-        save_weights(model, out / "last.safetensors")
-        save_optimizer(opt, model, out / "optimizer.safetensors")
-        (out / "training_log.json").write_text(json.dumps(log, indent=1) + "\n")
-        (out / "state.json").write_text(
-            json.dumps(
-                {"step": step, "best_val_loss": best, "elapsed_s": entry["elapsed_s"], "train_config": asdict(tc)},
-                indent=2,
-            )
-            + "\n"
-        )
-        tqdm.write(f"step {step}: train {train_loss:.3f}  val {val_loss:.3f}  ({tok_s:.0f} tok/s)")
-
     model.train()
     t_start = time.time()
     bar = tqdm(total=tc.max_steps, initial=step, disable=args.quiet or not master, unit="step", dynamic_ncols=True)
     window_loss, window_n, window_t = 0.0, 0, time.time()
     losses = []
+    run = Run(model, opt, tc, val, out, log, best)
+
+    def elapsed() -> float:
+        return elapsed0 + time.time() - t_start
+
     if master and step == 0:
-        evaluate(float("nan"), 0.0)
+        evaluate(run, step, float("nan"), 0.0, elapsed())
     while step < tc.max_steps:
         lr = lr_at(step, tc)
         for group in opt.param_groups:
@@ -347,14 +295,14 @@ def main(argv: list[str] | None = None) -> dict:
         bar.set_postfix(loss=f"{losses[-1]:.3f}", lr=f"{lr:.1e}", tok_s=f"{tok_s:.0f}")
         bar.update(1)
         if master and (step % tc.eval_interval == 0 or step == tc.max_steps):
-            evaluate(window_loss / window_n, tok_s)
+            evaluate(run, step, window_loss / window_n, tok_s, elapsed())
             window_loss, window_n, window_t = 0.0, 0, time.time()
     bar.close()
     if master and args.losses_json:
         args.losses_json.write_text(json.dumps(losses) + "\n")
     if world > 1:
         dist.destroy_process_group()
-    return {"losses": losses, "best_val_loss": best, "out": str(out)}
+    return {"losses": losses, "best_val_loss": run.best, "out": str(out)}
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from model import GPT
 from . import limits
 from .plots import base_layout, heatmap
 from .resources import get_model
-from .tokenization import encode_prompt, token_labels
+from .tokens import encode_prompt, token_labels
 from .validation import validate_int
 
 __all__ = ["EXAMPLE_PROMPTS", "Stage", "AttentionResult", "attention", "attention_weights"]

@@ -24,13 +24,15 @@ from . import limits
 from .assets import load_token_counts
 from .expressions import LinearForm, parse_expression
 from .plots import base_layout, bar_plot, heatmap
-from .resources import get_encoding, get_model
-from .tokenization import encode_prompt, visible_whitespace
+from .resources import get_model
+from .similarity import cosine, cosine_matrix, unit_rows
+from .tokens import encode, encode_prompt, visible_token
 from .validation import InputError, validate_bool, validate_choice, validate_int, validate_text
 
 __all__ = [
     "DEFAULT_WORDS",
     "DEFAULT_EXPRESSION",
+    "EXAMPLE_EXPRESSIONS",
     "CONTEXT_EXAMPLE",
     "WordVector",
     "Neighbour",
@@ -46,18 +48,13 @@ __all__ = [
 ]
 
 DEFAULT_EXPRESSION = "king - man + woman"
+EXAMPLE_EXPRESSIONS = (DEFAULT_EXPRESSION, "0.5*king + 0.5*queen", "father - man + woman", "lord - man + lady")
 DEFAULT_WORDS = (
     "king", "queen", "man", "woman", "lord", "lady", "prince", "princess", "father", "mother",
     "son", "daughter", "brother", "sister", "husband", "wife", "boy", "girl", "uncle", "sir",
 )
 # The same word in two senses (Shakespeare's most famous stage direction for the second).
 CONTEXT_EXAMPLE = ("bear", "I cannot bear this grief any longer.", "Exit, pursued by a bear.")
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    """cos(a, b) = a·b / (|a| |b|) (seed 001's cosine_similarity)."""
-    denom = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return float(np.dot(a, b) / denom) if denom > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -81,8 +78,7 @@ def _index(model: GPT) -> _Index:
             counts = load_token_counts()[: matrix.shape[0]]
             seen = np.flatnonzero(counts > 0)
             vecs = matrix[seen]
-            unit = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-            _indexes[model] = _Index(matrix, seen, unit.astype(np.float32), counts)
+            _indexes[model] = _Index(matrix, seen, unit_rows(vecs).astype(np.float32), counts)
         return _indexes[model]
 
 
@@ -115,11 +111,10 @@ def word_vector(word: Any, *, leading_space: bool = True, model: GPT | None = No
         raise InputError(f"{word!r} is more than one word: give a single word (no spaces)")
     model = model or get_model()
     index = _index(model)
-    enc = get_encoding()
-    ids = enc.encode((" " if leading_space else "") + word, disallowed_special=())
+    ids = encode((" " if leading_space else "") + word, special=False)
     if len(ids) > limits.MAX_WORD_TOKENS:
         raise InputError(f"{word!r} splits into {len(ids)} tokens; at most {limits.MAX_WORD_TOKENS} are averaged")
-    pieces = [visible_whitespace(enc.decode_single_token_bytes(i).decode("utf-8", errors="replace")) for i in ids]
+    pieces = [visible_token(i) for i in ids]
     unseen = [p for p, i in zip(pieces, ids) if index.counts[i] == 0]
     if unseen:
         raise InputError(
@@ -138,9 +133,7 @@ class Neighbour:
 
 
 def _neighbours(index: _Index, vector: np.ndarray, top_k: int, exclude: set[int]) -> list[Neighbour]:
-    enc = get_encoding()
-    unit = vector / max(float(np.linalg.norm(vector)), 1e-12)
-    sims = index.seen_unit @ unit.astype(np.float32)
+    sims = index.seen_unit @ unit_rows(vector).astype(np.float32)
     if exclude:
         sims = np.where(np.isin(index.seen_ids, list(exclude)), -np.inf, sims)
     k = min(top_k, int(np.isfinite(sims).sum()))
@@ -149,8 +142,7 @@ def _neighbours(index: _Index, vector: np.ndarray, top_k: int, exclude: set[int]
     out = []
     for j in best:
         tid = int(index.seen_ids[j])
-        text = visible_whitespace(enc.decode_single_token_bytes(tid).decode("utf-8", errors="replace"))
-        out.append(Neighbour(tid, text, float(sims[j]), int(index.counts[tid])))
+        out.append(Neighbour(tid, visible_token(tid), float(sims[j]), int(index.counts[tid])))
     return out
 
 
@@ -371,13 +363,12 @@ def contextual_embeddings(
     identical in both) against the model's last hidden state at the word (contextual)."""
     word = validate_text(word, name="word", max_chars=limits.MAX_WORD_CHARS).strip()
     model = model or get_model()
-    enc = get_encoding()
     sentences, id_lists, positions, static, contextual = [], [], [], [], []
     for name, sentence in (("sentence A", sentence_a), ("sentence B", sentence_b)):
         ids = encode_prompt(sentence, name=name, max_chars=limits.MAX_SENTENCE_CHARS, max_tokens=model.config.block_size)
         # The word may open the sentence ("Bear ...") or follow a space (" bear").
         for variant in (" " + word, word):
-            needle = enc.encode(variant, disallowed_special=())
+            needle = encode(variant, special=False)
             start = _find(ids, needle)
             if start >= 0:
                 break
@@ -392,7 +383,7 @@ def contextual_embeddings(
         contextual.append(hidden[span].float().mean(dim=0).numpy())
     vectors = [static[0], static[1], contextual[0], contextual[1]]
     labels = ["input embedding, A", "input embedding, B", "last hidden state, A", "last hidden state, B"]
-    matrix = np.array([[cosine(u, v) for v in vectors] for u in vectors])
+    matrix = cosine_matrix(np.stack(vectors))
     fig = heatmap(matrix, f"Cosine similarity of {word!r}: static vs contextual", x_labels=labels, y_labels=labels,
                   colorscale="RdBu", zmin=-1.0, zmax=1.0, zmid=0.0, text=np.round(matrix, 3), height=460,
                   hover="%{z:.4f}<extra></extra>")

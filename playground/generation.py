@@ -8,32 +8,31 @@ the UI (and the ``/generate`` API endpoint) render; tests call it directly.
 from __future__ import annotations
 
 import html
-import logging
-import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
 from model.tokenizer import EOT_ID
 
 from . import limits
+from .resources import get_engine
+from .tokens import decode, encode, token_text, visible_whitespace
 from .validation import InputError, validate_float, validate_int, validate_text
+
+if TYPE_CHECKING:
+    from export.engine import Engine
 
 __all__ = [
     "DEFAULTS",
     "EXAMPLE_PROMPTS",
     "GenerationParams",
-    "Candidate",
-    "Step",
+    "TokenChoice",
+    "GeneratedStep",
     "GenerationState",
     "validate_params",
-    "get_engine",
-    "open_engine",
-    "requested_provider",
     "prepare",
     "run",
     "generate",
@@ -130,7 +129,9 @@ def validate_params(
 
 
 @dataclass(frozen=True)
-class Candidate:
+class TokenChoice:
+    """A token the model could write next (one of a step's candidates, or the one drawn)."""
+
     token_id: int
     text: str  # the token decoded alone (a partial UTF-8 character shows as �)
     probability: float  # the model's probability (softmax at temperature 1)
@@ -138,10 +139,12 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class Step:
+class GeneratedStep:
+    """One generated token of one sample, with what the model hesitated between."""
+
     index: int  # 0-based position among the generated tokens
-    token: Candidate  # the token that was drawn
-    candidates: list[Candidate]  # the most probable next tokens, best first
+    token: TokenChoice  # the token that was drawn
+    candidates: list[TokenChoice]  # the most probable next tokens, best first
 
 
 @dataclass
@@ -151,12 +154,14 @@ class GenerationState:
     params: GenerationParams
     provider: str
     decode: Callable[[list[int]], str]
-    steps: list[list[Step]] = field(default_factory=list)  # [sample][step]
+    steps: list[list[GeneratedStep]] = field(default_factory=list)  # [sample][step]
     ttft_s: float | None = None  # from the call to the first new token (prompt processing included)
     elapsed_s: float | None = None
     finished: bool = False
     stop_reasons: list[str] = field(default_factory=list)  # per sample: "length", "end of text", "stopped"
     notices: list[str] = field(default_factory=list)
+    # Set once the engine's stream is closed, finished or stopped: no token comes after it.
+    stream_closed: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     @property
     def new_tokens(self) -> int:
@@ -211,84 +216,15 @@ def provider_label(provider: str) -> str:
     return provider
 
 
-# --- The shared engine ---------------------------------------------------------------------------
-
-log = logging.getLogger("playground")
-
-# Which execution provider the app asks for: "auto" (CUDA when usable, else CPU), "cpu" or
-# "cuda". A Space with a GPU sets PLAYGROUND_PROVIDER=cuda; if CUDA turns out unusable there the
-# app still serves, on the CPU, and says so once on the console (the stats show the provider).
-PROVIDER_ENV = "PLAYGROUND_PROVIDER"
-_cuda_fallback_said = False
-
-_engine_lock = threading.Lock()
-_engine: Any = None
-
-
-def requested_provider() -> str:
-    value = os.environ.get(PROVIDER_ENV, "auto").strip().lower() or "auto"
-    if value not in ("auto", "cpu", "cuda"):
-        log.warning("%s=%r is not one of auto, cpu, cuda: using auto", PROVIDER_ENV, value)
-        return "auto"
-    return value
-
-
-def _usable_provider(requested: str) -> str:
-    """``requested``, except "cuda" on a machine where CUDA is unusable: "cpu", said once."""
-    global _cuda_fallback_said
-    from export import providers
-
-    if requested != "cuda" or providers.cuda_usable():
-        return requested
-    if not _cuda_fallback_said:
-        _cuda_fallback_said = True
-        log.warning("CUDA was requested (%s=cuda) but is not usable on this machine: generating on the CPU.", PROVIDER_ENV)
-    return "cpu"
-
-
-def open_engine(path: str | Path | None = None, provider: str | None = None) -> Any:
-    """An onnxruntime engine on ``path`` (default artifacts/gpt.onnx); a missing or unreadable
-    file raises :class:`ResourceError` naming the command that rebuilds it."""
-    from export.engine import Engine
-
-    from .resources import ResourceError
-
-    provider = _usable_provider(provider or requested_provider())
-    try:
-        return Engine.load(path, provider=provider)
-    except FileNotFoundError:
-        raise ResourceError(
-            "the ONNX model file is missing: build it with `python -m export` (or restart the app, which builds it)"
-        ) from None
-    except Exception as err:  # noqa: BLE001 -- onnxruntime raises its own types for a corrupt file
-        raise ResourceError(
-            f"the ONNX model file cannot be opened ({type(err).__name__}); it may be truncated or corrupt: "
-            "rebuild it with `python -m export`"
-        ) from err
-
-
-def get_engine() -> Any:
-    """The one onnxruntime engine every request shares (its session is thread-safe: every call
-    keeps its cache and random state to itself), opened on first use. A failure is not cached:
-    the next request tries again, so rebuilding the file fixes a running app."""
-    global _engine
-    if _engine is None:
-        with _engine_lock:
-            if _engine is None:
-                _engine = open_engine()
-    return _engine
+# --- On the shared engine and tokenizer (playground.resources) ---------------------------------
 
 
 def prepare(prompt: Any, max_new_tokens: Any, temperature: Any, top_k: Any, top_p: Any, seed: Any, num_samples: Any = 1) -> GenerationParams:
     """:func:`validate_params` with the shared engine's context and GPT-2's tokenizer."""
-    from model.tokenizer import EOT
-
-    from .resources import get_encoding
-
-    enc, engine = get_encoding(), get_engine()
+    engine = get_engine()
     return validate_params(
         prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples,
-        encode=lambda text: enc.encode(text, allowed_special={EOT}, disallowed_special=()),
+        encode=encode,
         block_size=engine.block_size,
         vocab_size=engine.vocab_size,
     )
@@ -296,25 +232,11 @@ def prepare(prompt: Any, max_new_tokens: Any, temperature: Any, top_k: Any, top_
 
 def run(params: GenerationParams) -> Iterator[GenerationState]:
     """:func:`generate` on the shared engine and tokenizer."""
-    from .resources import get_encoding
-
-    enc = get_encoding()
-    return generate(get_engine(), params, _single_decoder(enc), lambda ids: enc.decode(ids, errors="replace"))
-
-
-def _single_decoder(enc: Any) -> Callable[[int], str]:
-    cache: dict[int, str] = {}
-
-    def decode_one(token_id: int) -> str:
-        if token_id not in cache:
-            cache[token_id] = enc.decode_single_token_bytes(token_id).decode("utf-8", errors="replace")
-        return cache[token_id]
-
-    return decode_one
+    return generate(get_engine(), params, token_text, decode)
 
 
 def generate(
-    engine: Any, params: GenerationParams, decode_one: Callable[[int], str], decode: Callable[[list[int]], str]
+    engine: Engine, params: GenerationParams, decode_one: Callable[[int], str], decode: Callable[[list[int]], str]
 ) -> Iterator[GenerationState]:
     """Stream a generation: yields the (same, updated) :class:`GenerationState` after every
     step, and once more at the end with ``finished`` set. Closing the generator (the stop
@@ -344,12 +266,12 @@ def generate(
                 token_id = event.token_ids[sample]
                 if token_id is None:
                     continue
-                cands = [Candidate(c.token_id, decode_one(c.token_id), c.prob, c.sample_prob) for c in event.candidates[sample]]
+                cands = [TokenChoice(c.token_id, decode_one(c.token_id), c.prob, c.sample_prob) for c in event.candidates[sample]]
                 chosen = next((c for c in cands if c.token_id == token_id), None)
                 if chosen is None:  # drawn from outside the top candidates
-                    chosen = Candidate(token_id, decode_one(token_id), float(event.token_probs[sample] or 0.0), None)
+                    chosen = TokenChoice(token_id, decode_one(token_id), float(event.token_probs[sample] or 0.0), None)
                 steps = state.steps[sample]
-                steps.append(Step(len(steps), chosen, cands))
+                steps.append(GeneratedStep(len(steps), chosen, cands))
                 if event.finished[sample]:
                     state.stop_reasons[sample] = "end of text" if token_id == EOT_ID else "length"
             yield state
@@ -357,6 +279,7 @@ def generate(
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+        state.stream_closed.set()
     state.finished = True
     yield state
 
@@ -364,12 +287,7 @@ def generate(
 # --- Rendering ---------------------------------------------------------------------------------
 
 
-def _visible(text: str) -> str:
-    """A token's text with its whitespace made visible (for labels and tooltips)."""
-    return text.replace(" ", "⋅").replace("\n", "↵").replace("\t", "→") or "∅"
-
-
-def candidates_figure(step: Step | None, *, title: str | None = None) -> go.Figure:
+def candidates_figure(step: GeneratedStep | None, *, title: str | None = None) -> go.Figure:
     """Horizontal bars: the top next-token candidates of one step, as the model rates them
     (temperature 1) and as they were sampled (after temperature, top-k, top-p); the drawn token
     in orange."""
@@ -382,7 +300,7 @@ def candidates_figure(step: Step | None, *, title: str | None = None) -> go.Figu
     if all(c.token_id != step.token.token_id for c in cands):
         cands.append(step.token)  # a token drawn from outside the top list still shows
     cands = cands[::-1]  # plotly draws the first bar at the bottom
-    labels = [f"{_visible(c.text)}  #{c.token_id}" for c in cands]
+    labels = [f"{visible_whitespace(c.text)}  #{c.token_id}" for c in cands]
     drawn = [c.token_id == step.token.token_id for c in cands]
     # None: a token drawn from outside the top candidates, whose sampling probability the engine
     # does not report (its model probability is still drawn).
@@ -410,7 +328,7 @@ def candidates_figure(step: Step | None, *, title: str | None = None) -> go.Figu
     p_drawn = step.token.sample_probability
     fig.update_layout(
         title=title
-        or f"Step {step.index + 1}: drew “{_visible(step.token.text)}”"
+        or f"Step {step.index + 1}: drew “{visible_whitespace(step.token.text)}”"
         + (f" (p = {p_drawn:.1%})" if p_drawn is not None else ""),
         barmode="group",
         bargap=0.25,

@@ -1,5 +1,5 @@
 """Model tab: the architecture and its parameter counts, the training curves, the ONNX graph
-(inputs, outputs, operator counts), the downloadable files and a plain-onnxruntime snippet.
+(inputs, outputs, operator counts), the downloadable files and a snippet for each client.
 
 Plain functions of a model / a file path; no Gradio.
 """
@@ -24,7 +24,7 @@ __all__ = [
     "training_figure",
     "onnx_summary",
     "onnx_markdown",
-    "onnxruntime_snippet",
+    "client_snippets",
 ]
 
 TRAINING_LOG = WEIGHTS_DIR / "training_log.json"
@@ -193,26 +193,10 @@ def operators_figure(summary: dict[str, Any], top: int = 20) -> go.Figure:
     return fig
 
 
-def onnxruntime_snippet(file_name: str = "gpt.onnx") -> str:
-    """Greedy decoding with the key/value cache, with nothing but onnxruntime, numpy and tiktoken.
-    The past's shape is read from the session, so the snippet fits any exported size."""
-    return f'''import numpy as np
-import onnxruntime as ort
-import tiktoken
+def client_snippets() -> dict[str, tuple[str, str]]:
+    """{client: (language, code)}: greedy generation from the downloaded folder (the zip unpacks to
+    ``gpt-playground/``) with onnxruntime, Optimum, transformers.js and transformers, no project
+    code: the same snippets as the folder's model card."""
+    from export.hub import client_snippets as snippets
 
-enc = tiktoken.get_encoding("gpt2")  # the model's tokenizer: GPT-2's byte-pair encoding
-sess = ort.InferenceSession("{file_name}", providers=["CPUExecutionProvider"])
-pasts = [i.name for i in sess.get_inputs() if i.name.startswith("past_key_values")]
-_, n_head, _, head_dim = sess.get_inputs()[1].shape  # [batch, n_head, past_seq, head_dim]
-
-tokens = enc.encode("ROMEO:")
-feed = {{name: np.zeros((1, n_head, 0, head_dim), np.float32) for name in pasts}}  # empty cache
-x = np.array([tokens], dtype=np.int64)
-for _ in range(40):  # greedy: always the most probable next token
-    logits, *present = sess.run(None, {{"input_ids": x, **feed}})
-    feed = dict(zip(pasts, present))  # present.i.key/value become the next past
-    next_id = int(logits[0, -1].argmax())
-    tokens.append(next_id)
-    x = np.array([[next_id]], dtype=np.int64)
-print(enc.decode(tokens))
-'''
+    return snippets()

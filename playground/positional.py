@@ -23,6 +23,7 @@ from . import limits
 from .assets import VOCAB_SIZE, seen_token_ids
 from .plots import base_layout, heatmap, line_plot
 from .resources import get_model
+from .similarity import cosine_matrix
 from .validation import InputError, parse_int_list, validate_float, validate_int
 
 __all__ = [
@@ -33,7 +34,6 @@ __all__ = [
     "frequencies",
     "positional_encoding",
     "model_position_table",
-    "cosine_similarity",
 ]
 
 FORMULA_LATEX = (
@@ -190,13 +190,6 @@ class ModelTableResult:
     cosine_figure: go.Figure = field(repr=False)
 
 
-def cosine_similarity(table: np.ndarray) -> np.ndarray:
-    """cos(PE[p], PE[q]) for every pair of rows of ``table`` [n, d]."""
-    t = table.astype(np.float64)
-    t = t / np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
-    return t @ t.T
-
-
 def model_position_table(model: GPT | None = None) -> ModelTableResult:
     """The table the loaded model adds to its token embeddings (``model.position_table()``);
     for a learned-position model also the sinusoidal table of the same shape to compare.
@@ -225,11 +218,11 @@ def model_position_table(model: GPT | None = None) -> ModelTableResult:
                 f"shown beside the sinusoidal table of the same shape. {norms} A sinusoidal row would have "
                 f"length √(d_model/2) = {math.sqrt(cfg.d_model / 2):.1f}: added to token embeddings this small "
                 f"it would drown out which token is where, which is why this model was trained with learned "
-                f"positions (side by side, learned positions trained much faster; see the README).")
+                f"positions (side by side, learned positions trained much faster; see docs/training.md).")
         figure = _table_heatmap(table, f"The model's learned position table ({cfg.block_size} × {cfg.d_model})")
         ref_fig = _table_heatmap(reference, f"Sinusoidal table of the same shape ({cfg.block_size} × {cfg.d_model})")
     m = min(len(table), limits.MAX_SIMILARITY_POSITIONS)
-    cosine = cosine_similarity(table[:m])
+    cosine = cosine_matrix(table[:m])
     if cfg.pos_encoding == "learned" and m > 2:
         far = m // 2
         note += (f" The similarity map shows what it learned about distance: neighbouring positions have a mean "

@@ -1,20 +1,39 @@
-"""The PyTorch model and tokenizer shared by the tabs: loaded once, on first use, thread-safely.
+"""What the tabs share, loaded once on first use, thread-safely: the PyTorch model, GPT-2's
+tokenizer, and the onnxruntime engine that generates text (with the execution provider the
+``PLAYGROUND_PROVIDER`` environment variable asks for).
 
 Gradio runs requests on worker threads; the first few may arrive together, so loading is
 guarded by a lock (the model is read-only afterwards: concurrent forward passes in eval mode
-under ``torch.inference_mode`` are safe).
+under ``torch.inference_mode`` are safe; the engine's session is thread-safe too).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tiktoken
 
 from model import GPT, get_tokenizer, load_pretrained
 
-__all__ = ["ResourceError", "get_model", "get_encoding", "set_model"]
+if TYPE_CHECKING:  # onnxruntime is imported only when the engine is first opened
+    from export.engine import Engine
+
+__all__ = [
+    "ResourceError",
+    "get_model",
+    "get_encoding",
+    "set_model",
+    "PROVIDER_ENV",
+    "requested_provider",
+    "open_engine",
+    "get_engine",
+]
+
+log = logging.getLogger("playground")
 
 _lock = threading.Lock()
 _model: GPT | None = None
@@ -52,3 +71,68 @@ def set_model(model: GPT | None) -> None:
 def get_encoding() -> tiktoken.Encoding:
     """GPT-2's tokenizer (offline, cached by ``model.get_tokenizer``)."""
     return get_tokenizer()
+
+
+# --- The onnxruntime engine ------------------------------------------------------------------------
+
+# Which execution provider the app asks for: "auto" (CUDA when usable, else CPU), "cpu" or
+# "cuda". A Space with a GPU sets PLAYGROUND_PROVIDER=cuda; if CUDA turns out unusable there the
+# app still serves, on the CPU, and says so once on the console (the stats show the provider).
+PROVIDER_ENV = "PLAYGROUND_PROVIDER"
+_cuda_fallback_said = False
+
+_engine_lock = threading.Lock()
+_engine: Engine | None = None
+
+
+def requested_provider() -> str:
+    """The provider ``PLAYGROUND_PROVIDER`` asks for: "auto" (the default), "cpu" or "cuda"."""
+    value = os.environ.get(PROVIDER_ENV, "auto").strip().lower() or "auto"
+    if value not in ("auto", "cpu", "cuda"):
+        log.warning("%s=%r is not one of auto, cpu, cuda: using auto", PROVIDER_ENV, value)
+        return "auto"
+    return value
+
+
+def _usable_provider(requested: str) -> str:
+    """``requested``, except "cuda" on a machine where CUDA is unusable: "cpu", said once."""
+    global _cuda_fallback_said
+    from export import providers
+
+    if requested != "cuda" or providers.cuda_usable():
+        return requested
+    if not _cuda_fallback_said:
+        _cuda_fallback_said = True
+        log.warning("CUDA was requested (%s=cuda) but is not usable on this machine: generating on the CPU.", PROVIDER_ENV)
+    return "cpu"
+
+
+def open_engine(path: str | Path | None = None, provider: str | None = None) -> Engine:
+    """An onnxruntime engine on ``path`` (default artifacts/hub/onnx/model.onnx); a missing or unreadable
+    file raises :class:`ResourceError` naming the command that rebuilds it."""
+    from export.engine import Engine
+
+    provider = _usable_provider(provider or requested_provider())
+    try:
+        return Engine.load(path, provider=provider)
+    except FileNotFoundError:
+        raise ResourceError(
+            "the ONNX model file is missing: build it with `python -m export` (or restart the app, which builds it)"
+        ) from None
+    except Exception as err:  # noqa: BLE001 -- onnxruntime raises its own types for a corrupt file
+        raise ResourceError(
+            f"the ONNX model file cannot be opened ({type(err).__name__}); it may be truncated or corrupt: "
+            "rebuild it with `python -m export`"
+        ) from err
+
+
+def get_engine() -> Engine:
+    """The one onnxruntime engine every request shares (its session is thread-safe: every call
+    keeps its cache and random state to itself), opened on first use. A failure is not cached:
+    the next request tries again, so rebuilding the file fixes a running app."""
+    global _engine
+    if _engine is None:
+        with _engine_lock:
+            if _engine is None:
+                _engine = open_engine()
+    return _engine

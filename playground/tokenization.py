@@ -19,11 +19,12 @@ from typing import Any
 
 import tiktoken
 
-from model.tokenizer import EOT, GPT2_PATTERN, RANKS_PATH, RANKS_SHA256
+from model.tokenizer import EOT, RANKS_PATH, RANKS_SHA256
 
 from . import limits
 from .plots import PALETTE
 from .resources import get_encoding
+from .tokens import encode, token_text, visible_whitespace
 from .validation import InputError, parse_int_list, validate_bool, validate_text, validate_token_ids
 
 __all__ = [
@@ -36,21 +37,16 @@ __all__ = [
     "tokenize",
     "decode_ids",
     "compare_encodings",
-    "visible_whitespace",
-    "token_labels",
-    "encode_prompt",
 ]
 
 # The seeds' examples (001: tokenization section, embedding layer section).
 EXAMPLES = ("hello everyone", "Hi my name is Moussa", "Attention isallyou need")
 
-# Shown for whitespace when the switch is on (tiktokenizer's choice of symbols).
-_VISIBLE = {" ": "⋅", "\t": "→", "\n": "↵\n", "\r": "␍"}
 
-
-def visible_whitespace(text: str) -> str:
-    """``text`` with spaces, tabs and line breaks drawn as visible symbols."""
-    return "".join(_VISIBLE.get(ch, ch) for ch in text)
+def _shown(text: str, show_whitespace: bool) -> str:
+    """A span as the coloured view draws it: whitespace visible when the switch is on (its
+    line breaks kept, so the text keeps its lines)."""
+    return visible_whitespace(text, keep_line_breaks=True) if show_whitespace else text
 
 
 @dataclass(frozen=True)
@@ -116,8 +112,7 @@ def _token_infos(enc: tiktoken.Encoding, ids: list[int]) -> list[TokenInfo]:
     special_ids = {enc.eot_token}
     out = []
     for i, tid in enumerate(ids):
-        raw = enc.decode_single_token_bytes(tid)
-        out.append(TokenInfo(i, tid, raw.decode("utf-8", errors="replace"), raw.hex(" "), tid in special_ids))
+        out.append(TokenInfo(i, tid, token_text(tid), enc.decode_single_token_bytes(tid).hex(" "), tid in special_ids))
     return out
 
 
@@ -143,7 +138,7 @@ def _html(spans: list[Span], tokens_by_span: list[list[TokenInfo]], show_whitesp
     """Coloured spans as HTML; every user character is escaped, the id is in the hover title."""
     parts = []
     for k, (span, toks) in enumerate(zip(spans, tokens_by_span)):
-        shown = visible_whitespace(span.text) if show_whitespace else span.text
+        shown = _shown(span.text, show_whitespace)
         title = "; ".join(f"id {t.id} · bytes {t.bytes_hex}" for t in toks)
         style = "background:#111827;color:#f9fafb" if span.special else f"background:{PALETTE[k % len(PALETTE)]};color:#111827"
         parts.append(
@@ -168,8 +163,7 @@ def tokenize(text: Any, special_as_token: Any = True, show_whitespace: Any = Fal
     special_as_token = validate_bool(special_as_token, name="special tokens switch")
     show_whitespace = validate_bool(show_whitespace, name="show whitespace switch")
     enc = get_encoding()
-    allowed = {EOT} if special_as_token else set()
-    ids = enc.encode(text, allowed_special=allowed, disallowed_special=())
+    ids = encode(text, special=special_as_token)
     tokens = _token_infos(enc, ids)
     spans = _spans(enc, ids) if ids else []
     by_span, i = [], 0
@@ -194,7 +188,6 @@ def tokenize(text: Any, special_as_token: Any = True, show_whitespace: Any = Fal
         )
     if any(not t.complete for t in tokens):
         notes.append("Some tokens hold only part of a character's UTF-8 bytes; they share one coloured span.")
-    show = visible_whitespace if show_whitespace else (lambda s: s)
     return TokenizationResult(
         text=text,
         ids=ids,
@@ -207,7 +200,7 @@ def tokenize(text: Any, special_as_token: Any = True, show_whitespace: Any = Fal
         special_as_token=special_as_token,
         show_whitespace=show_whitespace,
         notice=" ".join(notes),
-        highlighted=[(show(s.text), s.label) for s in spans],
+        highlighted=[(_shown(s.text, show_whitespace), s.label) for s in spans],
         html=_html(spans, by_span, show_whitespace),
     )
 
@@ -248,27 +241,6 @@ def decode_ids(ids: Any) -> DecodeResult:
     return DecodeResult(ids, text, _token_infos(enc, ids), " ".join(notes))
 
 
-def token_labels(ids: list[int], show_whitespace: bool = True) -> list[str]:
-    """One short readable label per token (for figure axes): its text with visible whitespace."""
-    enc = get_encoding()
-    labels = []
-    for tid in ids:
-        piece = enc.decode_single_token_bytes(tid).decode("utf-8", errors="replace")
-        piece = visible_whitespace(piece).replace("\n", "") if show_whitespace else piece
-        labels.append(piece if len(piece) <= 16 else piece[:15] + "…")
-    return labels
-
-
-def encode_prompt(text: Any, *, name: str, max_chars: int, max_tokens: int) -> list[int]:
-    """Validate ``text`` and encode it (``<|endoftext|>`` as the special token) to at most
-    ``max_tokens`` ids; longer text raises :class:`InputError` saying how long it was."""
-    text = validate_text(text, name=name, max_chars=max_chars)
-    ids = get_encoding().encode(text, allowed_special={EOT}, disallowed_special=())
-    if len(ids) > max_tokens:
-        raise InputError(f"{name} is {len(ids)} tokens long; the limit here is {max_tokens} tokens")
-    return ids
-
-
 # --- Other tiktoken encodings, only where their files are on this machine -----------------------
 
 # name -> (ranks file URL tiktoken fetches, its sha256), from tiktoken_ext/openai_public.py.
@@ -298,8 +270,15 @@ class EncodingComparison:
     note: str
 
 
+# Why this reads tiktoken's cache rule rather than a public API: every public loader
+# (``tiktoken.get_encoding``, ``tiktoken.load.load_tiktoken_bpe(url)``) downloads a ranks file that
+# is not cached, and a cached file whose hash is wrong is deleted and downloaded again; tiktoken has
+# no offline-only mode and no function that says whether a file is cached. The app must never reach
+# the network, so it looks for the file where tiktoken keeps it (tiktoken/load.py,
+# ``read_file_cached``: $TIKTOKEN_CACHE_DIR or $DATA_GYM_CACHE_DIR or <tmp>/data-gym-cache, named by
+# the SHA-1 of the URL), checks its hash, and only then lets ``tiktoken.get_encoding`` load it.
 def _tiktoken_cache_file(url: str) -> Path | None:
-    """Where tiktoken caches ``url`` (its own rule in tiktoken/load.py), or None if caching is off."""
+    """Where tiktoken caches ``url``, or None if its caching is off."""
     cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
     if cache_dir == "":
         return None
@@ -312,12 +291,9 @@ def _offline_encoding(name: str) -> tuple[tiktoken.Encoding | None, str]:
     """The encoding if its ranks file is already on disk with the right hash; never downloads."""
     url, sha256 = _OTHER_ENCODINGS[name]
     if sha256 == RANKS_SHA256:
-        # r50k_base is GPT-2's encoding under another name: the very same ranks file we ship.
-        enc = get_encoding()
-        same = tiktoken.Encoding(
-            name=name, pat_str=GPT2_PATTERN, mergeable_ranks=enc._mergeable_ranks, special_tokens={EOT: enc.eot_token}
-        )
-        return same, f"same ranks file as gpt2 ({RANKS_PATH.name}), so the same tokens"
+        # r50k_base is GPT-2's encoding under another name (tiktoken_ext/openai_public.py gives
+        # both the same ranks file, pattern and <|endoftext|>): the one we ship gives its tokens.
+        return get_encoding(), f"same ranks file as gpt2 ({RANKS_PATH.name}), so the same tokens"
     path = _tiktoken_cache_file(url)
     if path is None or not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
         return None, "not available offline: its ranks file is not on this machine (tiktoken would download it)"

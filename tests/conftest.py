@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -38,6 +39,39 @@ def small_config() -> GPTConfig:
 def small_model(small_config: GPTConfig) -> GPT:
     torch.manual_seed(0)
     return GPT(small_config).eval()
+
+
+# A tiny randomly initialised GPT with the real vocabulary: exported in seconds.
+TINY = GPTConfig(vocab_size=50257, block_size=32, n_layer=2, n_head=4, d_model=64)
+
+
+class TinyExport(NamedTuple):
+    weights: Path  # model folder (config.json + model.safetensors)
+    paths: dict[str, Path]  # {"fp32": .../hub/onnx/model.onnx, "int8": .../hub/onnx/model_quantized.onnx}
+    calls: list[tuple[float, str]]  # the progress reports of the build
+    config: GPTConfig
+
+
+def save_model_dir(model: GPT, folder: Path) -> Path:
+    from model.checkpoint import save_weights
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model.config.to_json(folder / "config.json")
+    save_weights(model, folder / "model.safetensors")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_export(tmp_path_factory) -> TinyExport:
+    """The tiny model's folder and its exported artifacts/hub/, built once per session by ensure_onnx."""
+    from export import ensure_onnx
+
+    base = tmp_path_factory.mktemp("tiny_export")
+    torch.manual_seed(0)
+    weights = save_model_dir(GPT(TINY).eval(), base / "weights")
+    calls: list[tuple[float, str]] = []
+    paths = ensure_onnx(progress=lambda f, text: calls.append((f, text)), weights_dir=weights, out_dir=base / "artifacts")
+    return TinyExport(weights, paths, calls, TINY)
 
 
 @pytest.fixture(scope="session")

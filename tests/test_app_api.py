@@ -7,6 +7,7 @@ tables it prints) and from the definitions (causal mask, probabilities), not fro
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 from gradio_client.exceptions import AppError
@@ -24,9 +25,9 @@ def test_app_starts_quickly_and_honours_the_port(app_server):
     # GRADIO_SERVER_PORT / GRADIO_SERVER_NAME chose the address (a free loopback port).
     assert app_server.url.startswith("http://127.0.0.1:")
     print(f"start-up to first HTTP 200: {app_server.startup_s:.1f} s")
-    # Issue 4 asks for <= 10 s with the ONNX files present (docs/app.md reports the measured
-    # figure); the bound here is looser because a test machine may be busy. It still catches a
-    # start that rebuilds the ONNX files every time (minutes).
+    # The app's target is a start in <= 10 s once the ONNX files exist (docs/app.md reports the
+    # measured figure); the bound here is looser because a test machine may be busy. It still
+    # catches a start that rebuilds the ONNX files every time (minutes).
     assert app_server.startup_s < 90
 
 
@@ -139,7 +140,11 @@ def _generate(client, prompt="ROMEO:", max_new_tokens=12, temperature=0.8, top_k
 
 
 def test_generate_streams_tokens_and_reports_speed(client):
+    from model import get_tokenizer
+
+    t0 = time.perf_counter()
     updates, final = _generate(client, max_new_tokens=16)
+    wall_s = time.perf_counter() - t0
     assert len(updates) >= 2  # streamed, not one answer at the end
     counts = [u["new_tokens"] for u in updates]
     assert counts == sorted(counts) and counts[0] >= 1
@@ -148,9 +153,13 @@ def test_generate_streams_tokens_and_reports_speed(client):
     if final["new_tokens"] < 16:  # stopped early only at <|endoftext|>
         assert final["token_ids"][-1] == 50256
     assert final["provider"] in ("CPUExecutionProvider", "CUDAExecutionProvider")
-    assert final["time_to_first_token_s"] > 0
-    assert final["tokens_per_s"] is None or final["tokens_per_s"] > 0
-    assert isinstance(final["completion"], str)
+    # The text is the tokens' text, decoded as a whole (the client could decode the ids itself).
+    assert final["completion"] == get_tokenizer().decode(final["token_ids"]) and final["completion"].strip()
+    # The speed is measured: the tokens after the first, in less time than the whole request took.
+    assert final["new_tokens"] >= 2, "this seed must give several tokens for a speed to exist"
+    ttft, tps = final["time_to_first_token_s"], final["tokens_per_s"]
+    assert 0 < ttft < wall_s
+    assert tps > 0 and ttft + (final["new_tokens"] - 1) / tps <= wall_s * 1.05  # 1.05: tokens_per_s is rounded
 
 
 def test_generate_same_seed_same_text(client):

@@ -6,11 +6,10 @@ from pathlib import Path
 
 from export.bench import main, weight_bytes_per_token
 from model import load_pretrained
-from test_export import tiny_artifacts
 
 
-def test_weight_bytes_count_the_tied_head_once_in_full(tmp_path_factory):
-    weights, paths, _ = tiny_artifacts(tmp_path_factory.getbasetemp() / "tiny_export")
+def test_weight_bytes_count_the_tied_head_once_in_full(tiny_export):
+    weights, paths = tiny_export.weights, tiny_export.paths
     n_params = load_pretrained(weights).num_parameters()
     fp32 = weight_bytes_per_token(paths["fp32"])
     # Every parameter is read once per token (the tied table by the head), up to small constants.
@@ -18,9 +17,9 @@ def test_weight_bytes_count_the_tied_head_once_in_full(tmp_path_factory):
     assert weight_bytes_per_token(paths["int8"]) < fp32 / 3
 
 
-def test_bench_prints_the_comparison_table(tmp_path_factory, capsys):
-    weights, paths, _ = tiny_artifacts(tmp_path_factory.getbasetemp() / "tiny_export")
-    argv = ["--weights", str(weights), "--artifacts", str(paths["fp32"].parent), "--tokens", "6", "--reps", "1",
+def test_bench_prints_the_comparison_table(tiny_export, capsys):
+    weights, paths = tiny_export.weights, tiny_export.paths
+    argv = ["--weights", str(weights), "--artifacts", str(paths["fp32"].parent.parent.parent), "--tokens", "6", "--reps", "1",
             "--val", str(Path("/nonexistent")), "--threads", "1"]
     assert main(argv) == 0
     out = capsys.readouterr().out

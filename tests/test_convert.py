@@ -10,7 +10,7 @@ from safetensors.torch import load_file, save_file
 
 from model import GPT, GPTConfig, load_pretrained
 from model.convert import from_hf, main, to_hf
-from model.train import save_weights
+from model.checkpoint import save_weights
 
 transformers = pytest.importorskip("transformers")
 

@@ -9,24 +9,22 @@ import pytest
 import torch
 
 from export import providers
-from export.engine import Candidate, Engine
+from conftest import TINY
+from export.engine import Candidate, DecodeStep, Engine, left_pad
 from export.sampling import choose, sampling_distribution
 from model import EOT_ID, load_pretrained
-from test_export import TINY, tiny_artifacts
 
 PROMPT = [464, 3290, 286, 262, 995]
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory) -> Engine:
-    _, paths, _ = tiny_artifacts(tmp_path_factory.getbasetemp() / "tiny_export")
-    return Engine.load(paths["fp32"], provider="cpu")
+def engine(tiny_export) -> Engine:
+    return Engine.load(tiny_export.paths["fp32"], provider="cpu")
 
 
 @pytest.fixture(scope="module")
-def torch_model(tmp_path_factory):
-    weights, _, _ = tiny_artifacts(tmp_path_factory.getbasetemp() / "tiny_export")
-    return load_pretrained(weights)
+def torch_model(tiny_export):
+    return load_pretrained(tiny_export.weights)
 
 
 # -- providers -------------------------------------------------------------------------------
@@ -45,9 +43,8 @@ def test_provider_selection(monkeypatch):
         providers.requested_providers("tpu")
 
 
-def test_engine_reports_the_provider_really_in_use(engine, tmp_path_factory):
-    _, paths, _ = tiny_artifacts(tmp_path_factory.getbasetemp() / "tiny_export")
-    auto = Engine.load(paths["fp32"])  # no GPU here: auto must land on the CPU, quietly
+def test_engine_reports_the_provider_really_in_use(engine, tiny_export):
+    auto = Engine.load(tiny_export.paths["fp32"])  # no GPU here: auto must land on the CPU, quietly
     expected = providers.CUDA if providers.cuda_usable() else providers.CPU
     assert auto.provider == expected == auto.session.get_providers()[0]
     assert (engine.block_size, engine.vocab_size) == (TINY.block_size, TINY.vocab_size)
@@ -184,3 +181,49 @@ def test_one_engine_serves_many_threads(engine):
 def test_io_binding_path_gives_the_same_tokens(engine):
     bound = Engine.load(engine.path, provider="cpu", io_binding=True)
     assert bound.generate(PROMPT, 10, stop_at_eot=False) == engine.generate(PROMPT, 10, stop_at_eot=False)
+
+
+# -- batches of different lengths (the interface batching builds on) ---------------------------
+
+
+def test_left_pad_builds_mask_and_positions():
+    ids, mask, positions = left_pad([[5, 6, 7], [8]], pad_id=0)
+    assert ids.tolist() == [[5, 6, 7], [0, 0, 8]]
+    assert mask.tolist() == [[1, 1, 1], [0, 0, 1]]
+    assert positions.tolist() == [[0, 1, 2], [0, 0, 0]]
+    with pytest.raises(ValueError, match="at least one token"):
+        left_pad([[1], []])
+
+
+def test_forward_with_rows_of_different_lengths_matches_each_row_alone(engine, torch_model):
+    """Left padding + attention_mask + position_ids through Engine.forward: every row generates
+    the greedy continuation it generates alone (and PyTorch's)."""
+    prompts = [PROMPT, [262], PROMPT[:2] + PROMPT]
+    ids, mask, positions = left_pad(prompts)
+    logits, past = engine.forward(ids, engine.empty_cache(len(prompts)), mask, positions)
+    assert engine.cache_length(past) == ids.shape[1]
+    rows: list[list[int]] = [[] for _ in prompts]
+    for t in range(8):
+        nxt = logits.argmax(-1)
+        for row, token in zip(rows, nxt.tolist()):
+            row.append(token)
+        mask = np.concatenate([mask, np.ones((len(prompts), 1), np.int64)], axis=1)
+        logits, past = engine.forward(nxt[:, None], past, mask, positions[:, -1:] + t + 1)
+    for prompt, row in zip(prompts, rows):
+        assert row == engine.generate(prompt, 8, stop_at_eot=False)
+        assert row == torch_model.generate(torch.tensor([prompt]), 8, temperature=0.0)[0, len(prompt) :].tolist()
+
+
+def test_run_gives_every_positions_logits(engine):
+    ids = np.array([PROMPT], dtype=np.int64)
+    logits, past = engine.run(ids, engine.empty_cache(1))
+    assert logits.shape == (1, len(PROMPT), TINY.vocab_size) and len(past) == len(engine.past_names) == 2 * TINY.n_layer
+    last, _ = engine.forward(ids, engine.empty_cache(1))
+    np.testing.assert_array_equal(last, logits[:, -1])
+
+
+def test_decode_steps_are_named_fields(engine):
+    steps = list(engine._decode(np.array(PROMPT), 3, 0.0, None, None, None, 2, False))
+    assert all(isinstance(s, DecodeStep) for s in steps) and len(steps) == 3
+    assert steps[0].tokens.shape == (2,) and steps[0].logits.shape == (2, TINY.vocab_size)
+    assert steps[-1].finished.all() and steps[0].live.all() and steps[0].notice is None

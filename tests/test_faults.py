@@ -12,17 +12,17 @@ import gradio as gr
 import pytest
 
 from export import ARTIFACTS_DIR, artifact_paths
-from playground import generation
+from playground import resources
 from playground.resources import ResourceError
 from playground.ui.common import user_errors
 
-FP32 = ARTIFACTS_DIR / "gpt.onnx"
+FP32, INT8 = artifact_paths()["fp32"], artifact_paths()["int8"]
 
 
 @pytest.fixture
 def corrupt_onnx(tmp_path) -> Path:
     """A truncated copy of the real file, as a crash mid-download would leave it."""
-    path = tmp_path / "gpt.onnx"
+    path = tmp_path / "model.onnx"
     with open(FP32, "rb") as src:
         path.write_bytes(src.read(1 << 20))
     return path
@@ -30,7 +30,7 @@ def corrupt_onnx(tmp_path) -> Path:
 
 def test_missing_onnx_names_the_command_that_builds_it(tmp_path):
     with pytest.raises(ResourceError, match=r"missing.*`python -m export`"):
-        generation.open_engine(tmp_path / "gpt.onnx")
+        resources.open_engine(tmp_path / "model.onnx")
 
 
 @pytest.mark.parametrize("content", ["truncated", "garbage"])
@@ -39,14 +39,14 @@ def test_corrupt_onnx_names_the_command_that_rebuilds_it(tmp_path, corrupt_onnx,
     if content == "garbage":
         path.write_bytes(b"\x00not an onnx file" * 100)
     with pytest.raises(ResourceError, match=r"cannot be opened.*`python -m export`"):
-        generation.open_engine(path)
+        resources.open_engine(path)
 
 
 def test_the_user_sees_the_fix_not_a_traceback(tmp_path):
     """What a request meets when the file vanished while the app runs: a gr.Error naming the fix."""
 
     def handler() -> None:
-        generation.open_engine(tmp_path / "gone.onnx")
+        resources.open_engine(tmp_path / "gone.onnx")
 
     with pytest.raises(gr.Error) as info:
         user_errors(handler)()
@@ -61,12 +61,13 @@ def test_a_corrupt_onnx_file_is_stale_so_the_next_start_rebuilds_it(tmp_path):
     out = tmp_path / "artifacts"
     out.mkdir()
     paths = artifact_paths(out)
-    shutil.copyfile(ARTIFACTS_DIR / "gpt.int8.onnx", paths["int8"])
+    paths["int8"].parent.mkdir(parents=True)
+    shutil.copyfile(INT8, paths["int8"])
     with open(FP32, "rb") as src:
         paths["fp32"].write_bytes(src.read(4096))
     if stale_files(out_dir=ARTIFACTS_DIR):  # the shipped files themselves must be current first
         pytest.skip("artifacts/ is stale (being rebuilt): run `python -m export`")
-    assert stale_files(out_dir=out) == ["fp32"]
+    assert stale_files(out_dir=out) == ["fp32", "hub"]  # hub: the folder's other files are missing here
 
 
 def test_missing_weights_stop_the_start_with_the_command_that_fixes_it(tmp_path, monkeypatch, capsys):
@@ -83,24 +84,24 @@ def test_missing_weights_stop_the_start_with_the_command_that_fixes_it(tmp_path,
 
 @pytest.fixture
 def fresh_fallback(monkeypatch):
-    monkeypatch.setattr(generation, "_cuda_fallback_said", False)
+    monkeypatch.setattr(resources, "_cuda_fallback_said", False)
     from export import providers
 
     monkeypatch.setattr(providers, "cuda_usable", lambda: False)  # as on a machine without a GPU
 
 
 def test_cuda_requested_but_unusable_runs_on_the_cpu_and_says_so_once(fresh_fallback, monkeypatch, caplog):
-    monkeypatch.setenv(generation.PROVIDER_ENV, "cuda")
+    monkeypatch.setenv(resources.PROVIDER_ENV, "cuda")
     with caplog.at_level(logging.WARNING, logger="playground"):
-        engine = generation.open_engine()
-        again = generation.open_engine()
+        engine = resources.open_engine()
+        again = resources.open_engine()
     assert engine.provider == again.provider == "CPUExecutionProvider"
     said = [r.getMessage() for r in caplog.records if "CUDA" in r.getMessage()]
     assert len(said) == 1 and "on the CPU" in said[0]
 
 
 def test_an_unknown_provider_setting_falls_back_to_auto(monkeypatch, caplog):
-    monkeypatch.setenv(generation.PROVIDER_ENV, "tpu")
+    monkeypatch.setenv(resources.PROVIDER_ENV, "tpu")
     with caplog.at_level(logging.WARNING, logger="playground"):
-        assert generation.requested_provider() == "auto"
+        assert resources.requested_provider() == "auto"
     assert "auto, cpu, cuda" in caplog.text

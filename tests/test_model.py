@@ -21,7 +21,8 @@ from torch.nn import functional as F
 from model import EOT_ID, GPT, GPTConfig, get_tokenizer, positional_encoding
 from model.data import fetch_shakespeare, read_text
 from model.tokenizer import GPT2_PATTERN, RANKS_PATH
-from model.train import PRESETS, evaluate_loss
+from model.evaluate import evaluate_loss
+from model.train import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
@@ -283,3 +284,27 @@ def test_tied_head_and_gpt2_init():
     assert abs(proj.std().item() - 0.02 / math.sqrt(8)) < 5e-4
     assert abs(model.blocks[0].attn.c_attn.weight.std().item() - 0.02) < 5e-4
     assert all((b.attn.c_attn.bias == 0).all() for b in model.blocks)
+
+
+def test_left_padded_batch_gives_each_row_what_it_gives_alone(small_model):
+    """attention_mask hides the padding and positions start where each row's text starts, so a
+    batch of prompts of different lengths, left-padded, is exact: through the cache too."""
+    g = torch.Generator().manual_seed(4)
+    short, long = torch.randint(0, 50257, (1, 3), generator=g), torch.randint(0, 50257, (1, 7), generator=g)
+    pad = torch.full((1, 4), 50256)
+    idx = torch.cat([torch.cat([pad, short], 1), long])
+    mask = torch.tensor([[0] * 4 + [1] * 3, [1] * 7])
+    with torch.no_grad():
+        out = small_model(idx, attention_mask=mask, use_cache=True)
+        alone = [small_model(short)[0], small_model(long)[0]]
+        torch.testing.assert_close(out.logits[0, 4:], alone[0][0], atol=1e-5, rtol=0)
+        torch.testing.assert_close(out.logits[1], alone[1][0], atol=1e-5, rtol=0)
+        assert torch.isfinite(out.logits).all()  # padding queries see nothing, and stay finite
+        # one more token each, through the cache, with explicit position_ids
+        nxt = torch.tensor([[11], [12]])
+        step = small_model(nxt, past_key_values=out.past_key_values, attention_mask=torch.cat([mask, torch.ones(2, 1, dtype=torch.long)], 1),
+                           position_ids=torch.tensor([[3], [7]]), use_cache=True)
+        torch.testing.assert_close(step.logits[0, -1], small_model(torch.cat([short, nxt[:1]], 1))[0][0, -1], atol=1e-5, rtol=0)
+        torch.testing.assert_close(step.logits[1, -1], small_model(torch.cat([long, nxt[1:]], 1))[0][0, -1], atol=1e-5, rtol=0)
+        # with neither mask nor positions, nothing changes: positions continue after the cache
+        torch.testing.assert_close(small_model(long, attention_mask=torch.ones(1, 7, dtype=torch.long))[0], alone[1], atol=1e-5, rtol=0)

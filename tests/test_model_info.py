@@ -1,5 +1,6 @@
 """Model tab logic (playground/model_info.py): parameter counts against GPT-2's formula, the
-training curves from a log, the ONNX graph's interface, and the onnxruntime snippet run for real."""
+training curves from a log, the ONNX graph's interface, and the onnxruntime snippet run for real
+(the other clients' snippets run in tests/test_clients.py)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def test_onnx_summary_lists_the_cache_interface(onnx_files):
     summary = model_info.onnx_summary(onnx_files["fp32"])
     inputs = [i["name"] for i in summary["inputs"]]
     outputs = [o["name"] for o in summary["outputs"]]
-    assert inputs[0] == "input_ids" and len(inputs) == 1 + 2 * n_layer
+    assert inputs[:3] == ["input_ids", "attention_mask", "position_ids"] and len(inputs) == 3 + 2 * n_layer
     assert f"past_key_values.{n_layer - 1}.value" in inputs
     assert outputs[0] == "logits" and f"present.{n_layer - 1}.value" in outputs
     assert summary["op_counts"]["MatMul"] >= 4 * n_layer  # Q/K/V, W_O, two MLP matrices per block
@@ -92,14 +93,14 @@ def test_onnx_summary_lists_the_cache_interface(onnx_files):
 
 
 def test_onnxruntime_snippet_runs_and_decodes_greedily(onnx_files, tmp_path):
-    """The Model tab's snippet, run as a user would (its own process, only onnxruntime, numpy and
-    a GPT-2 tokenizer): its greedy text must match PyTorch's greedy decoding."""
-    code = model_info.onnxruntime_snippet(str(onnx_files["fp32"]))
-    # Offline: the same GPT-2 encoding from the ranks file this project ships, instead of
-    # tiktoken's download.
-    offline = 'import sys; sys.path.insert(0, %r); from model import get_tokenizer; enc = get_tokenizer()' % str(ROOT)
-    assert 'enc = tiktoken.get_encoding("gpt2")' in code
-    code = code.replace('enc = tiktoken.get_encoding("gpt2")', offline)
+    """The Model tab's first snippet, run as a user would (its own process, in a folder holding the
+    unpacked download as gpt-playground/, only onnxruntime, numpy and tokenizers): its greedy text
+    must match PyTorch's greedy decoding."""
+    snippets = model_info.client_snippets()
+    assert list(snippets) == ["onnxruntime (Python)", "Optimum", "transformers.js (Node.js or a browser)", "transformers (PyTorch)"]
+    language, code = snippets["onnxruntime (Python)"]
+    assert language == "python" and "model_quantized.onnx" in code
+    (tmp_path / "gpt-playground").symlink_to(onnx_files["fp32"].parent.parent, target_is_directory=True)
     script = tmp_path / "snippet.py"
     script.write_text(code)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote
 
@@ -58,7 +59,7 @@ def test_no_file_outside_artifacts_is_served(app_server, route, path):
     assert "root:" not in r.text and "import gradio" not in r.text
 
 
-@pytest.mark.parametrize("name", ["gpt.onnx", "gpt.int8.onnx"])
+@pytest.mark.parametrize("name", ["hub/onnx/model.onnx", "hub/onnx/model_quantized.onnx", "gpt-playground-hub.zip"])
 def test_the_onnx_downloads_are_served(app_server, name):
     """The control: the allowed folder's files do come through (so the refusals above are not
     simply a broken route)."""
@@ -153,12 +154,29 @@ def test_requirements_are_pinned(path):
 ATTACK = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 
 
+class _Page(HTMLParser):
+    """The elements a browser would build from an HTML fragment, and the text it would show."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: set[str] = set()
+        self.text = ""
+        self.feed(html)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+
+    def handle_data(self, data):
+        self.text += data
+
+
 def test_user_text_is_escaped_in_the_tokenization_view():
     from playground.tokenization import tokenize
 
-    html = tokenize(ATTACK).html
-    assert "<script" not in html and "<img" not in html
-    assert "&lt;script" in html or "&lt;" in html
+    page = _Page(tokenize(ATTACK).html)
+    assert page.tags == {"div", "span"}  # no <img>, no <script>: only the view's own elements
+    assert page.text == ATTACK  # and the user sees exactly what they typed, as text
 
 
 def test_user_text_is_escaped_in_the_generation_view():
@@ -166,6 +184,7 @@ def test_user_text_is_escaped_in_the_generation_view():
 
     params = gen.GenerationParams(ATTACK, [1], 1, 1.0, 1, 1.0, 0, 1)
     state = gen.GenerationState(params=params, provider="CPUExecutionProvider", decode=lambda ids: "")
-    state.steps = [[gen.Step(0, gen.Candidate(1, ATTACK, 0.5, 0.5), [])]]
-    html = gen.tokens_html(state)
-    assert "<script" not in html and "<img" not in html
+    state.steps = [[gen.GeneratedStep(0, gen.TokenChoice(1, ATTACK, 0.5, 0.5), [])]]
+    page = _Page(gen.tokens_html(state))
+    assert page.tags == {"div", "span"}
+    assert page.text == ATTACK + ATTACK  # the prompt, then the generated token's text

@@ -180,9 +180,17 @@ def test_similarity():
 
 # --- PCA --------------------------------------------------------------------------------------
 
-def test_default_words_are_all_known():
+def test_default_words_are_single_tokens_seen_in_training():
+    """The PCA's default list works as it opens: each word is one token the model trained on
+    (none averaged over pieces, none refused as unknown), and its vector is that token's row."""
+    counts = load_token_counts()
+    matrix = get_model().wte.weight.detach().numpy()
     for w in DEFAULT_WORDS:
-        word_vector(w)  # raises if a default word were unknown
+        ids = get_encoding().encode(" " + w)
+        assert len(ids) == 1 and counts[ids[0]] > 0, f"{w}: tokens {ids}, seen {counts[ids].tolist()} times"
+        v = word_vector(w)
+        assert v.ids == ids and not v.multi_token
+        np.testing.assert_array_equal(v.vector, matrix[ids[0]])
 
 
 def test_pca_of_three_words_keeps_their_distances():

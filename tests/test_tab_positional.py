@@ -129,22 +129,61 @@ def test_shipped_model_table():
 
     model = get_model()
     r = model_position_table()
+    assert r.kind == model.config.pos_encoding == "learned"  # the shipped model learned its table
     np.testing.assert_allclose(r.table, model.position_table().detach().numpy())
     m = r.cosine.shape[0]
     np.testing.assert_allclose(np.diag(r.cosine), 1.0, atol=1e-6)
     np.testing.assert_allclose(r.cosine, r.cosine.T, atol=1e-12)
     assert f"{r.position_norm:.2f}" in r.note and f"{r.token_norm:.2f}" in r.note
-    if r.kind == "learned":
-        assert r.reference_figure is not None
-        # what training taught it: the farther apart two positions, the less alike their vectors
-        by_offset = [float(np.mean(np.diag(r.cosine, k))) for k in (1, m // 4, m // 2, 3 * m // 4)]
-        assert by_offset == sorted(by_offset, reverse=True) and by_offset[0] - by_offset[2] > 0.3, by_offset
-        assert f"{by_offset[0]:.2f}" in r.note and f"{by_offset[2]:.2f}" in r.note
-        return
-    assert r.max_abs_diff < 1e-6 and r.reference_figure is None and "sinusoidal" in r.note
-    assert abs(r.position_norm - math.sqrt(r.table.shape[1] / 2)) < 1e-4
-    expected = positional_encoding(r.table.shape[1], min(r.table.shape[0], limits.MAX_POSITIONS)).table
-    np.testing.assert_allclose(r.table[: expected.shape[0]], expected, atol=1e-6)
+    assert r.reference_figure is not None
+    # what training taught it: the farther apart two positions, the less alike their vectors
+    by_offset = [float(np.mean(np.diag(r.cosine, k))) for k in (1, m // 4, m // 2, 3 * m // 4)]
+    assert by_offset == sorted(by_offset, reverse=True) and by_offset[0] - by_offset[2] > 0.3, by_offset
+    assert f"{by_offset[0]:.2f}" in r.note and f"{by_offset[2]:.2f}" in r.note
+
+
+@pytest.fixture
+def sinusoidal_model():
+    """A small sinusoidal-position GPT as the app's shared model (the shipped one is learned)."""
+    from playground import resources
+
+    shipped = resources.get_model()
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(block_size=48, n_layer=1, n_head=2, d_model=32, pos_encoding="sinusoidal"))
+    resources.set_model(model)
+    yield model
+    resources.set_model(shipped)
+
+
+def test_sinusoidal_model_table_is_the_formulas(sinusoidal_model):
+    r = model_position_table()  # the shared model: the sinusoidal one
+    assert r.kind == "sinusoidal" and r.table.shape == (48, 32)
+    expected = positional_encoding(32, 48).table  # the tab's own formula, base 10000
+    np.testing.assert_allclose(r.table, expected, atol=1e-6)
+    assert r.max_abs_diff < 1e-6 and r.reference_figure is None  # nothing to compare it with
+    np.testing.assert_allclose(np.asarray(r.figure.data[0].z), expected, atol=1e-6)  # 48 x 32: not strided
+    assert "sinusoidal" in r.figure.layout.title.text and "48 × 32" in r.figure.layout.title.text
+    # every sinusoidal row has length sqrt(d_model / 2) = 4, whatever the position
+    assert r.position_norm == pytest.approx(4.0, abs=1e-5)
+    assert "sinusoidal formula" in r.note and "√(d_model/2) = 4.0" in r.note and f"{r.position_norm:.2f}" in r.note
+    # cos(PE[p], PE[q]) depends only on the offset: constant along every diagonal
+    for k in (1, 5, 20):
+        np.testing.assert_allclose(np.diag(r.cosine, k), np.diag(r.cosine, k)[0], atol=1e-5)
+
+
+def test_the_tab_shows_a_sinusoidal_models_table(sinusoidal_model):
+    """The page built on a sinusoidal model: its note, its table, no learned-vs-formula pair."""
+    import gradio as gr
+
+    from playground.ui import positional as ui
+
+    with gr.Blocks() as demo:
+        ui.build()
+    blocks = list(demo.blocks.values())
+    note = next(b for b in blocks if getattr(b, "elem_id", None) == "pe-model-note")
+    assert "sinusoidal formula" in note.value and "learned" not in note.value
+    labels = [b.label for b in blocks if isinstance(b, gr.Plot)]
+    assert "Model" in labels and "Sinusoidal, same shape" not in labels
 
 
 def test_learned_model_table_beside_sinusoidal():
@@ -165,9 +204,9 @@ def test_learned_model_table_beside_sinusoidal():
 
 
 def test_cosine_similarity_of_the_sinusoidal_table_depends_on_offset_only():
-    from playground.positional import cosine_similarity
+    from playground.similarity import cosine_matrix
 
-    c = cosine_similarity(positional_encoding(64, 100).table)
+    c = cosine_matrix(positional_encoding(64, 100).table)
     # every row has the same norm, so the cosine is the dot product's offset-only curve scaled
     np.testing.assert_allclose(np.diag(c, 5)[:-1], np.diag(c, 5)[1:], atol=1e-5)
     assert c[10, 11] > c[10, 60]

@@ -5,15 +5,7 @@ from __future__ import annotations
 import pytest
 
 from playground import limits
-from playground.tokenization import (
-    EXAMPLES,
-    compare_encodings,
-    decode_ids,
-    encode_prompt,
-    tokenize,
-    token_labels,
-    visible_whitespace,
-)
+from playground.tokenization import EXAMPLES, compare_encodings, decode_ids, tokenize
 from playground.validation import InputError
 
 
@@ -55,10 +47,11 @@ def test_endoftext_switch():
     assert "plain text" in plain.notice
 
 
-def test_visible_whitespace():
-    assert visible_whitespace("a b\tc\nd") == "a⋅b→c↵\nd"
+def test_visible_whitespace_keeps_the_lines():
     r = tokenize("to be\nor", show_whitespace=True)
     assert "".join(text for text, _ in r.highlighted) == "to⋅be↵\nor"
+    assert ">to<" in r.html and ">⋅be<" in r.html and "↵\n" in r.html
+    assert "⋅" not in tokenize("to be\nor").html  # the switch off: the text as typed
     # the ids do not change with the view
     assert r.ids == tokenize("to be\nor").ids
 
@@ -159,13 +152,6 @@ def test_other_encodings_are_offered_only_offline():
     assert results["r50k_base"].available and results["r50k_base"].ids == [31373, 2506]
     for c in results.values():
         assert (c.available and c.n_tokens == len(c.ids)) or "not available offline" in c.note
-
-
-def test_token_labels_and_prompt_limit():
-    assert token_labels([31373, 2506]) == ["hello", "⋅everyone"]
-    assert encode_prompt("hello everyone", name="prompt", max_chars=100, max_tokens=2) == [31373, 2506]
-    with pytest.raises(InputError, match="3 tokens long; the limit here is 2"):
-        encode_prompt("hello everyone hi", name="prompt", max_chars=100, max_tokens=2)
 
 
 def test_to_dict_is_json_ready():

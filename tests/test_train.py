@@ -14,6 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+import model.evaluate as evaluate
 import model.train as train
 from model import get_tokenizer, load_pretrained
 
@@ -115,7 +116,7 @@ def test_best_checkpoint_loads_and_scores_its_logged_loss(tiny_run, tiny_data):
     val = np.fromfile(tiny_data / "val.bin", dtype=np.uint16)
     log = json.loads((out / "training_log.json").read_text())
     best = min(log, key=lambda e: e["val_loss"])
-    loss = train.evaluate_loss(model, val, max_windows=best["val_windows"])
+    loss = evaluate.evaluate_loss(model, val, max_windows=best["val_windows"])
     assert loss == pytest.approx(result["best_val_loss"], abs=1e-5)
     assert result["best_val_loss"] == pytest.approx(best["val_loss"], abs=1e-4)
     # periodic evaluations sample the split; the last one, the run's result, covers all of it
@@ -220,17 +221,17 @@ def test_evaluation_builds_no_autograd_graph(tiny_data):
     seen = []
     model.register_forward_hook(lambda *_: seen.append(torch.is_grad_enabled()))
     val = np.fromfile(tiny_data / "val.bin", dtype=np.uint16)
-    train.evaluate_loss(model, val, max_windows=4)
+    evaluate.evaluate_loss(model, val, max_windows=4)
     assert seen == [False]
 
 
 def test_sampled_evaluation_spans_the_whole_split(val_tokens):
     """A periodic evaluation of 96 windows scores windows from both held-out works, evenly spread."""
-    rows = train.window_rows(len(val_tokens), 256, 96)
+    rows = evaluate.window_rows(len(val_tokens), 256, 96)
     every = (len(val_tokens) - 1) // 256
-    assert len(rows) == train.val_windows(len(val_tokens), 256, 96) == 96
+    assert len(rows) == evaluate.val_windows(len(val_tokens), 256, 96) == 96
     assert rows[0] == 0 and rows[-1] == every - 1 and np.all(np.diff(rows) >= 2)
-    assert list(train.window_rows(len(val_tokens), 256)) == list(range(every))
+    assert list(evaluate.window_rows(len(val_tokens), 256)) == list(range(every))
     separators = np.flatnonzero(val_tokens == get_tokenizer().eot_token)
     second_work = int(separators[0]) // 256 + 1  # the first window wholly after the separator
     assert (rows < second_work - 1).any() and (rows >= second_work).any()

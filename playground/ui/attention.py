@@ -9,6 +9,7 @@ import gradio as gr
 from .. import attention as att
 from ..resources import get_model
 from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, user_errors
+from .widgets import note, text_with_examples, with_notice
 
 
 def _stage_md(stage: att.Stage) -> str:
@@ -23,10 +24,8 @@ def ui_attention(text, layer, head):
         f"Step-through check: these weights match the model's own to {r.weights_max_diff:.1e}; "
         f"the layer's output recomputed from all heads matches to {r.output_max_diff:.1e}."
     )
-    notice = f"ℹ️ {r.notice}" if r.notice else ""
-    return (
-        r.head_figure, r.mean_figure, r.heads_figure, r.stages, f"{len(r.ids)} tokens. {check} {notice}",
-    )
+    info = with_notice(f"{len(r.ids)} tokens. {check}", r.notice, sep=" ")
+    return r.head_figure, r.mean_figure, r.heads_figure, r.stages, info
 
 
 def _stage_index(value, stages) -> int:
@@ -53,23 +52,21 @@ def api_attention(text: str, layer: int, head: int) -> dict:
 
 def build() -> None:
     cfg = get_model().config
-    gr.Markdown(
+    note(
         "Each token's query is compared with the keys of the tokens before it; a softmax turns the "
         "scores into weights (each row sums to 1) and the token takes the weighted average of their "
         "values. A decoder hides the future: everything above the diagonal is zero.",
-        elem_classes="pg-note",
     )
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=320):
-            text = gr.Textbox(label="Text", value=att.EXAMPLE_PROMPTS[0], lines=3, elem_id="att-text")
-            gr.Examples(examples=[[p] for p in att.EXAMPLE_PROMPTS], inputs=[text], label="Examples")
+            text = text_with_examples(att.EXAMPLE_PROMPTS, label="Text", lines=3, elem_id="att-text")
         with gr.Column(scale=1, min_width=240):
             layer = gr.Slider(0, cfg.n_layer - 1, value=0, step=1, label=f"Layer (0–{cfg.n_layer - 1})", elem_id="att-layer")
             head = gr.Slider(0, cfg.n_head - 1, value=0, step=1, label=f"Head (0–{cfg.n_head - 1})", elem_id="att-head")
             run = gr.Button("Show attention", variant="primary", elem_id="att-run")
     first = ui_attention(att.EXAMPLE_PROMPTS[0], 0, 0)  # the page opens with a result
     first_md, first_fig = ui_stage(first[3], 0)
-    info = gr.Markdown(first[4], elem_classes="pg-note", elem_id="att-info")
+    info = note(first[4], elem_id="att-info")
     with gr.Row(equal_height=False):
         head_fig = gr.Plot(first[0], label="Chosen head", elem_id="att-head-fig")
         mean_fig = gr.Plot(first[1], label="Mean over heads", elem_id="att-mean-fig")

@@ -9,24 +9,25 @@ import gradio as gr
 from .. import embeddings as emb
 from .. import limits
 from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, LIGHT_CONCURRENCY, user_errors
+from .widgets import note, text_with_examples, with_notice
 
 
 def ui_arithmetic(expression, top_k, exclude_inputs, leading_space):
     r = emb.embedding_arithmetic(expression, top_k, exclude_inputs, leading_space)
     head = f"**{r.formula}** → nearest tokens by cosine similarity"
-    return head + (f"\n\nℹ️ {r.notice}" if r.notice else ""), r.rows(), r.figure
+    return with_notice(head, r.notice), r.rows(), r.figure
 
 
 def ui_similarity(a, b, leading_space):
     r = emb.word_similarity(a, b, leading_space)
     text = f"cos(**{r.a.word}**, **{r.b.word}**) = **{r.similarity:.4f}**  \n{r.a.describe()}; {r.b.describe()}"
-    return text + (f"\n\nℹ️ {r.notice}" if r.notice else "")
+    return with_notice(text, r.notice)
 
 
 def ui_projection(words, expression, dims, leading_space):
     r = emb.pca_projection(words, expression, dims, leading_space)
     explained = ", ".join(f"PC{i + 1} {v:.0%}" for i, v in enumerate(r.explained_variance))
-    return r.figure, f"Variance explained: {explained}." + (f" ℹ️ {r.notice}" if r.notice else "")
+    return r.figure, with_notice(f"Variance explained: {explained}.", r.notice, sep=" ")
 
 
 def ui_context(word, sentence_a, sentence_b):
@@ -37,7 +38,7 @@ def ui_context(word, sentence_a, sentence_b):
         f"**{r.static_similarity:.3f}**. **Contextual** (last hidden state at the word): "
         f"**{r.contextual_similarity:.3f}**. Input vs hidden state: {a_in:.3f} in A, {b_in:.3f} in B."
     )
-    return text + (f"\n\nℹ️ {r.notice}" if r.notice else ""), r.figure
+    return with_notice(text, r.notice), r.figure
 
 
 def api_embedding_arithmetic(expression: str, top_k: int) -> dict:
@@ -50,21 +51,15 @@ def api_embedding_arithmetic(expression: str, top_k: int) -> dict:
 
 
 def build() -> None:
-    gr.Markdown(
+    note(
         "Each token id picks one row of the embedding table: a vector of numbers the model learned. "
         "Directions in that space carry meaning, so vectors can be added and subtracted. Nearest "
         "tokens are searched only among the tokens the model saw in training.",
-        elem_classes="pg-note",
     )
     light = dict(api_visibility="private", concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=320):
-            expression = gr.Textbox(label="Expression", value=emb.DEFAULT_EXPRESSION, elem_id="emb-expr")
-            gr.Examples(
-                examples=[["king - man + woman"], ["0.5*king + 0.5*queen"], ["father - man + woman"], ["lord - man + lady"]],
-                inputs=[expression],
-                label="Try",
-            )
+            expression = text_with_examples(emb.EXAMPLE_EXPRESSIONS, label="Expression", examples_label="Try", elem_id="emb-expr")
             top_k = gr.Slider(limits.MIN_NEIGHBOURS, limits.MAX_NEIGHBOURS, value=10, step=1, label="Nearest tokens")
             with gr.Row():
                 exclude = gr.Checkbox(value=True, label="Leave out the input words")
@@ -101,15 +96,14 @@ def build() -> None:
             dims = gr.Radio(["2D", "3D"], value="2D", label="Projection", scale=1)
         pca_run = gr.Button("Project", elem_id="pca-run")
         first_pca = ui_projection(", ".join(emb.DEFAULT_WORDS), emb.DEFAULT_EXPRESSION, "2D", True)
-        pca_note = gr.Markdown(first_pca[1], elem_classes="pg-note")
+        pca_note = note(first_pca[1])
         pca_plot = gr.Plot(first_pca[0], label="PCA", elem_id="pca-plot")
         gr.on([pca_run.click, dims.change], user_errors(ui_projection), [words, pca_expr, dims, space], [pca_plot, pca_note], **light)
 
     with gr.Accordion("Static vs contextual embeddings", open=True):
-        gr.Markdown(
+        note(
             "The input embedding of a word is the same in every sentence (one row of the table); the "
             "model's last hidden state at that word depends on the words before it.",
-            elem_classes="pg-note",
         )
         word, sent_a, sent_b = emb.CONTEXT_EXAMPLE
         with gr.Row():

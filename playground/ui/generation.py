@@ -5,6 +5,7 @@ Also registers the ``/generate`` API endpoint (streaming JSON)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -15,10 +16,12 @@ from .. import generation as gen
 from .. import limits
 from ..validation import InputError, validate_int
 from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, user_errors
+from .widgets import note, text_with_examples
 
 UI_EVERY_S = 0.08  # at most ~12 page updates a second while tokens stream
 CHART_EVERY_S = 0.6  # the candidates chart redraws less often than the text
 API_EVERY_S = 0.05
+STOP_WAIT_S = 5.0  # the most the Stop button waits for the cancelled stream to close
 
 
 def _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples=1) -> Iterator[gen.GenerationState]:
@@ -94,6 +97,25 @@ def ui_generate(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_sam
                 yield gen.tokens_html(state), gen.stats_markdown(state), state, gr.skip(), gr.skip(), gr.skip()
 
 
+def ui_stopped(state: gen.GenerationState | None):
+    """The Stop button: the stream is cancelled (``cancels``), then the page shows every token
+    generated up to there and that the user stopped it (the cancelled stream yields no final
+    update of its own). A generation that already ended keeps its own stop reason.
+
+    It first waits for the stream to close: updates the stream sent before that could otherwise
+    reach the page after this answer and overwrite it."""
+    if state is None or state.finished:
+        return gr.skip(), gr.skip()
+    state.stream_closed.wait(timeout=STOP_WAIT_S)
+    if state.finished:  # it ended by itself meanwhile: its own final update says why
+        return gr.skip(), gr.skip()
+    # A snapshot: the stream updates its state in place until the cancel reaches it, and the
+    # text and the stats must count the same tokens. Unfinished samples' reason is "stopped".
+    steps, reasons = [list(s) for s in state.steps], list(state.stop_reasons)
+    stopped = dataclasses.replace(state, steps=steps, stop_reasons=reasons, notices=list(state.notices), finished=True)
+    return gen.tokens_html(stopped), gen.stats_markdown(stopped)
+
+
 def api_generate(prompt: str, max_new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int) -> Iterator[dict]:
     """Generate text from a prompt, streamed: one JSON object per update with `completion` (the
     new text so far), `token_ids`, `new_tokens`, `finished`, `stop_reason`,
@@ -111,17 +133,18 @@ def api_generate(prompt: str, max_new_tokens: int, temperature: float, top_k: in
 def build() -> None:
     """The tab's components and events (call inside ``gr.Tab``)."""
     d = gen.DEFAULTS
-    gr.Markdown(
+    note(
         "The model writes one token at a time: it turns the context into a probability for every "
         "token of the vocabulary, **temperature** sharpens (<1) or flattens (>1) that distribution, "
         "**top-k** keeps the k most probable tokens, **top-p** keeps the smallest set whose "
         "probabilities add up to p, and one token is drawn. Same **seed**, same text.",
-        elem_classes="pg-note",
     )
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=320):
-            prompt = gr.Textbox(label="Prompt", value=gen.EXAMPLE_PROMPTS[0], lines=4, max_lines=12, elem_id="gen-prompt")
-            gr.Examples(examples=[[p] for p in gen.EXAMPLE_PROMPTS], inputs=[prompt], label="Prompts in the corpus's style")
+            prompt = text_with_examples(
+                gen.EXAMPLE_PROMPTS, label="Prompt", examples_label="Prompts in the corpus's style", lines=4, max_lines=12,
+                elem_id="gen-prompt",
+            )
             with gr.Row():
                 run = gr.Button("Generate", variant="primary", elem_id="gen-run")
                 stop = gr.Button("Stop", variant="stop", elem_id="gen-stop")
@@ -147,11 +170,10 @@ def build() -> None:
                 elem_id="gen-output",
                 js_on_load=TOKEN_CLICK_JS,
             )
-            gr.Markdown(
+            note(
                 "Each generated token is shaded by how unlikely it was when drawn (darker = less "
                 "likely; hover for its id and probabilities). Click a token, or pick a step, to see "
                 "what the model hesitated between.",
-                elem_classes="pg-note",
             )
             with gr.Row():
                 sample_pick = gr.Radio(choices=[("Sample 1", 0)], value=0, label="Sample", visible=False, scale=1)
@@ -168,7 +190,14 @@ def build() -> None:
         concurrency_limit=GENERATION_CONCURRENCY,
         show_progress="minimal",
     )
+    # Two listeners, in this order: the page sends the cancel first, then asks for the stopped
+    # view, which waits for the stream to close (the page dispatches a click's listeners one
+    # after the other, so the cancel and the view in one listener would wait for each other).
     stop.click(None, cancels=[event], api_visibility="private")
+    stop.click(
+        user_errors(ui_stopped), inputs=[state], outputs=[output, stats], api_visibility="private",
+        concurrency_id=LIGHT, show_progress="hidden",
+    )
     for trigger in (step_pick.release, sample_pick.change):
         trigger(
             user_errors(_chart), inputs=[state, sample_pick, step_pick], outputs=[chart], api_visibility="private",

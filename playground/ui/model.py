@@ -1,5 +1,6 @@
-"""Model tab: architecture and parameter counts, training curves, the ONNX graph, downloads and
-how to run the file with plain onnxruntime. Everything is computed once, when the page is built."""
+"""Model tab: architecture and parameter counts, training curves, the ONNX graph, downloads (each
+file, and the whole Hub folder as one zip) and how to run it with each client. Everything is
+computed once, when the page is built."""
 
 from __future__ import annotations
 
@@ -10,10 +11,15 @@ import gradio as gr
 from .. import model_info
 from ..resources import get_model
 
+LABELS = {"fp32": "fp32", "int8": "8-bit"}
+
 
 def build(onnx_files: dict[str, Path]) -> None:
-    """``onnx_files``: label -> path of the exported files (fp32 first)."""
+    """``onnx_files``: {"fp32": path, "int8": path} of the exported files, and optionally "zip":
+    the whole Hub folder as one archive (``playground.ui.startup.prepare_onnx``)."""
     model = get_model()
+    archive = onnx_files.get("zip")
+    files = {LABELS.get(key, key): path for key, path in onnx_files.items() if key != "zip"}
     gr.Markdown(model_info.architecture_markdown(model))
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=360):
@@ -30,16 +36,20 @@ def build(onnx_files: dict[str, Path]) -> None:
             gr.Plot(model_info.training_figure(model_info.load_training_log()), label="Training curves", elem_id="model-curves")
 
     gr.Markdown("### The ONNX graph the app runs")
-    summaries = {label: model_info.onnx_summary(path) for label, path in onnx_files.items()}
+    summaries = {label: model_info.onnx_summary(path) for label, path in files.items()}
     labels = list(summaries)
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=360):
             pick = gr.Radio(labels, value=labels[0], label="File", elem_id="model-file")
             graph = gr.Markdown(model_info.onnx_markdown(summaries[labels[0]]), elem_id="model-graph")
             with gr.Row():
-                for label, path in onnx_files.items():
+                for path in files.values():
                     size = path.stat().st_size / 1e6
                     gr.DownloadButton(f"⬇ {path.name} ({size:.0f} MB)", value=str(path), variant="secondary")
+                if archive is not None:
+                    size = archive.stat().st_size / 1e6
+                    gr.DownloadButton(f"⬇ {archive.name}: the whole folder ({size:.0f} MB)", value=str(archive),
+                                      variant="primary", elem_id="model-zip")
         with gr.Column(scale=1, min_width=360):
             ops = gr.Plot(model_info.operators_figure(summaries[labels[0]]), label="Operator counts", elem_id="model-ops")
     pick.change(
@@ -52,9 +62,13 @@ def build(onnx_files: dict[str, Path]) -> None:
         queue=False,
     )
     gr.Markdown(
-        "### Run it yourself with plain onnxruntime\n"
-        "Download `gpt.onnx` (or `gpt.int8.onnx`, its matrix multiplications quantized to int8) and run this, with "
-        "`pip install onnxruntime numpy tiktoken`. Inputs: `input_ids` and one empty key/value "
-        "cache per layer; outputs: the `logits` and the updated cache (`present.*`)."
+        "### Run it yourself\n"
+        "The zip holds a Hugging Face Hub folder (`gpt-playground/`): `config.json`, `tokenizer.json`, "
+        "`onnx/model.onnx` (fp32), `onnx/model_quantized.onnx` (8-bit: the same greedy text in the browser "
+        "as natively), `model.safetensors` and a model card. Inputs `input_ids`, `attention_mask`, "
+        "`position_ids` and an empty key/value cache per layer; outputs the `logits` and the updated cache "
+        "(`present.*`): Hugging Face Optimum's decoder interface, so these clients load it as it is."
     )
-    gr.Code(model_info.onnxruntime_snippet(), language="python", label="greedy decoding, 40 tokens", interactive=False, elem_id="model-snippet")
+    for i, (client, (language, code)) in enumerate(model_info.client_snippets().items()):
+        gr.Code(code, language="javascript" if language == "js" else language, label=client, interactive=False,
+                elem_id="model-snippet" if i == 0 else None)

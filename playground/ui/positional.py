@@ -9,6 +9,7 @@ import gradio as gr
 from .. import limits
 from .. import positional as pe
 from .common import LIGHT, LIGHT_CONCURRENCY, user_errors
+from .widgets import note
 
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
 
@@ -36,10 +37,9 @@ def api_positional_encoding(d_model: int, n_positions: int, base: float) -> dict
 
 
 def build() -> None:
-    gr.Markdown(
+    note(
         "Attention by itself ignores word order, so each position gets a vector added to its token "
         "embedding. The seeds' formula uses sines and cosines of decreasing frequency:",
-        elem_classes="pg-note",
     )
     gr.Markdown(f"$$ {pe.FORMULA_LATEX} $$", latex_delimiters=LATEX, elem_id="pe-formula")
     with gr.Row():

@@ -1,5 +1,6 @@
-"""What happens once before the page is built: the ONNX files exist (built with progress on the
-console on a first start) and Gradio may serve them, and nothing else, as downloads."""
+"""What happens once before the page is built: artifacts/hub/ exists (built with progress on the
+console on a first start), zipped once as one download, and Gradio may serve artifacts/, and
+nothing else, as downloads."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ def _console_progress(fraction: float, text: str) -> None:
 
 
 def prepare_onnx() -> dict[str, Path]:
-    """``{"fp32": path, "int8": path}``, exporting them first if missing or stale (a minute or
-    two on a CPU; progress is printed). Their folder becomes Gradio's static path, so the Model
-    tab's download buttons serve the files in place (no copy into Gradio's cache)."""
-    from export import ARTIFACTS_DIR, ensure_onnx
+    """``{"fp32": path, "int8": path, "zip": path}``: the two ONNX files of artifacts/hub/ and the
+    whole folder as one zip, exporting first what is missing or stale (a minute or two on a CPU;
+    progress is printed). artifacts/ becomes Gradio's static path, so the Model tab's download
+    buttons serve the files in place (no copy into Gradio's cache)."""
+    from export import ARTIFACTS_DIR, ensure_onnx, hub_dir
+    from export.hub import zip_hub
 
     t0 = time.perf_counter()
     building = False
@@ -44,8 +47,9 @@ def prepare_onnx() -> dict[str, Path]:
         ) from None
     if building:
         print(f"ONNX files built in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    archive = zip_hub(hub_dir())  # built once; rebuilt only when a file of the folder is newer
     gr.set_static_paths([str(ARTIFACTS_DIR)])
-    return {"fp32": Path(paths["fp32"]), "int8": Path(paths["int8"])}
+    return {"fp32": Path(paths["fp32"]), "int8": Path(paths["int8"]), "zip": archive}
 
 
 def warm_up_in_background() -> None:

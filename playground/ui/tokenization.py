@@ -9,6 +9,7 @@ import gradio as gr
 
 from .. import tokenization as tok
 from .common import LIGHT, LIGHT_CONCURRENCY, user_errors
+from .widgets import note, text_with_examples, with_notice
 
 
 def _counts(r: tok.TokenizationResult) -> str:
@@ -28,13 +29,12 @@ def ui_tokenize(text, special_as_token, show_whitespace):
         [c.name, f"{c.n_tokens:,}" if c.available else "–", c.note] for c in tok.compare_encodings(text, special_as_token)
     ]
     comparison.insert(0, ["gpt2 (this model)", f"{r.n_tokens:,}", "model/gpt2.tiktoken, shipped with the app"])
-    notice = f"ℹ️ {r.notice}" if r.notice else ""
-    return _counts(r), r.html, str(r.ids), notice, comparison
+    return _counts(r), r.html, str(r.ids), with_notice("", r.notice, sep=""), comparison
 
 
 def ui_decode(ids_text):
     r = tok.decode_ids(ids_text)
-    return r.text, (f"ℹ️ {r.notice}" if r.notice else "")
+    return r.text, with_notice("", r.notice, sep="")
 
 
 def api_tokenize(text: str) -> dict:
@@ -45,16 +45,16 @@ def api_tokenize(text: str) -> dict:
 
 
 def build() -> None:
-    gr.Markdown(
+    note(
         "A GPT never sees letters: text is cut into **tokens** by byte-pair encoding (GPT-2's 50,257 "
         "tokens), and each token becomes an **id**. Common words are one token, often with their "
         "leading space (` everyone`); rare words split into pieces.",
-        elem_classes="pg-note",
     )
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=320):
-            text = gr.Textbox(label="Text", value=tok.EXAMPLES[0], lines=6, max_lines=20, elem_id="tok-text")
-            gr.Examples(examples=[[e] for e in tok.EXAMPLES], inputs=[text], label="Examples from the seeds")
+            text = text_with_examples(
+                tok.EXAMPLES, label="Text", examples_label="Examples from the seeds", lines=6, max_lines=20, elem_id="tok-text"
+            )
             with gr.Row():
                 show_ws = gr.Checkbox(label="Show whitespace (⋅ → ↵)", value=False, elem_id="tok-ws")
                 special = gr.Checkbox(label="<|endoftext|> is one special token", value=True, elem_id="tok-special")
@@ -64,7 +64,7 @@ def build() -> None:
             counts = gr.HTML(first[0], elem_id="tok-counts")
             spans = gr.HTML(first[1], label="Tokens", elem_id="tok-spans")
             ids = gr.Textbox(first[2], label="Token ids", interactive=False, buttons=["copy"], elem_id="tok-ids", lines=2)
-            notice = gr.Markdown(first[3], elem_classes="pg-note")
+            notice = note(first[3])
     compare = gr.Dataframe(
         first[4],
         headers=["encoding", "tokens", "note"],
@@ -80,7 +80,7 @@ def build() -> None:
                 decode = gr.Button("Decode", elem_id="dec-run")
             with gr.Column(scale=1):
                 decoded = gr.Textbox(label="Decoded text", interactive=False, elem_id="dec-text")
-                decode_notice = gr.Markdown(elem_classes="pg-note")
+                decode_notice = note()
 
     inputs, outputs = [text, special, show_ws], [counts, spans, ids, notice, compare]
     common: dict[str, Any] = dict(

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from playground import generation as gen
+from playground import resources
 from playground.validation import InputError
 
 
@@ -19,7 +20,7 @@ def engine():
     from export import ensure_onnx
 
     ensure_onnx()
-    return gen.get_engine()
+    return resources.get_engine()
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +123,44 @@ def test_closing_the_stream_stops_generation(engine):
         if state.new_tokens >= 3:
             break
     stream.close()  # what Gradio does on the stop button / a disconnected client
-    assert state.new_tokens == 3 and not state.finished
+    assert state.new_tokens == 3 and not state.finished and state.stream_closed.is_set()
+
+
+def test_the_stop_button_shows_the_tokens_so_far_and_says_stopped(engine):
+    from playground.ui.generation import ui_stopped
+
+    stream = gen.run(gen.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
+    for state in stream:
+        if state.new_tokens >= 4:
+            break
+    stream.close()
+    html, stats = ui_stopped(state)
+    assert html.count('class="gen-tok"') == 4 and "stopped by: stopped" in stats and "**4** new tokens" in stats
+    assert not state.finished  # the shared state is left as the stream left it
+    for done in gen.run(gen.prepare("ROMEO:", 2, 0.8, 50, 0.95, 1)):
+        pass
+    assert all(not isinstance(out, str) for out in ui_stopped(done))  # ended by itself: nothing to change
+    assert all(not isinstance(out, str) for out in ui_stopped(None))
+
+
+def test_the_stop_button_answers_after_the_stream_closed(engine):
+    """Gradio's cancel closes the stream a moment after the click; the stopped view waits for
+    it, so no update of the stream can arrive after the view and overwrite it."""
+    import threading
+
+    from playground.ui.generation import ui_stopped
+
+    stream = gen.run(gen.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
+    for state in stream:
+        if state.new_tokens >= 2:
+            break
+    cancel = threading.Timer(0.3, stream.close)  # as the page's cancel request would, later
+    cancel.start()
+    html, stats = ui_stopped(state)
+    closed_when_answered = state.stream_closed.is_set()
+    cancel.join()
+    assert closed_when_answered and "stopped by: stopped" in stats
+    assert html.count('class="gen-tok"') == state.new_tokens
 
 
 def test_long_prompt_keeps_its_last_tokens_and_says_so(engine):

@@ -1,4 +1,5 @@
-"""The shared model loader: one load for many threads, clear messages for missing weights."""
+"""What the tabs share (playground/resources.py): one model load for many threads, clear messages
+for missing weights, one onnxruntime engine, the provider setting."""
 
 from __future__ import annotations
 
@@ -60,3 +61,34 @@ def test_corrupt_weights_name_the_fix(tmp_path, restore_model):
 def test_shared_model_is_in_eval_mode():
     assert not resources.get_model().training
     assert resources.get_encoding().n_vocab == 50257
+
+
+# --- the onnxruntime engine ---------------------------------------------------------------------
+
+
+def test_engine_is_shared_and_a_failure_is_not_kept(monkeypatch):
+    """Every request gets the same engine; a failed open is retried on the next request, so
+    rebuilding the ONNX file mends a running app."""
+    engine, calls = object(), []
+
+    def flaky_open(path=None, provider=None):
+        calls.append(provider)
+        if len(calls) == 1:
+            raise resources.ResourceError("the ONNX model file is missing")
+        return engine
+
+    monkeypatch.setattr(resources, "_engine", None)
+    monkeypatch.setattr(resources, "open_engine", flaky_open)
+    with pytest.raises(resources.ResourceError, match="missing"):
+        resources.get_engine()
+    assert resources.get_engine() is engine and resources.get_engine() is engine
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("value, provider", [(None, "auto"), ("", "auto"), (" CPU ", "cpu"), ("cuda", "cuda"), ("Auto", "auto")])
+def test_requested_provider(monkeypatch, value, provider):
+    if value is None:
+        monkeypatch.delenv(resources.PROVIDER_ENV, raising=False)
+    else:
+        monkeypatch.setenv(resources.PROVIDER_ENV, value)
+    assert resources.requested_provider() == provider

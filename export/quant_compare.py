@@ -1,0 +1,223 @@
+"""python -m export.quant_compare: the 8-bit formats side by side, natively and in onnxruntime-web.
+
+Builds each candidate from artifacts/hub/onnx/model.onnx, then measures, in one run:
+
+- the file's size against fp32's;
+- the validation loss against fp32's (windows spread over the split; ``--loss-windows 0``: all);
+- greedy tokens/s with native onnxruntime on 1 thread (CPU time, so a busy machine does not skew
+  it; alternating repetitions, medians);
+- greedy tokens per CPU-second with onnxruntime-web's WebAssembly build under Node.js, 1 thread
+  (what a browser page runs; tests/clients/ort_web_greedy.mjs, needs ``npm ci``);
+- whether the web ids equal the native ids of the same file, and the fp32 file's.
+
+Candidates: the shipped format (int8 weights, the tied table stored once, activations quantized per
+token, MatMulInteger), the same with DynamicQuantizeLinear (activations per tensor), weight-only
+DequantizeLinear + MatMul, and MatMulNBits 8-bit with accuracy_level 4 (onnxruntime's contrib op,
+the project's previous format; the table stays fp32 for the embedding).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from .metadata import read_metadata, set_metadata
+from .naming import ROOT
+from .quantize import quantize_int8
+
+
+def per_tensor_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.NodeProto]:
+    """DynamicQuantizeLinear (uint8, one scale and zero point per tensor) + MatMulInteger."""
+    return [
+        helper.make_node("DynamicQuantizeLinear", [x], [f"{out}.x_q", f"{out}.x_scale", f"{out}.x_zero"]),
+        helper.make_node("MatMulInteger", [f"{out}.x_q", w_q, f"{out}.x_zero"], [f"{out}.int32"]),
+        helper.make_node("Cast", [f"{out}.int32"], [f"{out}.sum"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", [f"{out}.x_scale", w_scale], [f"{out}.scale"]),
+        helper.make_node("Mul", [f"{out}.sum", f"{out}.scale"], [out]),
+    ]
+
+
+def dequantize_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.NodeProto]:
+    """Weight-only: DequantizeLinear(W_q, per-column scale) + a float MatMul."""
+    return [
+        helper.make_node("DequantizeLinear", [w_q, w_scale], [f"{out}.w"], axis=1),
+        helper.make_node("MatMul", [x, f"{out}.w"], [out]),
+    ]
+
+
+def folded_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.NodeProto]:
+    """Weight-only, folded: Cast(W_q) * scale on constants, which onnxruntime computes once when it
+    loads the file; at run time the graph is the fp32 one (fp32 speed and memory, 8-bit download)."""
+    return [
+        helper.make_node("Cast", [w_q], [f"{out}.w_float"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", [f"{out}.w_float", w_scale], [f"{out}.w"]),
+        helper.make_node("MatMul", [x, f"{out}.w"], [out]),
+    ]
+
+
+def matmul_nbits(fp32: Path, out: Path, metadata: dict[str, str]) -> Path:
+    """The previous format: every MatMul (the head untied from the embedding's fp32 table) as
+    8-bit MatMulNBits, blocks of 256 inputs, accuracy_level 4 (int8 activations natively)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+    finally:  # the module configures the root logger on import: undo it
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    proto = onnx.load(str(fp32))
+    inits = {t.name: t for t in proto.graph.initializer}
+    producers = {o: n for n in proto.graph.node for o in n.output}
+    for node in proto.graph.node:  # MatMul(x, Transpose(table)) -> MatMul(x, table^T)
+        src = producers.get(node.input[1]) if node.op_type == "MatMul" else None
+        if src is not None and src.op_type == "Transpose" and src.input[0] in inits:
+            table = numpy_helper.to_array(inits[src.input[0]])
+            proto.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(table.T), f"{src.input[0]}.T"))
+            node.input[1] = f"{src.input[0]}.T"
+    used = {i for n in proto.graph.node for i in n.input}
+    for n in [n for n in proto.graph.node if n.op_type == "Transpose" and not set(n.output) & used]:
+        proto.graph.node.remove(n)
+    quantizer = MatMulNBitsQuantizer(proto, bits=8, block_size=256, is_symmetric=True, accuracy_level=4, op_types_to_quantize=("MatMul",))
+    logging.getLogger(quantizer.__module__).setLevel(logging.WARNING)
+    quantizer.process()
+    result = quantizer.model.model
+    result.ir_version = proto.ir_version
+    set_metadata(result, metadata)
+    onnx.save_model(result, str(out))
+    return out
+
+
+CANDIDATES = {
+    "per-token MatMulInteger (shipped)": quantize_int8,
+    "DynamicQuantizeLinear + MatMulInteger (per tensor)": lambda src, dst, meta: quantize_int8(src, dst, meta, per_tensor_matmul),
+    "DequantizeLinear + MatMul (weight-only)": lambda src, dst, meta: quantize_int8(src, dst, meta, dequantize_matmul),
+    "Cast + Mul folded at load (weight-only)": lambda src, dst, meta: quantize_int8(src, dst, meta, folded_matmul),
+    "MatMulNBits 8-bit, accuracy_level 4 (previous)": matmul_nbits,
+}
+
+
+def native_rates(paths: dict[str, Path], prompt: list[int], tokens: int, reps: int) -> tuple[dict[str, float], dict[str, list[int]]]:
+    """Greedy tokens per CPU-second on 1 thread (median of alternating reps), and the ids."""
+    from .engine import Engine
+
+    engines = {name: Engine.load(path, provider="cpu", threads=1) for name, path in paths.items()}
+    times: dict[str, list[float]] = {name: [] for name in engines}
+    ids = {}
+    for engine in engines.values():
+        engine.generate(prompt, 4, stop_at_eot=False)
+    for _ in range(reps):
+        for name, engine in engines.items():
+            start = time.process_time()
+            ids[name] = engine.generate(prompt, tokens, stop_at_eot=False)
+            times[name].append(time.process_time() - start)
+    return {name: tokens / statistics.median(t) for name, t in times.items()}, ids
+
+
+def web_rates(paths: dict[str, Path], prompt: list[int], tokens: int, reps: int) -> dict[str, tuple[float, list[int]]] | None:
+    """onnxruntime-web (WebAssembly, 1 thread) under Node.js: (tokens per CPU-second, ids) per
+    file, alternating repetitions, medians."""
+    script = ROOT / "tests" / "clients" / "ort_web_greedy.mjs"
+    if not (ROOT / "node_modules" / "onnxruntime-web").is_dir() or shutil.which("node") is None:
+        return None
+    out = subprocess.run(["node", str(script), str(tokens), json.dumps(prompt), *map(str, paths.values()), "--reps", str(reps)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=1800, check=True)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    return {name: (report[str(p)]["tokens_per_cpu_s"], report[str(p)]["ids"]) for name, p in paths.items()}
+
+
+def agreement(paths: dict[str, Path], prompts: list[list[int]], tokens: int) -> dict[str, tuple[int, float]] | None:
+    """Native onnxruntime against onnxruntime-web on many prompts: (prompts whose greedy ids agree
+    for all ``tokens``, share of tokens generated before the first disagreement) per file."""
+    from .engine import Engine
+
+    script = ROOT / "tests" / "clients" / "ort_web_greedy.mjs"
+    if not (ROOT / "node_modules" / "onnxruntime-web").is_dir() or shutil.which("node") is None:
+        return None
+    out = subprocess.run(["node", str(script), str(tokens), json.dumps(prompts), *map(str, paths.values())],
+                         cwd=ROOT, capture_output=True, text=True, timeout=3600, check=True)
+    web = json.loads(out.stdout.strip().splitlines()[-1])
+    result = {}
+    for name, path in paths.items():
+        engine = Engine.load(path, provider="cpu")
+        agree = [next((i for i, (a, b) in enumerate(zip(engine.generate(p, tokens, stop_at_eot=False), w)) if a != b), tokens)
+                 for p, w in zip(prompts, web[str(path)]["ids"])]
+        result[name] = (sum(a == tokens for a in agree), sum(agree) / (tokens * len(prompts)))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m export.quant_compare", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tokens", type=int, default=128, help="greedy tokens per run")
+    ap.add_argument("--reps", type=int, default=3, help="alternating native repetitions")
+    ap.add_argument("--loss-windows", type=int, default=32, help="validation windows, spread (0: all)")
+    ap.add_argument("--skip-loss", action="store_true", help="speed and ids only")
+    ap.add_argument("--prompts", type=int, default=24, help="validation prompts (12 tokens) for native-vs-web agreement")
+    ap.add_argument("--agreement-tokens", type=int, default=64, help="greedy tokens per agreement prompt")
+    ap.add_argument("--val", type=Path, default=ROOT / "data" / "shakespeare" / "val.bin")
+    args = ap.parse_args(argv)
+    from model import get_tokenizer
+
+    from . import ensure_onnx
+    from .engine import Engine
+    from .validate import onnx_loss
+
+    fp32 = ensure_onnx()["fp32"]
+    prompt = get_tokenizer().encode("ROMEO:")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {"fp32 (reference)": fp32}
+        for i, (name, make) in enumerate(CANDIDATES.items()):
+            print(f"building {name} ...", flush=True)
+            paths[name] = make(fp32, Path(tmp) / f"candidate{i}.onnx", read_metadata(fp32))
+        print("native onnxruntime, 1 thread ...", flush=True)
+        native, native_ids = native_rates(paths, prompt, args.tokens, args.reps)
+        print("onnxruntime-web (WebAssembly) under Node.js, 1 thread ...", flush=True)
+        web = web_rates(paths, prompt, args.tokens, args.reps)
+        print(f"native vs web agreement on {args.prompts} prompts ...", flush=True)
+        agree = None
+        if args.val.is_file() and args.prompts:
+            val = np.fromfile(args.val, dtype=np.uint16)
+            starts = np.random.default_rng(0).integers(0, len(val) - 12, args.prompts)
+            agree = agreement(paths, [val[s : s + 12].astype(int).tolist() for s in starts], args.agreement_tokens)
+        losses = {}
+        if args.val.is_file() and not args.skip_loss:
+            val = np.fromfile(args.val, dtype=np.uint16)
+            for name, path in paths.items():
+                print(f"validation loss: {name} ...", flush=True)
+                losses[name] = onnx_loss(Engine.load(path, provider="cpu", threads=2), val, args.loss_windows)
+        base = paths["fp32 (reference)"].stat().st_size
+        ref = native_ids["fp32 (reference)"]
+        header = ["file", "MB", "% of fp32", "loss Δ (nats)", "native tok/CPU-s, 1 thread", "web tok/CPU-s (WASM, 1 thread)",
+                  "web ids = native ids", "native ids = fp32's",
+                  f"prompts with web = native ids for {args.agreement_tokens} tokens", "tokens before a disagreement"]
+        rows = []
+        for name, path in paths.items():
+            same = lambda a, b: "yes" if a == b else f"no (from token {next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)})"  # noqa: E731
+            rows.append([
+                name, f"{path.stat().st_size / 1e6:.1f}", f"{100 * path.stat().st_size / base:.0f} %",
+                f"{losses[name] - losses['fp32 (reference)']:+.4f}" if losses else "n/a",
+                f"{native[name]:.0f}", f"{web[name][0]:.0f}" if web else "n/a (npm ci)",
+                same(web[name][1], native_ids[name]) if web else "n/a", same(native_ids[name], ref),
+                f"{agree[name][0]} of {args.prompts}" if agree else "n/a", f"{100 * agree[name][1]:.0f} %" if agree else "n/a",
+            ])
+    loss_text = "" if not losses else f"; loss on {args.loss_windows or 'all'} validation windows"
+    print(f"\n{args.tokens} greedy tokens after 'ROMEO:', {args.reps} alternating repetitions, medians{loss_text}")
+    print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+    print("\n".join("| " + " | ".join(r) + " |" for r in rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
