@@ -1,4 +1,4 @@
-"""Reliability under abuse (issue 11), as someone hammering a public Space would try it: every
+"""Reliability under abuse, as someone hammering a public Space would try it: every
 malformed request is answered with a message (never ``{"error": null}``), tiny temperatures
 give the greedy text (never garbage), files come only from artifacts/, request bodies are capped
 before they are read, results nobody reads are dropped, and memory settles whatever the
