@@ -64,7 +64,7 @@ from .naming import ATTENTION_MASK, FP32_NAME, INPUT_IDS, LOGITS, POSITION_IDS, 
 from .providers import CUDA, requested_providers
 from .sampling import check_controls, choose, sampling_distribution, softmax
 
-# Measured with `python -m export.bench` on the project's 2-core EPYC (README "Benchmark"): on an
+# Measured with `python -m export.bench` on the project's 2-core EPYC (docs/export.md, "Benchmark"): on an
 # idle machine two threads decode int8 1.34x faster but at 68 % of the tokens per CPU-second; on a
 # box whose other core is busy a second thread mostly waits (755 tok/s with 1 thread against
 # 100-125 with 2 while a training run shared the machine). The app serves several users at once.

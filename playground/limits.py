@@ -1,4 +1,4 @@
-"""Every input limit of the playground, in one place (README.md's "Limits" section lists them).
+"""Every input limit of the playground, in one place (docs/app.md's "Limits" section lists them).
 
 Each constant is the largest (or smallest) value a public function accepts; past it the function
 raises :class:`playground.validation.InputError` with a message naming the limit.

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from gradio_client.exceptions import AppError
 
+from export.build import artifact_paths
 from export.sampling import choose, sampling_distribution, softmax
 from playground import limits
 from playground.ui import serving
@@ -267,7 +268,7 @@ def test_negative_tiny_temperatures_are_still_refused_with_the_range(client):
 
 # --- files, monitoring, deep links ---------------------------------------------------------------
 
-ONNX = ROOT / "artifacts" / "gpt.int8.onnx"
+ONNX = artifact_paths()["int8"]  # built by the launched app before any request reaches it
 
 
 def _file_url(base: str, path: Path) -> str:
