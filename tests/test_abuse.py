@@ -33,7 +33,6 @@ from playground import limits
 from playground.ui import serving
 from playground.validation import InputError, format_number, parse_int_list, validate_float, validate_int
 
-ROOT = Path(__file__).resolve().parent.parent
 API = "gradio_api"
 ENDPOINTS = {  # name -> a valid argument list
     "tokenize": ["hello everyone"],
