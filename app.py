@@ -17,6 +17,7 @@ T0 = time.perf_counter()
 import gradio as gr  # noqa: E402
 
 from playground.ui import attention, common, embeddings, generation, model, positional, serving, tokenization  # noqa: E402
+from export import ARTIFACTS_DIR  # noqa: E402
 from playground.ui.startup import prepare_onnx, warm_up_in_background  # noqa: E402
 
 TITLE = "GPT Playground"
@@ -75,7 +76,7 @@ def main() -> None:
         run_history=False,
         # Bounded memory and requests whatever the traffic: lean sessions, unread results
         # dropped, bodies capped, files only from artifacts/, monitoring off (serving.py).
-        **serving.launch_options(demo, allowed_dir=onnx_files["fp32"].parent),
+        **serving.launch_options(demo, allowed_dir=ARTIFACTS_DIR),  # the ONNX files and the Hub zip
     )
 
 
