@@ -16,9 +16,9 @@ float weights at load), the integer one with DynamicQuantizeLinear (activations 
 weight-only DequantizeLinear + MatMul, and MatMulNBits 8-bit with accuracy_level 4 (onnxruntime's
 contrib op, the project's first format; the table stays fp32 for the embedding).
 
-``--shipped``: the three files of artifacts/hub/onnx/ as they are, and transformers.js under
-Node.js on the folder (wall-clock tokens/s per dtype), each speed also as a ratio to fp32's: the
-numbers of README.md's clients table, from one run.
+``--shipped``: the three files of artifacts/hub/onnx/ as they are, plus transformers.js under
+Node.js and Optimum (in the client tests' venv, when made) on the folder (wall-clock tokens/s per
+file), each speed also as a ratio to fp32's: the numbers of README.md's clients table, from one run.
 """
 
 from __future__ import annotations
@@ -164,6 +164,18 @@ def transformers_js_rates(folder: Path, prompt: str, tokens: int) -> dict[str, f
     return {dtype: report[dtype]["tokens_per_s"] for dtype in ("fp32", "q8", "int8")}
 
 
+def optimum_rates(folder: Path, prompt: str, tokens: int) -> dict[str, float] | None:
+    """Optimum's ORTModelForCausalLM.generate on the folder, wall-clock greedy tokens/s per file
+    name, in the venv the client tests make (.cache/clients/optimum-venv; None without it)."""
+    python = ROOT / ".cache" / "clients" / "optimum-venv" / "bin" / "python"
+    if not python.is_file():
+        return None
+    out = subprocess.run([str(python), str(ROOT / "tests" / "clients" / "optimum_generate.py"), str(folder), str(tokens), prompt],
+                         cwd=ROOT, capture_output=True, text=True, timeout=1800, check=True)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    return {name: report[name]["tokens_per_s"] for name in ("model.onnx", "model_quantized.onnx", "model_int8.onnx")}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m export.quant_compare", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -203,10 +215,12 @@ def main(argv: list[str] | None = None) -> int:
             val = np.fromfile(args.val, dtype=np.uint16)
             starts = np.random.default_rng(0).integers(0, len(val) - 12, args.prompts)
             agree = agreement(paths, [val[s : s + 12].astype(int).tolist() for s in starts], args.agreement_tokens)
-        js = None
+        js = optimum = None
         if args.shipped:
             print("transformers.js under Node.js ...", flush=True)
             js = transformers_js_rates(shipped["fp32"].parent.parent, "ROMEO:", args.tokens)
+            print("Optimum ...", flush=True)
+            optimum = optimum_rates(shipped["fp32"].parent.parent, "ROMEO:", args.tokens)
         losses = {}
         if args.val.is_file() and not args.skip_loss:
             val = np.fromfile(args.val, dtype=np.uint16)
@@ -220,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"prompts with web = native ids for {args.agreement_tokens} tokens", "tokens before a disagreement"]
         if js:
             header.append("transformers.js (Node) tok/s")
+        if optimum:
+            header.append("Optimum tok/s")
         rows = []
         ratio = lambda rates, name: f"{rates[name]:.0f} ({rates[name] / rates['fp32 (reference)']:.2f}× fp32)"  # noqa: E731
         dtypes = dict(zip(paths, ("fp32", "q8", "int8")))  # --shipped: fp32, quantized, int8 in this order
@@ -231,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
                 ratio(native, name), ratio({k: v[0] for k, v in web.items()}, name) if web else "n/a (npm ci)",
                 same(web[name][1], native_ids[name]) if web else "n/a", same(native_ids[name], ref),
                 f"{agree[name][0]} of {args.prompts}" if agree else "n/a", f"{100 * agree[name][1]:.0f} %" if agree else "n/a",
-            ] + ([f"{js[dtypes[name]]:.0f} ({js[dtypes[name]] / js['fp32']:.2f}× fp32)"] if js else []))
+            ] + ([f"{js[dtypes[name]]:.0f} ({js[dtypes[name]] / js['fp32']:.2f}× fp32)"] if js else [])
+              + ([f"{optimum[path.name]:.0f} ({optimum[path.name] / optimum['model.onnx']:.2f}× fp32)"] if optimum else []))
     loss_text = "" if not losses else f"; loss on {args.loss_windows or 'all'} validation windows"
     print(f"\n{args.tokens} greedy tokens after 'ROMEO:', {args.reps} alternating repetitions, medians{loss_text}")
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))

@@ -12,7 +12,7 @@ from .. import model_info
 from ..resources import get_model
 
 # The keys of export.build.artifact_paths, as the Model tab names the files.
-LABELS = {"fp32": "fp32", "quantized": "8-bit weights (browsers)", "int8": "8-bit integer (the app's CPU file)"}
+LABELS = {"fp32": "fp32", "quantized": "8-bit weights (browsers)", "int8": "8-bit integer (native CPU)"}
 
 
 def build(onnx_files: dict[str, Path]) -> None:
@@ -67,8 +67,8 @@ def build(onnx_files: dict[str, Path]) -> None:
         "The zip holds a Hugging Face Hub folder (`gpt-playground/`): `config.json`, `tokenizer.json`, "
         "`onnx/model.onnx` (fp32), `onnx/model_quantized.onnx` (8-bit weights computed in float32: a quarter "
         "of the download, the same greedy text in the browser as natively; transformers.js `dtype: \"q8\"`), "
-        "`onnx/model_int8.onnx` (8-bit integer products: about twice fp32's speed natively on a CPU, what this "
-        "app runs there; not for the browser), `model.safetensors` and a model card. Inputs `input_ids`, `attention_mask`, "
+        "`onnx/model_int8.onnx` (8-bit integer products: about twice fp32's speed natively on a CPU; "
+        "not for the browser), `model.safetensors` and a model card. Inputs `input_ids`, `attention_mask`, "
         "`position_ids` and an empty key/value cache per layer; outputs the `logits` and the updated cache "
         "(`present.*`): Hugging Face Optimum's decoder interface, so these clients load it as it is."
     )
