@@ -1,6 +1,6 @@
 """ONNX export of the GPT, the Hub-ready folder around it, the onnxruntime engine, the benchmark.
 
-    python -m export          # writes artifacts/hub/ (ONNX fp32 + 8-bit, config, tokenizer, card), validated
+    python -m export          # writes artifacts/hub/ (ONNX fp32 + two 8-bit, config, tokenizer, card), validated
     python -m export.bench    # tokens/s of this engine against PyTorch and transformers
 
 From Python: ``ensure_onnx()`` builds what is missing or stale and returns the ONNX paths,
@@ -21,8 +21,9 @@ __all__ = ["ensure_onnx", "inspect_onnx", "artifact_paths", "hub_dir", "ARTIFACT
 def ensure_onnx(
     progress: Progress | None = None, weights_dir: Path | None = None, out_dir: Path | None = None
 ) -> dict[str, Path]:
-    """Return {"fp32": path, "int8": path} (``artifacts/hub/onnx/model.onnx`` and
-    ``model_quantized.onnx``), building whatever of ``artifacts/hub/`` is missing or stale first.
+    """Return :func:`artifact_paths`: {"fp32", "quantized", "int8"} -> ``artifacts/hub/onnx/model.onnx``,
+    ``model_quantized.onnx``, ``model_int8.onnx``, building whatever of ``artifacts/hub/`` is
+    missing or stale first.
 
     Stale: its ``source_weights_sha256`` metadata differs from the current weights (or it came
     from an older exporter), or a file of the Hub folder is missing. ``progress(fraction,

@@ -1,4 +1,4 @@
-"""Build ``artifacts/hub/`` (the two ONNX files and the Hub files beside them) from the weights,
+"""Build ``artifacts/hub/`` (the three ONNX files and the Hub files beside them) from the weights,
 when missing or stale."""
 
 from __future__ import annotations
@@ -10,15 +10,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .metadata import build_metadata, is_current, sha256_file
-from .naming import FP32_NAME, INT8_NAME, hub_dir
+from .naming import FP32_NAME, INT8_NAME, QUANTIZED_NAME, hub_dir
 
 Progress = Callable[[float, str], None]  # (fraction done 0..1, what is happening)
 
 
 def artifact_paths(out_dir: Path | None = None) -> dict[str, Path]:
-    """{"fp32": .../hub/onnx/model.onnx, "int8": .../hub/onnx/model_quantized.onnx} under ``out_dir``."""
+    """The ONNX files under ``out_dir``/hub/: "fp32" (onnx/model.onnx), "quantized"
+    (onnx/model_quantized.onnx: 8-bit weights, float compute; the download for browsers and the
+    default 8-bit file of Hub clients) and "int8" (onnx/model_int8.onnx: 8-bit integer products,
+    the fastest on a CPU natively)."""
     folder = hub_dir(out_dir)
-    return {"fp32": folder / FP32_NAME, "int8": folder / INT8_NAME}
+    return {"fp32": folder / FP32_NAME, "quantized": folder / QUANTIZED_NAME, "int8": folder / INT8_NAME}
 
 
 def _weights_file(weights_dir: Path | None) -> Path:
@@ -49,14 +52,14 @@ def build(
     only: list[str] | None = None,
 ) -> dict[str, Path]:
     """Export (and quantize) the weights in ``weights_dir``; ``only`` limits which files are written
-    ("fp32", "int8", "hub"; default all). The Hub files are written first and the ONNX files last,
+    ("fp32", "quantized", "int8", "hub"; default all). The Hub files are written first and the ONNX files last,
     each under a temporary name and renamed: a crash never leaves a file that looks current.
     """
     from model import load_pretrained
 
     from .hub import write_hub_files, write_model_card
     from .onnx_export import export_fp32
-    from .quantize import QUANTIZATION, quantize_int8
+    from .quantize import FORMATS, quantize_files
 
     report = progress or (lambda fraction, text: None)
     paths = artifact_paths(out_dir)
@@ -76,11 +79,14 @@ def build(
         with _quiet_logs():
             export_fp32(model, tmp, meta)
         os.replace(tmp, fp32)
-    if "int8" in only:
+    eight_bit = [key for key in FORMATS if key in only]
+    if eight_bit:  # both 8-bit files from one reading of the fp32 file, with the same int8 weights
         report(0.7, "quantizing the weights and the embedding to 8 bits")
-        tmp = paths["int8"].with_suffix(".tmp.onnx")
-        quantize_int8(fp32, tmp, {**meta, "quantization": QUANTIZATION})
-        os.replace(tmp, paths["int8"])
+        tmp = {key: paths[key].with_suffix(".tmp.onnx") for key in eight_bit}
+        quantize_files(fp32, {tmp[key]: (FORMATS[key].matmul, {**meta, "quantization": FORMATS[key].quantization})
+                              for key in eight_bit})
+        for key in eight_bit:
+            os.replace(tmp[key], paths[key])
     # Last: the card gives the files' sizes. Losses are left to `python -m export`, which measures them.
     write_model_card(hub_dir(out_dir), model.config, model.num_parameters(), weights.parent)
     report(1.0, "done")

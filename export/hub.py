@@ -4,7 +4,9 @@
     tokenizer.json, tokenizer_config.json,     GPT-2's byte-level BPE, built offline from the tiktoken ranks
     special_tokens_map.json
     model.safetensors                          float32, Hugging Face GPT-2 names (GPT2LMHeadModel)
-    onnx/model.onnx, onnx/model_quantized.onnx the ONNX decoder, fp32 and 8-bit (written by build.py)
+    onnx/model.onnx                            the ONNX decoder, fp32 (written by build.py)
+    onnx/model_quantized.onnx                  8-bit weights, float compute: the browser's / the Hub's "q8" file
+    onnx/model_int8.onnx                       8-bit weights and activations: the fastest natively on a CPU
     README.md                                  the model card: what it is, held-out loss per file, usage
 
 Optimum (``ORTModelForCausalLM``), transformers.js (Node.js and browsers), transformers
@@ -24,7 +26,7 @@ from model import EOT_ID, GPTConfig
 from model.convert import hf_config, to_hf
 
 from .hf_tokenizer import write_tokenizer
-from .naming import FP32_NAME, HUB_ZIP_NAME, INT8_NAME
+from .naming import FP32_NAME, HUB_ZIP_NAME, INT8_NAME, QUANTIZED_NAME
 
 # Every file of the folder but the ONNX ones; all must exist for the folder to be complete.
 HUB_FILES = (
@@ -74,7 +76,7 @@ def client_snippets(folder: str = FOLDER) -> dict[str, tuple[str, str]]:
 from tokenizers import Tokenizer  # or tiktoken.get_encoding("gpt2"): the same ids
 
 tok = Tokenizer.from_file("{folder}/tokenizer.json")
-sess = ort.InferenceSession("{folder}/onnx/model_quantized.onnx")  # or onnx/model.onnx (fp32)
+sess = ort.InferenceSession("{folder}/onnx/model_int8.onnx")  # the fastest on a CPU; or model.onnx, model_quantized.onnx
 pasts = [i for i in sess.get_inputs() if i.name.startswith("past_key_values.")]
 feeds = {{i.name: np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32) for i in pasts}}  # empty cache
 ids = tok.encode("ROMEO:").ids
@@ -92,7 +94,7 @@ print(tok.decode(ids))
 from transformers import AutoTokenizer
 
 tok = AutoTokenizer.from_pretrained("{folder}")
-model = ORTModelForCausalLM.from_pretrained("{folder}", subfolder="onnx", file_name="model_quantized.onnx")
+model = ORTModelForCausalLM.from_pretrained("{folder}", subfolder="onnx", file_name="model_int8.onnx")  # the fastest on a CPU
 batch = tok(["ROMEO:", "JULIET:\\nO Romeo, Romeo"], return_tensors="pt", padding=True)  # left-padded
 out = model.generate(**batch, max_new_tokens=40, do_sample=False)
 print(tok.batch_decode(out, skip_special_tokens=True))
@@ -101,7 +103,8 @@ print(tok.batch_decode(out, skip_special_tokens=True))
 
 env.localModelPath = ".";  // the folder's parent (leave both lines out for a Hub repository id)
 env.allowRemoteModels = false;
-const generate = await pipeline("text-generation", "{folder}", {{ dtype: "q8" }});  // "fp32": onnx/model.onnx
+// dtype "q8": onnx/model_quantized.onnx (8-bit download, the same ids as natively); "fp32": onnx/model.onnx
+const generate = await pipeline("text-generation", "{folder}", {{ dtype: "q8" }});
 const [out] = await generate("ROMEO:", {{ max_new_tokens: 40, do_sample: false }});
 console.log(out.generated_text);
 '''),
@@ -151,11 +154,11 @@ def _training_facts(weights_dir: Path) -> dict:
 def write_model_card(
     folder: Path, config: GPTConfig, n_params: int, weights_dir: Path, losses: dict[str, float] | None = None
 ) -> Path:
-    """README.md with Hub front matter. ``losses``: {"fp32": nats, "int8": nats} measured on the
+    """README.md with Hub front matter. ``losses``: {"fp32", "quantized", "int8": nats} measured on the
     whole validation split (``python -m export`` measures them; the app's build does not)."""
     facts = _training_facts(weights_dir)
     sizes = {key: (folder / name).stat().st_size / 1e6 if (folder / name).is_file() else None
-             for key, name in (("fp32", FP32_NAME), ("int8", INT8_NAME))}
+             for key, name in (("fp32", FP32_NAME), ("quantized", QUANTIZED_NAME), ("int8", INT8_NAME))}
 
     def loss(key: str) -> str:
         if losses and key in losses:
@@ -193,14 +196,24 @@ project on Shakespeare's complete works:
 | file | what | size | held-out loss (nats/token) |
 |---|---|---|---|
 | `onnx/model.onnx` | ONNX, float32 | {size("fp32")} | {loss("fp32")} |
-| `onnx/model_quantized.onnx` | ONNX, 8-bit: int8 weights (the embedding included; values within ±63, so every CPU sums exactly), activations quantized per token, integer matrix products (`MatMulInteger`, standard ops) | {size("int8")} | {loss("int8")} |
+| `onnx/model_quantized.onnx` | ONNX, 8-bit weights only: int8 weights (the embedding / output matrix included) turned into float32 once, when the file is loaded; float32 compute | {size("quantized")} | {loss("quantized")} |
+| `onnx/model_int8.onnx` | ONNX, 8-bit weights and activations: the same int8 weights (values within ±63, so every CPU sums exactly), activations quantized per token, integer matrix products (`MatMulInteger`, standard ops) | {size("int8")} | {loss("int8")} |
 | `model.safetensors` | float32 weights for `GPT2LMHeadModel` | | same as `model.onnx` |
 
-Both ONNX files take Hugging Face Optimum's GPT-2 decoder interface: `input_ids`, `attention_mask`,
+Which file where:
+- **in a browser (transformers.js, onnxruntime-web) and as the Hub's 8-bit file**: `onnx/model_quantized.onnx`
+  (transformers.js `dtype: "q8"`). A quarter of the download; it computes in float32, so the browser's
+  greedy ids are native onnxruntime's, and it runs at fp32's speed.
+- **natively on a CPU (onnxruntime, Optimum)**: `onnx/model_int8.onnx`, about twice fp32's speed. Not for
+  the browser: WebAssembly has no fast 8-bit product (slower than fp32 there), and activations rounded to
+  8 bits turn the last-bit differences of its float kernels into other greedy ids at near ties.
+- **exact reference, GPUs**: `onnx/model.onnx` (float32).
+
+The three ONNX files take Hugging Face Optimum's GPT-2 decoder interface: `input_ids`, `attention_mask`,
 `position_ids` and `past_key_values.{{i}}.key/.value` (`[batch_size, {config.n_head}, past_sequence_length, {config.head_dim}]`,
 empty on the first call) in; `logits` and `present.{{i}}.key/.value` out. Padded positions get no attention
-weight, so a left-padded batch gives every row what it gives alone (the 8-bit file up to a rare
-rounding step: activations are quantized per token).
+weight, so a left-padded batch gives every row what it gives alone (`model_int8.onnx` up to a rare
+rounding step: its activations are quantized per token).
 
 ## Training data and evaluation
 

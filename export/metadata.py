@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from model import GPTConfig
 
 # Bump when the exported graph changes, so that files from an older exporter are rebuilt.
-EXPORT_FORMAT = "5"  # 5: Optimum decoder inputs (attention_mask, position_ids), int8 with standard ops, hub folder
+# 5: Optimum decoder inputs (attention_mask, position_ids), int8 with standard ops, hub folder;
+# 6: model_quantized.onnx is the weight-only format, the integer one moved to model_int8.onnx.
+EXPORT_FORMAT = "6"
 TOKENIZER_NAME = "gpt2"  # tiktoken's GPT-2 BPE (model/tokenizer.py)
 
 

@@ -1,7 +1,9 @@
 """Where the exported files go, and the ONNX graph's interface: Hugging Face Optimum's GPT-2 decoder.
 
 ``artifacts/hub/`` is one folder laid out as a Hugging Face Hub model repository; the app and the
-engine run its ``onnx/model.onnx`` (fp32) and ``onnx/model_quantized.onnx`` (8-bit) in place.
+engine run its ONNX files in place: ``onnx/model.onnx`` (fp32), ``onnx/model_quantized.onnx``
+(8-bit weights, float compute: the same behaviour natively and in the browser) and
+``onnx/model_int8.onnx`` (8-bit weights and activations: the fastest natively on a CPU).
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS_DIR = ROOT / "artifacts"
 HUB_DIRNAME = "hub"
-# The file names transformers.js looks for (dtype "fp32" and "q8"); Optimum takes them by name.
+# The file names transformers.js looks for: dtype "fp32", "q8" (the Hub's usual 8-bit file) and
+# "int8"; Optimum takes them by name (file_name=...).
 FP32_NAME = "onnx/model.onnx"
-INT8_NAME = "onnx/model_quantized.onnx"
+QUANTIZED_NAME = "onnx/model_quantized.onnx"
+INT8_NAME = "onnx/model_int8.onnx"
 HUB_ZIP_NAME = "gpt-playground-hub.zip"  # the whole folder as one download (the app's Model tab)
 
 INPUT_IDS = "input_ids"

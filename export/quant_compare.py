@@ -10,10 +10,15 @@ Builds each candidate from artifacts/hub/onnx/model.onnx, then measures, in one 
   (what a browser page runs; tests/clients/ort_web_greedy.mjs, needs ``npm ci``);
 - whether the web ids equal the native ids of the same file, and the fp32 file's.
 
-Candidates: the shipped format (int8 weights, the tied table stored once, activations quantized per
-token, MatMulInteger), the same with DynamicQuantizeLinear (activations per tensor), weight-only
-DequantizeLinear + MatMul, and MatMulNBits 8-bit with accuracy_level 4 (onnxruntime's contrib op,
-the project's previous format; the table stays fp32 for the embedding).
+Candidates: the two shipped formats (int8 weights, the tied table stored once; model_int8.onnx:
+activations quantized per token, MatMulInteger; model_quantized.onnx: weight-only, folded into
+float weights at load), the integer one with DynamicQuantizeLinear (activations per tensor),
+weight-only DequantizeLinear + MatMul, and MatMulNBits 8-bit with accuracy_level 4 (onnxruntime's
+contrib op, the project's first format; the table stays fp32 for the embedding).
+
+``--shipped``: the three files of artifacts/hub/onnx/ as they are, plus transformers.js under
+Node.js and Optimum (in the client tests' venv, when made) on the folder (wall-clock tokens/s per
+file), each speed also as a ratio to fp32's: the numbers of README.md's clients table, from one run.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from .metadata import read_metadata, set_metadata
 from .naming import ROOT
-from .quantize import quantize_int8
+from .quantize import folded_matmul, quantize_int8
 
 
 def per_tensor_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.NodeProto]:
@@ -53,16 +58,6 @@ def dequantize_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.Nod
     """Weight-only: DequantizeLinear(W_q, per-column scale) + a float MatMul."""
     return [
         helper.make_node("DequantizeLinear", [w_q, w_scale], [f"{out}.w"], axis=1),
-        helper.make_node("MatMul", [x, f"{out}.w"], [out]),
-    ]
-
-
-def folded_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.NodeProto]:
-    """Weight-only, folded: Cast(W_q) * scale on constants, which onnxruntime computes once when it
-    loads the file; at run time the graph is the fp32 one (fp32 speed and memory, 8-bit download)."""
-    return [
-        helper.make_node("Cast", [w_q], [f"{out}.w_float"], to=TensorProto.FLOAT),
-        helper.make_node("Mul", [f"{out}.w_float", w_scale], [f"{out}.w"]),
         helper.make_node("MatMul", [x, f"{out}.w"], [out]),
     ]
 
@@ -100,11 +95,11 @@ def matmul_nbits(fp32: Path, out: Path, metadata: dict[str, str]) -> Path:
 
 
 CANDIDATES = {
-    "per-token MatMulInteger (shipped)": quantize_int8,
+    "per-token MatMulInteger (model_int8.onnx)": quantize_int8,
     "DynamicQuantizeLinear + MatMulInteger (per tensor)": lambda src, dst, meta: quantize_int8(src, dst, meta, per_tensor_matmul),
     "DequantizeLinear + MatMul (weight-only)": lambda src, dst, meta: quantize_int8(src, dst, meta, dequantize_matmul),
-    "Cast + Mul folded at load (weight-only)": lambda src, dst, meta: quantize_int8(src, dst, meta, folded_matmul),
-    "MatMulNBits 8-bit, accuracy_level 4 (previous)": matmul_nbits,
+    "Cast + Mul folded at load (weight-only, model_quantized.onnx)": lambda src, dst, meta: quantize_int8(src, dst, meta, folded_matmul),
+    "MatMulNBits 8-bit, accuracy_level 4 (first format)": matmul_nbits,
 }
 
 
@@ -157,6 +152,30 @@ def agreement(paths: dict[str, Path], prompts: list[list[int]], tokens: int) -> 
     return result
 
 
+def transformers_js_rates(folder: Path, prompt: str, tokens: int) -> dict[str, float] | None:
+    """transformers.js under Node.js (onnxruntime-node) on the Hub folder: wall-clock greedy
+    tokens/s per dtype, its own generation loop included (tests/clients/transformers_node.mjs)."""
+    script = ROOT / "tests" / "clients" / "transformers_node.mjs"
+    if not (ROOT / "node_modules" / "@huggingface" / "transformers").is_dir() or shutil.which("node") is None:
+        return None
+    out = subprocess.run(["node", str(script), str(folder), str(tokens), prompt], cwd=ROOT, capture_output=True,
+                         text=True, timeout=1800, check=True)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    return {dtype: report[dtype]["tokens_per_s"] for dtype in ("fp32", "q8", "int8")}
+
+
+def optimum_rates(folder: Path, prompt: str, tokens: int) -> dict[str, float] | None:
+    """Optimum's ORTModelForCausalLM.generate on the folder, wall-clock greedy tokens/s per file
+    name, in the venv the client tests make (.cache/clients/optimum-venv; None without it)."""
+    python = ROOT / ".cache" / "clients" / "optimum-venv" / "bin" / "python"
+    if not python.is_file():
+        return None
+    out = subprocess.run([str(python), str(ROOT / "tests" / "clients" / "optimum_generate.py"), str(folder), str(tokens), prompt],
+                         cwd=ROOT, capture_output=True, text=True, timeout=1800, check=True)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    return {name: report[name]["tokens_per_s"] for name in ("model.onnx", "model_quantized.onnx", "model_int8.onnx")}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m export.quant_compare", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -167,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prompts", type=int, default=24, help="validation prompts (12 tokens) for native-vs-web agreement")
     ap.add_argument("--agreement-tokens", type=int, default=64, help="greedy tokens per agreement prompt")
     ap.add_argument("--val", type=Path, default=ROOT / "data" / "shakespeare" / "val.bin")
+    ap.add_argument("--shipped", action="store_true",
+                    help="measure the three shipped files (and transformers.js on the folder) instead of building candidates")
     args = ap.parse_args(argv)
     from model import get_tokenizer
 
@@ -174,11 +195,14 @@ def main(argv: list[str] | None = None) -> int:
     from .engine import Engine
     from .validate import onnx_loss
 
-    fp32 = ensure_onnx()["fp32"]
+    shipped = ensure_onnx()
+    fp32 = shipped["fp32"]
     prompt = get_tokenizer().encode("ROMEO:")
     with tempfile.TemporaryDirectory() as tmp:
         paths = {"fp32 (reference)": fp32}
-        for i, (name, make) in enumerate(CANDIDATES.items()):
+        if args.shipped:
+            paths |= {f"{key} ({path.name})": path for key, path in shipped.items() if key != "fp32"}
+        for i, (name, make) in enumerate(CANDIDATES.items() if not args.shipped else []):
             print(f"building {name} ...", flush=True)
             paths[name] = make(fp32, Path(tmp) / f"candidate{i}.onnx", read_metadata(fp32))
         print("native onnxruntime, 1 thread ...", flush=True)
@@ -191,6 +215,12 @@ def main(argv: list[str] | None = None) -> int:
             val = np.fromfile(args.val, dtype=np.uint16)
             starts = np.random.default_rng(0).integers(0, len(val) - 12, args.prompts)
             agree = agreement(paths, [val[s : s + 12].astype(int).tolist() for s in starts], args.agreement_tokens)
+        js = optimum = None
+        if args.shipped:
+            print("transformers.js under Node.js ...", flush=True)
+            js = transformers_js_rates(shipped["fp32"].parent.parent, "ROMEO:", args.tokens)
+            print("Optimum ...", flush=True)
+            optimum = optimum_rates(shipped["fp32"].parent.parent, "ROMEO:", args.tokens)
         losses = {}
         if args.val.is_file() and not args.skip_loss:
             val = np.fromfile(args.val, dtype=np.uint16)
@@ -202,16 +232,23 @@ def main(argv: list[str] | None = None) -> int:
         header = ["file", "MB", "% of fp32", "loss Δ (nats)", "native tok/CPU-s, 1 thread", "web tok/CPU-s (WASM, 1 thread)",
                   "web ids = native ids", "native ids = fp32's",
                   f"prompts with web = native ids for {args.agreement_tokens} tokens", "tokens before a disagreement"]
+        if js:
+            header.append("transformers.js (Node) tok/s")
+        if optimum:
+            header.append("Optimum tok/s")
         rows = []
+        ratio = lambda rates, name: f"{rates[name]:.0f} ({rates[name] / rates['fp32 (reference)']:.2f}× fp32)"  # noqa: E731
+        dtypes = dict(zip(paths, ("fp32", "q8", "int8")))  # --shipped: fp32, quantized, int8 in this order
         for name, path in paths.items():
             same = lambda a, b: "yes" if a == b else f"no (from token {next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)})"  # noqa: E731
             rows.append([
                 name, f"{path.stat().st_size / 1e6:.1f}", f"{100 * path.stat().st_size / base:.0f} %",
                 f"{losses[name] - losses['fp32 (reference)']:+.4f}" if losses else "n/a",
-                f"{native[name]:.0f}", f"{web[name][0]:.0f}" if web else "n/a (npm ci)",
+                ratio(native, name), ratio({k: v[0] for k, v in web.items()}, name) if web else "n/a (npm ci)",
                 same(web[name][1], native_ids[name]) if web else "n/a", same(native_ids[name], ref),
                 f"{agree[name][0]} of {args.prompts}" if agree else "n/a", f"{100 * agree[name][1]:.0f} %" if agree else "n/a",
-            ])
+            ] + ([f"{js[dtypes[name]]:.0f} ({js[dtypes[name]] / js['fp32']:.2f}× fp32)"] if js else [])
+              + ([f"{optimum[path.name]:.0f} ({optimum[path.name] / optimum['model.onnx']:.2f}× fp32)"] if optimum else []))
     loss_text = "" if not losses else f"; loss on {args.loss_windows or 'all'} validation windows"
     print(f"\n{args.tokens} greedy tokens after 'ROMEO:', {args.reps} alternating repetitions, medians{loss_text}")
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))

@@ -1,6 +1,7 @@
 """Checks every export must pass: onnx.checker, logits parity with PyTorch (a left-padded batch
 included), cached decoding against a full pass, greedy text against PyTorch, and the quantized
-model's validation loss against fp32's."""
+models' validation losses against fp32's (both 8-bit files: "quantized", weight-only, and
+"int8", integer products)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,12 @@ INT8_LOGIT_TOL = 1.0
 # boundary: one quantization step, ~1e-2 on a logit (1.9e-2 measured). Per-tensor quantization
 # would move every row with its neighbours.
 INT8_PAD_TOL = 0.1
-INT8_LOSS_TOL = 0.05  # nats: the quantized file's validation loss may exceed fp32's by this much
+EIGHT_BIT = ("quantized", "int8")  # the keys of export.build.artifact_paths holding 8-bit files
+INT8_LOSS_TOL = 0.05  # nats: an 8-bit file's validation loss may exceed fp32's by this much
+INT8_SIZE_SHARE = 0.35  # an 8-bit file's size may be at most this share of fp32's
+# The padded-batch bound per 8-bit file: model_quantized.onnx computes in float32 (fp32's bound),
+# model_int8.onnx quantizes activations per row (one rounding step).
+PAD_TOL = {"quantized": LOGIT_TOL, "int8": INT8_PAD_TOL}
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 
 
@@ -100,6 +106,13 @@ def check_padded_batch(engine: Engine, tol: float = LOGIT_TOL) -> Check:
     return Check(name, f"{worst:.2e}", f"<= {tol:.0e}", worst <= tol)
 
 
+def check_size(fp32: Path, eight_bit: Path) -> Check:
+    """The 8-bit file is at most INT8_SIZE_SHARE of the fp32 file's size."""
+    share = eight_bit.stat().st_size / fp32.stat().st_size
+    name = f"{eight_bit.name} size {eight_bit.stat().st_size / 1e6:.1f} MB vs fp32 {fp32.stat().st_size / 1e6:.1f} MB"
+    return Check(name, f"{share:.1%}", f"<= {INT8_SIZE_SHARE:.0%}", share <= INT8_SIZE_SHARE)
+
+
 def check_cached_decoding(engine: Engine, length: int) -> Check:
     """Feeding tokens one at a time through the cache gives the logits of one full pass."""
     ids = np.random.default_rng(1).integers(0, engine.vocab_size, (2, length), dtype=np.int64)
@@ -140,15 +153,20 @@ def onnx_loss(
 
 
 def check_int8_loss(
-    fp32: Engine, int8: Engine, tokens: np.ndarray, windows: int = 0, progress: Callable[[float], None] | None = None
+    fp32: Engine, int8: Engine, tokens: np.ndarray, windows: int = 0, progress: Callable[[float], None] | None = None,
+    label: str = "quantized", fp32_loss: float | None = None,
 ) -> tuple[Check, float, float]:
-    """The quantized file's validation loss against fp32's (``windows`` as in :func:`onnx_loss`)."""
+    """An 8-bit file's validation loss against fp32's (``windows`` as in :func:`onnx_loss`);
+    ``fp32_loss`` when already measured on the same windows."""
     report = progress or (lambda fraction: None)
-    a = onnx_loss(fp32, tokens, windows, progress=lambda f: report(f / 2))
-    b = onnx_loss(int8, tokens, windows, progress=lambda f: report(0.5 + f / 2))
+    if fp32_loss is None:
+        a = onnx_loss(fp32, tokens, windows, progress=lambda f: report(f / 2))
+        b = onnx_loss(int8, tokens, windows, progress=lambda f: report(0.5 + f / 2))
+    else:
+        a, b = fp32_loss, onnx_loss(int8, tokens, windows, progress=report)
     n = val_windows(len(tokens), fp32.block_size, windows)
     check = Check(
-        f"quantized val loss {b:.4f} vs fp32 {a:.4f} ({n} windows)", f"{b - a:+.4f}", f"<= {INT8_LOSS_TOL}", b - a <= INT8_LOSS_TOL
+        f"{label} val loss {b:.4f} vs fp32 {a:.4f} ({n} windows)", f"{b - a:+.4f}", f"<= {INT8_LOSS_TOL}", b - a <= INT8_LOSS_TOL
     )
     return check, a, b
 
@@ -163,10 +181,11 @@ def run_checks(
     progress: Progress | None = None,
     losses: dict[str, float] | None = None,
 ) -> list[Check]:
-    """Every check on the files in ``paths`` ("fp32" and/or "int8"), in order, with progress.
+    """Every check on the files in ``paths`` ("fp32", "quantized", "int8", any of them), in order,
+    with progress.
 
-    ``loss_windows``: validation windows for the loss check (0: the whole split). The measured
-    losses are put into ``losses`` ({"fp32": ..., "int8": ...}) when a dict is given.
+    ``loss_windows``: validation windows for the loss checks (0: the whole split). The measured
+    losses are put into ``losses`` ({"fp32": ..., "quantized": ..., "int8": ...}) when a dict is given.
     """
     engines = {key: Engine.load(path, provider="cpu") for key, path in paths.items()}
     steps: list[tuple[str, Callable[[], Check]]] = []
@@ -181,21 +200,28 @@ def run_checks(
             ("cached decoding", lambda: check_cached_decoding(fp32, min(16 if quick else 48, model.config.block_size))),
             ("greedy text vs PyTorch", lambda: check_greedy_text(model, fp32, greedy_tokens)),
         ]
-    if "int8" in engines:
-        steps.append(("quantized logits vs PyTorch", lambda: check_parity(model, engines["int8"], shapes, INT8_LOGIT_TOL)))
-        steps.append(("quantized left-padded batch", lambda: check_padded_batch(engines["int8"], INT8_PAD_TOL)))
-        if "fp32" in engines and val_tokens is not None:
+    eight_bit = [key for key in EIGHT_BIT if key in engines]
+    for key in eight_bit:
+        steps.append((f"{key} logits vs PyTorch", lambda k=key: check_parity(model, engines[k], shapes, INT8_LOGIT_TOL)))
+        steps.append((f"{key} left-padded batch", lambda k=key: check_padded_batch(engines[k], PAD_TOL[k])))
+        if "fp32" in paths:
+            steps.append((f"{key} size", lambda k=key: check_size(paths["fp32"], paths[k])))
+    if "fp32" in engines and val_tokens is not None and eight_bit:
+        measured: dict[str, float] = {}  # fp32's loss, measured once for both 8-bit files
 
-            def loss_check() -> Check:
-                at, share = (len(steps) - 1) / len(steps), 1 / len(steps)  # this is the last step
-                text = f"validation loss, fp32 and quantized ({val_windows(len(val_tokens), model.config.block_size, loss_windows)} windows)"
-                check, a, b = check_int8_loss(engines["fp32"], engines["int8"], val_tokens, loss_windows,
-                                              lambda f: report(at + share * f, text))
-                if losses is not None:
-                    losses.update(fp32=a, int8=b)
-                return check
+        def loss_check(key: str) -> Check:
+            i = next(j for j, (name, _) in enumerate(steps) if name == f"validation loss, {key}")
+            at, share = i / len(steps), 1 / len(steps)
+            text = f"validation loss, fp32 and {key} ({val_windows(len(val_tokens), model.config.block_size, loss_windows)} windows)"
+            check, a, b = check_int8_loss(engines["fp32"], engines[key], val_tokens, loss_windows,
+                                          lambda f: report(at + share * f, text), label=key, fp32_loss=measured.get("fp32"))
+            measured["fp32"] = a
+            if losses is not None:
+                losses.update({"fp32": a, key: b})
+            return check
 
-            steps.append(("validation loss, fp32 and quantized", loss_check))
+        for key in eight_bit:
+            steps.append((f"validation loss, {key}", lambda k=key: loss_check(k)))
     report = progress or (lambda fraction, text: None)
     results = []
     for i, (text, step) in enumerate(steps):

@@ -2,8 +2,10 @@
 onnxruntime, transformers, Hugging Face Optimum (its own venv: it needs transformers < 4.58),
 onnxruntime-web and transformers.js under Node.js (npm ci of package.json), and transformers.js in
 headless Chromium from a page served on 127.0.0.1. Every client must produce the greedy ids our
-onnxruntime engine produces, for both ONNX files, and a left-padded batch must give each prompt
-what it gives alone.
+onnxruntime engine produces for the files it is meant to run (native clients: all three ONNX
+files; onnxruntime-web and transformers.js: model.onnx and model_quantized.onnx, the "fp32" and "q8"
+files; model_int8.onnx is the native CPU file, docs/export.md), and a left-padded batch must give
+each prompt what it gives alone.
 
 The slow tests set up their client once (a venv and an npm install under gitignored folders,
 reused by later runs) and run it in a subprocess or a browser.
@@ -36,7 +38,9 @@ CLIENTS = Path(__file__).resolve().parent / "clients"
 CACHE = ROOT / ".cache" / "clients"  # gitignored: the Optimum venv
 PROMPTS = ["ROMEO:", "JULIET:\nO Romeo, Romeo! wherefore art thou"]
 N_TOKENS = 24
-FILES = {"fp32": "onnx/model.onnx", "int8": "onnx/model_quantized.onnx"}
+FILES = {"fp32": "onnx/model.onnx", "quantized": "onnx/model_quantized.onnx", "int8": "onnx/model_int8.onnx"}
+WEB_FILES = ("fp32", "quantized")  # transformers.js dtype "fp32" and "q8": the files for browsers
+DTYPES = {"fp32": "fp32", "quantized": "q8"}  # transformers.js's name of each (tests/clients/greedy.mjs)
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -181,21 +185,23 @@ def node_modules() -> Path:
 
 @pytest.mark.slow
 def test_onnxruntime_web_wasm_gives_the_native_ids(hub, node_modules, prompt_ids, engine_ids):
-    """onnxruntime-web's WebAssembly build (what a browser page runs) on both files: the ids of
-    native onnxruntime. The 8-bit file uses standard integer ops that both compute exactly."""
-    files = [str(hub / name) for name in FILES.values()]
+    """onnxruntime-web's WebAssembly build (what a browser page runs) on the fp32 and the 8-bit
+    weight-only file: the ids of native onnxruntime. model_quantized.onnx computes in float32 on
+    weights folded at load, so the browser agrees with native as it does on fp32."""
+    files = [str(hub / FILES[key]) for key in WEB_FILES]
     result = run_json(["node", str(CLIENTS / "ort_web_greedy.mjs"), str(N_TOKENS), json.dumps(prompt_ids), *files], cwd=ROOT)
-    for key, name in FILES.items():
-        assert result[str(hub / name)]["ids"] == engine_ids[key], key
+    for key in WEB_FILES:
+        assert result[str(hub / FILES[key])]["ids"] == engine_ids[key], key
 
 
 @pytest.mark.slow
 def test_transformers_js_in_node(hub, node_modules, prompt_ids, engine_ids):
-    """transformers.js (onnxruntime-node) with dtype fp32 (onnx/model.onnx) and q8
-    (onnx/model_quantized.onnx): its tokenizer, the engine's greedy ids, a padded batch exact."""
+    """transformers.js (onnxruntime-node) with dtype fp32 (onnx/model.onnx), q8
+    (onnx/model_quantized.onnx) and int8 (onnx/model_int8.onnx, natively as fast as it gets):
+    its tokenizer, the engine's greedy ids, a padded batch exact."""
     result = run_json(["node", str(CLIENTS / "transformers_node.mjs"), str(hub), str(N_TOKENS), *PROMPTS], cwd=ROOT)
     assert result["prompt_ids"] == prompt_ids
-    for key, dtype in (("fp32", "fp32"), ("int8", "q8")):
+    for key, dtype in {**DTYPES, "int8": "int8"}.items():
         assert result[dtype]["alone"] == engine_ids[key], dtype
         assert result[dtype]["padding"][0][0] == 0
         assert result[dtype]["batch"] == result[dtype]["alone"], dtype
@@ -254,6 +260,6 @@ def test_transformers_js_in_chromium(hub, node_modules, prompt_ids, engine_ids, 
     assert "error" not in result, result.get("error")
     assert not outside, f"the page fetched from outside 127.0.0.1: {outside}"
     assert result["prompt_ids"] == prompt_ids
-    for key, dtype in (("fp32", "fp32"), ("int8", "q8")):
+    for key, dtype in DTYPES.items():
         assert result[dtype]["alone"] == engine_ids[key], dtype
         assert result[dtype]["padding"][0][0] == 0 and result[dtype]["batch"] == result[dtype]["alone"], dtype

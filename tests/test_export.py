@@ -1,5 +1,5 @@
 """ONNX export round trip on a tiny randomly initialised GPT: the Hub folder, Optimum's decoder
-interface, metadata, parity, the 8-bit file, staleness."""
+interface, metadata, parity, the two 8-bit files, staleness."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from export.engine import Engine, left_pad
 from export.hub import HUB_FILES, zip_hub
 from export.metadata import sha256_file
 from export.onnx_export import IR_VERSION
-from export.validate import INT8_PAD_TOL, LOGIT_TOL, check_padded_batch, check_parity, format_table, run_checks
+from export.validate import INT8_PAD_TOL, LOGIT_TOL, check_padded_batch, check_parity, check_size, format_table, run_checks
 from model import GPT, load_pretrained
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,10 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_ensure_onnx_builds_the_hub_folder_with_progress(tiny_export):
     paths, calls = tiny_export.paths, tiny_export.calls
-    assert set(paths) == {"fp32", "int8"} and all(p.is_file() for p in paths.values())
+    assert set(paths) == {"fp32", "quantized", "int8"} and all(p.is_file() for p in paths.values())
     hub = paths["fp32"].parent.parent
     assert hub.name == "hub" and paths["fp32"].relative_to(hub).as_posix() == "onnx/model.onnx"
-    assert paths["int8"].relative_to(hub).as_posix() == "onnx/model_quantized.onnx"
+    assert paths["quantized"].relative_to(hub).as_posix() == "onnx/model_quantized.onnx"  # transformers.js "q8"
+    assert paths["int8"].relative_to(hub).as_posix() == "onnx/model_int8.onnx"  # transformers.js "int8"
     assert all((hub / name).is_file() for name in HUB_FILES)
     assert not list(hub.rglob("*.data")) and not list(hub.rglob("*.tmp*")), "self-contained files, no leftovers"
     fractions = [f for f, _ in calls]
@@ -88,13 +89,13 @@ def test_plain_onnxruntime_runs_the_graph_and_its_cache(tiny_export):
     np.testing.assert_allclose(step[0][:, -1], full[0][:, -1], atol=1e-4)
 
 
-@pytest.mark.parametrize("key", ["fp32", "int8"])
-def test_left_padded_batch_is_exact_in_both_files(tiny_export, key):
+@pytest.mark.parametrize("key", ["fp32", "quantized", "int8"])
+def test_left_padded_batch_is_exact_in_every_file(tiny_export, key):
     """Rows of different lengths, left-padded: each row's logits are what it gives alone, for
-    the prompt and through the cache (the quantized file quantizes activations per row: equal up
-    to a rounding step), and the same greedy ids."""
+    the prompt and through the cache (the int8 file quantizes activations per row: equal up
+    to a rounding step; the weight-only file computes in float32 like fp32), and the same greedy ids."""
     engine = Engine.load(tiny_export.paths[key], provider="cpu")
-    check = check_padded_batch(engine, LOGIT_TOL if key == "fp32" else INT8_PAD_TOL)
+    check = check_padded_batch(engine, INT8_PAD_TOL if key == "int8" else LOGIT_TOL)
     assert check.ok, check
     # and by hand: a one-token prompt beside a long one, then greedy steps, same ids as alone
     prompts = [[464], [464, 3290, 286, 262, 995, 11, 290]]
@@ -118,7 +119,8 @@ def test_metadata_describes_the_source(tiny_export):
         assert meta["tokenizer"] == "gpt2"
         assert meta["source_weights_sha256"] == sha256_file(weights / "model.safetensors")
         assert {"training_step", "val_loss"} <= meta.keys()
-        assert ("int8" in meta["quantization"]) == (key == "int8")
+        assert ("int8" in meta["quantization"]) == (key != "fp32")
+        assert ("MatMulInteger" in meta["quantization"]) == (key == "int8")
 
 
 def test_ir_version_is_readable_by_the_pinned_onnxruntime(tiny_export):
@@ -132,6 +134,17 @@ def test_all_checks_pass_including_greedy_past_the_context(tiny_export):
     assert all(c.ok for c in results), format_table(results)
     table = format_table(results)
     assert "greedy text" in table and "left-padded batch" in table
+    for name in ("model.onnx", "model_quantized.onnx", "model_int8.onnx"):
+        assert f"{name} vs PyTorch logits" in table
+    for name in ("model_quantized.onnx", "model_int8.onnx"):
+        assert f"{name} size" in table
+
+
+def test_size_check_fails_for_a_file_that_is_not_smaller(tiny_export):
+    fp32 = tiny_export.paths["fp32"]
+    assert check_size(fp32, tiny_export.paths["quantized"]).ok
+    check = check_size(fp32, fp32)
+    assert not check.ok and check.value == "100.0%"
 
 
 def test_parity_check_catches_a_wrong_graph(tiny_export, tmp_path):
@@ -146,16 +159,27 @@ def test_parity_check_catches_a_wrong_graph(tiny_export, tmp_path):
     assert not check.ok
 
 
-def test_quantized_file_is_8_bit_everywhere_with_standard_ops(tiny_export):
+@pytest.mark.parametrize("key", ["quantized", "int8"])
+def test_8_bit_files_are_8_bit_everywhere_with_standard_ops(tiny_export, key):
     """Every weight matrix and the tied embedding / output table in int8, stored once; only
-    standard ONNX operators (so onnxruntime-web runs it as native onnxruntime does)."""
+    standard ONNX operators (so onnxruntime-web runs them as native onnxruntime does); at most
+    35 % of fp32's size. The two files hold the same int8 weights and differ in their products:
+    integer (MatMulInteger) in model_int8.onnx, float MatMul on weights folded at load in
+    model_quantized.onnx."""
     cfg = tiny_export.config
-    proto = onnx.load(str(tiny_export.paths["int8"]))
+    proto = onnx.load(str(tiny_export.paths[key]))
     assert {o.domain for o in proto.opset_import} <= {"", "ai.onnx"}
     assert all(n.domain in ("", "ai.onnx") for n in proto.graph.node)
-    info = inspect_onnx(tiny_export.paths["int8"])
+    ops = inspect_onnx(tiny_export.paths[key])["op_counts"]
     # 4 linears per block (qkv, attention out, two feed-forward) plus the output head
-    assert info["op_counts"].get("MatMulInteger") == 4 * cfg.n_layer + 1
+    if key == "int8":
+        assert ops.get("MatMulInteger") == 4 * cfg.n_layer + 1
+    else:
+        assert "MatMulInteger" not in ops and "DequantizeLinear" not in ops
+        # each weight is Cast(int8) * scale on constants only: onnxruntime folds them when it loads the file
+        inits = {t.name for t in proto.graph.initializer}
+        casts = [n for n in proto.graph.node if n.op_type == "Cast" and n.input[0] in inits]
+        assert len(casts) == 4 * cfg.n_layer  # the head's Cast reads the table's Transpose, also a constant
     float_matrices = [list(t.dims) for t in proto.graph.initializer if t.data_type == onnx.TensorProto.FLOAT and len(t.dims) >= 2]
     assert float_matrices == [[cfg.block_size, cfg.d_model]], "only the position table stays float (biases and scales are vectors)"
     tables = [t for t in proto.graph.initializer if cfg.vocab_size in t.dims and len(t.dims) == 2]
@@ -163,7 +187,29 @@ def test_quantized_file_is_8_bit_everywhere_with_standard_ops(tiny_export):
     int8 = [numpy_helper.to_array(t) for t in proto.graph.initializer if t.data_type == onnx.TensorProto.INT8]
     # 7-bit range: no x86 CPU's 8-bit dot product (VPMADDUBSW) saturates, so every CPU sums exactly
     assert all(np.abs(w.astype(np.int16)).max() <= 63 for w in int8) and max(np.abs(w.astype(np.int16)).max() for w in int8) == 63
-    assert tiny_export.paths["int8"].stat().st_size <= 0.35 * tiny_export.paths["fp32"].stat().st_size
+    assert tiny_export.paths[key].stat().st_size <= 0.35 * tiny_export.paths["fp32"].stat().st_size
+
+
+def test_both_8_bit_files_hold_the_same_weights(tiny_export):
+    weights = [{t.name: numpy_helper.to_array(t) for t in onnx.load(str(tiny_export.paths[key])).graph.initializer
+                if t.data_type == onnx.TensorProto.INT8} for key in ("quantized", "int8")]
+    assert weights[0].keys() == weights[1].keys() and len(weights[0]) == 4 * tiny_export.config.n_layer + 1
+    assert all(np.array_equal(weights[0][name], weights[1][name]) for name in weights[0])
+
+
+def test_weight_only_file_computes_in_float_on_the_dequantized_weights(tiny_export):
+    """model_quantized.onnx is the fp32 graph on ``float(W_q) * scale``: its logits equal PyTorch's
+    on those weights (fp32 tolerance), which is why native and web runtimes agree on it as on fp32."""
+    from export.quantize import dequantize_weights
+
+    model = load_pretrained(tiny_export.weights)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.ndim == 2 and not name.startswith("wpe"):  # the position table stays float
+                # nn.Linear stores [out, in] (ONNX [in, out]), the table [vocab, d]: one scale per row here
+                p.copy_(torch.from_numpy(dequantize_weights(p.numpy(), axis=0)))
+    check = check_parity(model, Engine.load(tiny_export.paths["quantized"], provider="cpu"), [(2, 9)], LOGIT_TOL)
+    assert check.ok, check
 
 
 def test_onnxruntimes_optimizations_leave_the_quantized_logits_alone():
@@ -211,7 +257,7 @@ def test_hub_config_and_card(tiny_export):
         assert line in front
     for client in ("onnxruntime", "ORTModelForCausalLM", '@huggingface/transformers', "GPT2LMHeadModel", "hf upload"):
         assert client in card
-    assert "onnx/model_quantized.onnx" in card
+    assert "onnx/model_quantized.onnx" in card and "onnx/model_int8.onnx" in card and 'dtype: "q8"' in card
 
 
 def test_hub_zip_holds_the_folder_and_is_built_once(tiny_export, tmp_path):
@@ -220,7 +266,7 @@ def test_hub_zip_holds_the_folder_and_is_built_once(tiny_export, tmp_path):
     with zipfile.ZipFile(path) as z:
         names = set(z.namelist())
         top = "gpt-playground"  # the folder name the card's snippets use
-        assert {f"{top}/{name}" for name in HUB_FILES} | {f"{top}/onnx/model.onnx", f"{top}/onnx/model_quantized.onnx"} <= names
+        assert {f"{top}/{name}" for name in HUB_FILES} | {f"{top}/onnx/{n}" for n in ("model.onnx", "model_quantized.onnx", "model_int8.onnx")} <= names
         assert z.getinfo(f"{top}/onnx/model.onnx").file_size == tiny_export.paths["fp32"].stat().st_size
         assert z.testzip() is None
     mtime = path.stat().st_mtime_ns
@@ -237,7 +283,7 @@ def test_up_to_date_files_are_kept_and_new_weights_make_them_stale(tiny_export, 
 
     torch.manual_seed(1)
     other = save_model_dir(GPT(tiny_export.config), tmp_path / "other")
-    assert stale_files(other, out) == ["fp32", "int8", "hub"]
+    assert stale_files(other, out) == ["fp32", "quantized", "int8", "hub"]
     paths["int8"].rename(tmp_path / "moved.onnx")  # a missing file is stale too
     try:
         assert stale_files(weights, out) == ["int8", "hub"]
@@ -275,11 +321,12 @@ def test_cli_writes_the_hub_folder_and_puts_the_measured_losses_in_the_card(tiny
     out = tmp_path / "artifacts"
     assert main(["--weights", str(tiny_export.weights), "--out", str(out), "--val", str(val), "--greedy-tokens", "8"]) == 0
     printed = capsys.readouterr().out
-    assert "all checks passed" in printed and "quantized val loss" in printed and "(40 windows)" in printed
+    assert "all checks passed" in printed and "(40 windows)" in printed
+    assert "quantized val loss" in printed and "int8 val loss" in printed
     hub = out / "hub"
-    assert all((hub / name).is_file() for name in HUB_FILES) and (hub / "onnx" / "model_quantized.onnx").is_file()
+    assert all((hub / name).is_file() for name in HUB_FILES) and (hub / "onnx" / "model_int8.onnx").is_file()
     loss_rows = [line for line in (hub / "README.md").read_text().splitlines() if line.startswith("| `onnx/")]
-    assert len(loss_rows) == 2 and all(float(row.rstrip(" |").rsplit("|", 1)[1]) > 0 for row in loss_rows)
+    assert len(loss_rows) == 3 and all(float(row.rstrip(" |").rsplit("|", 1)[1]) > 0 for row in loss_rows)
     # the app's build of the same weights leaves the losses unmeasured
     assert "not measured" in (tiny_export.paths["fp32"].parent.parent / "README.md").read_text()
 
@@ -302,5 +349,7 @@ def test_shipped_weights_pass_every_export_check(val_tokens):
     finally:
         torch.set_num_threads(threads)
     assert all(c.ok for c in results), format_table(results)
-    assert set(losses) == {"fp32", "int8"} and losses["int8"] - losses["fp32"] <= 0.05
-    assert paths["int8"].stat().st_size <= 0.35 * paths["fp32"].stat().st_size
+    assert set(losses) == {"fp32", "quantized", "int8"}
+    for key in ("quantized", "int8"):
+        assert losses[key] - losses["fp32"] <= 0.05
+        assert paths[key].stat().st_size <= 0.35 * paths["fp32"].stat().st_size

@@ -63,6 +63,7 @@ def test_a_corrupt_onnx_file_is_stale_so_the_next_start_rebuilds_it(tmp_path):
     paths = artifact_paths(out)
     paths["int8"].parent.mkdir(parents=True)
     shutil.copyfile(INT8, paths["int8"])
+    shutil.copyfile(artifact_paths()["quantized"], paths["quantized"])
     with open(FP32, "rb") as src:
         paths["fp32"].write_bytes(src.read(4096))
     if stale_files(out_dir=ARTIFACTS_DIR):  # the shipped files themselves must be current first

@@ -11,11 +11,12 @@ import gradio as gr
 from .. import model_info
 from ..resources import get_model
 
-LABELS = {"fp32": "fp32", "int8": "8-bit"}
+# The keys of export.build.artifact_paths, as the Model tab names the files.
+LABELS = {"fp32": "fp32", "quantized": "8-bit weights (browsers)", "int8": "8-bit integer (native CPU)"}
 
 
 def build(onnx_files: dict[str, Path]) -> None:
-    """``onnx_files``: {"fp32": path, "int8": path} of the exported files, and optionally "zip":
+    """``onnx_files``: {"fp32", "quantized", "int8": path} of the exported files, and optionally "zip":
     the whole Hub folder as one archive (``playground.ui.startup.prepare_onnx``)."""
     model = get_model()
     archive = onnx_files.get("zip")
@@ -64,8 +65,10 @@ def build(onnx_files: dict[str, Path]) -> None:
     gr.Markdown(
         "### Run it yourself\n"
         "The zip holds a Hugging Face Hub folder (`gpt-playground/`): `config.json`, `tokenizer.json`, "
-        "`onnx/model.onnx` (fp32), `onnx/model_quantized.onnx` (8-bit: the same greedy text in the browser "
-        "as natively), `model.safetensors` and a model card. Inputs `input_ids`, `attention_mask`, "
+        "`onnx/model.onnx` (fp32), `onnx/model_quantized.onnx` (8-bit weights computed in float32: a quarter "
+        "of the download, the same greedy text in the browser as natively; transformers.js `dtype: \"q8\"`), "
+        "`onnx/model_int8.onnx` (8-bit integer products: about twice fp32's speed natively on a CPU; "
+        "not for the browser), `model.safetensors` and a model card. Inputs `input_ids`, `attention_mask`, "
         "`position_ids` and an empty key/value cache per layer; outputs the `logits` and the updated cache "
         "(`present.*`): Hugging Face Optimum's decoder interface, so these clients load it as it is."
     )

@@ -18,7 +18,7 @@ def _console_progress(fraction: float, text: str) -> None:
 
 
 def prepare_onnx() -> dict[str, Path]:
-    """``{"fp32": path, "int8": path, "zip": path}``: the two ONNX files of artifacts/hub/ and the
+    """``{"fp32", "quantized", "int8", "zip": path}``: the three ONNX files of artifacts/hub/ and the
     whole folder as one zip, exporting first what is missing or stale (a minute or two on a CPU;
     progress is printed). artifacts/ becomes Gradio's static path, so the Model tab's download
     buttons serve the files in place (no copy into Gradio's cache)."""
@@ -49,7 +49,7 @@ def prepare_onnx() -> dict[str, Path]:
         print(f"ONNX files built in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     archive = zip_hub(hub_dir())  # built once; rebuilt only when a file of the folder is newer
     gr.set_static_paths([str(ARTIFACTS_DIR)])
-    return {"fp32": Path(paths["fp32"]), "int8": Path(paths["int8"]), "zip": archive}
+    return {**{key: Path(path) for key, path in paths.items()}, "zip": archive}
 
 
 def warm_up_in_background() -> None:

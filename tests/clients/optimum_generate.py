@@ -27,9 +27,10 @@ result = {}
 with warnings.catch_warnings(record=True) as caught:
     tok = AutoTokenizer.from_pretrained(folder)
     result["prompt_ids"] = [tok(p)["input_ids"] for p in prompts]
-    for file_name in ("model.onnx", "model_quantized.onnx"):
+    for file_name in ("model.onnx", "model_quantized.onnx", "model_int8.onnx"):
         model = ORTModelForCausalLM.from_pretrained(folder, subfolder="onnx", file_name=file_name)
         settings = dict(max_new_tokens=max_new, min_new_tokens=max_new, do_sample=False)
+        model.generate(**tok(prompts[0], return_tensors="pt"), max_new_tokens=2, do_sample=False)  # warm-up: not timed
         alone, seconds = [], 0.0
         for p in prompts:
             ids = tok(p, return_tensors="pt")
