@@ -137,13 +137,24 @@ def next_token(prompt: Any, model: GPT, label: str, top_k: int = TOP_K) -> NextT
     probs, top = torch.topk(p_next, top_k)
     cands = [TokenChoice(int(i), token_text(int(i)), float(p), float(p)) for p, i in zip(probs, top)]
     step = GeneratedStep(0, cands[0], cands)
-    title = f"{label}: next token after the prompt"
-    return NextToken(label, ids, step, loss, entropy, candidates_figure(step, title=title))
+    # A short title: the chart must fit a phone's width (the prompt is in the box above it).
+    figure = candidates_figure(step, title=label)
+    # Nothing is sampled here: keep one bar per token, the model's probability (temperature 1).
+    figure.data = (figure.data[0],)
+    figure.data[0].name = "probability (temperature 1); the greedy choice in orange"
+    figure.update_layout(showlegend=True)
+    return NextToken(label, ids, step, loss, entropy, figure)
 
 
 def compare_next_token(prompt: Any, top_k: Any = TOP_K) -> list[NextToken]:
+    """Both models' next-token candidates, charted on the same probability axis (so that the
+    untrained model's flat 0.002 % bars look as flat as they are)."""
     top_k = validate_int(top_k, name="top_k", minimum=1, maximum=limits.MAX_NEIGHBOURS)
-    return [next_token(prompt, model, label, top_k) for label, model in _sides()]
+    results = [next_token(prompt, model, label, top_k) for label, model in _sides()]
+    top = max(c.probability for r in results for c in r.step.candidates)
+    for r in results:
+        r.figure.update_layout(xaxis_range=[0, min(1.0, top * 1.2 + 0.03)])
+    return results
 
 
 def loss_summary(results: list[NextToken]) -> str:
@@ -177,7 +188,10 @@ def compare_attention(text: Any, layer: Any = 0, head: Any = 0) -> list[tuple[st
         cfg = model.config
         lay = validate_int(layer, name="layer", minimum=0, maximum=1_000)
         hd = validate_int(head, name="head", minimum=0, maximum=1_000)
-        out.append((label, attention(text, min(lay, cfg.n_layer - 1), min(hd, cfg.n_head - 1), model=model)))
+        r = attention(text, min(lay, cfg.n_layer - 1), min(hd, cfg.n_head - 1), model=model)
+        # A short title, so that two charts fit side by side (and one fits a phone's width).
+        r.head_figure.update_layout(title=f"{label}: layer {r.layer}, head {r.head}")
+        out.append((label, r))
     return out
 
 

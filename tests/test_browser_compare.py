@@ -44,3 +44,32 @@ def test_compare_tab_side_by_side(page):
     assert "not" in _plot_text(page, "cmp-att-a")
     shot(page, "compare-edited")
     assert not page.errors, page.errors
+
+
+def test_compare_tab_at_phone_width(page):
+    """At a phone's width (390 px) the two sides stack and nothing of the tab is wider than the
+    page's column (the page's own width at 390 px is issue 13.4's, measured by its own test)."""
+    open_tab(page, "Compare")
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        page.locator("#cmp-next-a .js-plotly-plot").first.wait_for()
+        page.wait_for_timeout(1000)  # plotly redraws at the new width
+        too_wide = page.evaluate(
+            """() => {
+                const column = document.querySelector('#cmp-prompt').closest('.tabitem, [role=tabpanel]') || document.body;
+                const right = column.getBoundingClientRect().right;
+                return [...column.querySelectorAll('[id^=cmp-] *')]
+                    .filter(e => e.offsetParent !== null && e.getBoundingClientRect().right > right + 1)
+                    .map(e => e.tagName + '.' + (e.className.baseVal ?? e.className)).slice(0, 5);
+            }"""
+        )
+        assert not too_wide, f"wider than the tab: {too_wide}"
+        a, b = page.locator("#cmp-next-a").bounding_box(), page.locator("#cmp-next-b").bounding_box()
+        row = page.locator("#cmp-next-a").locator("xpath=../..").bounding_box()
+        if row["width"] < 2 * 320:  # no room for two sides of 320 px: they stack
+            assert b["y"] >= a["y"] + a["height"] - 1, "squeezed side by side"
+        else:  # (the page itself is wider than the phone while another tab overflows it)
+            assert b["x"] >= a["x"] + 319
+        shot(page, "compare-phone")
+    finally:
+        page.set_viewport_size({"width": 1360, "height": 900})

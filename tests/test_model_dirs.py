@@ -176,3 +176,32 @@ def test_browser_visits_every_tab_of_the_model(model_app, tmp_path):
         page.screenshot(path=str(tmp_path / f"model-{fmt}.png"), full_page=True)
         browser.close()
     assert not errors, errors
+
+
+@pytest.mark.slow
+def test_compare_with_another_folder(model_dirs, models_cache, tmp_path):
+    """``python app.py --compare DIR``: the Compare tab sets that folder beside the shipped model."""
+    from gradio_client import Client
+
+    from app_server import launch, stop
+
+    server = launch(tmp_path / "app.log", extra_env={"PLAYGROUND_MODELS_DIR": str(models_cache)},
+                    args=["--compare", str(model_dirs["hf"])])
+    try:
+        out = Client(server.url, verbose=False).predict("ROMEO: What say you to", "king", "hello everyone", api_name="/compare")
+    finally:
+        stop(server)
+    shipped, other = out["models"]
+    assert (shipped["model"], other["model"]) == ("trained model", "hf-gpt2")
+    assert abs(other["prompt_loss"] - out["uniform_loss"]) < 1.0  # random weights: about ln 50257
+    assert shipped["prompt_loss"] < out["uniform_loss"] - 3
+
+
+def test_app_refuses_a_bad_compare_folder(tmp_path):
+    import subprocess
+    import sys
+
+    from app_server import ROOT
+
+    r = subprocess.run([sys.executable, "app.py", "--compare", str(tmp_path / "nowhere")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "is not a folder" in r.stderr and "Traceback" not in r.stderr

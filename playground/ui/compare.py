@@ -57,8 +57,10 @@ def build() -> None:
         run_next = gr.Button("Compare next tokens", variant="primary", scale=1, elem_id="cmp-next-run")
     loss = gr.Markdown(first[2], elem_id="cmp-loss")
     with gr.Row(equal_height=False):
-        next_a = gr.Plot(first[0], label=shown, elem_id="cmp-next-a")
-        next_b = gr.Plot(first[1], label=other, elem_id="cmp-next-b")
+        with gr.Column(min_width=320):
+            next_a = gr.Plot(first[0], label=shown, elem_id="cmp-next-a")
+        with gr.Column(min_width=320):
+            next_b = gr.Plot(first[1], label=other, elem_id="cmp-next-b")
     gr.on([run_next.click, prompt.submit], user_errors(ui_next_token), [prompt], [next_a, next_b, loss], **events)
 
     gr.Markdown("### The same word: its nearest tokens in the embedding table")
@@ -68,8 +70,10 @@ def build() -> None:
         run_nb = gr.Button("Compare neighbours", variant="primary", scale=1, elem_id="cmp-nb-run")
     headers = ["rank", "token", "id", "cosine", "count in training"]
     with gr.Row(equal_height=False):
-        nb_a = gr.Dataframe(first[0], headers=headers, label=shown, interactive=False, elem_id="cmp-nb-a")
-        nb_b = gr.Dataframe(first[1], headers=headers, label=other, interactive=False, elem_id="cmp-nb-b")
+        with gr.Column(min_width=320):
+            nb_a = gr.Dataframe(first[0], headers=headers, label=shown, interactive=False, elem_id="cmp-nb-a")
+        with gr.Column(min_width=320):
+            nb_b = gr.Dataframe(first[1], headers=headers, label=other, interactive=False, elem_id="cmp-nb-b")
     gr.on([run_nb.click, word.submit], user_errors(ui_neighbours), [word], [nb_a, nb_b], **events)
 
     gr.Markdown("### The same sentence: what each token attends to")
@@ -81,8 +85,10 @@ def build() -> None:
         head = gr.Slider(0, n_head - 1, value=0, step=1, label=f"Head (0–{n_head - 1})", scale=1, elem_id="cmp-head")
         run_att = gr.Button("Compare attention", variant="primary", scale=1, elem_id="cmp-att-run")
     with gr.Row(equal_height=False):
-        att_a = gr.Plot(first[0], label=shown, elem_id="cmp-att-a")
-        att_b = gr.Plot(first[1], label=other, elem_id="cmp-att-b")
+        with gr.Column(min_width=320):
+            att_a = gr.Plot(first[0], label=shown, elem_id="cmp-att-a")
+        with gr.Column(min_width=320):
+            att_b = gr.Plot(first[1], label=other, elem_id="cmp-att-b")
     gr.on(
         [run_att.click, sentence.submit, layer.release, head.release],
         user_errors(ui_attention), [sentence, layer, head], [att_a, att_b], **events,
