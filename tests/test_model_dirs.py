@@ -173,6 +173,15 @@ def test_browser_visits_every_tab_of_the_model(model_app, tmp_path):
         assert f"Head (0–{config.n_head - 1})" in page.locator("body").inner_text()
         page.get_by_role("tab", name=re.compile("Model")).click()
         assert f"{config.n_layer} layers" in page.locator("body").inner_text()
+        # The Model tab offers this model's ONNX files, and they download.
+        from pathlib import Path
+
+        from playground.model_source import prepare_onnx_files
+
+        int8 = prepare_onnx_files(source)["int8"]
+        with page.expect_download() as download:
+            page.get_by_role("button", name=re.compile(re.escape(int8.name))).click()
+        assert Path(download.value.path()).stat().st_size == int8.stat().st_size
         page.screenshot(path=str(tmp_path / f"model-{fmt}.png"), full_page=True)
         browser.close()
     assert not errors, errors
