@@ -30,7 +30,8 @@ HEADER = (
     "# GPT Playground\n"
     "See, hands on, how a GPT works: a small decoder-only transformer this project trained on "
     "Shakespeare, served by onnxruntime. Go through the tabs in order: text becomes tokens, "
-    "tokens become vectors, positions are added, the model generates, attention is what it looks at."
+    "tokens become vectors, positions are added, the model generates, attention is what it looks at, "
+    "and Compare sets the model beside its untrained self."
 )
 
 

@@ -282,22 +282,26 @@ def _generic_token_infos(enc: tiktoken.Encoding, ids: list[int]) -> list[TokenIn
     return out
 
 
-def _comparison(name: str, enc: tiktoken.Encoding, text: str, special_as_token: bool, used_by: str, note: str) -> EncodingComparison:
+def _comparison(
+    name: str, enc: tiktoken.Encoding, text: str, special_as_token: bool, used_by: str, note: str, with_html: bool
+) -> EncodingComparison:
     eot = {EOT} & set(enc.special_tokens_set)
     ids = enc.encode(text, allowed_special=eot if special_as_token else set(), disallowed_special=())
     tokens = _generic_token_infos(enc, ids)
-    spans = _spans(enc, ids) if ids else []
-    by_span = _tokens_by_span(tokens, spans)
-    return EncodingComparison(
-        name, used_by, True, ids, len(ids), [t.text for t in tokens], note, _html(spans, by_span, show_whitespace=True)
-    )
+    shown = ""
+    if with_html:
+        spans = _spans(enc, ids) if ids else []
+        shown = _html(spans, _tokens_by_span(tokens, spans), show_whitespace=True)
+    return EncodingComparison(name, used_by, True, ids, len(ids), [t.text for t in tokens], note, shown)
 
 
-def compare_encodings(text: Any, special_as_token: Any = True, include_gpt2: bool = False) -> list[EncodingComparison]:
+def compare_encodings(
+    text: Any, special_as_token: Any = True, include_gpt2: bool = False, with_html: bool = True
+) -> list[EncodingComparison]:
     """``text`` under OpenAI's other tiktoken encodings (r50k, p50k, cl100k, o200k), each from its
     ranks file vendored in model/ranks/ (sha256 checked at load, never the network): token counts,
     ids, the text of every token and coloured spans. ``include_gpt2`` puts this model's own
-    encoding first. A file that is missing or corrupt is listed as unavailable with a note naming
+    encoding first; ``with_html=False`` leaves out the coloured spans. A file that is missing or corrupt is listed as unavailable with a note naming
     the command that restores it; the others are still compared."""
     from model.encodings import ENCODINGS, get_encoding as get_other_encoding
 
@@ -305,7 +309,7 @@ def compare_encodings(text: Any, special_as_token: Any = True, include_gpt2: boo
     special_as_token = validate_bool(special_as_token, name="special tokens switch")
     out = []
     if include_gpt2:
-        out.append(_comparison("gpt2", get_encoding(), text, special_as_token, "this playground's model, GPT-2", f"model/{RANKS_PATH.name}"))
+        out.append(_comparison("gpt2", get_encoding(), text, special_as_token, "this playground's model, GPT-2", f"model/{RANKS_PATH.name}", with_html))
     for name in OTHER_ENCODINGS:
         spec = ENCODINGS[name]
         try:
@@ -319,5 +323,5 @@ def compare_encodings(text: Any, special_as_token: Any = True, include_gpt2: boo
             out.append(EncodingComparison(name, spec.used_by, False, [], None, [], note))
             continue
         note = f"same ranks file as gpt2 ({RANKS_PATH.name}), so the same tokens" if spec.sha256 == RANKS_SHA256 else f"model/ranks/{spec.path.name}"
-        out.append(_comparison(name, enc, text, special_as_token, spec.used_by, note))
+        out.append(_comparison(name, enc, text, special_as_token, spec.used_by, note, with_html))
     return out

@@ -118,3 +118,15 @@ def test_converter_round_trip():
     """js-tiktoken's compact form ("! <first rank> tok tok ...") back to tiktoken's lines."""
     js = 'export default {"bpe_ranks":"! 0 IQ== Ig==\\n! 5 Iw=="};'
     assert convert_js_ranks(js) == b"IQ== 0\nIg== 1\nIw== 5\n"
+
+
+def test_tab_draws_splits_for_short_texts_and_counts_long_ones():
+    from playground.ui.tokenization import SPLITS_MAX_CHARS, ui_tokenize
+
+    *_, table, splits = ui_tokenize("Attention isallyou need", True, False)
+    assert [row[0] for row in table] == ["gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base"]
+    assert [row[2] for row in table] == ["6", "6", "6", "5", "5"]
+    assert splits.count('class="pg-enc"') == 5 and splits.count('class="gpt-token"') == 6 + 6 + 6 + 5 + 5
+    long_text = "to be or not to be " * (SPLITS_MAX_CHARS // 10)
+    *_, table, splits = ui_tokenize(long_text, True, False)
+    assert all(row[2] != "–" for row in table) and "gpt-token" not in splits and "2,000" in splits

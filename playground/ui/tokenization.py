@@ -24,8 +24,18 @@ def _counts(r: tok.TokenizationResult) -> str:
     )
 
 
-def _encodings_html(comparisons: list[tok.EncodingComparison]) -> str:
+# Splits drawn for texts up to this long (five coloured copies of 20,000 characters would be
+# megabytes of HTML per keystroke); longer texts get the counts only.
+SPLITS_MAX_CHARS = 2_000
+
+
+def _encodings_html(comparisons: list[tok.EncodingComparison], text_chars: int = 0) -> str:
     """Each encoding's split of the text as coloured spans, one block per encoding."""
+    if text_chars > SPLITS_MAX_CHARS:
+        return (
+            f'<div id="tok-enc-splits"><i>The splits are drawn for texts up to {SPLITS_MAX_CHARS:,} characters '
+            f"(this one has {text_chars:,}); the table above counts every encoding's tokens.</i></div>"
+        )
     rows = []
     for c in comparisons:
         body = c.html if c.available else f"<i>{html.escape(c.note)}</i>"
@@ -39,9 +49,10 @@ def _encodings_html(comparisons: list[tok.EncodingComparison]) -> str:
 
 def ui_tokenize(text, special_as_token, show_whitespace):
     r = tok.tokenize(text, special_as_token, show_whitespace)
-    comparisons = tok.compare_encodings(text, special_as_token, include_gpt2=True)
+    draw = r.n_characters <= SPLITS_MAX_CHARS
+    comparisons = tok.compare_encodings(text, special_as_token, include_gpt2=True, with_html=draw)
     comparison = [[c.name, c.used_by, f"{c.n_tokens:,}" if c.available else "–", c.note] for c in comparisons]
-    return _counts(r), r.html, str(r.ids), with_notice("", r.notice, sep=""), comparison, _encodings_html(comparisons)
+    return _counts(r), r.html, str(r.ids), with_notice("", r.notice, sep=""), comparison, _encodings_html(comparisons, r.n_characters)
 
 
 def ui_decode(ids_text):
