@@ -111,7 +111,9 @@ def test_every_endpoint_answers_with_the_models_sizes(model_app):
     config = source.config
     client = Client(server.url, verbose=False)
     api = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
-    assert "/tokenize" in api and "/generate" in api and "/attention" in api
+    from test_app_api import ENDPOINTS
+
+    assert set(api) == set(ENDPOINTS)  # every endpoint is called below
 
     assert client.predict("hello everyone", api_name="/tokenize")["ids"] == [31373, 2506]
     assert client.predict("hello", api_name="/tokenize_encodings")["encodings"][0]["n_tokens"] == 1
@@ -126,6 +128,11 @@ def test_every_endpoint_answers_with_the_models_sizes(model_app):
     assert all(abs(sum(row) - 1) < 1e-3 for row in att["weights"])
     with pytest.raises(AppError, match=f"from 0 to {last_head}"):
         client.predict("hello everyone", 0, config.n_head, api_name="/attention")
+
+    # Compare: this model beside its own untrained initialisation.
+    cmp = client.predict("ROMEO: What say you to", "king", "hello everyone", api_name="/compare")
+    assert [m["model"] for m in cmp["models"]] == [source.name, "untrained initialisation"]
+    assert len(cmp["models"][1]["attention_layer0_head0"]) == 2
 
     # Generation runs this model's ONNX file: greedy tokens are its PyTorch argmax.
     out = client.predict("ROMEO:", 3, 1.0, 1, 1.0, 0, api_name="/generate")
