@@ -1,6 +1,9 @@
 """GPT Playground: see, hands on, how a GPT works.
 
-    python app.py      # http://127.0.0.1:7860 (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT to change)
+    python app.py                  # http://127.0.0.1:7860 (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT to change)
+    python app.py --model DIR      # any GPT-2-family folder: a model.train run, a model.convert --from-hf
+                                   # folder, a Hugging Face GPT-2 folder or an artifacts/hub folder
+    python app.py --compare DIR    # the Compare tab sets DIR beside the model (default: its untrained initialisation)
 
 The table of contents of the app: the tabs in order, each built by its own module in
 playground/ui/ (the wiring) around plain functions in playground/ (the logic). On the first start
@@ -9,6 +12,7 @@ the ONNX files are built (``python -m export``), with progress on the console.
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 
@@ -17,21 +21,34 @@ T0 = time.perf_counter()
 import gradio as gr  # noqa: E402
 
 from playground.ui import attention, common, embeddings, generation, model, positional, serving, tokenization  # noqa: E402
-from export import ARTIFACTS_DIR  # noqa: E402
-from playground.ui.startup import prepare_onnx, warm_up_in_background  # noqa: E402
+from playground.ui import compare  # noqa: E402
+from playground.model_source import ModelSource, ModelSourceError, describe, resolve, shipped  # noqa: E402
+from playground.ui.startup import prepare_model, warm_up_in_background  # noqa: E402
 
 TITLE = "GPT Playground"
 HEADER = (
     "# GPT Playground\n"
     "See, hands on, how a GPT works: a small decoder-only transformer this project trained on "
     "Shakespeare, served by onnxruntime. Go through the tabs in order: text becomes tokens, "
-    "tokens become vectors, positions are added, the model generates, attention is what it looks at."
+    "tokens become vectors, positions are added, the model generates, attention is what it looks at, "
+    "and Compare sets the model beside its untrained self."
 )
 
 
-def build_app(onnx_files: dict) -> gr.Blocks:
+def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with: ModelSource | None = None) -> gr.Blocks:
+    """The page for ``source`` (default: the shipped model), whose Compare tab sets
+    ``compare_with`` beside it (default: the untrained initialisation of the same architecture)."""
+    source = source or shipped()
+    from playground.compare import set_comparison
+
+    set_comparison(
+        None if compare_with is None else compare_with.weights_dir,
+        None if compare_with is None else compare_with.name,
+        "trained model" if source.kind == "shipped" else source.name,
+    )
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         gr.Markdown(HEADER, elem_id="pg-header")
+        gr.Markdown(describe(source), elem_id="pg-model")
         with gr.Tabs():
             with gr.Tab("1 · Tokenization", id="tokenization"):
                 tokenization.build()
@@ -44,7 +61,9 @@ def build_app(onnx_files: dict) -> gr.Blocks:
             with gr.Tab("5 · Attention", id="attention"):
                 attention.build()
             with gr.Tab("6 · Model", id="model"):
-                model.build(onnx_files)
+                model.build(onnx_files, training_log=source.weights_dir / "training_log.json")
+            with gr.Tab("7 · Compare", id="compare"):
+                compare.build()
     # A small Space: each concurrency group (see playground/ui/common.py) has its own cap, so
     # light tabs never queue behind generations; past QUEUE_MAX_SIZE waiting, "queue is full".
     # api_open=False: every call goes through the queue and its caps (Gradio opens the queue-less
@@ -57,9 +76,22 @@ def build_app(onnx_files: dict) -> gr.Blocks:
     return demo
 
 
-def main() -> None:
-    onnx_files = prepare_onnx()  # builds artifacts/*.onnx on the first start, with progress
-    demo = build_app(onnx_files)
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="GPT Playground: see, hands on, how a GPT works.")
+    ap.add_argument("--model", metavar="DIR", help="show this GPT-2-family model folder instead of the shipped model")
+    ap.add_argument("--compare", metavar="DIR", help="the model the Compare tab sets beside it (default: its untrained initialisation)")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    try:
+        source = resolve(args.model)
+        compare_with = None if args.compare is None else resolve(args.compare)
+    except ModelSourceError as err:
+        raise SystemExit(f"GPT Playground cannot start: {err}") from None
+    onnx_files = prepare_model(source)  # builds the ONNX files on the first start, with progress
+    demo = build_app(onnx_files, source, compare_with)
     warm_up_in_background()  # the ONNX session opens while the server starts
     print(f"GPT Playground built in {time.perf_counter() - T0:.1f} s; starting the server", flush=True)
     demo.launch(
@@ -76,7 +108,7 @@ def main() -> None:
         run_history=False,
         # Bounded memory and requests whatever the traffic: lean sessions, unread results
         # dropped, bodies capped, files only from artifacts/, monitoring off (serving.py).
-        **serving.launch_options(demo, allowed_dir=ARTIFACTS_DIR),  # the ONNX files and the Hub zip
+        **serving.launch_options(demo, allowed=list(onnx_files.values())),  # the Model tab's files, nothing else
     )
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "get_model",
     "get_encoding",
     "set_model",
+    "use_model",
     "PROVIDER_ENV",
     "requested_provider",
     "open_engine",
@@ -37,6 +38,9 @@ log = logging.getLogger("playground")
 
 _lock = threading.Lock()
 _model: GPT | None = None
+# What `python app.py --model DIR` shows instead of the shipped model (playground/model_source.py).
+_model_dir: Path | None = None
+_engine_path: Path | None = None
 
 
 class ResourceError(RuntimeError):
@@ -50,7 +54,7 @@ def get_model(path: str | Path | None = None) -> GPT:
         with _lock:
             if _model is None:  # another thread may have loaded it while we waited
                 try:
-                    _model = load_pretrained(path)
+                    _model = load_pretrained(path if path is not None else _model_dir)
                 except FileNotFoundError as err:
                     raise ResourceError(f"the model's weights are missing: {err}") from err
                 except Exception as err:  # a corrupt or mismatched file
@@ -66,6 +70,16 @@ def set_model(model: GPT | None) -> None:
     global _model
     with _lock:
         _model = None if model is None else model.eval()
+
+
+def use_model(weights_dir: str | Path | None, onnx_path: str | Path | None) -> None:
+    """Show another model folder (config.json + model.safetensors) and generate with its ONNX
+    file; None, None: the shipped model again. Call before the page is built."""
+    global _model_dir, _engine_path, _model, _engine
+    with _lock, _engine_lock:
+        _model_dir = None if weights_dir is None else Path(weights_dir)
+        _engine_path = None if onnx_path is None else Path(onnx_path)
+        _model, _engine = None, None
 
 
 def get_encoding() -> tiktoken.Encoding:
@@ -134,5 +148,5 @@ def get_engine() -> Engine:
     if _engine is None:
         with _engine_lock:
             if _engine is None:
-                _engine = open_engine()
+                _engine = open_engine(_engine_path)
     return _engine

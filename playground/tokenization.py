@@ -8,13 +8,8 @@ lists every id of a span in its label.
 
 from __future__ import annotations
 
-import hashlib
 import html
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import tiktoken
@@ -37,6 +32,7 @@ __all__ = [
     "tokenize",
     "decode_ids",
     "compare_encodings",
+    "OTHER_ENCODINGS",
 ]
 
 # The seeds' examples (001: tokenization section, embedding layer section).
@@ -134,6 +130,15 @@ def _spans(enc: tiktoken.Encoding, ids: list[int]) -> list[Span]:
     return spans
 
 
+def _tokens_by_span(tokens: list[TokenInfo], spans: list[Span]) -> list[list[TokenInfo]]:
+    """The tokens of each span, in order (spans partition the token list)."""
+    out, i = [], 0
+    for span in spans:
+        out.append(tokens[i : i + len(span.ids)])
+        i += len(span.ids)
+    return out
+
+
 def _html(spans: list[Span], tokens_by_span: list[list[TokenInfo]], show_whitespace: bool) -> str:
     """Coloured spans as HTML; every user character is escaped, the id is in the hover title."""
     parts = []
@@ -166,10 +171,7 @@ def tokenize(text: Any, special_as_token: Any = True, show_whitespace: Any = Fal
     ids = encode(text, special=special_as_token)
     tokens = _token_infos(enc, ids)
     spans = _spans(enc, ids) if ids else []
-    by_span, i = [], 0
-    for span in spans:
-        by_span.append(tokens[i : i + len(span.ids)])
-        i += len(span.ids)
+    by_span = _tokens_by_span(tokens, spans)
 
     notes = []
     if not text:
@@ -241,76 +243,85 @@ def decode_ids(ids: Any) -> DecodeResult:
     return DecodeResult(ids, text, _token_infos(enc, ids), " ".join(notes))
 
 
-# --- Other tiktoken encodings, only where their files are on this machine -----------------------
+# --- Other tiktoken encodings, side by side (vendored ranks files, model/encodings.py) -----------
 
-# name -> (ranks file URL tiktoken fetches, its sha256), from tiktoken_ext/openai_public.py.
-_OTHER_ENCODINGS = {
-    "r50k_base": ("https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken", RANKS_SHA256),
-    "p50k_base": (
-        "https://openaipublic.blob.core.windows.net/encodings/p50k_base.tiktoken",
-        "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
-    ),
-    "cl100k_base": (
-        "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
-        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-    ),
-    "o200k_base": (
-        "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
-        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-    ),
-}
+# The order of the comparison: GPT-2's family first, then the newer, larger vocabularies.
+OTHER_ENCODINGS = ("r50k_base", "p50k_base", "cl100k_base", "o200k_base")
 
 
 @dataclass(frozen=True)
 class EncodingComparison:
+    """``text`` under one tiktoken encoding: its ids, the text of each token, coloured spans."""
+
     name: str
+    used_by: str
     available: bool
     ids: list[int]
     n_tokens: int | None
+    pieces: list[str]
     note: str
+    html: str = field(default="", repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "encoding": self.name,
+            "used_by": self.used_by,
+            "n_tokens": self.n_tokens,
+            "ids": self.ids,
+            "pieces": self.pieces,
+            "note": self.note,
+        }
 
 
-# Why this reads tiktoken's cache rule rather than a public API: every public loader
-# (``tiktoken.get_encoding``, ``tiktoken.load.load_tiktoken_bpe(url)``) downloads a ranks file that
-# is not cached, and a cached file whose hash is wrong is deleted and downloaded again; tiktoken has
-# no offline-only mode and no function that says whether a file is cached. The app must never reach
-# the network, so it looks for the file where tiktoken keeps it (tiktoken/load.py,
-# ``read_file_cached``: $TIKTOKEN_CACHE_DIR or $DATA_GYM_CACHE_DIR or <tmp>/data-gym-cache, named by
-# the SHA-1 of the URL), checks its hash, and only then lets ``tiktoken.get_encoding`` load it.
-def _tiktoken_cache_file(url: str) -> Path | None:
-    """Where tiktoken caches ``url``, or None if its caching is off."""
-    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
-    if cache_dir == "":
-        return None
-    cache_dir = cache_dir or os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    return Path(cache_dir) / hashlib.sha1(url.encode()).hexdigest()
+def _generic_token_infos(enc: tiktoken.Encoding, ids: list[int]) -> list[TokenInfo]:
+    special = set(enc.special_tokens_set)
+    out = []
+    for i, tid in enumerate(ids):
+        raw = enc.decode_single_token_bytes(tid)
+        out.append(TokenInfo(i, tid, raw.decode("utf-8", errors="replace"), raw.hex(" "), raw.decode("utf-8", "replace") in special))
+    return out
 
 
-@lru_cache(maxsize=None)
-def _offline_encoding(name: str) -> tuple[tiktoken.Encoding | None, str]:
-    """The encoding if its ranks file is already on disk with the right hash; never downloads."""
-    url, sha256 = _OTHER_ENCODINGS[name]
-    if sha256 == RANKS_SHA256:
-        # r50k_base is GPT-2's encoding under another name (tiktoken_ext/openai_public.py gives
-        # both the same ranks file, pattern and <|endoftext|>): the one we ship gives its tokens.
-        return get_encoding(), f"same ranks file as gpt2 ({RANKS_PATH.name}), so the same tokens"
-    path = _tiktoken_cache_file(url)
-    if path is None or not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
-        return None, "not available offline: its ranks file is not on this machine (tiktoken would download it)"
-    return tiktoken.get_encoding(name), "from tiktoken's local cache"
+def _comparison(
+    name: str, enc: tiktoken.Encoding, text: str, special_as_token: bool, used_by: str, note: str, with_html: bool
+) -> EncodingComparison:
+    eot = {EOT} & set(enc.special_tokens_set)
+    ids = enc.encode(text, allowed_special=eot if special_as_token else set(), disallowed_special=())
+    tokens = _generic_token_infos(enc, ids)
+    shown = ""
+    if with_html:
+        spans = _spans(enc, ids) if ids else []
+        shown = _html(spans, _tokens_by_span(tokens, spans), show_whitespace=True)
+    return EncodingComparison(name, used_by, True, ids, len(ids), [t.text for t in tokens], note, shown)
 
 
-def compare_encodings(text: Any, special_as_token: Any = True) -> list[EncodingComparison]:
-    """Token counts of ``text`` under other tiktoken encodings, for those available offline;
-    the others are listed with a plain note that they are not available."""
+def compare_encodings(
+    text: Any, special_as_token: Any = True, include_gpt2: bool = False, with_html: bool = True
+) -> list[EncodingComparison]:
+    """``text`` under OpenAI's other tiktoken encodings (r50k, p50k, cl100k, o200k), each from its
+    ranks file vendored in model/ranks/ (sha256 checked at load, never the network): token counts,
+    ids, the text of every token and coloured spans. ``include_gpt2`` puts this model's own
+    encoding first; ``with_html=False`` leaves out the coloured spans. A file that is missing or corrupt is listed as unavailable with a note naming
+    the command that restores it; the others are still compared."""
+    from model.encodings import ENCODINGS, get_encoding as get_other_encoding
+
     text = validate_text(text, name="text", max_chars=limits.MAX_TEXT_CHARS, allow_empty=True)
     special_as_token = validate_bool(special_as_token, name="special tokens switch")
     out = []
-    for name in _OTHER_ENCODINGS:
-        enc, note = _offline_encoding(name)
-        if enc is None:
-            out.append(EncodingComparison(name, False, [], None, note))
+    if include_gpt2:
+        out.append(_comparison("gpt2", get_encoding(), text, special_as_token, "this playground's model, GPT-2", f"model/{RANKS_PATH.name}", with_html))
+    for name in OTHER_ENCODINGS:
+        spec = ENCODINGS[name]
+        try:
+            enc = get_other_encoding(name)
+        except FileNotFoundError:
+            note = f"not available: model/ranks/{spec.path.name} is missing; restore it with `git checkout model/ranks` or `python -m model.encodings`"
+            out.append(EncodingComparison(name, spec.used_by, False, [], None, [], note))
             continue
-        ids = enc.encode(text, allowed_special={EOT} if special_as_token else set(), disallowed_special=())
-        out.append(EncodingComparison(name, True, ids, len(ids), note))
+        except (OSError, ValueError):  # tiktoken's sha256 check failed: a corrupt or truncated file
+            note = f"not available: model/ranks/{spec.path.name} is corrupt (sha256 is not tiktoken's); restore it with `git checkout model/ranks` or `python -m model.encodings`"
+            out.append(EncodingComparison(name, spec.used_by, False, [], None, [], note))
+            continue
+        note = f"same ranks file as gpt2 ({RANKS_PATH.name}), so the same tokens" if spec.sha256 == RANKS_SHA256 else f"model/ranks/{spec.path.name}"
+        out.append(_comparison(name, enc, text, special_as_token, spec.used_by, note, with_html))
     return out

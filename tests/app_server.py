@@ -35,7 +35,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(log_path: Path, timeout_s: float = 600.0, extra_env: dict[str, str] | None = None) -> AppServer:
+def launch(
+    log_path: Path, timeout_s: float = 600.0, extra_env: dict[str, str] | None = None, args: list[str] | None = None
+) -> AppServer:
     """Start the app; raise with its log if it exits or does not answer within ``timeout_s``
     (a first start builds the ONNX files, which takes a minute or two on a CPU)."""
     port = free_port()
@@ -50,7 +52,7 @@ def launch(log_path: Path, timeout_s: float = 600.0, extra_env: dict[str, str] |
     url = f"http://127.0.0.1:{port}/"
     log = open(log_path, "w")
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "app.py", *(args or [])], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"app.py exited with {proc.returncode}:\n{log_path.read_text()}")

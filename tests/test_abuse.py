@@ -36,17 +36,21 @@ from playground.validation import InputError, format_number, parse_int_list, val
 API = "gradio_api"
 ENDPOINTS = {  # name -> a valid argument list
     "tokenize": ["hello everyone"],
+    "tokenize_encodings": ["hello everyone"],
     "embedding_arithmetic": ["king - man + woman", 3],
     "positional_encoding": [4, 4, 10000],
     "generate": ["ROMEO:", 2, 0.8, 50, 0.95, 1],
     "attention": ["hello everyone", 0, 0],
+    "compare": ["ROMEO:", "king", "hello everyone"],
 }
 PARAMETERS = {
     "tokenize": "text",
+    "tokenize_encodings": "text",
     "embedding_arithmetic": "expression, top_k",
     "positional_encoding": "d_model, n_positions, base",
     "generate": "prompt, max_new_tokens, temperature, top_k, top_p, seed",
     "attention": "text, layer, head",
+    "compare": "prompt, word, sentence",
 }
 
 

@@ -14,10 +14,12 @@ from gradio_client.exceptions import AppError
 
 ENDPOINTS = {
     "/tokenize": ["text"],
+    "/tokenize_encodings": ["text"],
     "/embedding_arithmetic": ["expression", "top_k"],
     "/positional_encoding": ["d_model", "n_positions", "base"],
     "/generate": ["prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed"],
     "/attention": ["text", "layer", "head"],
+    "/compare": ["prompt", "word", "sentence"],
 }
 
 
@@ -38,6 +40,31 @@ def test_named_endpoints_have_exactly_the_documented_parameters(client):
         assert [p["parameter_name"] for p in api[name]["parameters"]] == params
     # Only the documented endpoints are public (the UI's own events are private).
     assert set(api) == set(ENDPOINTS)
+
+
+# --- /tokenize_encodings: the same text in OpenAI's other encodings (issue 13.5) ----------------
+
+
+def test_tokenize_encodings_compares_counts_and_splits(client):
+    out = client.predict("Attention isallyou need", api_name="/tokenize_encodings")
+    got = {e["encoding"]: e for e in out["encodings"]}
+    assert list(got) == ["gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base"]
+    assert got["gpt2"]["pieces"] == ["Att", "ention", " is", "ally", "ou", " need"]
+    assert got["cl100k_base"]["pieces"] == ["Attention", " is", "ally", "ou", " need"]
+    assert got["o200k_base"]["ids"] == [80207, 382, 2146, 283, 1309] and got["o200k_base"]["n_tokens"] == 5
+
+
+# --- /compare: the shipped model beside its untrained initialisation (issue 13.3) ----------------
+
+
+def test_compare_before_and_after_training(client):
+    out = client.predict("ROMEO: What say you to", "king", "The king is dead", api_name="/compare")
+    trained, untrained = out["models"]
+    assert untrained["model"] == "untrained initialisation"
+    assert abs(untrained["prompt_loss"] - out["uniform_loss"]) < 0.6  # ln 50257 = 10.82
+    assert trained["prompt_loss"] < out["uniform_loss"] - 3
+    assert "⋅queen" in [n["token"] for n in trained["neighbours"]]
+    assert len(trained["attention_layer0_head0"]) == len(trained["attention_tokens"])
 
 
 # --- /tokenize ----------------------------------------------------------------------------------

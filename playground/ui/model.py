@@ -15,9 +15,10 @@ from ..resources import get_model
 LABELS = {"fp32": "fp32", "quantized": "8-bit weights (browsers)", "int8": "8-bit integer (native CPU)"}
 
 
-def build(onnx_files: dict[str, Path]) -> None:
+def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None:
     """``onnx_files``: {"fp32", "quantized", "int8": path} of the exported files, and optionally "zip":
-    the whole Hub folder as one archive (``playground.ui.startup.prepare_onnx``)."""
+    the whole Hub folder as one archive (``playground.ui.startup.prepare_onnx``); ``training_log``:
+    the model's training_log.json (default: the shipped model's)."""
     model = get_model()
     archive = onnx_files.get("zip")
     files = {LABELS.get(key, key): path for key, path in onnx_files.items() if key != "zip"}
@@ -34,7 +35,7 @@ def build(onnx_files: dict[str, Path]) -> None:
                 elem_id="model-params",
             )
         with gr.Column(scale=1, min_width=360):
-            gr.Plot(model_info.training_figure(model_info.load_training_log()), label="Training curves", elem_id="model-curves")
+            gr.Plot(model_info.training_figure(model_info.load_training_log(training_log or model_info.TRAINING_LOG)), label="Training curves", elem_id="model-curves")
 
     gr.Markdown("### The ONNX graph the app runs")
     summaries = {label: model_info.onnx_summary(path) for label, path in files.items()}

@@ -37,7 +37,7 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import asynccontextmanager
 from copy import copy
 from pathlib import Path
@@ -374,7 +374,7 @@ def _usable_range(value: bytes) -> bool:
 class RouteGuard:
     """ASGI middleware for the routes Gradio opens whatever the app uses:
 
-    - files: only those inside ``allowed_dir`` (the ONNX downloads), not the shared Gradio
+    - files: only the ``allowed`` ones (the Model tab's downloads), not the shared Gradio
       cache of other apps on the machine nor any other path (403); a ``Range`` header other
       than one valid range of bytes is ignored, so the whole file is sent (Gradio answered 500
       to two ranges);
@@ -386,10 +386,10 @@ class RouteGuard:
       already read, or dropped unread) gets 404 saying so, instead of an SSE ``"404: Not Found"``.
     """
 
-    def __init__(self, app: Callable, demo: gr.Blocks, allowed_dir: Path):
+    def __init__(self, app: Callable, demo: gr.Blocks, allowed: Sequence[Path]):
         self.app = app
         self.demo = demo
-        self.allowed_dir = Path(allowed_dir).resolve()
+        self.allowed = [Path(p).resolve() for p in allowed]
         self.endpoints = sorted(
             fn.api_name for fn in demo.fns.values() if fn.fn is not None and fn.api_visibility == "public"
         )
@@ -403,7 +403,8 @@ class RouteGuard:
         if "://" in path or path.startswith(("http:", "https:", "file:", "data:")):
             return False
         try:
-            return is_in_or_equal(abspath(path), self.allowed_dir)
+            target = abspath(path)
+            return any(is_in_or_equal(target, allowed) for allowed in self.allowed)
         except (OSError, ValueError):
             return False
 
@@ -426,7 +427,7 @@ class RouteGuard:
         if path.startswith(_FILE_ROUTES):
             file_path = path[len(_FILE_ROUTES[0]):]
             if not self._file_allowed(file_path):
-                response = _json_response(403, "File not allowed: only the ONNX downloads (artifacts/) are served.")
+                response = _json_response(403, "File not allowed: only the ONNX downloads (the Model tab's files) are served.")
                 await response(scope, receive, send)
                 return
             value = _header(scope, b"range")
@@ -603,8 +604,9 @@ def harden(demo: gr.Blocks) -> None:
     _quiet_analytics(demo)
 
 
-def launch_options(demo: gr.Blocks, allowed_dir: Path) -> dict[str, Any]:
-    """The ``demo.launch`` arguments that bound memory and requests (see the module's doc)."""
+def launch_options(demo: gr.Blocks, allowed: Sequence[Path]) -> dict[str, Any]:
+    """The ``demo.launch`` arguments that bound memory and requests (see the module's doc);
+    ``allowed``: the files (or folders) that may be downloaded, the Model tab's."""
     from starlette.middleware import Middleware
 
     @asynccontextmanager
@@ -620,7 +622,7 @@ def launch_options(demo: gr.Blocks, allowed_dir: Path) -> dict[str, Any]:
         app_kwargs={
             "middleware": [
                 Middleware(BodySizeLimit, max_bytes=limits.MAX_REQUEST_BYTES),
-                Middleware(RouteGuard, demo=demo, allowed_dir=allowed_dir),
+                Middleware(RouteGuard, demo=demo, allowed=allowed),
             ],
             "lifespan": lifespan,
         },

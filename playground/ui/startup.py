@@ -67,3 +67,30 @@ def warm_up_in_background() -> None:
             print(f"engine warm-up failed: {err}", file=sys.stderr, flush=True)
 
     threading.Thread(target=warm, name="engine-warm-up", daemon=True).start()
+
+
+def prepare_model(source) -> dict[str, Path]:
+    """:func:`prepare_onnx` for the model ``python app.py --model DIR`` shows (a
+    :class:`playground.model_source.ModelSource`): its ONNX files exported once into
+    artifacts/models/ (or a hub folder's own), zipped, and served as the Model tab's downloads;
+    the shared resources then load that model."""
+    from export import ARTIFACTS_DIR
+    from export.hub import zip_hub
+
+    from ..model_source import prepare_onnx_files
+    from ..resources import use_model
+
+    if source.kind == "shipped":
+        return prepare_onnx()
+    print(f"Preparing the ONNX files of {source.folder} ...", file=sys.stderr, flush=True)
+    try:
+        paths = prepare_onnx_files(source, progress=_console_progress)
+    except Exception as err:  # noqa: BLE001 -- the export of a user's folder failed: say why, no traceback
+        raise SystemExit(f"GPT Playground cannot start on {source.folder}: exporting its ONNX failed ({type(err).__name__}: {err})") from None
+    hub = paths["fp32"].parent.parent
+    zip_path = (source.out_dir or hub.parent) / f"{source.name.replace('/', '-')}-hub.zip"
+    zip_path.parent.mkdir(parents=True, exist_ok=True)
+    archive = zip_hub(hub, zip_path)
+    gr.set_static_paths([str(ARTIFACTS_DIR), str(hub)])
+    use_model(source.weights_dir, paths["fp32"])
+    return {**{key: Path(path) for key, path in paths.items()}, "zip": archive}

@@ -1,0 +1,226 @@
+"""Compare two models side by side: the same prompt's next-token candidates, the same word's
+nearest neighbours, the same sentence's attention.
+
+The model shown (the shipped one, or ``python app.py --model DIR``) is set beside a second one:
+``--compare DIR``, or by default the untrained initialisation of the same architecture, which
+always exists. "Before and after training" is the seeds' own lesson: at initialisation every
+next token is about equally likely, so the loss is about ln 50257 ≈ 10.8 nats; training brings
+it down and gives the embeddings and the attention their structure.
+
+The plain functions of the other tabs do the work (``embedding_arithmetic``, ``attention``,
+``candidates_figure``), each called with ``model=`` for one side.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from model import GPT
+
+from . import limits
+from .attention import AttentionResult, attention
+from .embeddings import ArithmeticResult, embedding_arithmetic
+from .generation import GeneratedStep, TokenChoice, candidates_figure
+from .resources import get_model
+from .tokens import encode_prompt, token_text
+from .validation import InputError, validate_int
+
+__all__ = [
+    "UNTRAINED",
+    "set_comparison",
+    "comparison_model",
+    "labels",
+    "loss_summary",
+    "untrained_like",
+    "NextToken",
+    "next_token",
+    "compare_next_token",
+    "compare_neighbours",
+    "compare_attention",
+    "compare_all",
+]
+
+UNTRAINED = "untrained initialisation"
+INIT_SEED = 0  # the untrained model is the same every start (and in every test)
+TOP_K = 10
+
+_lock = threading.Lock()
+_compare_dir: Path | None = None
+_compare_label: str | None = None
+_other: tuple[str, GPT] | None = None
+_shown_label = "trained model"
+
+
+def set_comparison(weights_dir: str | Path | None, label: str | None = None, shown_label: str | None = None) -> None:
+    """Compare with the model folder ``weights_dir`` (config.json + model.safetensors), named
+    ``label`` on the page; None: the untrained initialisation of the model shown (named
+    ``shown_label``)."""
+    global _compare_dir, _compare_label, _other, _shown_label
+    with _lock:
+        _compare_dir = None if weights_dir is None else Path(weights_dir)
+        _compare_label = label
+        _shown_label = shown_label or "trained model"
+        _other = None
+
+
+def untrained_like(model: GPT, seed: int = INIT_SEED) -> GPT:
+    """A freshly initialised GPT of ``model``'s architecture (the global random state untouched)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return GPT(model.config).eval()
+
+
+def comparison_model() -> tuple[str, GPT]:
+    """(label, model) of the second side, loaded once."""
+    global _other
+    if _other is None:
+        with _lock:
+            if _other is None:
+                if _compare_dir is None:
+                    _other = (UNTRAINED, untrained_like(get_model()))
+                else:
+                    from model import load_pretrained
+
+                    _other = (_compare_label or _compare_dir.name, load_pretrained(_compare_dir))
+    return _other
+
+
+def _sides() -> list[tuple[str, GPT]]:
+    return [(_shown_label, get_model()), comparison_model()]
+
+
+def labels() -> tuple[str, str]:
+    """The names of the two sides, as the page shows them."""
+    return _shown_label, comparison_model()[0]
+
+
+# --- next-token candidates ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NextToken:
+    """One model's next-token distribution after a prompt, and its loss on the prompt itself."""
+
+    label: str
+    ids: list[int]
+    step: GeneratedStep  # the top candidates (the greedy choice as "drawn")
+    loss: float | None  # mean cross-entropy (nats) of each prompt token given those before it
+    entropy: float  # of the next-token distribution, nats (ln V when uniform)
+    figure: go.Figure = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.label,
+            "candidates": [{"id": c.token_id, "token": c.text, "probability": round(c.probability, 6)} for c in self.step.candidates],
+            "prompt_loss": None if self.loss is None else round(self.loss, 4),
+            "entropy": round(self.entropy, 4),
+        }
+
+
+@torch.inference_mode()
+def next_token(prompt: Any, model: GPT, label: str, top_k: int = TOP_K) -> NextToken:
+    """The ``top_k`` most probable next tokens of ``model`` after ``prompt`` (temperature 1)."""
+    ids = encode_prompt(prompt, name="prompt", max_chars=limits.MAX_ATTENTION_CHARS, max_tokens=model.config.block_size)
+    logits = model(torch.tensor([ids], dtype=torch.long))[0][0].float()  # [T, V]
+    logp = torch.log_softmax(logits, dim=-1)
+    loss = float(-logp[:-1].gather(1, torch.tensor(ids[1:])[:, None]).mean()) if len(ids) > 1 else None
+    p_next = logp[-1].exp()
+    entropy = float(-(p_next * logp[-1]).sum())
+    probs, top = torch.topk(p_next, top_k)
+    cands = [TokenChoice(int(i), token_text(int(i)), float(p), float(p)) for p, i in zip(probs, top)]
+    step = GeneratedStep(0, cands[0], cands)
+    # A short title: the chart must fit a phone's width (the prompt is in the box above it).
+    figure = candidates_figure(step, title=label)
+    # Nothing is sampled here: keep one bar per token, the model's probability (temperature 1).
+    figure.data = (figure.data[0],)
+    figure.data[0].name = "probability (temperature 1); the greedy choice in orange"
+    figure.update_layout(showlegend=True)
+    return NextToken(label, ids, step, loss, entropy, figure)
+
+
+def compare_next_token(prompt: Any, top_k: Any = TOP_K) -> list[NextToken]:
+    """Both models' next-token candidates, charted on the same probability axis (so that the
+    untrained model's flat 0.002 % bars look as flat as they are)."""
+    top_k = validate_int(top_k, name="top_k", minimum=1, maximum=limits.MAX_NEIGHBOURS)
+    results = [next_token(prompt, model, label, top_k) for label, model in _sides()]
+    top = max(c.probability for r in results for c in r.step.candidates)
+    for r in results:
+        r.figure.update_layout(xaxis_range=[0, min(1.0, top * 1.2 + 0.03)])
+    return results
+
+
+def loss_summary(results: list[NextToken]) -> str:
+    """The lesson in numbers: each side's loss on the prompt against ln V (a uniform guess)."""
+    vocab = get_model().config.vocab_size
+    parts = []
+    for r in results:
+        loss = "–" if r.loss is None else f"{r.loss:.2f}"
+        parts.append(f"**{r.label}**: loss on the prompt {loss} nats, next-token entropy {r.entropy:.2f}")
+    return (
+        " · ".join(parts)
+        + f". A uniform guess over the {vocab:,} tokens scores ln {vocab:,} = {math.log(vocab):.2f}: "
+        "an untrained model is about there; training is what brings the loss down."
+    )
+
+
+# --- nearest neighbours and attention, through the other tabs' functions -----------------------
+
+
+def compare_neighbours(word: Any, top_k: Any = 8) -> list[tuple[str, ArithmeticResult]]:
+    """The nearest tokens of ``word`` (or any expression of the Embeddings tab) in each model's
+    embedding table."""
+    return [(label, embedding_arithmetic(word, top_k, model=model)) for label, model in _sides()]
+
+
+def compare_attention(text: Any, layer: Any = 0, head: Any = 0) -> list[tuple[str, AttentionResult]]:
+    """Each model's attention on ``text`` at ``layer``/``head``, clamped to each model's size (a
+    compared model may have fewer layers or heads)."""
+    out = []
+    for label, model in _sides():
+        cfg = model.config
+        lay = validate_int(layer, name="layer", minimum=0, maximum=1_000)
+        hd = validate_int(head, name="head", minimum=0, maximum=1_000)
+        r = attention(text, min(lay, cfg.n_layer - 1), min(hd, cfg.n_head - 1), model=model)
+        # A short title, so that two charts fit side by side (and one fits a phone's width).
+        r.head_figure.update_layout(title=f"{label}: layer {r.layer}, head {r.head}")
+        out.append((label, r))
+    return out
+
+
+def compare_all(prompt: Any, word: Any, sentence: Any) -> dict[str, Any]:
+    """The three comparisons as JSON (the ``/compare`` endpoint): for each model, the prompt's
+    top next tokens and loss, the word's nearest tokens, the sentence's attention (layer 0, head
+    0, and the mean over layer 0's heads)."""
+    tokens = compare_next_token(prompt)
+    try:
+        neighbours = compare_neighbours(word)
+    except InputError as err:
+        raise InputError(f"word: {err}") from None
+    atts = compare_attention(sentence)
+    models = []
+    for t, (_, n), (_, a) in zip(tokens, neighbours, atts):
+        models.append(
+            {
+                **t.to_dict(),
+                "neighbours": [{"token": x.token, "id": x.id, "similarity": round(x.similarity, 4)} for x in n.neighbours],
+                "attention_tokens": a.tokens,
+                "attention_layer0_head0": np.round(a.weights[0, 0], 4).tolist(),
+                "attention_entropy": round(_mean_row_entropy(a.weights[0]), 4),
+            }
+        )
+    return {"models": models, "uniform_loss": round(math.log(get_model().config.vocab_size), 4)}
+
+
+def _mean_row_entropy(w: np.ndarray) -> float:
+    """Mean entropy (nats) of the attention rows of a layer [H, T, T]: how spread out the
+    weights are (causal rows: a row t can spread over t+1 tokens at most)."""
+    p = np.clip(w, 1e-12, 1.0)
+    return float(-(w * np.log(p)).sum(axis=-1).mean())

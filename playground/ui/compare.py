@@ -1,0 +1,96 @@
+"""Compare tab: the model shown beside a second one (``--compare DIR``, or by default its own
+untrained initialisation): next-token candidates, nearest neighbours, attention, side by side.
+Registers ``/compare``."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from .. import compare as cmp
+from ..resources import get_model
+from .common import FORWARD_CONCURRENCY, HEAVY, user_errors
+from .widgets import note
+
+PROMPT = "ROMEO: What say you to"
+WORD = "king"
+SENTENCE = "The king is dead, long live the king"
+
+
+def ui_compare_next_token(prompt):
+    a, b = cmp.compare_next_token(prompt)
+    return a.figure, b.figure, cmp.loss_summary([a, b])
+
+
+def ui_compare_neighbours(word):
+    (_, a), (_, b) = cmp.compare_neighbours(word)
+    return a.rows(), b.rows()
+
+
+def ui_compare_attention(sentence, layer, head):
+    (_, a), (_, b) = cmp.compare_attention(sentence, layer, head)
+    return a.head_figure, b.head_figure
+
+
+def api_compare(prompt: str, word: str, sentence: str) -> dict:
+    """The model shown beside the compared one (`--compare DIR`, or its untrained initialisation):
+    for each, `candidates` (top next tokens after `prompt`), `prompt_loss` and `entropy` (nats),
+    `neighbours` (nearest tokens of `word` by cosine), the attention of layer 0, head 0 on
+    `sentence` and its mean row entropy; `uniform_loss` is ln(vocabulary size)."""
+    return cmp.compare_all(prompt, word, sentence)
+
+
+def build() -> None:
+    shown, other = cmp.labels()
+    cfg = get_model().config
+    other_cfg = cmp.comparison_model()[1].config
+    note(
+        f"**{shown}** (left) beside **{other}** (right). Untrained, a GPT gives every next token about "
+        "the same probability (a loss of about ln 50257 ≈ 10.8 nats), its embeddings have no meaning and "
+        "its attention is nearly uniform: training is what gives them structure."
+    )
+    events = dict(api_visibility="private", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
+
+    gr.Markdown("### The same prompt: which token comes next?")
+    first = ui_compare_next_token(PROMPT)
+    with gr.Row(equal_height=False):
+        prompt = gr.Textbox(PROMPT, label="Prompt", scale=3, elem_id="cmp-prompt")
+        run_next = gr.Button("Compare next tokens", variant="primary", scale=1, elem_id="cmp-next-run")
+    loss = gr.Markdown(first[2], elem_id="cmp-loss")
+    with gr.Row(equal_height=False):
+        with gr.Column(min_width=320):
+            next_a = gr.Plot(first[0], label=shown, elem_id="cmp-next-a")
+        with gr.Column(min_width=320):
+            next_b = gr.Plot(first[1], label=other, elem_id="cmp-next-b")
+    gr.on([run_next.click, prompt.submit], user_errors(ui_compare_next_token), [prompt], [next_a, next_b, loss], **events)
+
+    gr.Markdown("### The same word: its nearest tokens in the embedding table")
+    first = ui_compare_neighbours(WORD)
+    with gr.Row(equal_height=False):
+        word = gr.Textbox(WORD, label="Word (or an expression such as king - man + woman)", scale=3, elem_id="cmp-word")
+        run_nb = gr.Button("Compare neighbours", variant="primary", scale=1, elem_id="cmp-nb-run")
+    headers = ["rank", "token", "id", "cosine", "count in training"]
+    with gr.Row(equal_height=False):
+        with gr.Column(min_width=320):
+            nb_a = gr.Dataframe(first[0], headers=headers, label=shown, interactive=False, elem_id="cmp-nb-a")
+        with gr.Column(min_width=320):
+            nb_b = gr.Dataframe(first[1], headers=headers, label=other, interactive=False, elem_id="cmp-nb-b")
+    gr.on([run_nb.click, word.submit], user_errors(ui_compare_neighbours), [word], [nb_a, nb_b], **events)
+
+    gr.Markdown("### The same sentence: what each token attends to")
+    n_layer, n_head = max(cfg.n_layer, other_cfg.n_layer), max(cfg.n_head, other_cfg.n_head)
+    first = ui_compare_attention(SENTENCE, 0, 0)
+    with gr.Row(equal_height=False):
+        sentence = gr.Textbox(SENTENCE, label="Sentence", scale=3, elem_id="cmp-sentence")
+        layer = gr.Slider(0, n_layer - 1, value=0, step=1, label=f"Layer (0–{n_layer - 1})", scale=1, elem_id="cmp-layer")
+        head = gr.Slider(0, n_head - 1, value=0, step=1, label=f"Head (0–{n_head - 1})", scale=1, elem_id="cmp-head")
+        run_att = gr.Button("Compare attention", variant="primary", scale=1, elem_id="cmp-att-run")
+    with gr.Row(equal_height=False):
+        with gr.Column(min_width=320):
+            att_a = gr.Plot(first[0], label=shown, elem_id="cmp-att-a")
+        with gr.Column(min_width=320):
+            att_b = gr.Plot(first[1], label=other, elem_id="cmp-att-b")
+    gr.on(
+        [run_att.click, sentence.submit, layer.release, head.release],
+        user_errors(ui_compare_attention), [sentence, layer, head], [att_a, att_b], **events,
+    )
+    gr.api(user_errors(api_compare), api_name="compare", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)

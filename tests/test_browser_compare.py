@@ -1,0 +1,75 @@
+"""Headless Chromium on the launched app's Compare tab: the trained model beside its untrained
+initialisation, for each of the three comparisons; screenshots (into docs/screenshots/ with
+PLAYGROUND_SCREENSHOTS=1, as tests/test_browser.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_browser import open_tab, page, shot, shots_dir, textbox  # noqa: F401 -- fixtures reused
+
+pytestmark = pytest.mark.browser
+
+
+def _plot_text(page, elem_id: str) -> str:
+    return page.locator(f"#{elem_id}").inner_text()
+
+
+def test_compare_tab_side_by_side(page):
+    open_tab(page, "Compare")
+    page.locator("#cmp-loss").wait_for()
+    loss = page.locator("#cmp-loss").inner_text()
+    assert "trained model" in loss and "untrained initialisation" in loss and "10.82" in loss
+    for elem in ("cmp-next-a", "cmp-next-b", "cmp-att-a", "cmp-att-b"):
+        page.locator(f"#{elem} .js-plotly-plot").first.wait_for()
+    shot(page, "compare")
+
+    # A new prompt: both charts redraw with its candidates.
+    textbox(page, "cmp-prompt").fill("JULIET: O Romeo, Romeo, wherefore art")
+    page.locator("#cmp-next-run").click()
+    page.wait_for_function("() => document.querySelector('#cmp-loss').innerText.includes('10.82') && "
+                           "!document.querySelector('#cmp-loss').innerText.includes('pending')")
+    page.wait_for_function("() => document.querySelector('#cmp-next-a').innerText.includes('thou')")
+
+    # Nearest neighbours: "queen" beside "king" only after training.
+    textbox(page, "cmp-word").fill("king")
+    page.locator("#cmp-nb-run").click()
+    page.wait_for_function("() => document.querySelector('#cmp-nb-a').innerText.includes('queen')")
+    assert "queen" not in page.locator("#cmp-nb-b").inner_text()
+
+    # Attention on a new sentence, another layer: both heatmaps show its tokens.
+    textbox(page, "cmp-sentence").fill("to be or not to be")
+    page.locator("#cmp-att-run").click()
+    page.wait_for_function("() => document.querySelector('#cmp-att-b').innerText.includes('not')")
+    assert "not" in _plot_text(page, "cmp-att-a")
+    shot(page, "compare-edited")
+    assert not page.errors, page.errors
+
+
+def test_compare_tab_at_phone_width(page):
+    """At a phone's width (390 px) the two sides stack and nothing of the tab is wider than the
+    page's column (the page's own width at 390 px is issue 13.4's, measured by its own test)."""
+    open_tab(page, "Compare")
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        page.locator("#cmp-next-a .js-plotly-plot").first.wait_for()
+        page.wait_for_timeout(1000)  # plotly redraws at the new width
+        too_wide = page.evaluate(
+            """() => {
+                const column = document.querySelector('#cmp-prompt').closest('.tabitem, [role=tabpanel]') || document.body;
+                const right = column.getBoundingClientRect().right;
+                return [...column.querySelectorAll('[id^=cmp-] *')]
+                    .filter(e => e.offsetParent !== null && e.getBoundingClientRect().right > right + 1)
+                    .map(e => e.tagName + '.' + (e.className.baseVal ?? e.className)).slice(0, 5);
+            }"""
+        )
+        assert not too_wide, f"wider than the tab: {too_wide}"
+        a, b = page.locator("#cmp-next-a").bounding_box(), page.locator("#cmp-next-b").bounding_box()
+        row = page.locator("#cmp-next-a").locator("xpath=../..").bounding_box()
+        if row["width"] < 2 * 320:  # no room for two sides of 320 px: they stack
+            assert b["y"] >= a["y"] + a["height"] - 1, "squeezed side by side"
+        else:  # (the page itself is wider than the phone while another tab overflows it)
+            assert b["x"] >= a["x"] + 319
+        shot(page, "compare-phone")
+    finally:
+        page.set_viewport_size({"width": 1360, "height": 900})

@@ -1,0 +1,88 @@
+"""The Compare tab's logic (playground/compare.py): the shipped model beside its untrained
+initialisation ("before and after training") or beside another model folder."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from playground import compare as cmp
+from playground.resources import get_model
+from playground.validation import InputError
+
+PROMPT = "ROMEO: What say you to"
+LN_V = math.log(50257)
+
+
+@pytest.fixture(autouse=True)
+def _default_comparison():
+    cmp.set_comparison(None)
+    yield
+    cmp.set_comparison(None)
+
+
+def test_untrained_initialisation_scores_about_ln_vocab():
+    trained, untrained = cmp.compare_next_token(PROMPT)
+    assert untrained.label == cmp.UNTRAINED
+    # The seeds' lesson: a fresh model is close to a uniform guess, ln 50257 = 10.82 nats.
+    assert abs(untrained.loss - LN_V) < 0.6 and abs(untrained.entropy - LN_V) < 0.3
+    assert trained.loss < LN_V - 3 and trained.entropy < untrained.entropy - 3
+    assert untrained.step.candidates[0].probability < 0.01  # nothing stands out
+    assert sum(c.probability for c in trained.step.candidates) > 0.3
+    assert "10.82" in cmp.loss_summary([trained, untrained])
+
+
+def test_untrained_model_is_the_same_architecture_and_reproducible():
+    model = get_model()
+    a, b = cmp.untrained_like(model), cmp.untrained_like(model)
+    assert a.config == model.config
+    assert all((p == q).all() for p, q in zip(a.parameters(), b.parameters()))
+    assert not (a.wte.weight == model.wte.weight).all()
+
+
+def test_nearest_neighbours_have_meaning_only_after_training():
+    (_, trained), (_, untrained) = cmp.compare_neighbours("king")
+    assert "⋅queen" in [n.token for n in trained.neighbours]
+    assert "⋅queen" not in [n.token for n in untrained.neighbours]
+    assert trained.neighbours[0].similarity > untrained.neighbours[0].similarity
+
+
+def test_attention_side_by_side_rows_sum_to_one():
+    sides = cmp.compare_attention("The king is dead, long live the king", 1, 2)
+    assert [label for label, _ in sides] == ["trained model", cmp.UNTRAINED]
+    for _, r in sides:
+        assert (r.layer, r.head) == (1, 2)
+        w = r.weights[1, 2]
+        assert abs(w.sum(axis=-1) - 1).max() < 1e-4 and abs(w[0, 1:]).max() == 0
+
+
+def test_compare_with_another_folder_clamps_layers_and_heads(tmp_path):
+    import torch
+
+    from model.checkpoint import save_weights
+    from model.gpt import GPT, GPTConfig
+
+    torch.manual_seed(3)
+    small = GPT(GPTConfig(block_size=32, n_layer=1, n_head=2, d_model=32)).eval()
+    small.config.to_json(tmp_path / "config.json")
+    save_weights(small, tmp_path / "model.safetensors")
+    cmp.set_comparison(tmp_path, "tiny", "shipped")
+    assert cmp.labels() == ("shipped", "tiny")
+    (_, a), (_, b) = cmp.compare_attention("hello everyone there", 3, 3)
+    assert (a.layer, a.head) == (3, 3) and (b.layer, b.head) == (0, 1)  # clamped to the small model
+
+
+def test_compare_all_is_json_ready():
+    import json
+
+    out = json.loads(json.dumps(cmp.compare_all(PROMPT, "king", "hello everyone")))
+    assert [m["model"] for m in out["models"]] == ["trained model", cmp.UNTRAINED]
+    assert out["uniform_loss"] == round(LN_V, 4)
+    assert len(out["models"][0]["attention_layer0_head0"]) == 2
+
+
+@pytest.mark.parametrize("args, fragment", [(("", "king", "hi"), "prompt"), ((PROMPT, "two words", "hi"), "word")])
+def test_bad_input_says_which(args, fragment):
+    with pytest.raises(InputError, match=fragment):
+        cmp.compare_all(*args)
