@@ -11,6 +11,7 @@ import html
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
@@ -154,6 +155,7 @@ class GenerationState:
     params: GenerationParams
     provider: str
     decode: Callable[[list[int]], str]
+    model_file: str = ""  # the ONNX file generating, e.g. "model_int8.onnx"
     steps: list[list[GeneratedStep]] = field(default_factory=list)  # [sample][step]
     ttft_s: float | None = None  # from the call to the first new token (prompt processing included)
     elapsed_s: float | None = None
@@ -202,6 +204,7 @@ class GenerationState:
             "time_to_first_token_s": None if self.ttft_s is None else round(self.ttft_s, 4),
             "tokens_per_s": None if tps is None else round(tps, 1),
             "provider": self.provider,
+            "model_file": self.model_file,
             "notice": " ".join(self.notices),
         }
 
@@ -242,7 +245,9 @@ def generate(
     step, and once more at the end with ``finished`` set. Closing the generator (the stop
     button, a client that goes away) stops the engine after the current step."""
     n = params.num_samples
-    state = GenerationState(params=params, provider=str(engine.provider), decode=decode)
+    state = GenerationState(
+        params=params, provider=str(engine.provider), decode=decode, model_file=Path(engine.path).name
+    )
     state.steps = [[] for _ in range(n)]
     state.stop_reasons = ["stopped"] * n
     if params.notice:
@@ -371,7 +376,8 @@ def stats_markdown(state: GenerationState) -> str:
         f"**{state.new_tokens}** new token{'s' if state.new_tokens != 1 else ''}",
         f"**{tps:.1f}** tokens/s" if tps is not None else "tokens/s –",
         f"time to first token **{ttft * 1000:.0f} ms**" if ttft is not None else "time to first token –",
-        f"provider **{provider_label(state.provider)}**",
+        f"provider **{provider_label(state.provider)}**"
+        + (f" (`{state.model_file}`)" if state.model_file else ""),
     ]
     if state.finished:
         bits.append(f"stopped by: {state.stop_reason}")

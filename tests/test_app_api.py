@@ -180,6 +180,9 @@ def test_generate_streams_tokens_and_reports_speed(client):
     if final["new_tokens"] < 16:  # stopped early only at <|endoftext|>
         assert final["token_ids"][-1] == 50256
     assert final["provider"] in ("CPUExecutionProvider", "CUDAExecutionProvider")
+    # The app generates with the integer file on a CPU and fp32 on CUDA, and says which.
+    expected_file = "model_int8.onnx" if final["provider"] == "CPUExecutionProvider" else "model.onnx"
+    assert final["model_file"] == expected_file
     # The text is the tokens' text, decoded as a whole (the client could decode the ids itself).
     assert final["completion"] == get_tokenizer().decode(final["token_ids"]) and final["completion"].strip()
     # The speed is measured: the tokens after the first, in less time than the whole request took.

@@ -64,11 +64,21 @@ def test_same_seed_same_tokens_different_samples_batch(engine):
     assert len(multi.steps) == 3 and len(multi.completions()) == 3
 
 
+def test_the_app_generates_with_the_integer_file_on_a_cpu(engine):
+    _, _, final = run(max_new_tokens=2)
+    if final.provider == "CPUExecutionProvider":
+        assert final.model_file == "model_int8.onnx" and "`model_int8.onnx`" in gen.stats_markdown(final)
+
+
 def test_top_k_1_is_greedy_and_matches_pytorch(engine, enc):
+    from export import artifact_paths
     from model import load_pretrained
 
     prompt = "KING HENRY V:\nOnce more unto the breach"
-    _, _, final = run(prompt, max_new_tokens=8, top_k=1, seed=123)
+    params = gen.prepare(prompt, 8, 0.8, 1, 0.95, 123)
+    fp32 = resources.open_engine(artifact_paths()["fp32"])  # PyTorch's weights exactly (the app's CPU file is 8-bit)
+    for final in gen.generate(fp32, params, gen.token_text, gen.decode):
+        pass
     ids = enc.encode(prompt)
     model = load_pretrained()
     with torch.no_grad():

@@ -119,7 +119,8 @@ def ui_stopped(state: gen.GenerationState | None):
 def api_generate(prompt: str, max_new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int) -> Iterator[dict]:
     """Generate text from a prompt, streamed: one JSON object per update with `completion` (the
     new text so far), `token_ids`, `new_tokens`, `finished`, `stop_reason`,
-    `time_to_first_token_s`, `tokens_per_s` and `provider` (CPU or CUDA execution provider).
+    `time_to_first_token_s`, `tokens_per_s`, `provider` (CPU or CUDA execution provider) and
+    `model_file` (the ONNX file generating: `model_int8.onnx` on a CPU, `model.onnx` on CUDA).
     Limits: prompt 1-4000 characters (longer than the context keeps its last tokens),
     max_new_tokens 1-512, temperature in (0, 5], top_k 1-50257, top_p in (0, 1], seed 0-4294967295."""
     last = 0.0

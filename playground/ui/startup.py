@@ -92,5 +92,5 @@ def prepare_model(source) -> dict[str, Path]:
     zip_path.parent.mkdir(parents=True, exist_ok=True)
     archive = zip_hub(hub, zip_path)
     gr.set_static_paths([str(ARTIFACTS_DIR), str(hub)])
-    use_model(source.weights_dir, paths["fp32"])
+    use_model(source.weights_dir, paths)
     return {**{key: Path(path) for key, path in paths.items()}, "zip": archive}
