@@ -38,31 +38,68 @@ def sampling_distribution(logits: np.ndarray, temperature: float, top_k: int | N
     top-k keeps the k most likely tokens (ties at the k-th value all stay); top-p keeps the
     smallest set of most likely tokens whose probabilities add up to at least p. Both renormalise.
     """
+    probs = np.zeros(logits.shape, dtype=np.float64)
     if temperature == 0:  # the limit T -> 0: all mass on the argmax
-        probs = np.zeros(logits.shape, dtype=np.float64)
         probs[np.arange(len(logits)), logits.argmax(axis=-1)] = 1.0
         return probs
-    # Shift each row so its largest logit is 0 BEFORE dividing: softmax does not change, and a tiny
+    for out, row in zip(probs, logits):
+        ids, p = candidates(row, temperature, top_k, top_p)
+        out[ids] = p
+    return probs
+
+
+def candidates(row: np.ndarray, temperature: float, top_k: int | None, top_p: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens one row [V] of logits can draw, in id order, and their probabilities (summing
+    to 1): :func:`sampling_distribution` without the zeros, which cost more than the model's step
+    to build, normalise and sum over 50,257 ids at every token."""
+    # Shift the row so its largest logit is 0 BEFORE dividing: softmax does not change, and a tiny
     # temperature (1e-308, 5e-324) sends the others to -inf instead of overflowing every logit to
     # +-inf (inf - inf = nan): the distribution tends to the argmax, the exact T -> 0 limit.
-    z = logits.astype(np.float64)
-    z -= z.max(axis=-1, keepdims=True)
+    z = row.astype(np.float64)
+    z -= z.max()
     with np.errstate(over="ignore"):
         z /= temperature
-    if top_k is not None and top_k < z.shape[-1]:
-        kth = np.partition(z, -top_k, axis=-1)[:, -top_k][:, None]
-        z[z < kth] = -np.inf
-    probs = softmax(z)
+    ids = None
+    if top_k is not None and top_k < len(z):
+        ids = np.flatnonzero(z >= np.partition(z, -top_k)[-top_k])  # ties at the k-th value all stay
+        z = z[ids]
+    np.exp(z, out=z)
+    z /= z.sum()
     if top_p is not None and top_p < 1:
-        order = np.argsort(-probs, axis=-1, kind="stable")
-        sorted_p = np.take_along_axis(probs, order, axis=-1)
+        kept = np.sort(nucleus(z, top_p))
+        z = z[kept] / z[kept].sum()
+        ids = kept if ids is None else ids[kept]
+    return (np.arange(len(z)) if ids is None else ids), z
+
+
+def nucleus(p: np.ndarray, top_p: float, first: int = 256) -> np.ndarray:
+    """Indices of the smallest set of most likely tokens whose probabilities ``p`` [V] add up to
+    at least ``top_p`` (ties in the order of a stable sort: the lower id first).
+
+    Sorting all 50,257 probabilities at every step cost several times the model's own step; the
+    set is almost always a few hundred tokens, so only the ``first`` largest are sorted (a linear
+    partition picks them), and 8x more whenever the set might reach past them.
+    """
+    n = len(p)
+    m = first
+    while True:
+        m = min(m, n)
+        top = np.argpartition(-p, m - 1)[:m] if m < n else np.arange(n)
+        order = top[np.lexsort((top, -p[top]))]  # by probability, then id
+        sorted_p = p[order]
         # Keep a token if the mass of the tokens before it is still below p: the smallest set >= p.
-        keep_sorted = (np.cumsum(sorted_p, axis=-1) - sorted_p) < top_p
-        keep = np.zeros_like(keep_sorted)
-        np.put_along_axis(keep, order, keep_sorted, axis=-1)
-        probs = np.where(keep, probs, 0.0)
-        probs /= probs.sum(axis=-1, keepdims=True)
-    return probs
+        keep = (np.cumsum(sorted_p) - sorted_p) < top_p
+        if m == n or not keep[-1]:  # the cut is inside the sorted part: nothing outside can matter
+            kept = order[keep]
+            # Unless the cut runs through tokens of equal probability: the partition took any of
+            # them, a stable sort keeps the lowest ids.
+            last = p[kept[-1]]
+            ties = np.flatnonzero(p == last)
+            n_kept_ties = int(np.count_nonzero(p[kept] == last))
+            if len(ties) > n_kept_ties:
+                kept = np.concatenate([kept[p[kept] > last], ties[:n_kept_ties]])
+            return kept
+        m *= 8
 
 
 def choose(
@@ -71,9 +108,12 @@ def choose(
     """Next token id per row of ``logits`` [B, V] -> [B] int64."""
     if temperature == 0:
         return logits.argmax(axis=-1).astype(np.int64)
-    probs = sampling_distribution(logits, temperature, top_k, top_p)
-    cdf = np.cumsum(probs, axis=-1)
-    # Scaled to the row's total, so rounding never lets u fall past the last token; the first
-    # index with cdf > u always has positive probability.
-    u = rng.random((len(probs), 1)) * cdf[:, -1:]
-    return (cdf <= u).sum(axis=-1).astype(np.int64)
+    u = rng.random(len(logits))
+    out = np.empty(len(logits), dtype=np.int64)
+    for b, row in enumerate(logits):
+        ids, p = candidates(row, temperature, top_k, top_p)
+        cdf = np.cumsum(p)
+        # Scaled to the total, so rounding never lets u fall past the last token; the first
+        # candidate whose cdf exceeds u always has positive probability.
+        out[b] = ids[min(np.searchsorted(cdf, u[b] * cdf[-1], side="right"), len(ids) - 1)]
+    return out

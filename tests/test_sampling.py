@@ -1,0 +1,76 @@
+"""The sampler (export/sampling.py) against the reference it replaced: a full sort of all 50,257
+probabilities at every step. Same distribution on many logits, same draws for the same seed."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from export.sampling import choose, nucleus, sampling_distribution, softmax
+
+V = 50_257
+
+
+def reference_distribution(logits, temperature, top_k, top_p):
+    """The sampler as it was: softmax(logits / T), top-k, then top-p by a stable full sort."""
+    z = logits.astype(np.float64)
+    z -= z.max(axis=-1, keepdims=True)
+    z /= temperature
+    if top_k is not None and top_k < z.shape[-1]:
+        kth = np.partition(z, -top_k, axis=-1)[:, -top_k][:, None]
+        z[z < kth] = -np.inf
+    probs = softmax(z)
+    if top_p is not None and top_p < 1:
+        order = np.argsort(-probs, axis=-1, kind="stable")
+        sorted_p = np.take_along_axis(probs, order, axis=-1)
+        keep_sorted = (np.cumsum(sorted_p, axis=-1) - sorted_p) < top_p
+        keep = np.zeros_like(keep_sorted)
+        np.put_along_axis(keep, order, keep_sorted, axis=-1)
+        probs = np.where(keep, probs, 0.0)
+        probs /= probs.sum(axis=-1, keepdims=True)
+    return probs
+
+
+def many_logits(seed: int) -> np.ndarray:
+    """Rows like a language model's (a few likely tokens over a long tail), flat ones (the nucleus
+    reaches past the first sorted block), peaked ones, and rounded ones full of exact ties."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        rng.standard_normal(V) * 2.5,  # broad: top-p 0.9 keeps thousands
+        rng.standard_normal(V) * 0.1,  # almost flat: the nucleus is most of the vocabulary
+        np.concatenate([rng.standard_normal(20) * 3 + 12, rng.standard_normal(V - 20)]),  # peaked
+        np.round(rng.standard_normal(V) * 3),  # integers: many ties at every cut
+    ]
+    return np.stack(rows).astype(np.float32)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_distribution_equals_the_full_sorts(seed):
+    logits = many_logits(seed)
+    for temperature, top_k, top_p in itertools.product((0.3, 0.8, 1.5), (None, 1, 40, 5_000), (None, 0.5, 0.9, 0.99)):
+        got = sampling_distribution(logits, temperature, top_k, top_p)
+        want = reference_distribution(logits, temperature, top_k, top_p)
+        assert np.array_equal(got > 0, want > 0), (temperature, top_k, top_p)  # the same kept tokens
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+def test_the_nucleus_is_the_smallest_set_reaching_p():
+    p = softmax(many_logits(7)[0][None])[0]
+    for top_p in (0.1, 0.9, 0.999):
+        kept = nucleus(p, top_p)
+        assert p[kept].sum() >= top_p and p[kept].sum() - p[kept].min() < top_p  # one fewer falls short
+        assert p[kept].min() >= np.delete(p, kept).max()  # the most likely ones
+
+
+def test_the_same_seed_draws_the_same_tokens_as_the_reference():
+    logits = many_logits(11)
+    for top_k, top_p in ((None, 0.9), (40, 0.9), (None, None)):
+        a, b = np.random.default_rng(3), np.random.default_rng(3)
+        for _ in range(50):
+            got = choose(logits, 0.8, top_k, top_p, a)
+            probs = reference_distribution(logits, 0.8, top_k, top_p)
+            cdf = np.cumsum(probs, axis=-1)
+            want = (cdf <= b.random((len(probs), 1)) * cdf[:, -1:]).sum(axis=-1)
+            assert got.tolist() == want.tolist()
