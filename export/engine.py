@@ -143,6 +143,12 @@ class Engine:
         # On CUDA the cache stays on the device between steps (I/O binding); CPU needs no copies.
         self._device = "cuda" if self.provider == CUDA else "cpu"
         self.io_binding = self.provider == CUDA if io_binding is None else io_binding
+        # How many of the oldest tokens leave at once when the context fills. 1 recomputes the
+        # whole window at every new token, exactly as PyTorch's GPT.generate (the export's
+        # checks use it), at ~block_size times a cached step's cost; a quarter of the context
+        # re-prefills the rest once per 64 tokens, so a full context decodes at about the speed
+        # of a short one (no position exists past block_size, so the cache cannot simply roll).
+        self.context_shift: int = max(1, self.block_size // 4)
 
     @classmethod
     def load(
@@ -313,18 +319,22 @@ class Engine:
             notice = None
             if finished.all():
                 return
-            window = np.concatenate([window, tokens[:, None]], axis=1)[:, -self.block_size :]
+            window = np.concatenate([window, tokens[:, None]], axis=1)
             if past_len >= self.block_size:
-                # No position exists past block_size: slide the window and recompute it whole,
-                # as PyTorch GPT.generate does (so both give the same text).
+                # No position exists past block_size: the oldest tokens drop out and the rest is
+                # recomputed from position 0 (context_shift of them at once: see __init__).
                 if not slid:
                     notice = (
-                        f"The context is full ({self.block_size} tokens): the oldest token now drops out "
-                        "and each new token recomputes the whole window, which is slower."
+                        f"The context is full ({self.block_size} tokens): the oldest "
+                        + ("token drops out at every new token." if self.context_shift == 1 else
+                           f"{self.context_shift} tokens drop out whenever it fills again, and the rest is read anew.")
                     )
                     slid = True
+                window = window[:, -(self.block_size - self.context_shift + 1):]
                 logits, past = self.forward(window, self.empty_cache(num_samples))
+                past_len = window.shape[1]
             else:
+                window = window[:, -self.block_size:]
                 logits, past = self.forward(tokens[:, None], past)
                 past_len += 1
 

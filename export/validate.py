@@ -127,7 +127,11 @@ def check_cached_decoding(engine: Engine, length: int) -> Check:
 def check_greedy_text(model: GPT, engine: Engine, n_tokens: int) -> Check:
     """Greedy continuations from the engine and from PyTorch ``GPT.generate`` are identical."""
     prompt = get_tokenizer().encode(PROMPT)[-engine.block_size // 4 :]
-    ours = engine.generate(prompt, n_tokens, stop_at_eot=False)
+    shift, engine.context_shift = engine.context_shift, 1  # slide one token at a time, as PyTorch does
+    try:
+        ours = engine.generate(prompt, n_tokens, stop_at_eot=False)
+    finally:
+        engine.context_shift = shift
     ref = model.generate(torch.tensor([prompt]), n_tokens, temperature=0.0)[0, len(prompt) :].tolist()
     same = next((i for i, (a, b) in enumerate(zip(ours, ref)) if a != b), len(ref))
     return Check(f"greedy text vs PyTorch, {n_tokens} tokens", f"{same} identical", f"{n_tokens} identical", same == n_tokens)

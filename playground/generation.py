@@ -239,7 +239,11 @@ def run(params: GenerationParams) -> Iterator[GenerationState]:
 
 
 def generate(
-    engine: Engine, params: GenerationParams, decode_one: Callable[[int], str], decode: Callable[[list[int]], str]
+    engine: Engine,
+    params: GenerationParams,
+    decode_one: Callable[[int], str],
+    decode: Callable[[list[int]], str],
+    budget_s: float = limits.GENERATION_BUDGET_S,
 ) -> Iterator[GenerationState]:
     """Stream a generation: yields the (same, updated) :class:`GenerationState` after every
     step, and once more at the end with ``finished`` set. Closing the generator (the stop
@@ -279,6 +283,12 @@ def generate(
                 steps.append(GeneratedStep(len(steps), chosen, cands))
                 if event.finished[sample]:
                     state.stop_reasons[sample] = "end of text" if token_id == EOT_ID else "length"
+            if not all(event.finished) and event.elapsed_s > budget_s:
+                state.stop_reasons = ["time limit" if r == "stopped" else r for r in state.stop_reasons]
+                state.notices.append(
+                    f"Stopped after {budget_s:g} s, the time limit of one generation: ask for fewer tokens or samples."
+                )
+                break  # the final state below says it
             yield state
     finally:
         close = getattr(stream, "close", None)

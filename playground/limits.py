@@ -50,3 +50,7 @@ MIN_TOP_K = 1  # maximum: the vocabulary size (50257)
 MIN_TOP_P, MAX_TOP_P = 0.0, 1.0  # top-p in (0, 1]
 MIN_SEED, MAX_SEED = 0, 2**32 - 1
 MIN_SAMPLES, MAX_SAMPLES = 1, 4
+# Wall-clock budget of one generation: past it the generation stops after the current token with
+# stop reason "time limit" and a notice, so no request (or abandoned job) holds a slot for long.
+# 4 samples x 512 tokens take ~20 s on the 2-core CPU with another generation running.
+GENERATION_BUDGET_S = 60.0

@@ -140,10 +140,34 @@ def test_stops_at_end_of_text(engine, monkeypatch):
 
 def test_long_prompt_keeps_the_last_tokens_and_says_so(engine, torch_model):
     prompt = list(range(100, 100 + TINY.block_size + 8))
-    steps = list(engine.stream(prompt, 3, stop_at_eot=False))
+    shift, engine.context_shift = engine.context_shift, 1  # one token at a time, as PyTorch slides
+    try:
+        steps = list(engine.stream(prompt, 3, stop_at_eot=False))
+    finally:
+        engine.context_shift = shift
     assert steps[0].prompt_tokens_dropped == 8 and "8 were dropped" in steps[0].notice
     ref = torch_model.generate(torch.tensor([prompt]), 3, temperature=0.0)[0, -3:].tolist()
     assert [s.token_ids[0] for s in steps] == ref
+
+
+def test_a_full_context_drops_a_quarter_at_once_then_decodes_with_the_cache(engine, torch_model):
+    """Past the context, the oldest context_shift tokens leave together and the rest is read
+    again from position 0: each token is what PyTorch predicts from that same window."""
+    block, shift = TINY.block_size, engine.context_shift
+    assert 1 < shift < block
+    prompt = [int(t) for t in np.random.default_rng(0).integers(100, 5000, block)]
+    n = 2 * shift + 3  # fills and shifts twice
+    steps = list(engine.stream(prompt, n, stop_at_eot=False))
+    seq, start, ref = list(prompt), 0, []
+    for _ in range(n):
+        if len(seq) - start > block:
+            start = len(seq) - (block - shift + 1)
+        with torch.no_grad():
+            logits, _ = torch_model(torch.tensor([seq[start:]]))
+        ref.append(int(logits[0, -1].argmax()))
+        seq.append(ref[-1])
+    assert [s.token_ids[0] for s in steps] == ref
+    assert f"{shift} tokens drop out" in steps[1].notice
 
 
 def test_bad_arguments_are_rejected_with_clear_messages(engine, tmp_path):

@@ -220,3 +220,13 @@ def test_figure_and_html_show_the_steps(engine):
     assert html.count('class="gen-tok"') == final.new_tokens
     assert "ROMEO:" in html
     assert gen.candidates_figure(None).layout.annotations  # an empty chart says what to do
+
+
+def test_a_generation_past_its_time_budget_stops_and_says_so(engine):
+    params = gen.prepare("ROMEO:", 512, 0.8, 50, 0.95, 1, 2)
+    final_state = None
+    for final_state in gen.generate(engine, params, gen.token_text, gen.decode, budget_s=0.3):
+        pass
+    assert final_state.finished and 0 < final_state.new_tokens < 2 * 512  # stopped long before the end
+    assert "time limit" in final_state.stop_reason
+    assert "time limit of one generation" in gen.stats_markdown(final_state)
