@@ -110,13 +110,8 @@ def validate_params(
     max_new_tokens = validate_int(
         max_new_tokens, name="max_new_tokens", minimum=limits.MIN_NEW_TOKENS, maximum=limits.MAX_NEW_TOKENS
     )
-    temperature = validate_float(
-        temperature,
-        name="temperature",
-        minimum=limits.MIN_TEMPERATURE,
-        maximum=limits.MAX_TEMPERATURE,
-        min_inclusive=False,
-    )
+    # 0 means greedy and top-k 0 no cut, as in transformers, OpenAI's API, llama.cpp and Ollama.
+    temperature = validate_float(temperature, name="temperature", minimum=limits.MIN_TEMPERATURE, maximum=limits.MAX_TEMPERATURE)
     top_k = validate_int(top_k, name="top_k", minimum=limits.MIN_TOP_K, maximum=vocab_size)
     top_p = validate_float(top_p, name="top_p", minimum=limits.MIN_TOP_P, maximum=limits.MAX_TOP_P, min_inclusive=False)
     seed = validate_int(seed, name="seed", minimum=limits.MIN_SEED, maximum=limits.MAX_SEED)
@@ -260,7 +255,7 @@ def generate(
         params.prompt_ids,
         max_new_tokens=params.max_new_tokens,
         temperature=params.temperature,
-        top_k=None if params.top_k >= engine.vocab_size else params.top_k,
+        top_k=None if params.top_k == 0 or params.top_k >= engine.vocab_size else params.top_k,
         top_p=None if params.top_p >= 1.0 else params.top_p,
         seed=params.seed,
         num_samples=n,

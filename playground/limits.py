@@ -45,8 +45,10 @@ MAX_ATTENTION_TOKENS = 64  # beyond this the token labels of a heatmap are unrea
 # --- Text generation tab (used by the generation logic) ----------------------------------------
 MAX_PROMPT_CHARS = 4_000  # prompts longer than the context (in tokens) keep their last tokens
 MIN_NEW_TOKENS, MAX_NEW_TOKENS = 1, 512
-MIN_TEMPERATURE, MAX_TEMPERATURE = 0.0, 5.0  # exclusive minimum: temperature must be > 0
-MIN_TOP_K = 1  # maximum: the vocabulary size (50257)
+# The conventions of transformers, OpenAI's API, llama.cpp and Ollama: temperature 0 is greedy
+# (always the most likely token) and top-k 0 keeps every token (no cut).
+MIN_TEMPERATURE, MAX_TEMPERATURE = 0.0, 5.0  # 0 = greedy
+MIN_TOP_K = 0  # 0 = no cut; maximum: the vocabulary size (50257)
 MIN_TOP_P, MAX_TOP_P = 0.0, 1.0  # top-p in (0, 1]
 MIN_SEED, MAX_SEED = 0, 2**32 - 1
 MIN_SAMPLES, MAX_SAMPLES = 1, 4

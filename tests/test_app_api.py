@@ -204,9 +204,24 @@ def test_generate_top_k_1_is_greedy_whatever_the_seed(client):
     assert a["token_ids"] == b["token_ids"]
 
 
+def test_generate_temperature_0_and_top_k_0_follow_the_common_conventions(client):
+    """As in transformers, OpenAI's API, llama.cpp and Ollama: temperature 0 is greedy (the same
+    text on repeat, whatever the seed), top-k 0 keeps every token."""
+    _, greedy = _generate(client, max_new_tokens=24, temperature=0.0, top_k=0, top_p=1.0, seed=0)
+    _, again = _generate(client, max_new_tokens=24, temperature=0.0, top_k=0, top_p=1.0, seed=0)
+    _, other_seed = _generate(client, max_new_tokens=24, temperature=0.0, top_k=0, top_p=1.0, seed=99)
+    _, top_1 = _generate(client, max_new_tokens=24, temperature=1.0, top_k=1, top_p=1.0, seed=5)
+    assert len(greedy["token_ids"]) == 24
+    assert greedy["token_ids"] == again["token_ids"] == other_seed["token_ids"] == top_1["token_ids"]
+    # top-k 0 at temperature 1 is plain sampling: seeds give different texts.
+    _, a = _generate(client, max_new_tokens=24, temperature=1.0, top_k=0, top_p=1.0, seed=1)
+    _, b = _generate(client, max_new_tokens=24, temperature=1.0, top_k=0, top_p=1.0, seed=2)
+    assert a["token_ids"] != b["token_ids"]
+
+
 @pytest.mark.parametrize(
     "field, value, message",
-    [("temperature", 0, "temperature"), ("top_p", 1.5, "top_p"), ("max_new_tokens", 0, "max_new_tokens"), ("top_k", 0, "top_k")],
+    [("temperature", -0.5, "temperature"), ("top_p", 1.5, "top_p"), ("max_new_tokens", 0, "max_new_tokens"), ("top_k", -1, "top_k")],
 )
 def test_generate_refuses_out_of_range_settings(client, field, value, message):
     args = dict(prompt="ROMEO:", max_new_tokens=4, temperature=0.8, top_k=50, top_p=0.95, seed=1)

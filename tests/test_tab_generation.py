@@ -90,6 +90,22 @@ def test_top_k_1_is_greedy_and_matches_pytorch(engine, enc):
         assert step.token.sample_probability == pytest.approx(1.0)
 
 
+def test_temperature_0_is_greedy_and_top_k_0_keeps_every_token(engine):
+    """The conventions of transformers, OpenAI's API, llama.cpp and Ollama."""
+    _, _, greedy = run(max_new_tokens=10, temperature=0, top_k=0, top_p=1.0, seed=1)
+    _, _, other_seed = run(max_new_tokens=10, temperature=0, top_k=0, top_p=1.0, seed=2)
+    _, _, top_1 = run(max_new_tokens=10, temperature=0.8, top_k=1, seed=3)
+    assert greedy.sample_ids(0) == other_seed.sample_ids(0) == top_1.sample_ids(0)
+    for step in greedy.steps[0]:
+        assert step.token.token_id == step.candidates[0].token_id
+        assert step.token.sample_probability == pytest.approx(1.0)
+    # top-k 0 at temperature 1, top-p 1: nothing is cut, the sampled distribution is the model's.
+    _, _, uncut = run(max_new_tokens=3, temperature=1.0, top_k=0, top_p=1.0)
+    for step in uncut.steps[0]:
+        for c in step.candidates:
+            assert c.sample_probability == pytest.approx(c.probability, rel=1e-6, abs=1e-9)
+
+
 def test_candidates_are_sorted_probabilities(engine):
     _, _, final = run(max_new_tokens=5, temperature=1.0, top_k=50257, top_p=1.0)
     for step in final.steps[0]:
@@ -191,10 +207,10 @@ def test_long_prompt_keeps_its_last_tokens_and_says_so(engine):
         ({"max_new_tokens": 0}, "max_new_tokens"),
         ({"max_new_tokens": 10_000}, "max_new_tokens"),
         ({"max_new_tokens": 2.5}, "max_new_tokens"),
-        ({"temperature": 0}, "temperature"),
+        ({"temperature": -0.1}, "temperature"),
         ({"temperature": float("nan")}, "temperature"),
         ({"temperature": "hot"}, "temperature"),
-        ({"top_k": 0}, "top_k"),
+        ({"top_k": -1}, "top_k"),
         ({"top_k": 50258}, "top_k"),
         ({"top_p": 0}, "top_p"),
         ({"top_p": 1.01}, "top_p"),

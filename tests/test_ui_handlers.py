@@ -27,7 +27,7 @@ CASES = [
     (positional.ui_positional, (21, 10, 10000, "2, 4"), "even"),
     (positional.ui_positional, (20, 10, 10000, "2, x"), "not a whole number"),
     (positional.ui_positional, (20, 10, float("nan"), "2"), "base"),
-    (generation.ui_generate, ("ROMEO:", 10, 0.0, 50, 0.95, 1, 1), "temperature"),
+    (generation.ui_generate, ("ROMEO:", 10, -1.0, 50, 0.95, 1, 1), "temperature"),
     (generation.ui_generate, ("ROMEO:", 10, 0.8, 50, 0.95, 1, 9), "num_samples must be from 1 to 4"),
     (generation.ui_generate, ("", 10, 0.8, 50, 0.95, 1, 1), "prompt is empty"),
     (attention.ui_attention, ("hello", 99, 0), "layer must be from 0 to 5"),

@@ -121,8 +121,10 @@ def api_generate(prompt: str, max_new_tokens: int, temperature: float, top_k: in
     new text so far), `token_ids`, `new_tokens`, `finished`, `stop_reason`,
     `time_to_first_token_s`, `tokens_per_s`, `provider` (CPU or CUDA execution provider) and
     `model_file` (the ONNX file generating: `model_int8.onnx` on a CPU, `model.onnx` on CUDA).
+    As in transformers, OpenAI's API, llama.cpp and Ollama, temperature 0 is greedy (always the
+    most likely token; seed, top_k and top_p then change nothing) and top_k 0 keeps every token.
     Limits: prompt 1-4000 characters (longer than the context keeps its last tokens),
-    max_new_tokens 1-512, temperature in (0, 5], top_k 1-50257, top_p in (0, 1], seed 0-4294967295."""
+    max_new_tokens 1-512, temperature 0-5, top_k 0-50257, top_p in (0, 1], seed 0-4294967295."""
     last = 0.0
     for state in _run(prompt, max_new_tokens, temperature, top_k, top_p, seed):
         now = time.perf_counter()
@@ -153,11 +155,14 @@ def build() -> None:
                 limits.MIN_NEW_TOKENS, limits.MAX_NEW_TOKENS, value=d["max_new_tokens"], step=1, label="Max new tokens",
                 elem_id="gen-max",
             )
-            temperature = gr.Slider(0.05, limits.MAX_TEMPERATURE, value=d["temperature"], step=0.05, label="Temperature")
+            temperature = gr.Slider(
+                limits.MIN_TEMPERATURE, limits.MAX_TEMPERATURE, value=d["temperature"], step=0.05, label="Temperature",
+                info="0 = greedy: always the most likely token", elem_id="gen-temp",
+            )
             with gr.Row():
                 top_k = gr.Number(
                     value=d["top_k"], precision=0, minimum=limits.MIN_TOP_K, maximum=50257, label="Top-k",
-                    info="1 = greedy; 50257 = no cut",
+                    info="0 = no cut; 1 = only the most likely",
                 )
                 top_p = gr.Slider(0.01, limits.MAX_TOP_P, value=d["top_p"], step=0.01, label="Top-p", info="1 = no cut")
             with gr.Row():
