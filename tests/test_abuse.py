@@ -266,7 +266,7 @@ def test_tiny_temperature_at_the_api_gives_the_greedy_text(client, temperature):
 def test_negative_tiny_temperatures_are_still_refused_with_the_range(client):
     with pytest.raises(AppError) as info:
         client.predict("ROMEO:", 2, -5e-324, 50, 0.95, 1, api_name="/generate")
-    assert_message(str(info.value), "temperature", "(0, 5]", "-4.94066e-324")
+    assert_message(str(info.value), "temperature", "[0, 5]", "-4.94066e-324")
 
 
 # --- files, monitoring, deep links ---------------------------------------------------------------
