@@ -60,6 +60,7 @@ from typing import NamedTuple
 import numpy as np
 import onnxruntime as ort
 
+from .batching import Batch
 from .naming import ATTENTION_MASK, FP32_NAME, INPUT_IDS, LOGITS, POSITION_IDS, hub_dir, past_names, present_names
 from .providers import CUDA, requested_providers
 from .sampling import check_controls, choose, sampling_distribution, softmax
@@ -271,8 +272,7 @@ class Engine:
         Arguments are checked at the call, before the first step is asked for.
         """
         ids = self._check(prompt_ids, max_new_tokens, temperature, top_k, top_p, num_samples)
-        if isinstance(n_candidates, bool) or not isinstance(n_candidates, int) or not 0 <= n_candidates <= self.vocab_size:
-            raise ValueError(f"n_candidates must be an integer from 0 to {self.vocab_size}, not {n_candidates!r}")
+        self._check_candidates(n_candidates)
         dropped = max(0, len(ids) - self.block_size)
         steps = self._decode(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot)
         return self._details(steps, temperature, top_k, top_p, n_candidates, dropped)
@@ -294,69 +294,42 @@ class Engine:
             raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {ids.min()}..{ids.max()}")
         return ids.astype(np.int64)
 
+    def _check_candidates(self, n_candidates: int) -> None:
+        if isinstance(n_candidates, bool) or not isinstance(n_candidates, int) or not 0 <= n_candidates <= self.vocab_size:
+            raise ValueError(f"n_candidates must be an integer from 0 to {self.vocab_size}, not {n_candidates!r}")
+
     def _decode(self, ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot) -> Iterator[DecodeStep]:
-        """Yield a :class:`DecodeStep` per new position."""
-        t0 = time.perf_counter()
-        rng = np.random.default_rng(seed)
-        dropped = max(0, len(ids) - self.block_size)
-        notice = (
-            f"The prompt has {len(ids)} tokens but the model sees only the last {self.block_size}: "
-            f"the first {dropped} were dropped." if dropped else None
-        )
-        window = np.tile(ids[-self.block_size :], (num_samples, 1))  # [N, T]: what the model sees
-        logits, past = self.forward(window, self.empty_cache(num_samples))
-        past_len, slid = window.shape[1], False
-        finished = np.zeros(num_samples, dtype=bool)
-        for index in range(max_new_tokens):
-            tokens = choose(logits, float(temperature), top_k, top_p, rng)
-            live = ~finished
-            tokens[finished] = self.eot_id
-            if stop_at_eot:
-                finished = finished | (tokens == self.eot_id)
-            if index == max_new_tokens - 1:
-                finished[:] = True
-            yield DecodeStep(tokens, live, finished.copy(), logits, notice, t0)
-            notice = None
-            if finished.all():
-                return
-            window = np.concatenate([window, tokens[:, None]], axis=1)
-            if past_len >= self.block_size:
-                # No position exists past block_size: the oldest tokens drop out and the rest is
-                # recomputed from position 0 (context_shift of them at once: see __init__).
-                if not slid:
-                    notice = (
-                        f"The context is full ({self.block_size} tokens): the oldest "
-                        + ("token drops out at every new token." if self.context_shift == 1 else
-                           f"{self.context_shift} tokens drop out whenever it fills again, and the rest is read anew.")
-                    )
-                    slid = True
-                window = window[:, -(self.block_size - self.context_shift + 1):]
-                logits, past = self.forward(window, self.empty_cache(num_samples))
-                past_len = window.shape[1]
-            else:
-                window = window[:, -self.block_size:]
-                logits, past = self.forward(tokens[:, None], past)
-                past_len += 1
+        """Yield a :class:`DecodeStep` per new position: one request alone in a decoding batch
+        (the same loop :class:`export.batching.Scheduler` runs for many)."""
+        batch = Batch(self)
+        request = batch.new_sequence(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot)
+        batch.add(request)
+        while batch.seqs:
+            for _, step in batch.step():
+                yield step
 
     def _details(self, steps, temperature, top_k, top_p, n_candidates, dropped) -> Iterator[Step]:
         """Turn raw decoding steps into :class:`Step` objects with probabilities and timing."""
         ttft = 0.0
-        for index, step in enumerate(steps):
-            tokens, live, logits = step.tokens, step.live, step.logits
-            elapsed = time.perf_counter() - step.t0
-            ttft = ttft or elapsed
-            token_ids: list[int | None] = [int(t) if ok else None for t, ok in zip(tokens, live)]
-            token_probs: list[float | None] = [None] * len(tokens)
-            candidates: list[list[Candidate]] = [[] for _ in tokens]
-            rows = np.flatnonzero(live)
-            probs = softmax(logits[rows])
-            sample = sampling_distribution(logits[rows], float(temperature), top_k, top_p) if n_candidates else None
-            for j, r in enumerate(rows):
-                p = probs[j]
-                token_probs[r] = float(p[tokens[r]])
-                if n_candidates:
-                    top = np.argpartition(-p, n_candidates - 1)[:n_candidates] if n_candidates < len(p) else np.arange(len(p))
-                    top = top[np.argsort(-p[top], kind="stable")]
-                    candidates[r] = [Candidate(int(t), float(p[t]), float(sample[j][t])) for t in top]
-            yield Step(index, token_ids, token_probs, candidates, step.finished.tolist(), ttft, elapsed,
-                       (index + 1) / elapsed, dropped, step.notice)
+        try:
+            for index, step in enumerate(steps):
+                tokens, live, logits = step.tokens, step.live, step.logits
+                elapsed = time.perf_counter() - step.t0
+                ttft = ttft or elapsed
+                token_ids: list[int | None] = [int(t) if ok else None for t, ok in zip(tokens, live)]
+                token_probs: list[float | None] = [None] * len(tokens)
+                candidates: list[list[Candidate]] = [[] for _ in tokens]
+                rows = np.flatnonzero(live)
+                probs = softmax(logits[rows])
+                sample = sampling_distribution(logits[rows], float(temperature), top_k, top_p) if n_candidates else None
+                for j, r in enumerate(rows):
+                    p = probs[j]
+                    token_probs[r] = float(p[tokens[r]])
+                    if n_candidates:
+                        top = np.argpartition(-p, n_candidates - 1)[:n_candidates] if n_candidates < len(p) else np.arange(len(p))
+                        top = top[np.argsort(-p[top], kind="stable")]
+                        candidates[r] = [Candidate(int(t), float(p[t]), float(sample[j][t])) for t in top]
+                yield Step(index, token_ids, token_probs, candidates, step.finished.tolist(), ttft, elapsed,
+                           (index + 1) / elapsed, dropped, step.notice)
+        finally:
+            steps.close()  # a stream closed early cancels its request at once

@@ -122,8 +122,8 @@ def test_stops_at_end_of_text(engine, monkeypatch):
     # Make the real graph's output favour <|endoftext|> for the second sample from step 2 on.
     forward, calls = engine.forward, []
 
-    def eot_later(ids, past):
-        logits, present = forward(ids, past)
+    def eot_later(ids, past, *mask_and_positions):
+        logits, present = forward(ids, past, *mask_and_positions)
         calls.append(1)
         if len(calls) >= 3:
             logits = logits.copy()

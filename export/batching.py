@@ -1,0 +1,323 @@
+"""Continuous batching: one decoding loop serves every running generation, as vLLM and TGI do.
+
+    from export.batching import Scheduler
+    scheduler = Scheduler(engine, max_rows=16)
+    for step in scheduler.stream(prompt_ids, 50, temperature=0.8, top_k=40, seed=1):
+        print(step.token_ids[0])            # the same Steps as Engine.stream, request by request
+
+A request is prefilled on its own and joins the batch at the next step; a finished or cancelled
+one (its stream closed) leaves it at once. Rows of different lengths share one graph call through
+the standard interface: the cache is left-padded to the longest row, ``attention_mask`` gives the
+padding no weight and ``position_ids`` count each row from its own first token, so every row
+continues exactly as it would alone (up to float rounding in the attention's sums). Settings stay
+per request: temperature, top-k, top-p, seed (each request draws from its own RNG, as alone),
+max tokens, stop at ``<|endoftext|>``.
+
+:class:`Batch` is the loop's state without threads (``Engine.generate`` and ``Engine.stream``
+run one request through it); :class:`Scheduler` runs a Batch on a thread of its own and hands
+each request's steps to the thread that reads them, where probabilities and candidates for the
+page are worked out, so the loop itself only calls the model and draws tokens.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import onnxruntime as ort
+
+from .sampling import choose
+
+if TYPE_CHECKING:
+    from .engine import DecodeStep, Engine, Step
+
+# Rows (samples) decoding at once. Each holds up to block_size positions of cache (3 MiB for the
+# shipped model at its full 256-token context), so 16 rows keep the cache under 50 MiB; and one
+# step of 16 rows costs a few single steps on a CPU, where 64 would make every user wait longer.
+DEFAULT_MAX_ROWS = 16
+# Requests waiting for room in the batch beyond which a new one is refused at once.
+DEFAULT_MAX_WAITING = 64
+
+
+class Busy(RuntimeError):
+    """The scheduler's waiting line is full: try again in a moment."""
+
+
+@dataclass(eq=False)
+class Request:
+    """One request's rows in a :class:`Batch`: its settings, RNG and where it has got to."""
+
+    window: np.ndarray  # [N, L]: the tokens its rows see (the last block_size at most)
+    max_new_tokens: int
+    temperature: float
+    top_k: int | None
+    top_p: float | None
+    rng: np.random.Generator
+    stop_at_eot: bool
+    notice: str | None  # for its next step (the prompt was cut, the context filled up)
+    t0: float = field(default_factory=time.perf_counter)
+    index: int = 0  # new tokens so far
+    logits: np.ndarray | None = None  # [N, V]: what its next token is drawn from
+    tokens: np.ndarray | None = None  # [N]: its last drawn tokens
+    finished: np.ndarray | None = None  # [N] bool
+    slid: bool = False  # the context has filled up once
+    cancelled: bool = False  # its reader is gone: it leaves at the next step
+    sink: queue.SimpleQueue | None = None  # where the Scheduler puts its steps
+
+    @property
+    def n(self) -> int:
+        return len(self.window)
+
+    @property
+    def length(self) -> int:
+        """Positions of its rows in the cache."""
+        return self.window.shape[1]
+
+
+class Batch:
+    """The rows of one decoding loop and their shared cache, left-padded to the longest row.
+
+    Rows are grouped by request, in ``seqs`` order; row r holds its ``length`` real positions at
+    the right end of the cache, padding (attention_mask 0) before them."""
+
+    def __init__(self, engine: "Engine") -> None:
+        self.engine = engine
+        self.seqs: list[Request] = []
+        self.past: list | None = None  # per graph cache input: [B, n_head, P, head_dim]
+
+    @property
+    def rows(self) -> int:
+        return sum(s.n for s in self.seqs)
+
+    def new_sequence(
+        self, ids: np.ndarray, max_new_tokens: int, temperature: float, top_k: int | None, top_p: float | None,
+        seed: int | None, num_samples: int, stop_at_eot: bool,
+    ) -> Request:
+        """A request's rows (ids already checked by ``Engine._check``), not yet in the batch."""
+        block_size = self.engine.block_size
+        dropped = max(0, len(ids) - block_size)
+        notice = (
+            f"The prompt has {len(ids)} tokens but the model sees only the last {block_size}: "
+            f"the first {dropped} were dropped." if dropped else None
+        )
+        window = np.tile(ids[-block_size:], (num_samples, 1))
+        return Request(window, max_new_tokens, float(temperature), top_k, top_p, np.random.default_rng(seed),
+                         stop_at_eot, notice, finished=np.zeros(num_samples, dtype=bool))
+
+    def add(self, seq: Request) -> None:
+        """Prefill ``seq`` on its own and put its rows in the batch: it draws at the next step."""
+        seq.logits, present = self.engine.forward(seq.window, self.engine.empty_cache(seq.n))
+        self._append(seq, present)
+
+    def remove(self, leaving: Sequence[Request]) -> None:
+        """Take requests out of the batch and drop the padding nobody needs any more."""
+        if not leaving:
+            return
+        keep = [s not in leaving for s in self.seqs]
+        rows = np.repeat(keep, [s.n for s in self.seqs])
+        self.seqs = [s for s, k in zip(self.seqs, keep) if k]
+        if not self.seqs:
+            self.past = None
+            return
+        longest = max(s.length for s in self.seqs)
+        past = self._numpy(self.past)
+        self.past = self._device([np.ascontiguousarray(p[rows][:, :, p.shape[2] - longest :]) for p in past])
+
+    def step(self) -> list[tuple[Request, "DecodeStep"]]:
+        """Draw every request's next tokens, let the finished ones leave, and run the model once
+        for the rest (a request whose context is full is read anew on its own instead)."""
+        from .engine import DecodeStep  # engine imports this module
+
+        eot = self.engine.eot_id
+        out, leaving = [], []
+        for seq in self.seqs:
+            tokens = choose(seq.logits, seq.temperature, seq.top_k, seq.top_p, seq.rng)
+            live = ~seq.finished
+            tokens[seq.finished] = eot
+            if seq.stop_at_eot:
+                seq.finished = seq.finished | (tokens == eot)
+            if seq.index == seq.max_new_tokens - 1:
+                seq.finished[:] = True
+            out.append((seq, DecodeStep(tokens, live, seq.finished.copy(), seq.logits, seq.notice, seq.t0)))
+            seq.notice, seq.tokens = None, tokens
+            seq.index += 1
+            if seq.finished.all():
+                leaving.append(seq)
+        self.remove(leaving)
+        self._advance()
+        return out
+
+    # -- the cache -------------------------------------------------------------------------------
+
+    def _advance(self) -> None:
+        block_size, shift = self.engine.block_size, self.engine.context_shift
+        # No position exists past block_size: the oldest tokens drop out and the rest is read
+        # anew from position 0 (context_shift of them at once: see Engine.__init__).
+        full = [s for s in self.seqs if s.length >= block_size]
+        self.remove(full)
+        for seq in [*self.seqs, *full]:
+            seq.window = np.concatenate([seq.window, seq.tokens[:, None]], axis=1)
+        for seq in full:
+            if not seq.slid:
+                seq.notice = (
+                    f"The context is full ({block_size} tokens): the oldest "
+                    + ("token drops out at every new token." if shift == 1 else
+                       f"{shift} tokens drop out whenever it fills again, and the rest is read anew.")
+                )
+                seq.slid = True
+            seq.window = seq.window[:, -(block_size - shift + 1):]
+        if self.seqs:
+            lengths = np.repeat([s.length - 1 for s in self.seqs], [s.n for s in self.seqs])  # before the new token
+            P = self.engine.cache_length(self.past)
+            # Row r's real positions are the last lengths[r] of the cache, then the new token.
+            mask = (np.arange(P + 1)[None, :] >= (P - lengths)[:, None]).astype(np.int64)
+            ids = np.concatenate([s.tokens for s in self.seqs])[:, None]
+            logits, self.past = self.engine.forward(ids, self.past, mask, lengths[:, None])
+            start = 0
+            for seq in self.seqs:
+                seq.logits, start = logits[start : start + seq.n], start + seq.n
+        for seq in full:
+            self.add(seq)
+
+    def _append(self, seq: Request, present: list) -> None:
+        self.seqs.append(seq)
+        if self.past is None or len(self.seqs) == 1:
+            self.past = present
+            return
+        old, new = self._numpy(self.past), self._numpy(present)
+        P, L = old[0].shape[2], new[0].shape[2]
+        self.past = self._device([np.concatenate([_left_pad(o, L - P), _left_pad(n, P - L)]) for o, n in zip(old, new)])
+
+    def _numpy(self, past: list) -> list[np.ndarray]:
+        return [p if isinstance(p, np.ndarray) else p.numpy() for p in past]
+
+    def _device(self, past: list[np.ndarray]) -> list:
+        if not self.engine.io_binding:
+            return past
+        return [ort.OrtValue.ortvalue_from_numpy(p, self.engine._device, 0) for p in past]
+
+
+def _left_pad(cache: np.ndarray, columns: int) -> np.ndarray:
+    """``columns`` zero positions before a cache [B, H, P, D] (masked out by attention_mask)."""
+    if columns <= 0:
+        return cache
+    B, H, _, D = cache.shape
+    return np.concatenate([np.zeros((B, H, columns, D), dtype=cache.dtype), cache], axis=2)
+
+
+class Scheduler:
+    """A :class:`Batch` on a thread of its own, fed by :meth:`stream` from any number of threads."""
+
+    def __init__(self, engine: "Engine", max_rows: int = DEFAULT_MAX_ROWS, max_waiting: int = DEFAULT_MAX_WAITING) -> None:
+        self.engine = engine
+        self.max_rows = max_rows
+        self.max_waiting = max_waiting
+        self._waiting: list[Request] = []
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.running_rows = 0  # rows in the batch after the last step (for tests and monitoring)
+        self.steps = 0  # graph calls of the loop so far
+
+    def stream(
+        self,
+        prompt_ids: Sequence[int],
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        num_samples: int = 1,
+        stop_at_eot: bool = True,
+        n_candidates: int = 10,
+    ) -> Iterator["Step"]:
+        """:meth:`Engine.stream`, decoded in the shared batch. Closing the iterator cancels the
+        request: it leaves the batch at the next step. Raises :class:`Busy` when the waiting
+        line is full, ValueError for bad arguments (both at the call)."""
+        engine = self.engine
+        ids = engine._check(prompt_ids, max_new_tokens, temperature, top_k, top_p, num_samples)
+        engine._check_candidates(n_candidates)
+        if num_samples > self.max_rows:
+            raise ValueError(f"num_samples must be at most {self.max_rows} (the batch's rows), not {num_samples}")
+        seq = Batch(engine).new_sequence(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot)
+        seq.sink = queue.SimpleQueue()
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the scheduler is closed")
+            if len(self._waiting) >= self.max_waiting:
+                raise Busy(f"{len(self._waiting)} generations are already waiting: try again in a moment")
+            self._waiting.append(seq)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="decode-loop", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        dropped = max(0, len(ids) - engine.block_size)
+        return engine._details(self._read(seq), temperature, top_k, top_p, n_candidates, dropped)
+
+    def close(self) -> None:
+        """Stop the loop (running requests end with an error)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _read(self, seq: Request) -> Iterator["DecodeStep"]:
+        try:
+            while True:
+                item = seq.sink.get()
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            seq.cancelled = True  # the loop drops it before its next step
+
+    def _admit(self, batch: Batch) -> list[Request]:
+        """Requests that fit now, first come first served; waits while there is nothing to do."""
+        with self._cond:
+            while not self._closed and not batch.seqs and not self._waiting:
+                self._cond.wait()
+            if self._closed:
+                return []
+            room, admitted = self.max_rows - batch.rows, []
+            while self._waiting and self._waiting[0].n <= room:
+                seq = self._waiting.pop(0)
+                if not seq.cancelled:
+                    admitted.append(seq)
+                    room -= seq.n
+            return admitted
+
+    def _loop(self) -> None:
+        batch = Batch(self.engine)
+        while True:
+            admitted = self._admit(batch)
+            if self._closed:
+                break
+            try:
+                for seq in admitted:
+                    batch.add(seq)
+                batch.remove([s for s in batch.seqs if s.cancelled])
+                self.running_rows = batch.rows
+                if not batch.seqs:
+                    continue
+                for seq, step in batch.step():
+                    seq.sink.put(step)
+                    if step.finished.all():
+                        seq.sink.put(None)
+                self.steps += 1
+                self.running_rows = batch.rows
+            except Exception as err:  # noqa: BLE001 -- every running request hears of it; the loop goes on
+                for seq in {*batch.seqs, *admitted}:
+                    seq.sink.put(err)
+                batch = Batch(self.engine)
+                self.running_rows = 0
+        error = RuntimeError("the scheduler was closed")
+        for seq in [*batch.seqs, *self._waiting]:
+            seq.sink.put(error)

@@ -1,0 +1,185 @@
+"""Continuous batching (export/batching.py): requests that join and leave a shared decoding loop
+get the same tokens as alone, settings and seeds stay per request, cancelled requests leave at
+once, and the batch's bounds hold."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from conftest import TINY
+from export.batching import Batch, Busy, Scheduler
+from export.engine import Engine
+
+# (prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples): different lengths (one
+# longer than the tiny model's 32-token context, so it is cut and slides inside the batch), every
+# sampling control, several samples.
+REQUESTS = [
+    ([464, 3290, 286, 262, 995], 40, 0.0, None, None, None, 1),
+    ([40, 716], 25, 0.8, 40, None, 7, 1),
+    (list(range(1000, 1040)), 30, 1.0, None, 0.9, 3, 2),
+    ([50256], 12, 1.3, 5, 0.95, 11, 3),
+    ([318, 257, 1332, 286, 262, 1842, 1080, 13, 632, 318], 50, 0.7, None, None, 5, 1),
+]
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_export) -> Engine:
+    return Engine.load(tiny_export.paths["fp32"], provider="cpu")
+
+
+def alone(engine: Engine, request) -> list[list[int]]:
+    prompt, n, temperature, top_k, top_p, seed, samples = request
+    out = engine.generate(prompt, n, temperature, top_k, top_p, seed, num_samples=samples, stop_at_eot=False)
+    return out if samples > 1 else [out]
+
+
+def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine):
+    batch = Batch(engine)
+    joins = {0: [0, 1], 3: [2], 7: [3], 20: [4]}  # step -> requests joining before it
+    got: dict[int, list[list[int]]] = {}
+    seqs: dict[int, object] = {}
+    step, rows_seen, padded = 0, [], False
+    while step <= max(joins) or batch.seqs:
+        for i in joins.get(step, []):
+            prompt, n, temperature, top_k, top_p, seed, samples = REQUESTS[i]
+            seq = batch.new_sequence(np.array(prompt), n, temperature, top_k, top_p, seed, samples, False)
+            batch.add(seq)
+            seqs[i], got[i] = seq, [[] for _ in range(samples)]
+        rows_seen.append(batch.rows)
+        padded |= len({s.length for s in batch.seqs}) > 1
+        for seq, decoded in batch.step():
+            i = next(k for k, s in seqs.items() if s is seq)
+            for row, (token, live) in enumerate(zip(decoded.tokens.tolist(), decoded.live)):
+                if live:
+                    got[i][row].append(token)
+        step += 1
+    assert padded and max(rows_seen) >= 6  # they really shared padded steps
+    assert batch.past is None and batch.rows == 0  # everyone left, the cache with them
+    for i, request in enumerate(REQUESTS):
+        assert got[i] == alone(engine, request), f"request {i} changed in the batch"
+
+
+def test_a_full_context_slides_inside_the_batch_as_alone(engine):
+    """A row whose context fills is read anew on its own while its neighbours keep their cache."""
+    long, short = list(range(2000, 2000 + TINY.block_size - 2)), [464, 3290]
+    batch = Batch(engine)
+    a = batch.new_sequence(np.array(long), 20, 0.0, None, None, None, 1, False)
+    b = batch.new_sequence(np.array(short), 20, 0.9, None, None, 1, 1, False)
+    batch.add(a)
+    batch.add(b)
+    tokens = {id(a): [], id(b): []}
+    notices = []
+    while batch.seqs:
+        for seq, step in batch.step():
+            tokens[id(seq)].append(int(step.tokens[0]))
+            notices.append(step.notice)
+    assert any(n and "context is full" in n for n in notices)
+    assert [tokens[id(a)]] == alone(engine, (long, 20, 0.0, None, None, None, 1))
+    assert [tokens[id(b)]] == alone(engine, (short, 20, 0.9, None, None, 1, 1))
+
+
+def test_concurrent_streams_share_the_loop_and_match_alone(engine):
+    scheduler = Scheduler(engine, max_rows=16)
+    try:
+        def run(request):
+            prompt, n, temperature, top_k, top_p, seed, samples = request
+            out = [[] for _ in range(samples)]
+            for step in scheduler.stream(prompt, n, temperature, top_k, top_p, seed, samples, stop_at_eot=False):
+                for row, token in enumerate(step.token_ids):
+                    if token is not None:
+                        out[row].append(token)
+                assert len(step.candidates[0]) == 10 and step.token_probs[0] > 0
+            return out
+
+        with ThreadPoolExecutor(len(REQUESTS)) as pool:
+            results = list(pool.map(run, REQUESTS * 2))
+        for request, result in zip(REQUESTS * 2, results):
+            assert result == alone(engine, request)
+        tokens = sum(r[1] for r in REQUESTS) * 2
+        assert scheduler.steps < tokens  # many requests' tokens came out of one graph call
+    finally:
+        scheduler.close()
+
+
+def test_a_closed_stream_leaves_the_batch_at_the_next_step(engine, monkeypatch):
+    scheduler = Scheduler(engine)
+    forward = engine.forward
+    monkeypatch.setattr(engine, "forward", lambda *a: (time.sleep(0.005), forward(*a))[1])
+    try:
+        stream = scheduler.stream([464, 3290], 500, 0.8, None, None, 1, num_samples=2, stop_at_eot=False)
+        next(stream), next(stream)
+        assert scheduler.running_rows == 2
+        stream.close()
+        deadline = time.monotonic() + 5
+        while scheduler.running_rows and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert scheduler.running_rows == 0
+        steps = scheduler.steps
+        time.sleep(0.1)
+        assert scheduler.steps == steps  # nothing left to decode: the loop sleeps
+    finally:
+        scheduler.close()
+
+
+def test_the_batch_stays_within_its_rows_and_the_waiting_line_is_bounded(engine, monkeypatch):
+    scheduler = Scheduler(engine, max_rows=3, max_waiting=1)
+    forward, widest = engine.forward, []
+
+    def slow(ids, *rest):
+        widest.append(len(ids))
+        time.sleep(0.002)
+        return forward(ids, *rest)
+
+    monkeypatch.setattr(engine, "forward", slow)
+    try:
+        with pytest.raises(ValueError, match="num_samples must be at most 3"):
+            scheduler.stream([464], 5, num_samples=4)
+        first = scheduler.stream([464], 400, 0.0, stop_at_eot=False, num_samples=2)
+        next(first)  # two rows running: a 2-sample request must wait for room
+        second = scheduler.stream([40, 716], 10, 0.7, seed=3, num_samples=2)
+        with pytest.raises(Busy, match="try again"):
+            scheduler.stream([40], 10)  # the one waiting place is taken
+        first.close()
+        got = [s.token_ids for s in second]
+        assert len(got) == 10 and max(widest) <= 3
+        assert [t[0] for t in got] == alone(engine, ([40, 716], 10, 0.7, None, None, 3, 2))[0][: len(got)]
+    finally:
+        scheduler.close()
+
+
+def test_bad_arguments_are_refused_at_the_call(engine):
+    scheduler = Scheduler(engine)
+    try:
+        with pytest.raises(ValueError, match="temperature"):
+            scheduler.stream([464], 5, temperature=-1)
+        with pytest.raises(ValueError, match="n_candidates"):
+            scheduler.stream([464], 5, n_candidates=-1)
+        assert [len(s.token_ids) for s in scheduler.stream([464], 3)] == [1, 1, 1]  # still serving
+    finally:
+        scheduler.close()
+
+
+def test_an_engine_error_reaches_every_running_request_and_the_loop_goes_on(engine, monkeypatch):
+    scheduler = Scheduler(engine)
+    forward = engine.forward
+    broken = threading.Event()
+    broken.set()
+
+    def flaky(*args):
+        if broken.is_set() and args[0].shape[1] == 1:
+            raise RuntimeError("graph failed")
+        return forward(*args)
+
+    monkeypatch.setattr(engine, "forward", flaky)
+    try:
+        with pytest.raises(RuntimeError, match="graph failed"):
+            list(scheduler.stream([464, 3290], 10))
+        broken.clear()
+        assert len(list(scheduler.stream([464, 3290], 4))) == 4
+    finally:
+        scheduler.close()
