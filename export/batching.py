@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import onnxruntime as ort
 
 from .sampling import choose
 
@@ -136,14 +135,15 @@ class Batch:
         eot = self.engine.eot_id
         out, leaving = [], []
         for seq in self.seqs:
-            tokens = choose(seq.logits, seq.temperature, seq.top_k, seq.top_p, seq.rng)
+            kept: list = []
+            tokens = choose(seq.logits, seq.temperature, seq.top_k, seq.top_p, seq.rng, kept)
             live = ~seq.finished
             tokens[seq.finished] = eot
             if seq.stop_at_eot:
                 seq.finished = seq.finished | (tokens == eot)
             if seq.index == seq.max_new_tokens - 1:
                 seq.finished[:] = True
-            out.append((seq, DecodeStep(tokens, live, seq.finished.copy(), seq.logits, seq.notice, seq.t0)))
+            out.append((seq, DecodeStep(tokens, live, seq.finished.copy(), seq.logits, seq.notice, seq.t0, kept or None)))
             seq.notice, seq.tokens = None, tokens
             seq.index += 1
             if seq.finished.all():
@@ -199,6 +199,8 @@ class Batch:
     def _device(self, past: list[np.ndarray]) -> list:
         if not self.engine.io_binding:
             return past
+        import onnxruntime as ort
+
         return [ort.OrtValue.ortvalue_from_numpy(p, self.engine._device, 0) for p in past]
 
 

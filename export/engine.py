@@ -63,7 +63,7 @@ import onnxruntime as ort
 from .batching import Batch
 from .naming import ATTENTION_MASK, FP32_NAME, INPUT_IDS, LOGITS, POSITION_IDS, hub_dir, past_names, present_names
 from .providers import CUDA, requested_providers
-from .sampling import check_controls, choose, sampling_distribution, softmax
+from .sampling import check_controls, top_candidates
 
 # Measured with `python -m export.bench` on the project's 2-core EPYC (docs/export.md, "Benchmark"): on an
 # idle machine two threads decode int8 1.34x faster but at 68 % of the tokens per CPU-second; on a
@@ -88,6 +88,7 @@ class DecodeStep:
     logits: np.ndarray  # [N, V]: what the token was chosen from
     notice: str | None
     t0: float  # perf_counter() at the call
+    kept: list | None = None  # per row, the (ids, probabilities) it was drawn from (None: greedy)
 
 
 def left_pad(prompts: Sequence[Sequence[int]], pad_id: int = 50256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -319,16 +320,11 @@ class Engine:
                 token_ids: list[int | None] = [int(t) if ok else None for t, ok in zip(tokens, live)]
                 token_probs: list[float | None] = [None] * len(tokens)
                 candidates: list[list[Candidate]] = [[] for _ in tokens]
-                rows = np.flatnonzero(live)
-                probs = softmax(logits[rows])
-                sample = sampling_distribution(logits[rows], float(temperature), top_k, top_p) if n_candidates else None
-                for j, r in enumerate(rows):
-                    p = probs[j]
-                    token_probs[r] = float(p[tokens[r]])
-                    if n_candidates:
-                        top = np.argpartition(-p, n_candidates - 1)[:n_candidates] if n_candidates < len(p) else np.arange(len(p))
-                        top = top[np.argsort(-p[top], kind="stable")]
-                        candidates[r] = [Candidate(int(t), float(p[t]), float(sample[j][t])) for t in top]
+                kept = step.kept
+                for r in np.flatnonzero(live):
+                    top, probs, sample, p_token = top_candidates(logits[r], n_candidates, int(tokens[r]), kept[r] if kept else None)
+                    token_probs[r] = p_token
+                    candidates[r] = [Candidate(int(t), float(p), float(q)) for t, p, q in zip(top, probs, sample)]
                 yield Step(index, token_ids, token_probs, candidates, step.finished.tolist(), ttft, elapsed,
                            (index + 1) / elapsed, dropped, step.notice)
         finally:

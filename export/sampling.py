@@ -103,17 +103,48 @@ def nucleus(p: np.ndarray, top_p: float, first: int = 256) -> np.ndarray:
 
 
 def choose(
-    logits: np.ndarray, temperature: float, top_k: int | None, top_p: float | None, rng: np.random.Generator
+    logits: np.ndarray,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+    rng: np.random.Generator,
+    kept: list[tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> np.ndarray:
-    """Next token id per row of ``logits`` [B, V] -> [B] int64."""
+    """Next token id per row of ``logits`` [B, V] -> [B] int64. With a ``kept`` list, each row's
+    :func:`candidates` (ids, probabilities) are appended to it (nothing when greedy), so whoever
+    shows the sampled distribution need not work it out again."""
     if temperature == 0:
         return logits.argmax(axis=-1).astype(np.int64)
     u = rng.random(len(logits))
     out = np.empty(len(logits), dtype=np.int64)
     for b, row in enumerate(logits):
         ids, p = candidates(row, temperature, top_k, top_p)
+        if kept is not None:
+            kept.append((ids, p))
         cdf = np.cumsum(p)
         # Scaled to the total, so rounding never lets u fall past the last token; the first
         # candidate whose cdf exceeds u always has positive probability.
         out[b] = ids[min(np.searchsorted(cdf, u[b] * cdf[-1], side="right"), len(ids) - 1)]
     return out
+
+
+def top_candidates(
+    row: np.ndarray, n: int, token: int, kept: tuple[np.ndarray, np.ndarray] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """The ``n`` most likely ids of one row [V] of logits (best first, the lower id first among
+    equals), their model probabilities (softmax at temperature 1) and sampling probabilities
+    (from ``kept``, the row's :func:`candidates`; None: greedy, all mass on ``token``), and the
+    model probability of ``token``. Only the top ``n`` are normalised: the rest of the softmax is
+    one sum, not 50,257 divisions."""
+    m = row.max()
+    total = float(np.exp(row - m).sum(dtype=np.float64))
+    top = np.argpartition(-row, n - 1)[:n] if 0 < n < len(row) else np.arange(len(row) if n else 0)
+    top = top[np.lexsort((top, -row[top]))]
+    probs = np.exp(row[top].astype(np.float64) - float(m)) / total
+    if kept is None:
+        sample = (top == token).astype(np.float64)
+    else:
+        ids, p = kept
+        at = np.minimum(np.searchsorted(ids, top), len(ids) - 1)
+        sample = np.where(ids[at] == top, p[at], 0.0)
+    return top, probs, sample, float(np.exp(float(row[token]) - float(m)) / total)

@@ -19,11 +19,12 @@ import plotly.graph_objects as go
 from model.tokenizer import EOT_ID
 
 from . import limits
-from .resources import get_engine
+from .resources import get_engine, get_scheduler
 from .tokens import decode, encode, token_text, visible_whitespace
 from .validation import InputError, validate_float, validate_int, validate_text
 
 if TYPE_CHECKING:
+    from export.batching import Scheduler
     from export.engine import Engine
 
 __all__ = [
@@ -229,8 +230,8 @@ def prepare(prompt: Any, max_new_tokens: Any, temperature: Any, top_k: Any, top_
 
 
 def run(params: GenerationParams) -> Iterator[GenerationState]:
-    """:func:`generate` on the shared engine and tokenizer."""
-    return generate(get_engine(), params, token_text, decode)
+    """:func:`generate` on the shared engine and tokenizer, in the app's shared decoding batch."""
+    return generate(get_engine(), params, token_text, decode, scheduler=get_scheduler())
 
 
 def generate(
@@ -239,10 +240,12 @@ def generate(
     decode_one: Callable[[int], str],
     decode: Callable[[list[int]], str],
     budget_s: float = limits.GENERATION_BUDGET_S,
+    scheduler: Scheduler | None = None,
 ) -> Iterator[GenerationState]:
     """Stream a generation: yields the (same, updated) :class:`GenerationState` after every
-    step, and once more at the end with ``finished`` set. Closing the generator (the stop
-    button, a client that goes away) stops the engine after the current step."""
+    step, and once more at the end with ``finished`` set. With a ``scheduler`` (the engine's) it
+    decodes in the batch shared with other generations, else on its own. Closing the generator
+    (the stop button, a client that goes away) stops it after the current step."""
     n = params.num_samples
     state = GenerationState(
         params=params, provider=str(engine.provider), decode=decode, model_file=Path(engine.path).name
@@ -251,7 +254,7 @@ def generate(
     state.stop_reasons = ["stopped"] * n
     if params.notice:
         state.notices.append(params.notice)
-    stream = engine.stream(
+    stream = (scheduler or engine).stream(
         params.prompt_ids,
         max_new_tokens=params.max_new_tokens,
         temperature=params.temperature,

@@ -20,7 +20,10 @@ import tiktoken
 
 from model import GPT, get_tokenizer, load_pretrained
 
+from . import limits
+
 if TYPE_CHECKING:  # onnxruntime is imported only when the engine is first opened
+    from export.batching import Scheduler
     from export.engine import Engine
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "requested_provider",
     "open_engine",
     "get_engine",
+    "get_scheduler",
 ]
 
 log = logging.getLogger("playground")
@@ -191,3 +195,21 @@ def get_engine() -> Engine:
                 on_gpu = provider == "cuda" or (provider == "auto" and providers.cuda_usable())
                 _engine = open_engine(choose_file(_engine_files or artifact_paths(), on_gpu), provider)
     return _engine
+
+
+_scheduler: Scheduler | None = None
+
+
+def get_scheduler() -> Scheduler:
+    """The decoding loop every generation of the app joins (continuous batching on the shared
+    engine, at most ``limits.MAX_BATCH_ROWS`` samples at once); a new one follows a new engine."""
+    global _scheduler
+    engine = get_engine()
+    with _engine_lock:
+        if _scheduler is None or _scheduler.engine is not engine:
+            if _scheduler is not None:
+                _scheduler.close()
+            from export.batching import Scheduler
+
+            _scheduler = Scheduler(engine, max_rows=limits.MAX_BATCH_ROWS, max_waiting=limits.MAX_WAITING_REQUESTS)
+    return _scheduler

@@ -11,6 +11,9 @@ from typing import Any
 
 import gradio as gr
 
+from export.batching import Busy
+
+from .. import limits
 from ..resources import ResourceError
 from ..validation import InputError
 
@@ -25,8 +28,9 @@ LIGHT = "light"  # tokenization, positional encoding, model info
 HEAVY = "forward"  # embeddings, attention: one PyTorch forward pass
 GENERATE = "generate"  # the ONNX engine, streaming
 
-# Sized for a small Space (2 vCPUs): two generations stream at once, more wait in the queue.
-GENERATION_CONCURRENCY = 2
+# Sized for a small Space (2 vCPUs). Generations share one decoding loop (continuous batching,
+# export/batching.py): a handler only waits for its tokens, so as many run as the batch has rows.
+GENERATION_CONCURRENCY = limits.MAX_BATCH_ROWS
 FORWARD_CONCURRENCY = 2
 LIGHT_CONCURRENCY = 8
 QUEUE_MAX_SIZE = 64  # requests waiting past this are refused at once with "queue is full"
@@ -41,6 +45,8 @@ def _to_gr_error(err: Exception) -> gr.Error:
         return err
     if isinstance(err, InputError):
         return gr.Error(str(err), title="Invalid input", print_exception=False)
+    if isinstance(err, Busy):  # more generations waiting than the batch's line holds
+        return gr.Error(f"The app is busy: {err}.", title="Busy", print_exception=False)
     if isinstance(err, ResourceError):  # a missing or broken file: its message names the fix
         log.error("%s", err)
         return gr.Error(f"The model is not available: {err}", title="Model unavailable", print_exception=False)
