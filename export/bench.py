@@ -146,10 +146,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--val", type=Path, default=ROOT / "data" / "shakespeare" / "val.bin")
     ap.add_argument("--loss-windows", type=int, default=16, help="validation windows for the int8 loss, spread over the split (0: skip)")
     ap.add_argument("--skip-recompute", action="store_true", help="leave out the (slow) full-recompute loop")
+    ap.add_argument("--streams", type=int, nargs="*", default=[1, 4, 16],
+                    help="concurrent streams for the batched-decoding table (int8 engine, export.batching.Scheduler)")
+    ap.add_argument("--streams-only", action="store_true", help="print only the concurrent-streams table")
     args = ap.parse_args(argv)
     for name in ("tokens", "reps", "threads"):
         if getattr(args, name) < 1:
             ap.error(f"--{name} must be at least 1")
+    if any(n < 1 for n in args.streams):
+        ap.error("--streams must be positive")
     return args
 
 
@@ -173,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     prompt = enc.encode("ROMEO:")
     n_new = min(args.tokens, block - len(prompt) + 1)  # the last new token needs no position
     long_prompt = (enc.encode(Path(ROOT / "README.md").read_text()) * 10)[:min(100, block)]
+
+    if args.streams:
+        print(streams_table(Engine.load(paths["int8"], "cpu", args.threads), prompt, args.streams, args.reps), flush=True)
+        if args.streams_only:
+            return 0
 
     fp32_bytes, int8_bytes = weight_bytes_per_token(paths["fp32"]), weight_bytes_per_token(paths["int8"])
     engines = {
@@ -221,6 +231,45 @@ def main(argv: list[str] | None = None) -> int:
         b = onnx_loss(engines[f"onnx engine int8 ({args.threads} thr)"][0], val, args.loss_windows)
         print(f"validation loss ({args.loss_windows} windows of {block}, spread over the split): fp32 {a:.4f}, int8 {b:.4f} ({b - a:+.4f} nats)")
     return 0
+
+
+STREAM_TOKENS = 64  # new tokens per stream in the concurrent-streams table
+STREAM_SAMPLING = {"temperature": 0.8, "top_k": 50, "top_p": 0.95}  # the app's defaults
+
+
+def streams_table(engine: Engine, prompt: list[int], streams: list[int], reps: int) -> str:
+    """Aggregate tokens/s of ``n`` concurrent streams in one continuous batch, for each n in
+    ``streams``: each stream samples STREAM_TOKENS tokens with the app's settings and reads the
+    candidates as the app does; repetitions alternate the stream counts, medians are reported."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .batching import Scheduler
+
+    scheduler = Scheduler(engine, max_rows=max(streams))
+
+    def one(seed: int) -> int:
+        return sum(1 for _ in scheduler.stream(prompt, STREAM_TOKENS, seed=seed, stop_at_eot=False, **STREAM_SAMPLING))
+
+    times: dict[int, list[float]] = {n: [] for n in streams}
+    ttfts: dict[int, list[float]] = {n: [] for n in streams}
+    try:
+        one(0)  # warm-up
+        for _ in range(reps):
+            for n in streams:
+                t = time.perf_counter()
+                with ThreadPoolExecutor(n) as pool:
+                    assert sum(pool.map(one, range(n))) == n * STREAM_TOKENS
+                times[n].append(time.perf_counter() - t)
+    finally:
+        scheduler.close()
+    rate = {n: n * STREAM_TOKENS / statistics.median(times[n]) for n in streams}
+    base = rate[streams[0]]
+    lines = [f"\nbatched decoding ({engine.path.name}, {engine.threads} thread(s), {STREAM_TOKENS} sampled tokens per stream, "
+             f"temperature 0.8, top-k 50, top-p 0.95, candidates as the app reads them; median of {reps}):",
+             f"| concurrent streams | tokens/s in all | × {streams[0]} stream{'s' if streams[0] > 1 else ''} | tokens/s per stream |",
+             "|---|---|---|---|"]
+    lines += [f"| {n} | {rate[n]:.0f} | {rate[n] / base:.2f} | {rate[n] / n:.0f} |" for n in streams]
+    return "\n".join(lines)
 
 
 def report_table(contenders: list[Contender], n_new: int, bandwidth: Bandwidth, ttft_len: int) -> str:

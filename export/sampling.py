@@ -52,17 +52,18 @@ def candidates(row: np.ndarray, temperature: float, top_k: int | None, top_p: fl
     """The tokens one row [V] of logits can draw, in id order, and their probabilities (summing
     to 1): :func:`sampling_distribution` without the zeros, which cost more than the model's step
     to build, normalise and sum over 50,257 ids at every token."""
+    ids, x = None, row
+    if top_k is not None and top_k < len(row):
+        # Cut on the raw logits: temperature and softmax keep their order, and the k-th value is
+        # found on 50,257 float32s instead of their float64 copies. Ties at the k-th all stay.
+        ids = np.flatnonzero(row >= np.partition(row, -top_k)[-top_k])
+        x = row[ids]
     # Shift the row so its largest logit is 0 BEFORE dividing: softmax does not change, and a tiny
     # temperature (1e-308, 5e-324) sends the others to -inf instead of overflowing every logit to
     # +-inf (inf - inf = nan): the distribution tends to the argmax, the exact T -> 0 limit.
-    z = row.astype(np.float64)
-    z -= z.max()
+    z = np.subtract(x, x.max(), dtype=np.float64)
     with np.errstate(over="ignore"):
         z /= temperature
-    ids = None
-    if top_k is not None and top_k < len(z):
-        ids = np.flatnonzero(z >= np.partition(z, -top_k)[-top_k])  # ties at the k-th value all stay
-        z = z[ids]
     np.exp(z, out=z)
     z /= z.sum()
     if top_p is not None and top_p < 1:
@@ -137,9 +138,12 @@ def top_candidates(
     model probability of ``token``. Only the top ``n`` are normalised: the rest of the softmax is
     one sum, not 50,257 divisions."""
     m = row.max()
-    total = float(np.exp(row - m).sum(dtype=np.float64))
-    top = np.argpartition(-row, n - 1)[:n] if 0 < n < len(row) else np.arange(len(row) if n else 0)
-    top = top[np.lexsort((top, -row[top]))]
+    total = float(np.exp(np.subtract(row, m, dtype=np.float64)).sum())
+    # A top-k or top-p cut kept the most likely tokens (ties by lower id, as here): when it kept at
+    # least n, the n best are among them, found without another pass over the vocabulary.
+    pool = kept[0] if kept is not None and n <= len(kept[0]) < len(row) else np.arange(len(row))
+    top = _best(row[pool], n)
+    top = pool[top[np.lexsort((top, -row[pool][top]))]]
     probs = np.exp(row[top].astype(np.float64) - float(m)) / total
     if kept is None:
         sample = (top == token).astype(np.float64)
@@ -148,3 +152,15 @@ def top_candidates(
         at = np.minimum(np.searchsorted(ids, top), len(ids) - 1)
         sample = np.where(ids[at] == top, p[at], 0.0)
     return top, probs, sample, float(np.exp(float(row[token]) - float(m)) / total)
+
+
+def _best(values: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the ``n`` largest ``values``, the lowest indices among equal values at the cut
+    (a partition alone takes any of them)."""
+    if n >= len(values):
+        return np.arange(len(values))
+    if n <= 0:
+        return np.arange(0)
+    last = values[np.argpartition(-values, n - 1)[n - 1]]
+    better = np.flatnonzero(values > last)
+    return np.concatenate([better, np.flatnonzero(values == last)[: n - len(better)]])

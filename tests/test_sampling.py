@@ -74,3 +74,24 @@ def test_the_same_seed_draws_the_same_tokens_as_the_reference():
             cdf = np.cumsum(probs, axis=-1)
             want = (cdf <= b.random((len(probs), 1)) * cdf[:, -1:]).sum(axis=-1)
             assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_candidates_shown_equal_the_dense_distributions(seed):
+    """The chart's top tokens, model and sampling probabilities, worked out from what the draw
+    kept, equal the ones read off the full softmax and the full sampling distribution."""
+    from export.sampling import candidates, top_candidates
+
+    logits = many_logits(seed)
+    model = softmax(logits)
+    for temperature, top_k, top_p in itertools.product((0.0, 0.8), (None, 5, 40), (None, 0.5, 0.95)):
+        sample = sampling_distribution(logits, temperature, top_k, top_p)
+        for row, p, q in zip(logits, model, sample):
+            kept = None if temperature == 0 else candidates(row, temperature, top_k, top_p)
+            token = int(row.argmax())
+            top, probs, sampled, p_token = top_candidates(row, 10, token, kept)
+            want = np.lexsort((np.arange(V), -p))[:10]  # by probability, then id
+            assert top.tolist() == want.tolist(), (temperature, top_k, top_p)
+            np.testing.assert_allclose(probs, p[want], rtol=1e-9)
+            np.testing.assert_allclose(sampled, q[want], rtol=1e-9, atol=1e-15)
+            assert p_token == pytest.approx(p[token], rel=1e-9)
