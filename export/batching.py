@@ -41,6 +41,14 @@ if TYPE_CHECKING:
 DEFAULT_MAX_ROWS = 16
 # Requests waiting for room in the batch beyond which a new one is refused at once.
 DEFAULT_MAX_WAITING = 64
+# Padding that keeps a row's results bit for bit what they are alone. onnxruntime's CPU kernels
+# add the attention's terms in SIMD lanes (4 on this project's machine: every padding of 4, 8,
+# ... columns gave identical logits, any other padding differences of ~5e-6, which the int8
+# file's 8-bit rounding of activations turns into other tokens now and then). So every row sits
+# in the cache as it does alone up to a multiple of CACHE_ALIGN columns: a prompt is padded to
+# end on a multiple of it, and a request joins the batch only on a step whose cache length is
+# one (it waits at most CACHE_ALIGN - 1 steps). 16 covers 4-, 8- and 16-lane (AVX-512) kernels.
+CACHE_ALIGN = 16
 
 
 class Busy(RuntimeError):
@@ -84,14 +92,21 @@ class Batch:
     Rows are grouped by request, in ``seqs`` order; row r holds its ``length`` real positions at
     the right end of the cache, padding (attention_mask 0) before them."""
 
-    def __init__(self, engine: "Engine") -> None:
+    def __init__(self, engine: "Engine", align: int = CACHE_ALIGN) -> None:
         self.engine = engine
-        self.seqs: list[Request] = []
+        self.align = align
+        self.seqs: list[Request] = []  # in the cache, drawing at every step
+        self.joining: list[tuple[Request, list]] = []  # prefilled, waiting for an aligned step
         self.past: list | None = None  # per graph cache input: [B, n_head, P, head_dim]
 
     @property
+    def active(self) -> list[Request]:
+        """Every request of the batch: in the cache or about to join it."""
+        return [*self.seqs, *(seq for seq, _ in self.joining)]
+
+    @property
     def rows(self) -> int:
-        return sum(s.n for s in self.seqs)
+        return sum(s.n for s in self.active)
 
     def new_sequence(
         self, ids: np.ndarray, max_new_tokens: int, temperature: float, top_k: int | None, top_p: float | None,
@@ -109,23 +124,35 @@ class Batch:
                          stop_at_eot, notice, finished=np.zeros(num_samples, dtype=bool))
 
     def add(self, seq: Request) -> None:
-        """Prefill ``seq`` on its own and put its rows in the batch: it draws at the next step."""
-        seq.logits, present = self.engine.forward(seq.window, self.engine.empty_cache(seq.n))
-        self._append(seq, present)
+        """Prefill ``seq`` on its own, padded to end on a multiple of ``align`` columns; its rows
+        join the batch at once if the cache's length is such a multiple too (or the batch is
+        empty), else on the first step where it is. It draws from the step after it joins."""
+        L = seq.length
+        pad = -L % self.align
+        ids = np.concatenate([np.full((seq.n, pad), self.engine.eot_id, dtype=np.int64), seq.window], axis=1)
+        mask = np.concatenate([np.zeros((seq.n, pad), np.int64), np.ones((seq.n, L), np.int64)], axis=1)
+        positions = np.maximum(mask.cumsum(axis=1) - 1, 0)
+        seq.logits, present = self.engine.forward(ids, self.engine.empty_cache(seq.n), mask, positions)
+        self.joining.append((seq, present))
+        self.join_ready()
 
     def remove(self, leaving: Sequence[Request]) -> None:
         """Take requests out of the batch and drop the padding nobody needs any more."""
         if not leaving:
             return
+        self.joining = [(s, p) for s, p in self.joining if s not in leaving]
         keep = [s not in leaving for s in self.seqs]
+        if all(keep):
+            return
         rows = np.repeat(keep, [s.n for s in self.seqs])
         self.seqs = [s for s, k in zip(self.seqs, keep) if k]
         if not self.seqs:
             self.past = None
             return
-        longest = max(s.length for s in self.seqs)
         past = self._numpy(self.past)
-        self.past = self._device([np.ascontiguousarray(p[rows][:, :, p.shape[2] - longest :]) for p in past])
+        P = past[0].shape[2]
+        cut = (P - max(s.length for s in self.seqs)) // self.align * self.align  # keeps every row's alignment
+        self.past = self._device([np.ascontiguousarray(p[rows][:, :, cut:]) for p in past])
 
     def step(self) -> list[tuple[Request, "DecodeStep"]]:
         """Draw every request's next tokens, let the finished ones leave, and run the model once
@@ -183,6 +210,15 @@ class Batch:
                 seq.logits, start = logits[start : start + seq.n], start + seq.n
         for seq in full:
             self.add(seq)
+        self.join_ready()
+
+    def join_ready(self) -> None:
+        """Prefilled requests enter the cache if it is empty or its length is a multiple of
+        ``align`` (never in the middle of a step: their first token is drawn at the next one)."""
+        if self.joining and (self.past is None or self.engine.cache_length(self.past) % self.align == 0):
+            joining, self.joining = self.joining, []
+            for seq, present in joining:
+                self._append(seq, present)
 
     def _append(self, seq: Request, present: list) -> None:
         self.seqs.append(seq)
@@ -284,7 +320,7 @@ class Scheduler:
     def _admit(self, batch: Batch) -> list[Request]:
         """Requests that fit now, first come first served; waits while there is nothing to do."""
         with self._cond:
-            while not self._closed and not batch.seqs and not self._waiting:
+            while not self._closed and not batch.active and not self._waiting:
                 self._cond.wait()
             if self._closed:
                 return []
@@ -305,9 +341,10 @@ class Scheduler:
             try:
                 for seq in admitted:
                     batch.add(seq)
-                batch.remove([s for s in batch.seqs if s.cancelled])
+                batch.remove([s for s in batch.active if s.cancelled])
+                batch.join_ready()
                 self.running_rows = batch.rows
-                if not batch.seqs:
+                if not batch.active:
                     continue
                 for seq, step in batch.step():
                     seq.sink.put(step)
@@ -316,10 +353,10 @@ class Scheduler:
                 self.steps += 1
                 self.running_rows = batch.rows
             except Exception as err:  # noqa: BLE001 -- every running request hears of it; the loop goes on
-                for seq in {*batch.seqs, *admitted}:
+                for seq in {*batch.active, *admitted}:
                     seq.sink.put(err)
                 batch = Batch(self.engine)
                 self.running_rows = 0
         error = RuntimeError("the scheduler was closed")
-        for seq in [*batch.seqs, *self._waiting]:
+        for seq in [*batch.active, *self._waiting]:
             seq.sink.put(error)

@@ -305,7 +305,7 @@ class Engine:
         batch = Batch(self)
         request = batch.new_sequence(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot)
         batch.add(request)
-        while batch.seqs:
+        while batch.active:
             for _, step in batch.step():
                 yield step
 

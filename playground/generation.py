@@ -229,9 +229,9 @@ def prepare(prompt: Any, max_new_tokens: Any, temperature: Any, top_k: Any, top_
     )
 
 
-def run(params: GenerationParams) -> Iterator[GenerationState]:
+def run(params: GenerationParams, n_candidates: int = TOP_CANDIDATES) -> Iterator[GenerationState]:
     """:func:`generate` on the shared engine and tokenizer, in the app's shared decoding batch."""
-    return generate(get_engine(), params, token_text, decode, scheduler=get_scheduler())
+    return generate(get_engine(), params, token_text, decode, scheduler=get_scheduler(), n_candidates=n_candidates)
 
 
 def generate(
@@ -241,11 +241,13 @@ def generate(
     decode: Callable[[list[int]], str],
     budget_s: float = limits.GENERATION_BUDGET_S,
     scheduler: Scheduler | None = None,
+    n_candidates: int = TOP_CANDIDATES,
 ) -> Iterator[GenerationState]:
     """Stream a generation: yields the (same, updated) :class:`GenerationState` after every
     step, and once more at the end with ``finished`` set. With a ``scheduler`` (the engine's) it
     decodes in the batch shared with other generations, else on its own. Closing the generator
-    (the stop button, a client that goes away) stops it after the current step."""
+    (the stop button, a client that goes away) stops it after the current step. ``n_candidates``:
+    the top tokens kept per step for the chart (0 for a caller that shows none, e.g. the API)."""
     n = params.num_samples
     state = GenerationState(
         params=params, provider=str(engine.provider), decode=decode, model_file=Path(engine.path).name
@@ -262,7 +264,7 @@ def generate(
         top_p=None if params.top_p >= 1.0 else params.top_p,
         seed=params.seed,
         num_samples=n,
-        n_candidates=TOP_CANDIDATES,
+        n_candidates=n_candidates,
     )
     try:
         for event in stream:

@@ -3,6 +3,7 @@ light tabs in between. Reports the p50/p95 latency of both kinds of call and eve
 
     python -m tests.load_test                 # launches app.py on a free loopback port
     python -m tests.load_test --clients 16 --generations 10 --tokens 12
+    python -m tests.load_test --table         # README's table: 1 and 16 clients, the engine alone
 
 ``tests/test_load.py`` runs the same thing (marked slow) against the session's app. A "busy"
 answer (Gradio's full queue: gradio_client's QueueError "Queue is full! Please try again.") is a
@@ -121,12 +122,139 @@ def run_load(url: str, clients: int = 16, generations: int = 10, new_tokens: int
     return report
 
 
+# --- The throughput table (README, "Many users at once") -------------------------------------------
+
+TABLE_PROMPT = "ROMEO:"
+TABLE_SETTINGS = (0.8, 50, 0.95)  # temperature, top-k, top-p: the app's defaults
+
+
+@dataclass
+class Phase:
+    """One row of the table: ``clients`` users, each generating ``generations`` x ``tokens``."""
+
+    clients: int
+    tokens: int = 0  # new tokens received in all
+    wall_s: float = 0.0
+    latency_s: list[float] = field(default_factory=list)  # per generation, submit to last update
+    ttft_s: list[float] = field(default_factory=list)  # per generation, submit to first token
+    light_s: list[float] = field(default_factory=list)  # /tokenize while they generate
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.wall_s if self.wall_s else float("nan")
+
+
+def _pct(values: list[float], q: int) -> float:
+    if len(values) < 2:
+        return values[0] if values else float("nan")
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def _client(url: str) -> Client:
+    return Client(url, verbose=False, httpx_kwargs={"timeout": HTTP_TIMEOUT_S})
+
+
+def _generations(client: Client, index: int, phase: Phase, generations: int, tokens: int, lock: threading.Lock) -> None:
+    for i in range(generations):
+        t0 = time.perf_counter()
+        first, last = None, None
+        try:
+            job = client.submit(TABLE_PROMPT, tokens, *TABLE_SETTINGS, index * 1000 + i, api_name="/generate")
+            for update in job:
+                if first is None and update.get("new_tokens", 0) >= 1:
+                    first = time.perf_counter() - t0
+                last = update
+            if not last or not last.get("finished"):
+                raise RuntimeError(f"generation not finished: {last} {job.exception()}")
+        except Exception as err:  # noqa: BLE001 -- reported, the others go on
+            with lock:
+                phase.failures.append(f"client {index}, generation {i}: {type(err).__name__}: {err}")
+            continue
+        with lock:
+            phase.tokens += last["new_tokens"]
+            phase.latency_s.append(time.perf_counter() - t0)
+            phase.ttft_s.append(first if first is not None else float("nan"))
+
+
+def _light_prober(client: Client, phase: Phase, stop: threading.Event, every_s: float = 0.25) -> None:
+    """/tokenize, as a user on the Tokenization tab would call it, while the generations run."""
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        try:
+            client.predict("Hi my name is Moussa", api_name="/tokenize")
+            phase.light_s.append(time.perf_counter() - t0)
+        except Exception as err:  # noqa: BLE001
+            phase.failures.append(f"/tokenize: {type(err).__name__}: {err}")
+        stop.wait(every_s)
+
+
+def run_phase(url: str, clients: int, generations: int, tokens: int) -> Phase:
+    phase, lock, stop = Phase(clients), threading.Lock(), threading.Event()
+    with ThreadPoolExecutor(max_workers=clients + 1, thread_name_prefix="load-user") as pool:
+        # Connected first (each client reads the app's API description): the clock then times
+        # only the generations.
+        users = list(pool.map(_client, [url] * (clients + 1)))
+        prober = threading.Thread(target=_light_prober, args=(users.pop(), phase, stop), daemon=True)
+        prober.start()
+        t0 = time.perf_counter()
+        for future in [pool.submit(_generations, users[i], i, phase, generations, tokens, lock) for i in range(clients)]:
+            future.result()
+    phase.wall_s = time.perf_counter() - t0
+    stop.set()
+    prober.join()
+    return phase
+
+
+def engine_alone(generations: int, tokens: int) -> float:
+    """Tokens/s of the int8 engine alone in this process (no app, no HTTP), the same generations
+    one after the other: what one client could get at best."""
+    from export.engine import Engine
+    from export.naming import INT8_NAME, hub_dir
+    from model import get_tokenizer
+
+    engine = Engine.load(hub_dir() / INT8_NAME, provider="cpu")
+    prompt = get_tokenizer().encode(TABLE_PROMPT)
+    engine.generate(prompt, 8)
+    t0, n = time.perf_counter(), 0
+    for i in range(generations):
+        n += len(engine.generate(prompt, tokens, *TABLE_SETTINGS, seed=i, stop_at_eot=False))
+    return n / (time.perf_counter() - t0)
+
+
+def table(url: str, clients: list[int], generations: int, tokens: int) -> tuple[str, list[Phase]]:
+    alone = engine_alone(generations, tokens)
+    phases = [run_phase(url, n, generations, tokens) for n in clients]
+    one = phases[0].tokens_per_s
+    lines = [
+        f"{generations} generations of {tokens} tokens per client (\"{TABLE_PROMPT}\", temperature "
+        f"{TABLE_SETTINGS[0]}, top-k {TABLE_SETTINGS[1]}, top-p {TABLE_SETTINGS[2]}), streamed with gradio_client; "
+        f"/tokenize called every 0.25 s meanwhile. The int8 engine alone, same generations, no app: {alone:.0f} tokens/s.",
+        "",
+        "| clients | tokens/s in all | × 1 client | % of the engine alone | latency p50 / p95 | time to first token p50 / p95 "
+        "| /tokenize p50 / p95 | errors |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for ph in phases:
+        lines.append(
+            f"| {ph.clients} | {ph.tokens_per_s:.0f} | {ph.tokens_per_s / one:.2f} | {100 * ph.tokens_per_s / alone:.0f} % "
+            f"| {_pct(ph.latency_s, 50):.2f} / {_pct(ph.latency_s, 95):.2f} s "
+            f"| {_pct(ph.ttft_s, 50):.2f} / {_pct(ph.ttft_s, 95):.2f} s "
+            f"| {1000 * _pct(ph.light_s, 50):.0f} / {1000 * _pct(ph.light_s, 95):.0f} ms | {len(ph.failures)} |"
+        )
+    for ph in phases:
+        lines += [f"  failure ({ph.clients} clients): {f}" for f in ph.failures[:5]]
+    return "\n".join(lines), phases
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--generations", type=int, default=10)
     parser.add_argument("--tokens", type=int, default=12)
     parser.add_argument("--time-limit", type=float, default=900)
+    parser.add_argument("--table", action="store_true",
+                        help="README's throughput table instead: 1 and 16 clients x 4 generations of 64 tokens, and the engine alone")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from app_server import launch, stop
@@ -134,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     server = launch(Path(tempfile.mkdtemp()) / "app.log")
     print(f"app ready in {server.startup_s:.1f} s at {server.url}", flush=True)
     try:
+        if args.table:
+            text, phases = table(server.url, [1, args.clients], 4, 64)
+            print(text)
+            return 1 if any(ph.failures for ph in phases) else 0
         report = run_load(server.url, args.clients, args.generations, args.tokens, args.time_limit)
     finally:
         stop(server)

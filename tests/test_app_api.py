@@ -271,3 +271,29 @@ def test_light_tabs_answer_while_generations_run(client):
     assert still_running >= 1
     for j in jobs:
         assert j.result()["finished"] is True
+
+
+def test_seeded_generations_give_the_same_text_alone_and_batched_with_others(app_server):
+    """Continuous batching: generations running together share one decoding loop, yet each seeded
+    request writes exactly what it writes alone (different prompts, lengths and settings)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gradio_client import Client
+
+    requests = [
+        ("ROMEO:", 40, 0.8, 50, 0.95, 1),
+        ("First Citizen:\nBefore we proceed any further, hear me speak.", 24, 1.0, 0, 0.9, 2),
+        ("HAMLET:\nTo be, or not to be:", 32, 0.0, 0, 1.0, 3),
+        ("KING HENRY V:\nOnce more unto the breach,", 48, 1.2, 5, 1.0, 4),
+    ]
+    clients = [Client(app_server.url, verbose=False) for _ in requests]
+
+    def run(pair):
+        c, args = pair
+        return c.predict(*args, api_name="/generate")["token_ids"]
+
+    alone = [run(pair) for pair in zip(clients, requests)]
+    with ThreadPoolExecutor(len(requests) * 2) as pool:
+        together = list(pool.map(run, zip(clients * 2, requests * 2)))
+    assert together == alone * 2
+    assert all(len(ids) >= 1 for ids in alone)

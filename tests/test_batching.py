@@ -44,7 +44,7 @@ def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine)
     got: dict[int, list[list[int]]] = {}
     seqs: dict[int, object] = {}
     step, rows_seen, padded = 0, [], False
-    while step <= max(joins) or batch.seqs:
+    while step <= max(joins) or batch.active:
         for i in joins.get(step, []):
             prompt, n, temperature, top_k, top_p, seed, samples = REQUESTS[i]
             seq = batch.new_sequence(np.array(prompt), n, temperature, top_k, top_p, seed, samples, False)
@@ -74,7 +74,7 @@ def test_a_full_context_slides_inside_the_batch_as_alone(engine):
     batch.add(b)
     tokens = {id(a): [], id(b): []}
     notices = []
-    while batch.seqs:
+    while batch.active:
         for seq, step in batch.step():
             tokens[id(seq)].append(int(step.tokens[0]))
             notices.append(step.notice)

@@ -20,13 +20,16 @@ from .widgets import note, text_with_examples
 
 UI_EVERY_S = 0.08  # at most ~12 page updates a second while tokens stream
 CHART_EVERY_S = 0.6  # the candidates chart redraws less often than the text
-API_EVERY_S = 0.05
+# An API client reads the stream through HTTP and JSON, not a chart: 4 updates a second keep it
+# live, and each update is a round trip of Gradio's worker threads and event loop, which 16
+# streaming clients at 20 a second kept busy enough to slow every other call.
+API_EVERY_S = 0.25
 STOP_WAIT_S = 5.0  # the most the Stop button waits for the cancelled stream to close
 
 
-def _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples=1) -> Iterator[gen.GenerationState]:
+def _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples=1, n_candidates=gen.TOP_CANDIDATES) -> Iterator[gen.GenerationState]:
     params = gen.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples)
-    yield from gen.run(params)
+    yield from gen.run(params, n_candidates)
 
 
 def _step_choices(state: gen.GenerationState | None) -> tuple[int, int]:
@@ -126,7 +129,7 @@ def api_generate(prompt: str, max_new_tokens: int, temperature: float, top_k: in
     Limits: prompt 1-4000 characters (longer than the context keeps its last tokens),
     max_new_tokens 1-512, temperature 0-5, top_k 0-50257, top_p in (0, 1], seed 0-4294967295."""
     last = 0.0
-    for state in _run(prompt, max_new_tokens, temperature, top_k, top_p, seed):
+    for state in _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, n_candidates=0):  # no chart here
         now = time.perf_counter()
         if state.finished or state.new_tokens == 1 or now - last >= API_EVERY_S:
             last = now
