@@ -73,34 +73,31 @@ def candidates(row: np.ndarray, temperature: float, top_k: int | None, top_p: fl
     return (np.arange(len(z)) if ids is None else ids), z
 
 
-def nucleus(p: np.ndarray, top_p: float, first: int = 256) -> np.ndarray:
+def nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
     """Indices of the smallest set of most likely tokens whose probabilities ``p`` [V] add up to
     at least ``top_p`` (ties in the order of a stable sort: the lower id first).
 
-    Sorting all 50,257 probabilities at every step cost several times the model's own step; the
-    set is almost always a few hundred tokens, so only the ``first`` largest are sorted (a linear
-    partition picks them), and 8x more whenever the set might reach past them.
+    Sorting all 50,257 probabilities at every step cost several times the model's own step. The
+    set is the most likely tokens, so it lies within those above a threshold whose mass already
+    reaches ``top_p``: one pass picks them (the threshold starts at a thousandth of the top
+    probability and drops 1000x until it does), and only they are sorted. The running sums are
+    the full sort's own first sums, so the set is exactly the full sort's.
     """
-    n = len(p)
-    m = first
+    q = float(p.max()) * 1e-3
     while True:
-        m = min(m, n)
-        top = np.argpartition(-p, m - 1)[:m] if m < n else np.arange(n)
-        order = top[np.lexsort((top, -p[top]))]  # by probability, then id
-        sorted_p = p[order]
-        # Keep a token if the mass of the tokens before it is still below p: the smallest set >= p.
-        keep = (np.cumsum(sorted_p) - sorted_p) < top_p
-        if m == n or not keep[-1]:  # the cut is inside the sorted part: nothing outside can matter
-            kept = order[keep]
-            # Unless the cut runs through tokens of equal probability: the partition took any of
-            # them, a stable sort keeps the lowest ids.
-            last = p[kept[-1]]
-            ties = np.flatnonzero(p == last)
-            n_kept_ties = int(np.count_nonzero(p[kept] == last))
-            if len(ties) > n_kept_ties:
-                kept = np.concatenate([kept[p[kept] > last], ties[:n_kept_ties]])
-            return kept
-        m *= 8
+        sub = np.flatnonzero(p >= q)  # a prefix of the sorted order, ties at q included
+        values = np.sort(p[sub])[::-1]
+        total = np.cumsum(values)
+        before = total - values  # the mass of the tokens before each one
+        # (A margin for the rounding of the full sort's `cumsum - p` at the first token left out.)
+        if total[-1] - top_p > 1e-12 or len(sub) == len(p) or q == 0.0:
+            break
+        q = q * 1e-3 if q > 1e-300 else 0.0
+    n_keep = int(np.count_nonzero(before < top_p))  # keep a token while the mass before it is below p
+    last = values[n_keep - 1]
+    above = sub[p[sub] > last]
+    # Tokens of the cut's probability: a stable sort keeps the lowest ids.
+    return np.concatenate([above, sub[p[sub] == last][: n_keep - len(above)]])
 
 
 def choose(
