@@ -23,6 +23,7 @@ import gradio as gr  # noqa: E402
 from playground.ui import attention, common, embeddings, generation, model, positional, serving, tokenization  # noqa: E402
 from playground.ui import compare  # noqa: E402
 from playground.model_source import ModelSource, ModelSourceError, describe, resolve, shipped  # noqa: E402
+from playground import resources  # noqa: E402
 from playground.ui.startup import prepare_model, warm_up_in_background  # noqa: E402
 
 TITLE = "GPT Playground"
@@ -91,6 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     except ModelSourceError as err:
         raise SystemExit(f"GPT Playground cannot start: {err}") from None
     onnx_files = prepare_model(source)  # builds the ONNX files on the first start, with progress
+    resources.budget_cpu()  # after the export, which may use every core
     demo = build_app(onnx_files, source, compare_with)
     warm_up_in_background()  # the ONNX session opens while the server starts
     print(f"GPT Playground built in {time.perf_counter() - T0:.1f} s; starting the server", flush=True)

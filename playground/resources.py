@@ -40,6 +40,7 @@ __all__ = [
     "open_engine",
     "get_engine",
     "get_scheduler",
+    "budget_cpu",
 ]
 
 log = logging.getLogger("playground")
@@ -213,3 +214,16 @@ def get_scheduler() -> Scheduler:
 
             _scheduler = Scheduler(engine, max_rows=limits.MAX_BATCH_ROWS, max_waiting=limits.MAX_WAITING_REQUESTS)
     return _scheduler
+
+
+def budget_cpu() -> int:
+    """Share the cores between the app's three kinds of work: the decoding loop (one onnxruntime
+    thread, export.engine.DEFAULT_CPU_THREADS), PyTorch's forward passes (attention, contextual
+    embeddings) and Gradio's event loop with the light tabs. PyTorch gets every core but the
+    loop's: by default it would take all of them and a forward pass would stall generations and
+    light calls alike. Returns PyTorch's thread count."""
+    import torch
+
+    threads = max(1, (os.cpu_count() or 2) - 1)
+    torch.set_num_threads(threads)
+    return threads

@@ -122,3 +122,16 @@ def test_an_unknown_file_request_is_auto(monkeypatch):
     assert resources.requested_file() == "auto"
     monkeypatch.setenv(resources.ONNX_FILE_ENV, " INT8 ")
     assert resources.requested_file() == "int8"
+
+
+def test_pytorch_leaves_a_core_to_the_decoding_loop():
+    import os
+
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        threads = resources.budget_cpu()
+        assert threads == torch.get_num_threads() == max(1, (os.cpu_count() or 2) - 1)
+    finally:
+        torch.set_num_threads(before)
