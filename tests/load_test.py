@@ -3,6 +3,8 @@ light tabs in between. Reports the p50/p95 latency of both kinds of call and eve
 
     python -m tests.load_test                 # launches app.py on a free loopback port
     python -m tests.load_test --clients 16 --generations 10 --tokens 12
+    python -m tests.load_test --abandoned     # 6 abandoned 512-token jobs, then one normal generation
+    python -m tests.load_test --abandoned --url http://127.0.0.1:7860/   # against a running app
 
 ``tests/test_load.py`` runs the same thing (marked slow) against the session's app. A "busy"
 answer (Gradio's full queue: gradio_client's QueueError "Queue is full! Please try again.") is a
@@ -12,6 +14,7 @@ documented outcome, counted apart; anything else that fails is a failure.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -21,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 from gradio_client import Client
 from gradio_client.utils import QueueError
 
@@ -121,22 +125,128 @@ def run_load(url: str, clients: int = 16, generations: int = 10, new_tokens: int
     return report
 
 
+# --- work nobody reads (issue 11) -----------------------------------------------------------------
+
+# A long prompt (~4,000 characters, the prompt limit): far past the context, so every abandoned
+# job also costs the context's full reading.
+LONG_PROMPT = ("ROMEO:\nBut soft, what light through yonder window breaks? It is the east, and Juliet is the sun.\n" * 45)[:4000]
+API = "gradio_api"
+
+
+def abandon(url: str, how: str, seed: int, new_tokens: int = 512, prompt: str = LONG_PROMPT) -> str:
+    """Submit a generation and never read its result, as a careless or hostile client does:
+    ``call``: POST /gradio_api/call/generate, no GET of its result stream; ``join``: the page's
+    POST queue/join (the /generate endpoint by its event index), no GET queue/data. Returns the
+    event id (``join``: ``session:event_id``)."""
+    args = [prompt, new_tokens, 0.8, 50, 0.95, seed]
+    if how == "call":
+        r = httpx.post(f"{url}{API}/call/generate", json={"data": args}, timeout=30)
+        r.raise_for_status()
+        return r.json()["event_id"]
+    deps = httpx.get(url + "config", timeout=30).json()["dependencies"]
+    index = next(d["id"] for d in deps if d.get("api_name") == "generate")
+    session = f"abandoned-{seed}-{time.time_ns()}"
+    r = httpx.post(f"{url}{API}/queue/join", json={"data": args, "fn_index": index, "session_hash": session}, timeout=30)
+    r.raise_for_status()
+    return f"{session}:{r.json()['event_id']}"
+
+
+def _outcome(result: object) -> str:
+    if isinstance(result, list) and result and isinstance(result[0], dict) and "new_tokens" in result[0]:
+        return f"ran: {result[0]['new_tokens']} tokens, stop reason {result[0]['stop_reason']!r}"
+    return f"ran: {str(result)[:160]}"
+
+
+def late_answer(url: str, handle: str) -> str:
+    """What a client that comes back for an abandoned job's result is told: how far it ran, or
+    the error the app answers instead."""
+    if ":" not in handle:
+        r = httpx.get(f"{url}{API}/call/generate/{handle}", timeout=120)
+        if r.status_code != 200:
+            return f"HTTP {r.status_code}: {r.text}"
+        events = [line for line in r.text.splitlines() if line.startswith(("event:", "data:"))]
+        if len(events) < 2:
+            return f"no result: {r.text[:200]!r}"
+        data = json.loads(events[-1][5:])
+        return _outcome(data) if events[-2] == "event: complete" else f"{events[-2][7:]}: {data}"
+    session, _ = handle.split(":")
+    try:
+        with httpx.stream("GET", f"{url}{API}/queue/data", params={"session_hash": session}, timeout=120) as stream:
+            last = ""
+            for line in stream.iter_lines():
+                if line.startswith("data:"):
+                    message = json.loads(line[5:])
+                    if message.get("msg") == "process_completed":
+                        output = message.get("output", {})
+                        return f"error: {output.get('error')}" if not message.get("success") else _outcome(output.get("data"))
+                    last = line
+            return f"stream ended: {last[:200]}"
+    except httpx.HTTPError as err:
+        return f"{type(err).__name__}: {err}"
+
+
+def run_abandoned(url: str, jobs: int = 6, new_tokens: int = 512, probe_tokens: int = 32) -> dict:
+    """``jobs`` abandoned generations (``new_tokens`` each, the long prompt; half POST-only, half
+    join-only), then one normal ``probe_tokens`` generation with gradio_client: how long it took
+    from its submission to its last token, and what a late reader of each abandoned job is told."""
+    if not url.startswith(("http://127.0.0.1:", "http://localhost:")):
+        raise ValueError(f"the load test only targets a local app, not {url}")
+    client = Client(url, verbose=False, httpx_kwargs={"timeout": HTTP_TIMEOUT_S})
+    client.predict("ROMEO:", 2, 0.8, 50, 0.95, 0, api_name="/generate")  # warm: the engine is open
+    handles = [abandon(url, "call" if i % 2 == 0 else "join", seed=i, new_tokens=new_tokens) for i in range(jobs)]
+    t0 = time.perf_counter()
+    out = client.predict("ROMEO:", probe_tokens, 0.8, 50, 0.95, 1, api_name="/generate")
+    probe_s = time.perf_counter() - t0
+    client.close()
+    return {
+        "jobs": jobs,
+        "new_tokens": new_tokens,
+        "prompt_chars": len(LONG_PROMPT),
+        "probe_s": probe_s,
+        "probe_tokens": out["new_tokens"],
+        "probe_finished": out["finished"],
+        "late_answers": [late_answer(url, h) for h in handles],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--generations", type=int, default=10)
     parser.add_argument("--tokens", type=int, default=12)
     parser.add_argument("--time-limit", type=float, default=900)
+    parser.add_argument(
+        "--abandoned", type=int, nargs="?", const=6, metavar="N",
+        help="instead: N (default 6) abandoned 512-token generations with a 4,000-character prompt, then time a "
+        "normal 32-token one",
+    )
+    parser.add_argument("--url", help="an app already running on loopback (default: launch app.py)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from app_server import launch, stop
 
-    server = launch(Path(tempfile.mkdtemp()) / "app.log")
-    print(f"app ready in {server.startup_s:.1f} s at {server.url}", flush=True)
+    server = None
+    if args.url:
+        url = args.url if args.url.endswith("/") else args.url + "/"
+    else:
+        server = launch(Path(tempfile.mkdtemp()) / "app.log")
+        url = server.url
+        print(f"app ready in {server.startup_s:.1f} s at {url}", flush=True)
     try:
-        report = run_load(server.url, args.clients, args.generations, args.tokens, args.time_limit)
+        if args.abandoned:
+            result = run_abandoned(url, jobs=args.abandoned)
+            print(
+                f"after {result['jobs']} abandoned {result['new_tokens']}-token jobs ({result['prompt_chars']}-character "
+                f"prompt; half POST-only, half join-only), a normal {result['probe_tokens']}-token generation took "
+                f"{result['probe_s']:.1f} s (finished: {result['probe_finished']})"
+            )
+            for i, answer in enumerate(result["late_answers"]):
+                print(f"  abandoned job {i} ({'call' if i % 2 == 0 else 'join'}), read late: {answer[:240]}")
+            return 0
+        report = run_load(url, args.clients, args.generations, args.tokens, args.time_limit)
     finally:
-        stop(server)
+        if server is not None:
+            stop(server)
     print(report.summary())
     return 1 if report.failures else 0
 
