@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import httpx
 from gradio_client import Client
+from gradio_client.utils import apply_diff
 from gradio_client.utils import QueueError
 
 # The light calls a user makes between generations, in turn: each tab's main endpoint.
@@ -151,36 +153,52 @@ def abandon(url: str, how: str, seed: int, new_tokens: int = 512, prompt: str = 
     return f"{session}:{r.json()['event_id']}"
 
 
-def _outcome(result: object) -> str:
-    if isinstance(result, list) and result and isinstance(result[0], dict) and "new_tokens" in result[0]:
-        return f"ran: {result[0]['new_tokens']} tokens, stop reason {result[0]['stop_reason']!r}"
-    return f"ran: {str(result)[:160]}"
+def _tokens(result: object) -> int | None:
+    if isinstance(result, list) and result and isinstance(result[0], dict):
+        return result[0].get("new_tokens")
+    return None
+
+
+def _late_summary(updates: list, final: object, error: str | None) -> str:
+    """``updates``: the results streamed before the end; ``final``: the completed result, or
+    None with ``error`` the message the app answered instead."""
+    if error is None:
+        return f"ran to its end: {_tokens(final)} tokens, stop reason {final[0]['stop_reason']!r}"  # type: ignore[index]
+    ran = f"after {_tokens(updates[-1])} tokens" if updates else "before it started"
+    return f"stopped {ran}: {error}"
 
 
 def late_answer(url: str, handle: str) -> str:
-    """What a client that comes back for an abandoned job's result is told: how far it ran, or
-    the error the app answers instead."""
+    """What a client that comes back for an abandoned job's result is told: how far it ran, and
+    the error the app answers if it was stopped."""
     if ":" not in handle:
         r = httpx.get(f"{url}{API}/call/generate/{handle}", timeout=120)
         if r.status_code != 200:
             return f"HTTP {r.status_code}: {r.text}"
-        events = [line for line in r.text.splitlines() if line.startswith(("event:", "data:"))]
-        if len(events) < 2:
+        pairs = [(kind, json.loads(data)) for kind, data in re.findall(r"event: (\w+)\ndata: (.*)", r.text)]
+        updates = [data for kind, data in pairs if kind == "generating"]
+        if not pairs or pairs[-1][0] not in ("complete", "error"):
             return f"no result: {r.text[:200]!r}"
-        data = json.loads(events[-1][5:])
-        return _outcome(data) if events[-2] == "event: complete" else f"{events[-2][7:]}: {data}"
+        kind, data = pairs[-1]
+        error = None if kind == "complete" else (data.get("error") if isinstance(data, dict) else str(data))
+        return _late_summary(updates, data, error)
     session, _ = handle.split(":")
+    updates = []
     try:
         with httpx.stream("GET", f"{url}{API}/queue/data", params={"session_hash": session}, timeout=120) as stream:
-            last = ""
             for line in stream.iter_lines():
-                if line.startswith("data:"):
-                    message = json.loads(line[5:])
-                    if message.get("msg") == "process_completed":
-                        output = message.get("output", {})
-                        return f"error: {output.get('error')}" if not message.get("success") else _outcome(output.get("data"))
-                    last = line
-            return f"stream ended: {last[:200]}"
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                output = message.get("output") or {}
+                if message.get("msg") == "process_generating":
+                    # The page's protocol sends a generator's first outputs whole, then diffs.
+                    data = output.get("data", [])
+                    updates.append(data if not updates else [apply_diff(o, d) for o, d in zip(updates[-1], data)])
+                elif message.get("msg") == "process_completed":
+                    error = None if message.get("success") else str(output.get("error"))
+                    return _late_summary(updates, output.get("data"), error)
+            return "the stream ended without a result"
     except httpx.HTTPError as err:
         return f"{type(err).__name__}: {err}"
 

@@ -734,12 +734,13 @@ def harden(demo: gr.Blocks) -> None:
     _quiet_analytics(demo)
 
 
-def launch_options(demo: gr.Blocks, allowed: Sequence[Path]) -> dict[str, Any]:
+def launch_options(demo: gr.Blocks, allowed: Sequence[Path], readers: ResultReaders | None = None) -> dict[str, Any]:
     """The ``demo.launch`` arguments that bound memory and requests (see the module's doc);
-    ``allowed``: the files (or folders) that may be downloaded, the Model tab's."""
+    ``allowed``: the files (or folders) that may be downloaded, the Model tab's; ``readers``:
+    where the result streams open are counted (a new :class:`ResultReaders` by default)."""
     from starlette.middleware import Middleware
 
-    readers = ResultReaders()
+    readers = readers if readers is not None else ResultReaders()
 
     @asynccontextmanager
     async def lifespan(app: Any):
