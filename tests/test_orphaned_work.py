@@ -29,7 +29,7 @@ from playground.ui.common import GENERATION_CONCURRENCY
 API = "gradio_api"
 GRACE_S = 1.0  # the small app's grace period (the app's own: serving.READER_GRACE_S, 5 s)
 TICK_S = 0.02
-FOREVER = 10**6  # ticks: hours, if nothing stops it
+FOREVER = 3_000  # ticks: a minute or more, far past every wait below, if nothing stops it
 STOPPED = "Stopped: nobody opened this request's result stream"
 
 
