@@ -4,6 +4,8 @@ light tabs in between. Reports the p50/p95 latency of both kinds of call and eve
     python -m tests.load_test                 # launches app.py on a free loopback port
     python -m tests.load_test --clients 16 --generations 10 --tokens 12
     python -m tests.load_test --table         # README's table: 1 and 16 clients, the engine alone
+    python -m tests.load_test --abandoned     # 6 abandoned 512-token jobs, then one normal generation
+    python -m tests.load_test --abandoned --url http://127.0.0.1:7860/   # against a running app
 
 ``tests/test_load.py`` runs the same thing (marked slow) against the session's app. A "busy"
 answer (Gradio's full queue: gradio_client's QueueError "Queue is full! Please try again.") is a
@@ -13,6 +15,8 @@ documented outcome, counted apart; anything else that fails is a failure.
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import statistics
 import sys
 import tempfile
@@ -22,7 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 from gradio_client import Client
+from gradio_client.utils import apply_diff
 from gradio_client.utils import QueueError
 
 # The light calls a user makes between generations, in turn: each tab's main endpoint.
@@ -245,6 +251,104 @@ def table(url: str, clients: list[int], generations: int, tokens: int) -> tuple[
     for ph in phases:
         lines += [f"  failure ({ph.clients} clients): {f}" for f in ph.failures[:5]]
     return "\n".join(lines), phases
+# --- work nobody reads (issue 11) -----------------------------------------------------------------
+
+# A long prompt (~4,000 characters, the prompt limit): far past the context, so every abandoned
+# job also costs the context's full reading.
+LONG_PROMPT = ("ROMEO:\nBut soft, what light through yonder window breaks? It is the east, and Juliet is the sun.\n" * 45)[:4000]
+API = "gradio_api"
+
+
+def abandon(url: str, how: str, seed: int, new_tokens: int = 512, prompt: str = LONG_PROMPT) -> str:
+    """Submit a generation and never read its result, as a careless or hostile client does:
+    ``call``: POST /gradio_api/call/generate, no GET of its result stream; ``join``: the page's
+    POST queue/join (the /generate endpoint by its event index), no GET queue/data. Returns the
+    event id (``join``: ``session:event_id``)."""
+    args = [prompt, new_tokens, 0.8, 50, 0.95, seed]
+    if how == "call":
+        r = httpx.post(f"{url}{API}/call/generate", json={"data": args}, timeout=30)
+        r.raise_for_status()
+        return r.json()["event_id"]
+    deps = httpx.get(url + "config", timeout=30).json()["dependencies"]
+    index = next(d["id"] for d in deps if d.get("api_name") == "generate")
+    session = f"abandoned-{seed}-{time.time_ns()}"
+    r = httpx.post(f"{url}{API}/queue/join", json={"data": args, "fn_index": index, "session_hash": session}, timeout=30)
+    r.raise_for_status()
+    return f"{session}:{r.json()['event_id']}"
+
+
+def _tokens(result: object) -> int | None:
+    if isinstance(result, list) and result and isinstance(result[0], dict):
+        return result[0].get("new_tokens")
+    return None
+
+
+def _late_summary(updates: list, final: object, error: str | None) -> str:
+    """``updates``: the results streamed before the end; ``final``: the completed result, or
+    None with ``error`` the message the app answered instead."""
+    if error is None:
+        return f"ran to its end: {_tokens(final)} tokens, stop reason {final[0]['stop_reason']!r}"  # type: ignore[index]
+    ran = f"after {_tokens(updates[-1])} tokens" if updates else "before it started"
+    return f"stopped {ran}: {error}"
+
+
+def late_answer(url: str, handle: str) -> str:
+    """What a client that comes back for an abandoned job's result is told: how far it ran, and
+    the error the app answers if it was stopped."""
+    if ":" not in handle:
+        r = httpx.get(f"{url}{API}/call/generate/{handle}", timeout=120)
+        if r.status_code != 200:
+            return f"HTTP {r.status_code}: {r.text}"
+        pairs = [(kind, json.loads(data)) for kind, data in re.findall(r"event: (\w+)\ndata: (.*)", r.text)]
+        updates = [data for kind, data in pairs if kind == "generating"]
+        if not pairs or pairs[-1][0] not in ("complete", "error"):
+            return f"no result: {r.text[:200]!r}"
+        kind, data = pairs[-1]
+        error = None if kind == "complete" else (data.get("error") if isinstance(data, dict) else str(data))
+        return _late_summary(updates, data, error)
+    session, _ = handle.split(":")
+    updates = []
+    try:
+        with httpx.stream("GET", f"{url}{API}/queue/data", params={"session_hash": session}, timeout=120) as stream:
+            for line in stream.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                output = message.get("output") or {}
+                if message.get("msg") == "process_generating":
+                    # The page's protocol sends a generator's first outputs whole, then diffs.
+                    data = output.get("data", [])
+                    updates.append(data if not updates else [apply_diff(o, d) for o, d in zip(updates[-1], data)])
+                elif message.get("msg") == "process_completed":
+                    error = None if message.get("success") else str(output.get("error"))
+                    return _late_summary(updates, output.get("data"), error)
+            return "the stream ended without a result"
+    except httpx.HTTPError as err:
+        return f"{type(err).__name__}: {err}"
+
+
+def run_abandoned(url: str, jobs: int = 6, new_tokens: int = 512, probe_tokens: int = 32) -> dict:
+    """``jobs`` abandoned generations (``new_tokens`` each, the long prompt; half POST-only, half
+    join-only), then one normal ``probe_tokens`` generation with gradio_client: how long it took
+    from its submission to its last token, and what a late reader of each abandoned job is told."""
+    if not url.startswith(("http://127.0.0.1:", "http://localhost:")):
+        raise ValueError(f"the load test only targets a local app, not {url}")
+    client = Client(url, verbose=False, httpx_kwargs={"timeout": HTTP_TIMEOUT_S})
+    client.predict("ROMEO:", 2, 0.8, 50, 0.95, 0, api_name="/generate")  # warm: the engine is open
+    handles = [abandon(url, "call" if i % 2 == 0 else "join", seed=i, new_tokens=new_tokens) for i in range(jobs)]
+    t0 = time.perf_counter()
+    out = client.predict("ROMEO:", probe_tokens, 0.8, 50, 0.95, 1, api_name="/generate")
+    probe_s = time.perf_counter() - t0
+    client.close()
+    return {
+        "jobs": jobs,
+        "new_tokens": new_tokens,
+        "prompt_chars": len(LONG_PROMPT),
+        "probe_s": probe_s,
+        "probe_tokens": out["new_tokens"],
+        "probe_finished": out["finished"],
+        "late_answers": [late_answer(url, h) for h in handles],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,20 +359,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=900)
     parser.add_argument("--table", action="store_true",
                         help="README's throughput table instead: 1 and 16 clients x 4 generations of 64 tokens, and the engine alone")
+    parser.add_argument(
+        "--abandoned", type=int, nargs="?", const=6, metavar="N",
+        help="instead: N (default 6) abandoned 512-token generations with a 4,000-character prompt, then time a "
+        "normal 32-token one",
+    )
+    parser.add_argument("--url", help="an app already running on loopback (default: launch app.py)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from app_server import launch, stop
 
-    server = launch(Path(tempfile.mkdtemp()) / "app.log")
-    print(f"app ready in {server.startup_s:.1f} s at {server.url}", flush=True)
+    server = None
+    if args.url:
+        url = args.url if args.url.endswith("/") else args.url + "/"
+    else:
+        server = launch(Path(tempfile.mkdtemp()) / "app.log")
+        url = server.url
+        print(f"app ready in {server.startup_s:.1f} s at {url}", flush=True)
     try:
         if args.table:
-            text, phases = table(server.url, [1, args.clients], 4, 64)
+            text, phases = table(url, [1, args.clients], 4, 64)
             print(text)
             return 1 if any(ph.failures for ph in phases) else 0
-        report = run_load(server.url, args.clients, args.generations, args.tokens, args.time_limit)
+        if args.abandoned:
+            result = run_abandoned(url, jobs=args.abandoned)
+            print(
+                f"after {result['jobs']} abandoned {result['new_tokens']}-token jobs ({result['prompt_chars']}-character "
+                f"prompt; half POST-only, half join-only), a normal {result['probe_tokens']}-token generation took "
+                f"{result['probe_s']:.1f} s (finished: {result['probe_finished']})"
+            )
+            for i, answer in enumerate(result["late_answers"]):
+                print(f"  abandoned job {i} ({'call' if i % 2 == 0 else 'join'}), read late: {answer[:240]}")
+            return 0
+        report = run_load(url, args.clients, args.generations, args.tokens, args.time_limit)
     finally:
-        stop(server)
+        if server is not None:
+            stop(server)
     print(report.summary())
     return 1 if report.failures else 0
 

@@ -14,6 +14,12 @@ to read stays in the queue for good. Here:
 - a finished result nobody has read is dropped after :data:`UNREAD_RESULT_WAIT_S` seconds, and
   past :data:`MAX_UNREAD_BYTES` of them at once (:func:`drop_unread_results`), and
   freed memory is handed back to the system every few seconds (glibc's ``malloc_trim``);
+- work nobody reads is stopped: an event whose session has no result stream open
+  :data:`READER_GRACE_S` seconds after it was submitted (a POST to ``/gradio_api/call/<endpoint>``
+  whose GET never came, a ``queue/join`` without ``queue/data``) leaves the queue unrun, or, if
+  it is streaming (a generation), stops at its next update; a late reader is told why
+  (:class:`ResultReaders`, :func:`stop_unread_work`). A client that closes its stream is
+  stopped by Gradio itself;
 - a request body over :data:`playground.limits.MAX_REQUEST_BYTES` is refused with HTTP 413 before
   it is read (:class:`BodySizeLimit`);
 - wrong argument counts get a message naming the parameters, and an error inside Gradio's own
@@ -37,6 +43,7 @@ import logging
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import asynccontextmanager
 from copy import copy
@@ -45,6 +52,7 @@ from typing import Any
 
 import gradio as gr
 from gradio.exceptions import ComponentProcessingError
+from gradio.server_messages import ProcessCompletedMessage
 from gradio.state_holder import SessionState, StateHolder
 
 from .. import limits
@@ -54,12 +62,17 @@ __all__ = [
     "MAX_SESSIONS_WITH_RESULTS",
     "UNREAD_RESULT_WAIT_S",
     "MAX_UNREAD_BYTES",
+    "READER_GRACE_S",
     "LeanSessionState",
     "BoundedStateHolder",
     "BodySizeLimit",
     "RouteGuard",
     "approx_bytes",
     "drop_unread_results",
+    "ResultReaders",
+    "TrackReaders",
+    "unread_events",
+    "stop_unread_work",
     "event_problem",
     "arity_problem",
     "refuse_malformed",
@@ -84,6 +97,12 @@ UNREAD_RESULT_WAIT_S = 30.0
 # Python memory; one 1024 x 1024 positional-encoding table is about 34 MB). Small results are
 # never dropped early, however many clients are slow to open their stream at once.
 MAX_UNREAD_BYTES = 64 * 2**20
+# Work nobody reads: an event whose session has had no result stream open for this long since it
+# was submitted is stopped (queued: never runs; a generation: stops at its next update). The page
+# and gradio_client open their stream within milliseconds of the POST, a script's GET follows its
+# POST; a job nobody came for held a generation slot for up to a minute (6 of them made the next
+# user wait 25 s; before the context shift, 188 s).
+READER_GRACE_S = 5.0
 SWEEP_EVERY_S = 1.0
 TRIM_EVERY_S = 5.0
 
@@ -265,9 +284,9 @@ def _malloc_trim() -> Callable[[], Any] | None:
         return None
 
 
-async def _sweep(queue: Any) -> None:
-    """Every SWEEP_EVERY_S: drop unread results; every TRIM_EVERY_S: hand freed memory back to
-    the system. A 1024 x 1024 table passes through ~100 MB of short-lived objects on its way
+async def _sweep(queue: Any, readers: ResultReaders | None = None) -> None:
+    """Every SWEEP_EVERY_S: stop work nobody reads (with ``readers``), drop unread results; every
+    TRIM_EVERY_S: hand freed memory back to the system. A 1024 x 1024 table passes through ~100 MB of short-lived objects on its way
     out; glibc keeps the freed pages of its heap unless asked (150 requests with such tables:
     RSS settled 190 MB above its start without trimming, 85 MB with it)."""
     first_seen: dict[str, tuple[int, float]] = {}
@@ -276,6 +295,10 @@ async def _sweep(queue: Any) -> None:
     while True:
         await asyncio.sleep(SWEEP_EVERY_S)
         try:
+            if readers is not None:
+                stopped = await stop_unread_work(queue, readers, time.monotonic())
+                if stopped:
+                    log.info("stopped %d event(s) nobody reads", len(stopped))
             dropped = drop_unread_results(queue, first_seen, time.monotonic())
             if dropped:
                 log.info("dropped %d unread result(s)", len(dropped))
@@ -284,6 +307,113 @@ async def _sweep(queue: Any) -> None:
                 trim(0)  # ~0.3-5 ms
         except Exception:  # noqa: BLE001 -- the sweeper must outlive any surprise
             log.exception("sweeping unread results failed")
+
+
+# --- work nobody reads --------------------------------------------------------------------------
+
+
+class ResultReaders:
+    """The result streams open now, per session, as :class:`TrackReaders` counts them: the
+    page's and gradio_client's ``GET /gradio_api/queue/data?session_hash=...``, a hand-written
+    client's ``GET /gradio_api/call/<endpoint>/<event_id>`` (Gradio streams a session's messages,
+    all its events', to whichever of them is open)."""
+
+    def __init__(self) -> None:
+        self.open: Counter[str] = Counter()
+
+    def opened(self, session: str) -> None:
+        self.open[session] += 1
+
+    def closed(self, session: str) -> None:
+        self.open[session] -= 1
+        if self.open[session] <= 0:
+            del self.open[session]
+
+    def reading(self, session: str, submitted: float, now: float) -> bool:
+        """Whether a result of ``session`` submitted at ``submitted`` (``time.monotonic()``) has
+        a reader, or may still get one: a stream is open, or :data:`READER_GRACE_S` has not
+        passed yet."""
+        return self.open[session] > 0 or now - submitted < READER_GRACE_S
+
+
+def unread_events(queue: Any, readers: ResultReaders, now: float) -> list[Any]:
+    """The events nobody reads (see :class:`ResultReaders`) that stopping would spare work:
+    queued ones, and running ones that stream (a generation; a one-shot handler cannot be
+    stopped half-way, its result waits for a reader as any other, :func:`drop_unread_results`)."""
+    queued = [event for waiting in list(queue.event_queue_per_concurrency_id.values()) for event in list(waiting.queue)]
+    running = [event for job in list(queue.active_jobs) if job for event in job if event.fn.types_generator]
+    return [
+        event
+        for event in queued + running
+        if event.alive and not readers.reading(event.session_hash, event.enqueue_time, now)
+    ]
+
+
+def unread_stop_message() -> str:
+    """What a late reader of a stopped event is told."""
+    return (
+        f"Stopped: nobody opened this request's result stream within {READER_GRACE_S:g} s of the request, so the "
+        "app stopped its work. Open the stream right after the POST: GET /gradio_api/call/<endpoint>/<event_id> "
+        "after /gradio_api/call/<endpoint>, GET /gradio_api/queue/data?session_hash=... after queue/join "
+        "(gradio_client and the page do). Send it again."
+    )
+
+
+async def stop_unread_work(queue: Any, readers: ResultReaders, now: float) -> list[str]:
+    """Stop :func:`unread_events` as Gradio stops the events of a client that closed its stream
+    (``clean_events``): a queued one leaves the queue and never runs; a running one is no longer
+    ``alive``, so Gradio stops iterating it after its current update and closes it (a generation's
+    ``finally`` closes the engine's stream). Whoever comes for one later gets an error saying why
+    (kept like any unread result: :func:`drop_unread_results`). Returns the events' ids."""
+    stopped = []
+    for event in unread_events(queue, readers, now):
+        await queue.clean_events(event_id=event._id)
+        messages = queue.pending_messages_per_session.get(event.session_hash)
+        if messages is not None:
+            output = {"error": unread_stop_message(), "title": "Stopped: nobody read the result", "visible": True}
+            messages.put_nowait(ProcessCompletedMessage(event_id=event._id, output=output, success=False))
+        stopped.append(event._id)
+    return stopped
+
+
+class TrackReaders:
+    """ASGI middleware: counts the result streams open per session in ``readers`` (a stream is
+    open from its request until its response ends: finished, or the client gone)."""
+
+    def __init__(self, app: Callable, demo: gr.Blocks, readers: ResultReaders):
+        self.app = app
+        self.demo = demo
+        self.readers = readers
+
+    def _session(self, scope: dict) -> str | None:
+        """The session whose messages this request streams, or None (not a result stream)."""
+        if scope["method"] != "GET":
+            return None
+        path: str = scope["path"]
+        if path.rstrip("/") == f"{API}/queue/data":
+            from starlette.datastructures import QueryParams
+
+            return QueryParams(scope.get("query_string", b"")).get("session_hash")
+        if match := _CALL_GET.fullmatch(path):
+            event_id = match.group(2)
+            queue = self.demo._queue
+            event = queue.event_ids_to_events.get(event_id)
+            if event is not None:
+                return event.session_hash
+            # As Gradio's route finds it: a finished event's session still holds its id.
+            return next((s for s, ids in list(queue.pending_event_ids_session.items()) if event_id in ids), event_id)
+        return None
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        session = self._session(scope) if scope["type"] == "http" else None
+        if session is None:
+            await self.app(scope, receive, send)
+            return
+        self.readers.opened(session)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.readers.closed(session)
 
 
 # --- requests: size, routes, files -------------------------------------------------------------
@@ -604,15 +734,18 @@ def harden(demo: gr.Blocks) -> None:
     _quiet_analytics(demo)
 
 
-def launch_options(demo: gr.Blocks, allowed: Sequence[Path]) -> dict[str, Any]:
+def launch_options(demo: gr.Blocks, allowed: Sequence[Path], readers: ResultReaders | None = None) -> dict[str, Any]:
     """The ``demo.launch`` arguments that bound memory and requests (see the module's doc);
-    ``allowed``: the files (or folders) that may be downloaded, the Model tab's."""
+    ``allowed``: the files (or folders) that may be downloaded, the Model tab's; ``readers``:
+    where the result streams open are counted (a new :class:`ResultReaders` by default)."""
     from starlette.middleware import Middleware
+
+    readers = readers if readers is not None else ResultReaders()
 
     @asynccontextmanager
     async def lifespan(app: Any):
         bound_sessions(app)
-        sweeper = asyncio.create_task(_sweep(demo._queue))
+        sweeper = asyncio.create_task(_sweep(demo._queue, readers))
         try:
             yield
         finally:
@@ -623,6 +756,7 @@ def launch_options(demo: gr.Blocks, allowed: Sequence[Path]) -> dict[str, Any]:
             "middleware": [
                 Middleware(BodySizeLimit, max_bytes=limits.MAX_REQUEST_BYTES),
                 Middleware(RouteGuard, demo=demo, allowed=allowed),
+                Middleware(TrackReaders, demo=demo, readers=readers),  # after RouteGuard: refused GETs read nothing
             ],
             "lifespan": lifespan,
         },

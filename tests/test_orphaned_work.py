@@ -1,0 +1,286 @@
+"""No orphaned work (issue 11): a job whose client never opens its result stream (a POST to
+``/gradio_api/call/<endpoint>`` without its GET, a ``queue/join`` without ``queue/data``) or
+closes it stops; a client that reads, or opens its stream within the grace period, gets every
+update. Raw HTTP, as a hand-written client sends it.
+
+Two apps: a small one, launched in this process with the app's serving options and a generator
+that ticks for as long as it is iterated (so what stopped and when is exact, whatever the
+machine's speed), and the session's launched ``app.py`` with real generations
+(tests/load_test.py ``--abandoned`` prints the timings).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+
+import gradio as gr
+import httpx
+import pytest
+
+from app_server import free_port
+from load_test import abandon, late_answer
+from playground.ui import serving
+from playground.ui.common import GENERATION_CONCURRENCY
+
+API = "gradio_api"
+GRACE_S = 1.0  # the small app's grace period (the app's own: serving.READER_GRACE_S, 5 s)
+TICK_S = 0.02
+FOREVER = 3_000  # ticks: a minute or more, far past every wait below, if nothing stops it
+STOPPED = "Stopped: nobody opened this request's result stream"
+
+
+def _wait(predicate, timeout: float, what: str) -> None:
+    t0 = time.perf_counter()
+    while not predicate():
+        if time.perf_counter() - t0 > timeout:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)
+
+
+# --- the small app ----------------------------------------------------------------------------------
+
+RUNS: dict[str, dict] = {}  # tag -> what the generator did: ticks, finished (ran to its end), closed
+READERS = serving.ResultReaders()  # the small app's count of open result streams
+
+
+def ticks(tag: str, n: int) -> Iterator[int]:
+    """Count to n, one tick every TICK_S, recording how far it got and how it ended."""
+    run = RUNS.setdefault(tag, {"ticks": 0, "finished": False, "closed": False})
+    try:
+        for i in range(n):
+            time.sleep(TICK_S)
+            run["ticks"] = i + 1
+            yield i + 1
+        run["finished"] = True
+    finally:
+        run["closed"] = True
+
+
+@pytest.fixture(scope="module")
+def small_app(tmp_path_factory) -> Iterator[str]:
+    """A one-endpoint app (``/ticks``, one at a time) served with the app's serving options,
+    its grace period shortened to GRACE_S and its sweeper to five times a second."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(serving, "READER_GRACE_S", GRACE_S)
+        mp.setattr(serving, "SWEEP_EVERY_S", 0.2)
+        with gr.Blocks(analytics_enabled=False) as demo:
+            gr.api(ticks, api_name="ticks", concurrency_limit=1, concurrency_id="ticks")
+        demo.queue()
+        serving.harden(demo)
+        port = free_port()
+        demo.launch(
+            server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+            **serving.launch_options(demo, allowed=[tmp_path_factory.mktemp("files")], readers=READERS),
+        )
+        try:
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            demo.close()
+
+
+def _post(base: str, tag: str, n: int = FOREVER) -> str:
+    r = httpx.post(f"{base}{API}/call/ticks", json={"data": [tag, n]}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()["event_id"]
+
+
+def _join(base: str, tag: str, n: int = FOREVER) -> str:
+    deps = httpx.get(base + "config", timeout=30).json()["dependencies"]
+    index = next(d["id"] for d in deps if d.get("api_name") == "ticks")
+    session = f"session-{tag}"
+    r = httpx.post(f"{base}{API}/queue/join", json={"data": [tag, n], "fn_index": index, "session_hash": session}, timeout=30)
+    assert r.status_code == 200, r.text
+    return session
+
+
+def _read_call(base: str, event_id: str) -> list[tuple[str, object]]:
+    """GET the result stream of a POST to the end: its (event, data) pairs."""
+    text = httpx.get(f"{base}{API}/call/ticks/{event_id}", timeout=60).text
+    return [(event, json.loads(data)) for event, data in re.findall(r"event: (\w+)\ndata: (.*)", text)]
+
+
+def _read_session(base: str, session: str) -> dict:
+    """GET queue/data for a session until its completion message."""
+    with httpx.stream("GET", f"{base}{API}/queue/data", params={"session_hash": session}, timeout=60) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data:"):
+                message = json.loads(line[5:])
+                if message.get("msg") == "process_completed":
+                    return message
+    raise AssertionError("the stream ended without a completion")
+
+
+def _stopped_early(tag: str) -> None:
+    run = RUNS[tag]
+    assert run["closed"] and not run["finished"], run
+    # Stopped after about the grace period and a sweep, not after running for long.
+    assert run["ticks"] < FOREVER and run["ticks"] * TICK_S < 20, run
+
+
+def test_a_post_whose_result_is_never_read_stops_and_a_late_reader_is_told_why(small_app):
+    event_id = _post(small_app, "post-only")
+    _wait(lambda: RUNS.get("post-only", {}).get("closed"), 30, "the unread job to stop")
+    _stopped_early("post-only")
+    ticks_then = RUNS["post-only"]["ticks"]
+    time.sleep(0.5)
+    assert RUNS["post-only"]["ticks"] == ticks_then  # it stays stopped
+    events = _read_call(small_app, event_id)
+    assert events[-1][0] == "error"
+    assert STOPPED in events[-1][1]["error"] and f"within {GRACE_S:g} s" in events[-1][1]["error"]
+    assert "GET /gradio_api/call/<endpoint>/<event_id>" in events[-1][1]["error"]
+
+
+def test_a_join_whose_session_is_never_read_stops_and_a_late_reader_is_told_why(small_app):
+    session = _join(small_app, "join-only")
+    _wait(lambda: RUNS.get("join-only", {}).get("closed"), 30, "the unread job to stop")
+    _stopped_early("join-only")
+    message = _read_session(small_app, session)
+    assert message["success"] is False
+    assert STOPPED in message["output"]["error"] and "queue/data" in message["output"]["error"]
+
+
+def test_a_stream_read_to_the_end_is_never_stopped(small_app):
+    """Read for three grace periods: the work a reader waits for runs to its end."""
+    n = int(3 * GRACE_S / TICK_S)
+    events = _read_call(small_app, _post(small_app, "read", n))
+    assert events[-1] == ("complete", [n])
+    assert RUNS["read"]["finished"]
+
+
+def test_a_session_read_to_the_end_is_never_stopped(small_app):
+    n = int(3 * GRACE_S / TICK_S)
+    message = _read_session(small_app, _join(small_app, "read-session", n))
+    assert message["success"] is True and message["output"]["data"] == [n]
+    assert RUNS["read-session"]["finished"]
+
+
+def test_a_reader_who_comes_within_the_grace_period_gets_every_update(small_app):
+    n = int(2 * GRACE_S / TICK_S)
+    event_id = _post(small_app, "late-but-in-time", n)
+    time.sleep(GRACE_S / 2)
+    events = _read_call(small_app, event_id)
+    assert events[-1] == ("complete", [n])
+    assert [data for event, data in events if event == "generating"][0] == [1]  # from its first update on
+
+
+def test_an_unread_job_waiting_for_a_slot_never_runs(small_app):
+    """One slot, held by a job that is read; an unread job behind it leaves the queue unrun."""
+    holder_id = _post(small_app, "holder")
+    http = httpx.Client(timeout=60)
+    holder = http.send(http.build_request("GET", f"{small_app}{API}/call/ticks/{holder_id}"), stream=True)
+    lines = holder.iter_lines()
+    next(line for line in lines if line.startswith("event: generating"))
+    queued_id = _post(small_app, "queued")
+    time.sleep(GRACE_S + 1.5)
+    assert "queued" not in RUNS  # still waiting: never started
+    assert not RUNS["holder"]["closed"]  # read: still running past the grace
+    holder.close()  # the reader goes: Gradio stops its job, the slot frees
+    http.close()
+    _wait(lambda: RUNS["holder"]["closed"], 30, "the holder to stop")
+    time.sleep(1.0)  # the slot is free: a job still queued would start now
+    assert "queued" not in RUNS, "the unread job ran"
+    events = _read_call(small_app, queued_id)
+    assert events[-1][0] == "error" and STOPPED in events[-1][1]["error"]
+
+
+def test_a_client_that_opens_its_stream_then_leaves_is_stopped(small_app):
+    """Gradio itself stops the events of a stream whose client disconnects (its ``clean_events``);
+    kept covered here (tests/test_load.py checks it frees a generation slot)."""
+    event_id = _post(small_app, "leaves")
+    with httpx.stream("GET", f"{small_app}{API}/call/ticks/{event_id}", timeout=60) as stream:
+        seen = 0
+        for line in stream.iter_lines():
+            seen += line.startswith("event: generating")
+            if seen == 3:
+                break
+    _wait(lambda: RUNS["leaves"]["closed"], 30, "the job to stop")
+    _stopped_early("leaves")
+
+
+def test_readers_are_counted_per_session_while_their_stream_is_open(small_app):
+    session = _join(small_app, "counted", int(2 * GRACE_S / TICK_S))
+    counted: list[int] = []
+
+    def watch() -> None:
+        while not RUNS.get("counted", {}).get("closed"):
+            counted.append(READERS.open[session])
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    message = _read_session(small_app, session)
+    watcher.join(30)
+    assert message["success"] is True and RUNS["counted"]["finished"]
+    assert max(counted) == 1  # one stream, counted once, while it was open
+    _wait(lambda: session not in READERS.open, 10, "the closed stream to be uncounted")
+
+
+# --- the rule itself, without a server ------------------------------------------------------------
+
+
+class _Fn:
+    def __init__(self, streams: bool):
+        self.types_generator = streams
+
+
+class _Event:
+    def __init__(self, session: str, submitted: float, streams: bool = True):
+        self._id = f"{session}-event"
+        self.session_hash = session
+        self.enqueue_time = submitted
+        self.fn = _Fn(streams)
+        self.alive = True
+
+
+class _Waiting:
+    def __init__(self, events):
+        self.queue = list(events)
+
+
+class _Queue:
+    def __init__(self, queued=(), running=()):
+        self.event_queue_per_concurrency_id = {"any": _Waiting(queued)}
+        self.active_jobs = [list(running), None]
+
+
+def test_only_work_nobody_reads_past_the_grace_is_chosen():
+    g = serving.READER_GRACE_S
+    readers = serving.ResultReaders()
+    readers.opened("read")
+    queued = [_Event("read", 0.0), _Event("unread", 0.0), _Event("fresh", 100.0)]
+    running = [_Event("read", 0.0), _Event("unread-stream", 0.0), _Event("unread-one-shot", 0.0, streams=False)]
+    gone = _Event("already-stopped", 0.0)
+    gone.alive = False
+    queue = _Queue(queued, running + [gone])
+    chosen = serving.unread_events(queue, readers, now=100.0 + g / 2)
+    # fresh: still in its grace period; one-shot: cannot be stopped half-way (its result waits
+    # for a reader like any other); already stopped: nothing to do.
+    assert sorted(e.session_hash for e in chosen) == ["unread", "unread-stream"]
+    readers.closed("read")
+    assert "read" not in readers.open
+    assert len(serving.unread_events(queue, readers, now=100.0 + g / 2)) == 4  # now "read" is unread too
+    assert serving.unread_events(queue, readers, now=g / 2) == []  # within everyone's grace
+
+
+# --- the launched app: real generations -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["call", "join"])
+def test_abandoned_generations_stop_and_a_normal_one_goes_through(app_server, client, how):
+    """Six 512-token generations of a 4,000-character prompt, submitted and never read (POST-only
+    or join-only), then a normal one with gradio_client: it gets all its tokens, and whoever comes
+    back for an abandoned one is told it was stopped (with the tokens it had made so far, or
+    before it started). The last two had to wait for two others to end before they could start:
+    on a CPU that is longer than the grace period, so they cannot have run to their end; one that
+    started at once may have finished its 512 tokens within the grace on a fast machine."""
+    jobs = 6
+    handles = [abandon(app_server.url, how, seed=seed) for seed in range(jobs)]
+    out = client.predict("ROMEO:", 32, 0.8, 50, 0.95, 1, api_name="/generate")
+    assert out["finished"] is True and out["new_tokens"] == 32
+    answers = [late_answer(app_server.url, handle) for handle in handles]
+    assert all(a.startswith("stopped ") and STOPPED in a or a.startswith("ran to its end: 512 tokens") for a in answers), answers
+    assert all(STOPPED in a for a in answers[2 * GENERATION_CONCURRENCY :]), answers
