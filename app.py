@@ -100,6 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         server_port=int(os.environ["GRADIO_SERVER_PORT"]) if os.environ.get("GRADIO_SERVER_PORT") else None,
         theme=common.THEME,
         css=common.CSS,
+        js=common.JS,
         footer_links=["api", "gradio"],
         # Hardening for a public Space: no tab takes a file, so uploads (which Gradio accepts on
         # /gradio_api/upload whatever the components) are refused past 0 bytes, and the run

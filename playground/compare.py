@@ -138,11 +138,8 @@ def next_token(prompt: Any, model: GPT, label: str, top_k: int = TOP_K) -> NextT
     cands = [TokenChoice(int(i), token_text(int(i)), float(p), float(p)) for p, i in zip(probs, top)]
     step = GeneratedStep(0, cands[0], cands)
     # A short title: the chart must fit a phone's width (the prompt is in the box above it).
-    figure = candidates_figure(step, title=label)
-    # Nothing is sampled here: keep one bar per token, the model's probability (temperature 1).
-    figure.data = (figure.data[0],)
-    figure.data[0].name = "probability (temperature 1); the greedy choice in orange"
-    figure.update_layout(showlegend=True)
+    # Nothing is sampled here: one bar per token, the model's probability (temperature 1).
+    figure = candidates_figure(step, title=label, model_only=True)
     return NextToken(label, ids, step, loss, entropy, figure)
 
 
