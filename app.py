@@ -30,8 +30,8 @@ HEADER = (
     "# GPT Playground\n"
     "See, hands on, how a GPT works: a small decoder-only transformer this project trained on "
     "Shakespeare, served by onnxruntime. Go through the tabs in order: text becomes tokens, "
-    "tokens become vectors, positions are added, the model generates, attention is what it looks at, "
-    "and Compare sets the model beside its untrained self."
+    "tokens become vectors, positions are added, attention mixes each token with those before it, the "
+    "model picks the next token, and Compare sets the model beside its untrained self."
 )
 
 
@@ -56,10 +56,10 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
                 embeddings.build()
             with gr.Tab("3 · Positional encoding", id="positional"):
                 positional.build()
-            with gr.Tab("4 · Text generation", id="generation"):
-                generation.build()
-            with gr.Tab("5 · Attention", id="attention"):
+            with gr.Tab("4 · Attention", id="attention"):
                 attention.build()
+            with gr.Tab("5 · Text generation", id="generation"):
+                generation.build()
             with gr.Tab("6 · Model", id="model"):
                 model.build(onnx_files, training_log=source.weights_dir / "training_log.json")
             with gr.Tab("7 · Compare", id="compare"):

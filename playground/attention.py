@@ -118,10 +118,11 @@ def _heads_grid(w_layer: np.ndarray, tokens: list[str], layer: int) -> go.Figure
     """Every head of a layer, as BertViz's model view: the tokens label the rows of the first
     column and the columns of the last row (the others share them); the hover names both."""
     n_head, t = w_layer.shape[0], len(tokens)
-    cols = min(4, n_head)
+    # Two heads a row: four a row left each head 60 px wide on a phone, its labels unreadable.
+    cols = min(2, n_head)
     rows = math.ceil(n_head / cols)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(n_head)],
-                        horizontal_spacing=0.02, vertical_spacing=0.06, shared_xaxes=True, shared_yaxes=True)
+                        horizontal_spacing=0.03, vertical_spacing=0.12 / rows, shared_xaxes=True, shared_yaxes=True)
     custom = _pair_customdata(tokens)
     for h in range(n_head):
         fig.add_trace(
@@ -138,7 +139,7 @@ def _heads_grid(w_layer: np.ndarray, tokens: list[str], layer: int) -> go.Figure
     fig.update_xaxes(showticklabels=False)
     fig.update_xaxes(showticklabels=True, row=rows)
     fig.update_annotations(font={"size": 12})
-    base_layout(fig, f"Layer {layer}: every head (rows: queries, columns: keys)", height=max(240, 7 * t + 170) * rows + 120)
+    base_layout(fig, f"Layer {layer}: every head (rows: queries, columns: keys)", height=max(220, 7 * t + 150) * rows + 120)
     fig.update_layout(margin={"l": 10, "r": 10})
     return fig
 

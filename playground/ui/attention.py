@@ -190,7 +190,11 @@ def build() -> None:
     stage_md = gr.Markdown(first_md, elem_id="att-stage-md")
     stage_fig = gr.Plot(first_fig, label="Stage", show_label=False, elem_id="att-stage-fig")
     stages = gr.State(first[4])
-    next_tab("All these pieces, and how well the model learned them, are in one file you can download.", "Model")
+    next_tab(
+        "After the last layer, the last token's vector becomes a probability for every token of the "
+        "vocabulary: the next token is drawn from it.",
+        "Text generation",
+    )
 
     show_stage = dict(
         fn=user_errors(ui_stage), inputs=[stages, stage_pick], outputs=[stage_md, stage_fig],

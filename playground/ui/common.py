@@ -234,6 +234,11 @@ CSS = """
 .att-w { font-size: 0.8em; color: var(--body-text-color-subdued); min-width: 2.6em; font-family: var(--font); }
 .att-q .att-w { text-align: right; }
 
+/* The Model tab's input/output tables: the type stays whole, long names break anywhere. */
+#model-graph table { font-size: 0.88em; }
+#model-graph td:nth-child(2) { white-space: nowrap; }
+#model-graph td code { word-break: break-all; }
+
 /* Tables wrap their cells rather than widen the page. */
 .table-wrap table { table-layout: auto; }
 .table-wrap td, .table-wrap th { white-space: normal !important; overflow-wrap: break-word; }
@@ -250,6 +255,7 @@ CSS = """
   .js-plotly-plot, .plot-container { max-width: 100%; }
   .att-tok { font-size: 0.75em; padding: 0 3px; gap: 3px; }
   .att-label { max-width: 8em; }
+  #tok-compare td, #tok-compare th, #model-params td, #model-params th { font-size: 0.82em; }
 }
 """
 

@@ -11,7 +11,7 @@ import gradio as gr
 from .. import embeddings as emb
 from .. import limits
 from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
-from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples, with_notice
+from .widgets import RESULT, SECTION, error_slot, neighbours_table, next_tab, note, text_with_examples, with_notice
 
 
 def ui_arithmetic(expression, top_k, exclude_inputs, leading_space):
@@ -77,10 +77,8 @@ def build() -> None:
             with gr.Column(scale=1, min_width=320):
                 summary = gr.Markdown(first[0], elem_id="emb-summary", elem_classes=RESULT)
                 # Every row shown (up to MAX_NEIGHBOURS): a table that scrolls inside the page hid rows.
-                table = gr.Dataframe(
-                    first[1], headers=["rank", "token", "id", "cosine", "count in training"], interactive=False,
-                    label="Nearest tokens", elem_id="emb-table", max_height=40 * limits.MAX_NEIGHBOURS + 60,
-                    wrap=True, column_widths=["13%", "29%", "18%", "19%", "21%"], elem_classes=RESULT,
+                table = neighbours_table(
+                    first[1], label="Nearest tokens", elem_id="emb-table", max_rows=limits.MAX_NEIGHBOURS, elem_classes=RESULT
                 )
         chart = gr.Plot(first[2], label="Similarities", show_label=False, elem_id="emb-chart", elem_classes=RESULT)
     on_input(

@@ -240,7 +240,11 @@ def build() -> None:
                 elem_classes=RESULT,
             )
             caption = note(elem_id="gen-caption", result=True)
-    next_tab("What did the model look at in the prompt to choose each token? Its attention says.", "Attention")
+    next_tab(
+        "Tokens, vectors, positions, attention and the next token are all in one file you can download, "
+        "with how well the model learned them.",
+        "Model",
+    )
     state = gr.State(None)
 
     shown = [output, stats, state, step_pick, sample_pick, chart, caption]

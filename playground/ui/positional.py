@@ -42,7 +42,7 @@ def build() -> None:
         "embedding. The lesson's formula (from *Attention Is All You Need*) uses sines and cosines of "
         "decreasing frequency:",
     )
-    gr.Markdown(f"$$ {pe.FORMULA_LATEX} $$", latex_delimiters=LATEX, elem_id="pe-formula")
+    gr.Markdown("\n\n".join(f"$$ {line} $$" for line in pe.FORMULA_LINES), latex_delimiters=LATEX, elem_id="pe-formula")
     first = ui_positional(20, 100, 10000, "2, 4, 6, 8")
     with gr.Column(elem_classes=SECTION):
         with gr.Row(equal_height=False):
@@ -72,9 +72,9 @@ def build() -> None:
                 gr.Plot(t.reference_figure, label="Sinusoidal, same shape", show_label=False)
         gr.Plot(t.cosine_figure, label="Which positions the model treats as alike", show_label=False, elem_id="pe-model-cosine")
     next_tab(
-        "Token vector plus position vector is what the model reads; layer after layer it turns them "
-        "into a probability for every possible next token.",
-        "Text generation",
+        "Token vector plus position vector is what each layer reads: there, every token gathers "
+        "information from the tokens before it, weighted by attention.",
+        "Attention",
     )
 
     # A slider recomputes when let go, or when a number typed in its box is confirmed with Enter

@@ -131,6 +131,8 @@ def build() -> None:
             label="The same text in other tiktoken encodings: newer, larger vocabularies need fewer tokens",
             interactive=False,
             wrap=True,
+            column_widths=["27%", "28%", "14%", "31%"],
+            max_height=2000,  # every encoding's row shown
             elem_id="tok-compare",
             elem_classes=RESULT,
         )
@@ -143,8 +145,9 @@ def build() -> None:
                 decode_error = error_slot("dec-error")
                 decode = gr.Button("Decode", elem_id="dec-run")
             with gr.Column(scale=1):
-                decoded = gr.Textbox(label="Decoded text", interactive=False, elem_id="dec-text", elem_classes=RESULT)
-                decode_notice = note(result=True)
+                first_decoded = ui_decode("31373, 2506")  # the page opens on the lesson's ids, decoded
+                decoded = gr.Textbox(first_decoded[0], label="Decoded text", interactive=False, elem_id="dec-text", elem_classes=RESULT)
+                decode_notice = note(first_decoded[1], result=True)
     next_tab("Each id now picks one row of a table of learned numbers: the token's vector.", "Embeddings")
 
     on_input(

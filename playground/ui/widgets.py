@@ -20,6 +20,7 @@ __all__ = [
     "error_slot",
     "error_html",
     "next_tab",
+    "neighbours_table",
 ]
 
 # CSS classes (their rules are in common.CSS): a section holds an input, its error slot and its
@@ -101,4 +102,16 @@ def next_tab(sentence: str, tab: str) -> gr.HTML:
         f"Next: {html.escape(tab)} →</a></p>",
         js_on_load=_NEXT_TAB_JS,
         elem_classes="pg-next-wrap",
+    )
+
+
+NEIGHBOUR_HEADERS = ["rank", "token", "id", "cosine", "count in training"]
+
+
+def neighbours_table(value: Any, *, label: str, elem_id: str, max_rows: int, **kwargs: Any) -> gr.Dataframe:
+    """A table of nearest tokens (Embeddings and Compare tabs): every row shown (a table that
+    scrolls inside the page hid rows), columns sized to fit a phone's width."""
+    return gr.Dataframe(
+        value, headers=NEIGHBOUR_HEADERS, interactive=False, label=label, elem_id=elem_id,
+        max_height=40 * max_rows + 60, wrap=True, column_widths=["13%", "29%", "18%", "19%", "21%"], **kwargs,
     )
