@@ -42,9 +42,12 @@ def base_layout(fig: go.Figure, title: str, *, height: int | None = None, **axes
     yaxis_title=... . Plotly's own ``autosize`` (Gradio sets it) fits the width to the page."""
     wrapped = wrap_title(title)
     fig.update_layout(
-        title={"text": wrapped, "x": 0.01, "xanchor": "left", "font": {"size": TITLE_SIZE}},
+        # Pinned to the top of the figure, the plot area below all of its lines (plotly centres a
+        # title in the top margin, so a title of three lines or more ran into the plot).
+        title={"text": wrapped, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1, "yanchor": "top",
+               "pad": {"t": 10}, "font": {"size": TITLE_SIZE}},
         template=TEMPLATE,
-        margin={"l": 56, "r": 16, "t": 34 + 20 * wrapped.count("<br>") + 20, "b": 56},
+        margin={"l": 56, "r": 16, "t": 24 + 19 * (wrapped.count("<br>") + 1), "b": 56},
         legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
         **({"height": height} if height else {}),
         **axes,

@@ -150,7 +150,7 @@ def _html(spans: list[Span], tokens_by_span: list[list[TokenInfo]], show_whitesp
     """Coloured spans as HTML; every user character is escaped, the id in the hover title.
 
     Kept light, because a long text has tens of thousands of spans and the page's time goes into
-    the HTML's size: colours are classes (``tk0``..``tk7``, ``tk-special``, in the page's CSS), the
+    the HTML's size: colours are set by the page's CSS from ``data-c`` (0..7, ``s`` special), the
     hover gives the id, and a token's bytes only where they are not whole characters. Past
     ``MAX_COLOURED_TOKENS`` the rest of the text is shown uncoloured."""
     parts, n_tokens = [], 0
@@ -165,8 +165,8 @@ def _html(spans: list[Span], tokens_by_span: list[list[TokenInfo]], show_whitesp
         title = f"id {ids}" if len(toks) == 1 else f"ids {ids}"
         if any(not t.complete for t in toks):
             title += " · bytes " + " | ".join(t.bytes_hex for t in toks)
-        colour = "tk-special" if span.special else f"tk{k % len(PALETTE)}"
-        parts.append(f'<span class="gpt-token {colour}" title="{html.escape(title, quote=True)}">{shown}</span>')
+        colour = "s" if span.special else k % len(PALETTE)
+        parts.append(f'<span class="gpt-token" data-c="{colour}" title="{html.escape(title, quote=True)}">{shown}</span>')
     return '<div class="gpt-tokens">' + "".join(parts) + "</div>"
 
 

@@ -201,14 +201,14 @@ CSS = """
   border: 1px solid var(--border-color-primary); }
 .pg-card b { display: block; font-size: 1.5em; color: var(--color-accent); }
 .pg-card span { font-size: 0.85em; color: var(--body-text-color-subdued); }
-/* Coloured tokens (playground/tokenization.py writes the spans; tk0..tk7 are plots.PALETTE). */
+/* Coloured tokens (playground/tokenization.py writes the spans; data-c 0..7 are plots.PALETTE). */
 .gpt-tokens { white-space: pre-wrap; word-break: break-word; font-family: var(--font-mono); line-height: 1.9;
   max-height: 460px; overflow-y: auto; }
 .gpt-token { border-radius: 3px; padding: 1px 0; color: #111827; }
 .gpt-token:hover { outline: 2px solid var(--color-accent); }
-.tk-special { background: #111827; color: #f9fafb; }
+.gpt-token[data-c="s"] { background: #111827; color: #f9fafb; }
 .gpt-rest { color: var(--body-text-color-subdued); }
-""" + "".join(f".tk{i} {{ background: {c}; }}\n" for i, c in enumerate(PALETTE)) + """
+""" + "".join(f'.gpt-token[data-c="{i}"] {{ background: {c}; }}\n' for i, c in enumerate(PALETTE)) + """
 
 /* Nothing may widen the page past the screen: flex items default to their content's width, so
    the tab bar's row of buttons (and the columns around it) could push the page wider on a phone
@@ -264,11 +264,36 @@ JS = """
 () => {
   // Enter in a slider's number box commits the typed value, as letting go of the handle does:
   // Gradio sends a slider's "release" on blur and pointer-up only, so Enter recomputed nothing.
+  const isSliderBox = (box) => box instanceof HTMLInputElement && box.type === 'number'
+    && (box.getAttribute('aria-label') || '').startsWith('number input for');
   document.addEventListener('keydown', (e) => {
-    const box = e.target;
-    if (e.key !== 'Enter' || !(box instanceof HTMLInputElement) || box.type !== 'number') return;
-    if ((box.getAttribute('aria-label') || '').startsWith('number input for')) box.blur();
+    if (e.key === 'Enter' && isSliderBox(e.target)) e.target.blur();
   }, true);
+  // A number typed past a slider's ends is brought within them before the slider sends it
+  // (Gradio sent it as typed, its range check failed on the server, and every output showed
+  // "Error"); this runs before the slider's own blur handler.
+  document.addEventListener('blur', (e) => {
+    const box = e.target;
+    if (!isSliderBox(box) || box.value === '') return;
+    const v = Number(box.value), lo = Number(box.min), hi = Number(box.max);
+    if (!Number.isFinite(v) || (v >= lo && v <= hi)) return;
+    box.value = String(Math.min(Math.max(v, lo), hi));
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+  }, true);
+  // Each new action starts without the notices of the previous ones (Gradio keeps its toasts,
+  // grouped, until closed, so old messages sat beside new results).
+  const closeToasts = () => document.querySelectorAll('[data-testid="toast-close"]').forEach((b) => b.click());
+  document.addEventListener('pointerdown', (e) => {
+    if (e.target.closest('button, input, textarea') && !e.target.closest('[data-testid="toast-body"]')) closeToasts();
+  }, true);
+  document.addEventListener('keydown', (e) => { if (e.key === 'Enter') closeToasts(); }, true);
+  // An input's error is brought into view (on a phone it can sit below the screen's edge).
+  new MutationObserver((records) => {
+    for (const r of records) for (const n of r.addedNodes) {
+      const msg = n.nodeType === 1 && (n.matches('.pg-error-msg') ? n : n.querySelector('.pg-error-msg'));
+      if (msg) { const b = msg.getBoundingClientRect(); if (b.top < 0 || b.bottom > window.innerHeight) msg.scrollIntoView({block: 'nearest'}); }
+    }
+  }).observe(document.body, {childList: true, subtree: true});
   // A plot drawn while its tab was hidden (a result that came on page load) has the default
   // width: opening a tab tells plotly the page's size, and it fits every plot to its box.
   document.addEventListener('click', (e) => {

@@ -64,7 +64,9 @@ def error_html(title: str, message: str) -> str:
     ones that worked. Empty title and message: nothing (the slot collapses)."""
     if not message:
         return ""
-    message = message[:1].upper() + message[1:]
+    first = message.split(" ", 1)[0]
+    if first.isalpha():  # "text is ..." reads as a sentence; a name such as d_model stays as written
+        message = message[:1].upper() + message[1:]
     if not message.endswith((".", "!", "?")):
         message += "."
     return (
