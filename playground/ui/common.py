@@ -174,6 +174,8 @@ CSS = """
 
 /* An input's error, beside it; its section's results stay, dimmed and marked out of date. */
 .pg-error:not(:has(.pg-error-msg)) { display: none !important; }
+/* A message the page wrote itself (a text too long to send) gives way to the server's. */
+.pg-error:has(.pg-error-msg:not(.pg-local *)) .pg-local { display: none; }
 .pg-error-msg { border: 1px solid #fca5a5; border-left: 4px solid #dc2626; background: #fef2f2; color: #7f1d1d;
   border-radius: 8px; padding: 8px 12px; font-size: 0.93em; line-height: 1.45; overflow-wrap: anywhere; }
 .dark .pg-error-msg { background: #450a0a; color: #fecaca; border-color: #b91c1c; }

@@ -4,6 +4,7 @@ encodings side by side, and ids -> text. Registers the ``/tokenize`` API endpoin
 from __future__ import annotations
 
 import html
+import json
 from typing import Any
 
 import gradio as gr
@@ -12,7 +13,7 @@ from .. import limits
 from .. import tokenization as tok
 from ..validation import InputError
 from .common import LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
-from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples, with_notice
+from .widgets import RESULT, SECTION, error_html, error_slot, next_tab, note, text_with_examples, with_notice
 
 
 def _counts(r: tok.TokenizationResult) -> str:
@@ -54,9 +55,7 @@ def ui_tokenize(text, special_as_token, show_whitespace, typed_length=None):
     sends an empty text and only that length (LENGTH_CHECK_JS), so a long paste is refused at
     once instead of travelling to the server and back."""
     if isinstance(typed_length, (int, float)) and typed_length > limits.MAX_TEXT_CHARS:
-        raise InputError(
-            f"text is {int(typed_length):,} characters long; the limit is {limits.MAX_TEXT_CHARS:,} characters"
-        )
+        raise InputError(_too_long(f"{int(typed_length):,}"))
     r = tok.tokenize(text, special_as_token, show_whitespace)
     draw = r.n_characters <= SPLITS_MAX_CHARS
     comparisons = tok.compare_encodings(text, special_as_token, include_gpt2=True, with_html=draw)
@@ -64,11 +63,27 @@ def ui_tokenize(text, special_as_token, show_whitespace, typed_length=None):
     return _counts(r), r.html, str(r.ids), with_notice("", r.notice, sep=""), comparison, _encodings_html(comparisons, r.n_characters)
 
 
-# Runs in the browser before each request: a text over the limit is not sent, only its length.
+def _too_long(n_chars: int | str) -> str:
+    return f"text is {n_chars} characters long; the limit is {limits.MAX_TEXT_CHARS:,} characters"
+
+
+# Runs in the browser before each request: a text over the limit is not sent, only its length,
+# and the message shows at once (the server's, the same words, takes its place when it comes:
+# the CSS hides the page's own while the slot holds the server's).
 LENGTH_CHECK_JS = f"""
 (text, special, whitespace, typed) => {{
-  const n = (text || '').length;
-  return n > {limits.MAX_TEXT_CHARS} ? ['', special, whitespace, n] : [text, special, whitespace, n];
+  const n = (text || '').length, over = n > {limits.MAX_TEXT_CHARS};
+  const slot = document.querySelector('#tok-error');
+  if (slot) {{
+    slot.querySelectorAll('.pg-local').forEach((e) => e.remove());
+    if (over) {{
+      const local = document.createElement('div');
+      local.className = 'pg-local';
+      local.innerHTML = {json.dumps(error_html("Invalid input", _too_long("{N}")))}.replace('{{N}}', n.toLocaleString('en-US'));
+      slot.append(local);
+    }}
+  }}
+  return over ? ['', special, whitespace, n] : [text, special, whitespace, n];
 }}
 """
 
