@@ -320,9 +320,11 @@ def pca_projection(
         fig.update_layout(xaxis_title="PC1", yaxis_title="PC2")
     else:
         fig.update_layout(
+            # The camera close in (the cloud fills the box) and the scene above the legend.
             scene={"xaxis_title": "PC1", "yaxis_title": "PC2", "zaxis_title": "PC3", "aspectmode": "cube",
-                   "camera": {"eye": {"x": 1.35, "y": 1.35, "z": 0.9}}},
-            margin={"l": 0, "r": 0, "b": 0},
+                   "camera": {"eye": {"x": 1.25, "y": 1.25, "z": 0.8}}, "domain": {"x": [0, 1], "y": [0.06, 1]}},
+            margin={"l": 0, "r": 0, "b": 10},
+            legend={"y": 0, "yanchor": "bottom"},
         )
     multi = [v.describe() for v in vectors if v.multi_token]
     notice = ("Multi-token words: " + "; ".join(multi) + ".") if multi else ""

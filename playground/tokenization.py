@@ -198,9 +198,9 @@ def tokenize(text: Any, special_as_token: Any = True, show_whitespace: Any = Fal
     n_eot = text.count(EOT)
     if n_eot:
         notes.append(
-            f"{EOT} appears {n_eot}× and is encoded as the single special token {enc.eot_token}"
+            f"{EOT} appears {n_eot}× and is encoded as the single special token {enc.eot_token}."
             if special_as_token
-            else f"{EOT} appears {n_eot}× and is encoded as plain text (ordinary tokens for <, |, endoftext...), not as the special token {enc.eot_token}"
+            else f"{EOT} appears {n_eot}× and is encoded as plain text (ordinary tokens for <, |, endoftext...), not as the special token {enc.eot_token}."
         )
     if any(not t.complete for t in tokens):
         notes.append("Some tokens hold only part of a character's UTF-8 bytes; they share one coloured span.")
