@@ -61,7 +61,19 @@ def open_tab(page, name: str) -> None:
 
 def shot(page, name: str) -> None:
     page.wait_for_timeout(1000)  # let plotly and the buttons settle
-    page.screenshot(path=str(page.shots_dir / f"{name}.png"), full_page=True)
+    save_screenshot(page, page.shots_dir / f"{name}.png")
+
+
+def save_screenshot(page, path: Path) -> None:
+    """A full-page screenshot; into docs/ as a 256-colour PNG (a third of the bytes, the same look:
+    the page is flat colours and plots)."""
+    page.screenshot(path=str(path), full_page=True)
+    if path.parent == DOCS_SHOTS:
+        from PIL import Image
+
+        with Image.open(path) as im:
+            small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
+        small.save(path, optimize=True)
 
 
 def textbox(page, elem_id: str):

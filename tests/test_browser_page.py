@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import ARGS, CHROMIUM, TIMEOUT_MS, shots_dir, textbox  # noqa: F401 -- fixture reused
+from test_browser import ARGS, CHROMIUM, TIMEOUT_MS, save_screenshot, shots_dir, textbox  # noqa: F401 -- fixture reused
 
 pytestmark = pytest.mark.browser
 
@@ -125,7 +125,7 @@ def test_every_tab_fits_a_phone_and_leads_to_the_next(phone):
             assert link.get_attribute("data-next-tab") == next_name
             sentence = tab.locator(".pg-next").inner_text()
             assert sentence.count(".") >= 1 and f"Next: {next_name}" in sentence
-        phone.screenshot(path=str(phone.shots_dir / f"phone-{slug}.png"), full_page=True)
+        save_screenshot(phone, phone.shots_dir / f"phone-{slug}.png")
     assert all(w <= PHONE["width"] for w in widths.values()), f"wider than the phone: {widths}"
     # The closing link opens the next tab, even one in the "More tabs" menu.
     open_tab(phone, "Positional encoding")
