@@ -29,6 +29,7 @@ from . import limits
 from .attention import AttentionResult, attention
 from .embeddings import ArithmeticResult, embedding_arithmetic
 from .generation import GeneratedStep, TokenChoice, candidates_figure
+from .next_token import probability_axis
 from .resources import get_model
 from .tokens import encode_prompt, token_text
 from .validation import InputError, validate_int
@@ -150,7 +151,7 @@ def compare_next_token(prompt: Any, top_k: Any = TOP_K) -> list[NextToken]:
     results = [next_token(prompt, model, label, top_k) for label, model in _sides()]
     top = max(c.probability for r in results for c in r.step.candidates)
     for r in results:
-        r.figure.update_layout(xaxis_range=[0, min(1.0, top * 1.2 + 0.03)])
+        r.figure.update_layout(xaxis=probability_axis(top))  # room for a label right of a bar near 100 %
     return results
 
 

@@ -72,7 +72,7 @@ def save_screenshot(page, path: Path) -> None:
         from PIL import Image
 
         with Image.open(path) as im:
-            small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
+            small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
         small.save(path, optimize=True)
 
 

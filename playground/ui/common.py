@@ -255,6 +255,7 @@ CSS = """
   .pg-card b { font-size: 1.25em; }
   #pg-header h1 { font-size: 1.6em; }
   .js-plotly-plot, .plot-container { max-width: 100%; }
+  .js-plotly-plot .modebar-container { display: none !important; }  /* it covered the plots' titles */
   .att-tok { font-size: 0.75em; padding: 0 3px; gap: 3px; }
   .att-label { max-width: 8em; }
   #tok-compare td, #tok-compare th, #model-params td, #model-params th { font-size: 0.82em; }
