@@ -14,11 +14,10 @@ One browser and one page for the module, on the session's app (tests/app_server.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from test_browser import ARGS, CHROMIUM, TIMEOUT_MS, save_screenshot, shots_dir, textbox  # noqa: F401 -- fixture reused
+from test_browser import browser_page, save_screenshot, shots_dir, textbox  # noqa: F401 -- fixture reused
 
 pytestmark = pytest.mark.browser
 
@@ -38,23 +37,8 @@ ORANGE = "rgb(249, 115, 22)"  # the drawn token's bar (playground/next_token.DRA
 
 @pytest.fixture(scope="module")
 def phone(app_server, shots_dir):
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = browser.new_context(viewport=PHONE, device_scale_factor=1, is_mobile=True, has_touch=True)
-        pg = context.new_page()
-        pg.set_default_timeout(TIMEOUT_MS)
-        errors: list[str] = []
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.goto(app_server.url, wait_until="domcontentloaded")
-        pg.get_by_role("tab", name=re.compile("Tokenization")).wait_for()
-        pg.errors = errors
-        pg.shots_dir = shots_dir
+    with browser_page(app_server, shots_dir, viewport=PHONE, is_mobile=True, has_touch=True) as pg:
         yield pg
-        browser.close()
 
 
 def open_tab(page, name: str) -> None:
