@@ -292,6 +292,11 @@ def test_attention_labels_cells_and_line_view(phone):
     assert view.locator("svg line").count() >= 1
     assert view.locator(".att-k .att-w").nth(0).inner_text().endswith("%")
     assert page_width(phone) <= PHONE["width"]
+    # A layer typed in the slider's box and confirmed with Enter recomputes.
+    layer = phone.locator("#att-layer input[type=number]")
+    layer.fill("2")
+    layer.press("Enter")
+    phone.wait_for_function("() => document.querySelector('#att-head-fig .gtitle').textContent.startsWith('Layer 2, head 0')")
 
     # A long text: the cells are left to the hover (sixty numbers would be noise).
     textbox(phone, "att-text").fill(" ".join(["the king spoke to the queen"] * 4))
