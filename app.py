@@ -31,8 +31,8 @@ HEADER = (
     "# GPT Playground\n"
     "See, hands on, how a GPT works: a small decoder-only transformer this project trained on "
     "Shakespeare, served by onnxruntime. Go through the tabs in order: text becomes tokens, "
-    "tokens become vectors, positions are added, the model generates, attention is what it looks at, "
-    "and Compare sets the model beside its untrained self."
+    "tokens become vectors, positions are added, attention mixes each token with those before it, the "
+    "model picks the next token, and Compare sets the model beside its untrained self."
 )
 
 
@@ -57,10 +57,10 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
                 embeddings.build()
             with gr.Tab("3 · Positional encoding", id="positional"):
                 positional.build()
-            with gr.Tab("4 · Text generation", id="generation"):
-                generation.build()
-            with gr.Tab("5 · Attention", id="attention"):
+            with gr.Tab("4 · Attention", id="attention"):
                 attention.build()
+            with gr.Tab("5 · Text generation", id="generation"):
+                generation.build()
             with gr.Tab("6 · Model", id="model"):
                 model.build(onnx_files, training_log=source.weights_dir / "training_log.json")
             with gr.Tab("7 · Compare", id="compare"):
@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> None:
         server_port=int(os.environ["GRADIO_SERVER_PORT"]) if os.environ.get("GRADIO_SERVER_PORT") else None,
         theme=common.THEME,
         css=common.CSS,
+        js=common.JS,
         footer_links=["api", "gradio"],
         # Hardening for a public Space: no tab takes a file, so uploads (which Gradio accepts on
         # /gradio_api/upload whatever the components) are refused past 0 bytes, and the run

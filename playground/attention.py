@@ -8,6 +8,8 @@ write it (``q @ k^T * head_size**-0.5`` -> ``tril`` -> ``masked_fill(tril == 0, 
 
 from __future__ import annotations
 
+import html
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,12 +23,12 @@ from torch.nn import functional as F
 from model import GPT
 
 from . import limits
-from .plots import base_layout, heatmap
+from .plots import base_layout, heatmap, token_ticks
 from .resources import get_model
 from .tokens import encode_prompt, token_labels
 from .validation import validate_int
 
-__all__ = ["EXAMPLE_PROMPTS", "Stage", "AttentionResult", "attention", "attention_weights"]
+__all__ = ["EXAMPLE_PROMPTS", "Stage", "AttentionResult", "attention", "attention_weights", "line_view_html"]
 
 EXAMPLE_PROMPTS = ("ROMEO:\nBut soft, what light through yonder window breaks?", "To be, or not to be, that is the question")
 
@@ -55,6 +57,7 @@ class AttentionResult:
     head_figure: go.Figure = field(repr=False)
     mean_figure: go.Figure = field(repr=False)
     heads_figure: go.Figure = field(repr=False)  # every head of the chosen layer
+    lines_html: str = field(repr=False)  # the line view of the chosen layer (BertViz's head view)
     stages: list[Stage] = field(repr=False)
     weights_max_diff: float  # step-through weights vs the model's attentions for this head
     output_max_diff: float  # step-through (all heads, then W_O) vs the block's attention output
@@ -90,6 +93,15 @@ def _pair_customdata(tokens: list[str]) -> np.ndarray:
     return np.stack([np.repeat(q[:, None], t, axis=1), np.repeat(q[None, :], t, axis=0), future], axis=-1)
 
 
+# Weights are printed in the cells (two decimals) only while a cell is wide enough to read them,
+# on a phone too; beyond this many tokens they are in the hover only, as BertViz shows them.
+CELL_VALUES_MAX_TOKENS = 10
+
+
+def _cells(t: int, fmt: str = ".2f") -> str | None:
+    return fmt if t <= CELL_VALUES_MAX_TOKENS else None
+
+
 def _weights_figure(w: np.ndarray, tokens: list[str], title: str) -> go.Figure:
     t = len(tokens)
     return heatmap(
@@ -97,28 +109,67 @@ def _weights_figure(w: np.ndarray, tokens: list[str], title: str) -> go.Figure:
         colorscale="Blues", zmin=0.0, zmax=1.0,
         hover="query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.3f}%{customdata[2]}<extra></extra>",
         customdata=_pair_customdata(tokens),
-        text=np.round(w, 2) if t <= 12 else None,
+        cells=_cells(t),
         height=max(420, 18 * t + 160),
     )
 
 
 def _heads_grid(w_layer: np.ndarray, tokens: list[str], layer: int) -> go.Figure:
-    n_head = w_layer.shape[0]
-    cols = min(4, n_head)
+    """Every head of a layer, as BertViz's model view: the tokens label the rows of the first
+    column and the columns of the last row (the others share them); the hover names both."""
+    n_head, t = w_layer.shape[0], len(tokens)
+    # Two heads a row: four a row left each head 60 px wide on a phone, its labels unreadable.
+    cols = min(2, n_head)
     rows = math.ceil(n_head / cols)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(n_head)],
-                        horizontal_spacing=0.03, vertical_spacing=0.08)
+                        horizontal_spacing=0.03, vertical_spacing=0.12 / rows, shared_xaxes=True, shared_yaxes=True)
     custom = _pair_customdata(tokens)
     for h in range(n_head):
         fig.add_trace(
             go.Heatmap(z=w_layer[h], zmin=0.0, zmax=1.0, colorscale="Blues", showscale=h == 0, customdata=custom,
+                       colorbar={"thickness": 12},
                        hovertemplate=f"head {h}<br>query %{{customdata[0]}}<br>key %{{customdata[1]}}<br>weight %{{z:.3f}}%{{customdata[2]}}<extra></extra>"),
             row=h // cols + 1, col=h % cols + 1,
         )
-    fig.update_yaxes(autorange="reversed", showticklabels=False)
+    ticks = token_ticks(tokens, t, max_ticks=32)
+    fig.update_yaxes(autorange="reversed", tickfont={"size": 9}, automargin=True, **ticks)
+    fig.update_xaxes(tickfont={"size": 9}, tickangle=-60, automargin=True, **ticks)
+    fig.update_yaxes(showticklabels=False)
+    fig.update_yaxes(showticklabels=True, col=1)
     fig.update_xaxes(showticklabels=False)
-    base_layout(fig, f"Layer {layer}: every head (rows: queries, columns: keys)", height=260 * rows + 80)
+    fig.update_xaxes(showticklabels=True, row=rows)
+    fig.update_annotations(font={"size": 12})
+    base_layout(fig, f"Layer {layer}: every head (rows: queries, columns: keys)", height=max(220, 7 * t + 150) * rows + 120)
+    fig.update_layout(margin={"l": 10, "r": 10})
     return fig
+
+
+# One colour per head in the line view (BertViz colours each head's lines).
+HEAD_COLOURS = ("#4f46e5", "#db2777", "#059669", "#d97706", "#0891b2", "#7c3aed", "#dc2626", "#65a30d",
+                "#2563eb", "#c026d3", "#0d9488", "#ea580c")
+
+
+def line_view_html(w_layer: np.ndarray, tokens: list[str], layer: int, head: int) -> str:
+    """BertViz's head view as HTML for the page's script (``ui/attention.LINE_VIEW_JS`` draws it):
+    the tokens twice, queries on the left and keys on the right; a click on a token draws its
+    attention as lines whose strength is the weight, for the heads chosen (``head`` at first).
+    The weights go in a data attribute, rounded to 3 decimals, only the causal triangle."""
+    n_head, t = w_layer.shape[0], len(tokens)
+    data = {
+        "layer": layer,
+        "head": head,
+        "tokens": tokens,
+        "colours": [HEAD_COLOURS[h % len(HEAD_COLOURS)] for h in range(n_head)],
+        # [head][query][key] for key <= query: row q has q + 1 weights
+        "weights": [[[round(float(x), 3) for x in w_layer[h, q, : q + 1]] for q in range(t)] for h in range(n_head)],
+    }
+    payload = html.escape(json.dumps(data, ensure_ascii=False, separators=(",", ":")), quote=True)
+    return (
+        f'<div class="att-lines" data-att="{payload}">'
+        f'<p class="att-lines-hint">Layer {layer}. Click a token on the left to see what it attends to, one on the '
+        f"right to see who attends to it; the thicker the line, the larger the weight. Click a head to add or "
+        f"remove its lines.</p></div>"
+    )
 
 
 def _masked_display(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -156,21 +207,20 @@ def _step_through(model: GPT, ids: list[int], layer: int, head: int, tokens: lis
 
     h = head
     scores_np, masked_np, weights_np, out_np = (m[h].numpy() for m in (wei, masked, weights, out))
-    small = t <= 12
+    small = t <= CELL_VALUES_MAX_TOKENS
     masked_z, masked_text = _masked_display(masked_np)
     stages = [
         Stage("1. scores", "wei = q @ k.transpose(-2, -1) * head_size**-0.5",
               f"Each query's dot product with every key, scaled by 1/√{d} (head_size = {d}).",
               scores_np,
               heatmap(scores_np, "Scores q·k / √d (future tokens not yet hidden)", x_labels=tokens, y_labels=tokens,
-                      x_title="key", y_title="query", colorscale="RdBu", zmid=0.0,
-                      text=np.round(scores_np, 2) if small else None)),
+                      x_title="key", y_title="query", colorscale="RdBu", zmid=0.0, cells=_cells(t))),
         Stage("2. causal mask", "tril = torch.tril(torch.ones(T, T))",
               "Lower-triangular ones: query t may look at keys 0..t only (a decoder never sees the future).",
               tril.numpy(),
               heatmap(tril.numpy(), "tril: 1 = allowed, 0 = future", x_labels=tokens, y_labels=tokens,
                       x_title="key", y_title="query", colorscale="Greys", zmin=0.0, zmax=1.0,
-                      text=tril.numpy().astype(int) if small else None)),
+                      cells=_cells(t, ".0f"))),
         Stage("3. masked fill", "wei = wei.masked_fill(tril == 0, float('-inf'))",
               "Scores above the diagonal become −inf, so softmax gives them exactly zero weight.",
               masked_np,
@@ -206,5 +256,6 @@ def attention(text: Any, layer: Any = 0, head: Any = 0, model: GPT | None = None
         head_figure=_weights_figure(weights[layer, head], tokens, f"Layer {layer}, head {head}: attention weights (zeros above the diagonal: causal mask)"),
         mean_figure=_weights_figure(weights[layer].mean(axis=0), tokens, f"Layer {layer}: mean over the {cfg.n_head} heads"),
         heads_figure=_heads_grid(weights[layer], tokens, layer),
+        lines_html=line_view_html(weights[layer], tokens, layer, head),
         stages=stages, weights_max_diff=weights_diff, output_max_diff=output_diff, notice=notice,
     )

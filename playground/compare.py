@@ -29,6 +29,7 @@ from . import limits
 from .attention import AttentionResult, attention
 from .embeddings import ArithmeticResult, embedding_arithmetic
 from .generation import GeneratedStep, TokenChoice, candidates_figure
+from .next_token import probability_axis
 from .resources import get_model
 from .tokens import encode_prompt, token_text
 from .validation import InputError, validate_int
@@ -138,11 +139,8 @@ def next_token(prompt: Any, model: GPT, label: str, top_k: int = TOP_K) -> NextT
     cands = [TokenChoice(int(i), token_text(int(i)), float(p), float(p)) for p, i in zip(probs, top)]
     step = GeneratedStep(0, cands[0], cands)
     # A short title: the chart must fit a phone's width (the prompt is in the box above it).
-    figure = candidates_figure(step, title=label)
-    # Nothing is sampled here: keep one bar per token, the model's probability (temperature 1).
-    figure.data = (figure.data[0],)
-    figure.data[0].name = "probability (temperature 1); the greedy choice in orange"
-    figure.update_layout(showlegend=True)
+    # Nothing is sampled here: one bar per token, the model's probability (temperature 1).
+    figure = candidates_figure(step, title=label, model_only=True)
     return NextToken(label, ids, step, loss, entropy, figure)
 
 
@@ -153,7 +151,7 @@ def compare_next_token(prompt: Any, top_k: Any = TOP_K) -> list[NextToken]:
     results = [next_token(prompt, model, label, top_k) for label, model in _sides()]
     top = max(c.probability for r in results for c in r.step.candidates)
     for r in results:
-        r.figure.update_layout(xaxis_range=[0, min(1.0, top * 1.2 + 0.03)])
+        r.figure.update_layout(xaxis=probability_axis(top))  # room for a label right of a bar near 100 %
     return results
 
 

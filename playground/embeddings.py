@@ -296,27 +296,83 @@ def pca_projection(
 
     hover = [v.describe() for v in vectors]
     if k == 2:
-        traces = [go.Scatter(x=coords[:, 0], y=coords[:, 1], mode="markers+text", text=word_list, textposition="top center",
-                             hovertext=hover, hoverinfo="text", name="words", marker={"size": 9})]
+        placed = coords if result_coords is None else np.vstack([coords, result_coords[None, :]])
+        positions = _label_positions(placed, [*word_list, *([f"★ {formula}"] if formula else [])])
+        traces = [go.Scatter(x=coords[:, 0], y=coords[:, 1], mode="markers+text", text=word_list,
+                             textposition=positions[: len(word_list)], hovertext=hover, hoverinfo="text", name="words",
+                             marker={"size": 9})]
         if result_coords is not None:
             traces.append(go.Scatter(x=[result_coords[0]], y=[result_coords[1]], mode="markers+text", text=[f"★ {formula}"],
-                                     textposition="bottom center", name=formula, marker={"size": 16, "symbol": "star", "color": "crimson"}))
+                                     textposition=positions[-1], name=formula,
+                                     marker={"size": 16, "symbol": "star", "color": "crimson"}))
     else:
+        # 3D labels cannot be placed apart (the view turns): small text on a large scene.
         traces = [go.Scatter3d(x=coords[:, 0], y=coords[:, 1], z=coords[:, 2], mode="markers+text", text=word_list,
-                               hovertext=hover, hoverinfo="text", name="words", marker={"size": 5})]
+                               textfont={"size": 11}, hovertext=hover, hoverinfo="text", name="words", marker={"size": 4})]
         if result_coords is not None:
             traces.append(go.Scatter3d(x=[result_coords[0]], y=[result_coords[1]], z=[result_coords[2]], mode="markers+text",
-                                       text=[f"★ {formula}"], name=formula, marker={"size": 8, "symbol": "diamond", "color": "crimson"}))
+                                       text=[f"★ {formula}"], textfont={"size": 12, "color": "crimson"}, name=formula,
+                                       marker={"size": 7, "symbol": "diamond", "color": "crimson"}))
     fig = go.Figure(traces)
     pct = ", ".join(f"PC{i + 1} {100 * v:.1f}%" for i, v in enumerate(explained))
-    base_layout(fig, f"PCA of {len(word_list)} token embeddings ({pct} of the variance)", height=560)
+    base_layout(fig, f"PCA of {len(word_list)} token embeddings ({pct} of the variance)", height=560 if k == 2 else 680)
     if k == 2:
         fig.update_layout(xaxis_title="PC1", yaxis_title="PC2")
     else:
-        fig.update_layout(scene={"xaxis_title": "PC1", "yaxis_title": "PC2", "zaxis_title": "PC3"})
+        fig.update_layout(
+            # The camera close in (the cloud fills the box) and the scene above the legend.
+            scene={"xaxis_title": "PC1", "yaxis_title": "PC2", "zaxis_title": "PC3", "aspectmode": "cube",
+                   "camera": {"eye": {"x": 1.25, "y": 1.25, "z": 0.8}}, "domain": {"x": [0, 1], "y": [0.06, 1]}},
+            margin={"l": 0, "r": 0, "b": 10},
+            legend={"y": 0, "yanchor": "bottom"},
+        )
     multi = [v.describe() for v in vectors if v.multi_token]
     notice = ("Multi-token words: " + "; ".join(multi) + ".") if multi else ""
     return ProjectionResult(word_list, coords, result_coords, explained, fig, notice)
+
+
+# Where a 2D label goes relative to its point, tried in this order.
+_LABEL_SIDES = ("top center", "bottom center", "middle right", "middle left", "top right", "bottom left")
+
+
+def _label_positions(points: np.ndarray, labels: list[str], width_px: float = 560, height_px: float = 440) -> list[str]:
+    """A side for each point's label so that labels overlap each other and the points as little
+    as possible: greedy, densest first, on boxes estimated in pixels (7 px a character, 14 px
+    high) for a plot of about ``width_px`` × ``height_px``."""
+    xy = np.asarray(points, dtype=np.float64)[:, :2]
+    span = np.maximum(xy.max(axis=0) - xy.min(axis=0), 1e-9)
+    px = (xy - xy.min(axis=0)) / span * np.array([width_px, height_px])  # y grows upwards
+    char_w, line_h, gap = 7.0, 14.0, 6.0
+
+    def box(i: int, side: str) -> tuple[float, float, float, float]:
+        w, (x, y) = char_w * len(labels[i]), px[i]
+        if side.startswith("top"):
+            y0 = y + gap
+        elif side.startswith("bottom"):
+            y0 = y - gap - line_h
+        else:
+            y0 = y - line_h / 2
+        if side.endswith("center"):
+            x0 = x - w / 2
+        elif side.endswith("right"):
+            x0 = x + gap
+        else:
+            x0 = x - gap - w
+        return x0, y0, x0 + w, y0 + line_h
+
+    def overlap(a: tuple, b: tuple) -> float:
+        return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+    dots = [(x - 5, y - 5, x + 5, y + 5) for x, y in px]
+    crowd = np.argsort([-np.sum(np.hypot(*(px - p).T) < 60) for p in px], kind="stable")
+    placed: list[tuple] = []
+    sides = [_LABEL_SIDES[0]] * len(xy)
+    for i in crowd:
+        cost = {side: sum(overlap(box(i, side), b) for b in placed) + sum(overlap(box(i, side), d) for d in dots)
+                for side in _LABEL_SIDES}
+        sides[i] = min(_LABEL_SIDES, key=lambda side: cost[side])  # ties keep the earlier side
+        placed.append(box(i, sides[i]))
+    return sides
 
 
 @dataclass(frozen=True)
@@ -384,9 +440,11 @@ def contextual_embeddings(
     vectors = [static[0], static[1], contextual[0], contextual[1]]
     labels = ["input embedding, A", "input embedding, B", "last hidden state, A", "last hidden state, B"]
     matrix = cosine_matrix(np.stack(vectors))
-    fig = heatmap(matrix, f"Cosine similarity of {word!r}: static vs contextual", x_labels=labels, y_labels=labels,
-                  colorscale="RdBu", zmin=-1.0, zmax=1.0, zmid=0.0, text=np.round(matrix, 3), height=460,
-                  hover="%{z:.4f}<extra></extra>")
+    short = ["input A", "input B", "hidden A", "hidden B"]  # axis labels that fit a phone; the hover has the full names
+    pairs = np.array([[f"{a} / {b}" for b in labels] for a in labels], dtype=object)
+    fig = heatmap(matrix, f"Cosine similarity of {word!r}: static (input embedding) vs contextual (last hidden state)",
+                  x_labels=short, y_labels=short, colorscale="RdBu", zmin=-1.0, zmax=1.0, zmid=0.0, cells=".2f",
+                  height=420, hover="%{customdata}<br>cosine %{z:.4f}<extra></extra>", customdata=pairs)
     notes = []
     if id_lists[0] != id_lists[1]:
         notes.append("The word is tokenized differently in the two sentences (with and without a leading space), "

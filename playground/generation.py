@@ -19,6 +19,15 @@ import plotly.graph_objects as go
 from model.tokenizer import EOT_ID
 
 from . import limits
+from .next_token import (
+    DRAWN_COLOUR,
+    MODEL_COLOUR,
+    SAMPLED_COLOUR,
+    SamplingSettings,
+    next_token_distribution,
+    probability_axis,
+)
+from .plots import base_layout
 from .resources import get_engine, get_scheduler
 from .tokens import decode, encode, token_text, visible_whitespace
 from .validation import InputError, validate_float, validate_int, validate_text
@@ -39,6 +48,11 @@ __all__ = [
     "run",
     "generate",
     "candidates_figure",
+    "drawn_rank",
+    "sampling_settings",
+    "step_context",
+    "step_caption",
+    "step_figure",
     "tokens_html",
     "stats_markdown",
     "provider_label",
@@ -302,59 +316,154 @@ def generate(
 # --- Rendering ---------------------------------------------------------------------------------
 
 
-def candidates_figure(step: GeneratedStep | None, *, title: str | None = None) -> go.Figure:
+def drawn_rank(step: GeneratedStep) -> int | None:
+    """The drawn token's place among the step's candidates (1: the model's most likely token);
+    None when it came from outside them."""
+    return next((r for r, c in enumerate(step.candidates, 1) if c.token_id == step.token.token_id), None)
+
+
+def sampling_settings(params: GenerationParams) -> SamplingSettings:
+    """The temperature, top-k and top-p a generation drew with."""
+    return SamplingSettings(params.temperature, params.top_k, params.top_p)
+
+
+def step_context(state: GenerationState, sample: int, index: int) -> list[int]:
+    """The ids the model saw before step ``index`` (0-based) of ``sample``: the prompt and the
+    tokens drawn before it (the engine keeps the last ``block_size`` of them)."""
+    return state.params.prompt_ids + state.sample_ids(sample)[:index]
+
+
+def candidates_figure(
+    step: GeneratedStep | None,
+    *,
+    settings: SamplingSettings | None = None,
+    drawn_sample_probability: float | None = None,
+    title: str | None = None,
+    model_only: bool = False,
+) -> go.Figure:
     """Horizontal bars: the top next-token candidates of one step, as the model rates them
-    (temperature 1) and as they were sampled (after temperature, top-k, top-p); the drawn token
-    in orange."""
+    (temperature 1, grey) and in the distribution the token was drawn from (``settings``:
+    temperature, top-k, top-p; indigo), the drawn token in orange, with its own legend entry.
+    A token drawn from outside the top candidates gets a bar of its own; its sampling
+    probability, which the engine's stream does not report, is ``drawn_sample_probability``
+    (see :func:`step_figure`).
+
+    ``model_only``: nothing was sampled (the Compare tab's greedy look at the next token): one
+    bar per token, the model's probability, its most likely token in orange. ``title`` replaces
+    the step's own."""
     fig = go.Figure()
     if step is None:
         fig.add_annotation(text="Generate some text, then pick a step", showarrow=False, font={"size": 15})
-        fig.update_layout(xaxis={"visible": False}, yaxis={"visible": False}, height=360, template="plotly_white")
+        fig.update_layout(xaxis={"visible": False}, yaxis={"visible": False}, height=300, template="plotly_white")
         return fig
+    drawn_id = step.token.token_id
     cands = list(step.candidates)
-    if all(c.token_id != step.token.token_id for c in cands):
-        cands.append(step.token)  # a token drawn from outside the top list still shows
+    if model_only:
+        return _model_only_figure(step, title)
+    if drawn_rank(step) is None:  # a token drawn from outside the top list still shows
+        cands.append(TokenChoice(drawn_id, step.token.text, step.token.probability, drawn_sample_probability))
+    else:
+        drawn_sample_probability = step.token.sample_probability
     cands = cands[::-1]  # plotly draws the first bar at the bottom
     labels = [f"{visible_whitespace(c.text)}  #{c.token_id}" for c in cands]
-    drawn = [c.token_id == step.token.token_id for c in cands]
-    # None: a token drawn from outside the top candidates, whose sampling probability the engine
-    # does not report (its model probability is still drawn).
-    sampled = [c.sample_probability for c in cands]
+    others = [(label, c) for label, c in zip(labels, cands) if c.token_id != drawn_id]
+    drawn_label = next(label for label, c in zip(labels, cands) if c.token_id == drawn_id)
+
+    def shown(p: float | None) -> str:
+        return f"{p:.1%}" if p is not None else "not reported"
+
     fig.add_bar(
-        x=sampled,
-        y=labels,
-        orientation="h",
-        name="sampled from (temperature, top-k, top-p)",
-        marker_color=["#f97316" if d else "#6366f1" for d in drawn],
-        text=[f"{p:.1%}" if p is not None else "outside the top list" for p in sampled],
-        textposition="outside",
-        cliponaxis=False,
-        hovertemplate="%{y}<br>sampling probability %{x:.2%}<extra></extra>",
-    )
-    fig.add_bar(
-        x=[c.probability for c in cands],
-        y=labels,
-        orientation="h",
-        name="model (temperature 1)",
-        marker_color="rgba(148, 163, 184, 0.55)",
+        x=[c.probability for c in cands], y=labels, orientation="h", name="model (temperature 1)",
+        marker_color=MODEL_COLOUR, offsetgroup="model",
         hovertemplate="%{y}<br>model probability %{x:.2%}<extra></extra>",
     )
-    top = max(max((p for p in sampled if p is not None), default=0.0), max(c.probability for c in cands))
-    p_drawn = step.token.sample_probability
+    # Two traces in one bar slot: the legend keeps one colour per meaning at every step (one
+    # trace coloured bar by bar took its legend colour from whichever bar came first).
+    fig.add_bar(
+        x=[c.sample_probability for _, c in others], y=[label for label, _ in others], orientation="h",
+        name="drawn from" + (f" ({settings.label()})" if settings else " (temperature, top-k, top-p)"),
+        marker_color=SAMPLED_COLOUR, offsetgroup="sampled", text=[shown(c.sample_probability) for _, c in others],
+        textposition="outside", cliponaxis=False, constraintext="none", textfont={"size": 11},
+        hovertemplate="%{y}<br>probability of being drawn %{x:.2%}<extra></extra>",
+    )
+    fig.add_bar(
+        x=[drawn_sample_probability], y=[drawn_label], orientation="h", name="the token drawn",
+        marker_color=DRAWN_COLOUR, offsetgroup="sampled", text=[shown(drawn_sample_probability)],
+        textposition="outside", cliponaxis=False, constraintext="none", textfont={"size": 11},
+        hovertemplate="%{y}: the token drawn<br>probability of being drawn %{x:.2%}<extra></extra>",
+    )
+    peak = max([c.probability for c in cands] + [c.sample_probability or 0.0 for c in cands] + [drawn_sample_probability or 0.0])
+    p = f" (p = {drawn_sample_probability:.1%})" if drawn_sample_probability is not None else ""
+    title = title or f"Step {step.index + 1}: drew “{visible_whitespace(step.token.text)}”{p}"
+    base_layout(fig, title, height=max(320, 34 * len(cands) + 150))
     fig.update_layout(
-        title=title
-        or f"Step {step.index + 1}: drew “{visible_whitespace(step.token.text)}”"
-        + (f" (p = {p_drawn:.1%})" if p_drawn is not None else ""),
-        barmode="group",
-        bargap=0.25,
-        xaxis={"title": "probability", "range": [0, min(1.0, top * 1.2 + 0.03)], "tickformat": ".0%"},
-        yaxis={"automargin": True},
-        height=max(320, 38 * len(cands) + 120),
-        margin={"l": 10, "r": 30, "t": 50, "b": 40},
-        template="plotly_white",
-        legend={"orientation": "h", "y": -0.12, "x": 0},
+        barmode="group", bargap=0.22, margin={"l": 10, "r": 20},
+        xaxis=probability_axis(peak),
+        yaxis={"automargin": True, "categoryorder": "array", "categoryarray": labels, "tickfont": {"family": "monospace", "size": 11}},
     )
     return fig
+
+
+def _model_only_figure(step: GeneratedStep, title: str | None) -> go.Figure:
+    cands = list(step.candidates)[::-1]
+    labels = [f"{visible_whitespace(c.text)}  #{c.token_id}" for c in cands]
+    top = [i for i, c in enumerate(cands) if c.token_id == step.token.token_id]
+    rest = [i for i in range(len(cands)) if i not in top]
+    fig = go.Figure()
+    for name, colour, idx in (("probability (temperature 1)", SAMPLED_COLOUR, rest), ("the most likely (greedy choice)", DRAWN_COLOUR, top)):
+        fig.add_bar(
+            x=[cands[i].probability for i in idx], y=[labels[i] for i in idx], orientation="h", name=name,
+            marker_color=colour, offsetgroup="model", text=[f"{cands[i].probability:.1%}" for i in idx],
+            textposition="outside", cliponaxis=False, constraintext="none", textfont={"size": 11},
+            hovertemplate="%{y}<br>probability %{x:.2%}<extra></extra>",
+        )
+    base_layout(fig, title or "Next token", height=max(300, 26 * len(cands) + 150))
+    fig.update_layout(
+        bargap=0.25, margin={"l": 10, "r": 20}, xaxis=probability_axis(max(c.probability for c in cands)),
+        yaxis={"automargin": True, "categoryorder": "array", "categoryarray": labels, "tickfont": {"family": "monospace", "size": 11}},
+    )
+    return fig
+
+
+def step_caption(step: GeneratedStep, settings: SamplingSettings) -> str:
+    """One sentence under the chart: where the drawn token stood among the model's candidates,
+    and why a token other than the most likely can come out."""
+    rank = drawn_rank(step)
+    if rank == 1:
+        return "The token drawn is the model's most likely one."
+    where = f"the model's number {rank} candidate" if rank else f"from outside the model's top {TOP_CANDIDATES}"
+    why = (
+        "Sampling draws at random from the distribution, so a less likely token can come out even at a low "
+        "temperature; only temperature 0 (greedy) or top-k 1 always take the most likely one."
+    )
+    return f"The token drawn is {where}. {why}" if not settings.greedy else f"The token drawn is {where}."
+
+
+def step_figure(state: GenerationState | None, sample: Any, step_number: Any) -> tuple[go.Figure, str]:
+    """The candidates chart and its caption for ``step_number`` (1-based) of ``sample``, clamped
+    to what exists. A token drawn from outside the top candidates has its sampling probability
+    recomputed once (one forward pass on that step's context, through the engine)."""
+    if state is None or not state.steps or not any(state.steps):
+        return candidates_figure(None), ""
+    s = min(max(int(sample or 0), 0), len(state.steps) - 1)
+    steps = state.steps[s]
+    if not steps:
+        return candidates_figure(None), ""
+    i = min(max(int(step_number or 1), 1), len(steps)) - 1
+    step, settings = steps[i], sampling_settings(state.params)
+    p_drawn = None
+    if drawn_rank(step) is None:
+        dist = next_token_distribution(step_context(state, s, i))
+        p_drawn = float(dist.probabilities(settings)[step.token.token_id])
+    return candidates_figure(step, settings=settings, drawn_sample_probability=p_drawn), step_caption(step, settings)
+
+
+def _token_html(text: str) -> str:
+    """A generated token's text for the page: a token of whitespace only is drawn with the
+    Tokenization tab's symbols (⋅ → ↵), muted, so an all-whitespace sample shows what it is."""
+    if text and not text.strip():
+        return f'<span class="gen-ws">{html.escape(visible_whitespace(text, keep_line_breaks=True))}</span>'
+    return html.escape(text)
 
 
 def tokens_html(state: GenerationState) -> str:
@@ -373,7 +482,7 @@ def tokens_html(state: GenerationState) -> str:
             spans.append(
                 f'<span class="gen-tok" data-sample="{sample}" data-step="{step.index + 1}" '
                 f'style="background: rgba(99, 102, 241, {0.08 + 0.5 * (1 - p):.2f})" '
-                f'title="{html.escape(title, quote=True)}">{html.escape(step.token.text)}</span>'
+                f'title="{html.escape(title, quote=True)}">{_token_html(step.token.text)}</span>'
             )
         header = f'<div class="gen-sample-title">Sample {sample + 1}</div>' if len(state.steps) > 1 else ""
         parts.append(f'<div class="gen-sample">{header}<span class="gen-prompt">{prompt}</span>{"".join(spans)}</div>')
@@ -392,6 +501,12 @@ def stats_markdown(state: GenerationState) -> str:
     if state.finished:
         bits.append(f"stopped by: {state.stop_reason}")
     line = " · ".join(bits)
+    others = sum(1 for steps in state.steps for step in steps if drawn_rank(step) != 1)
+    if others and state.finished:
+        line += (
+            f"\n\n🎲 {others} of the {state.new_tokens} tokens {'were' if others != 1 else 'was'} not the model's most "
+            "likely: each token is drawn at random from the distribution the settings give (click one to see it)."
+        )
     for notice in state.notices:
         line += f"\n\n⚠️ {notice}"
     return line

@@ -22,6 +22,9 @@ __all__ = [
     "parameter_counts",
     "load_training_log",
     "training_figure",
+    "training_note",
+    "weight_bytes",
+    "size_note",
     "onnx_summary",
     "onnx_markdown",
     "client_snippets",
@@ -123,11 +126,75 @@ def training_figure(log: list[dict[str, Any]]) -> go.Figure:
     return fig
 
 
+def training_note(log: list[dict[str, Any]], *, shipped: bool = False) -> str:
+    """Why the last validation point can sit well below the others: ``model.train`` scores a
+    sample of the held-out windows at each evaluation and all of them at the last step (the
+    log says how many, ``val_windows``). ``shipped``: the shipped run's own reasons too."""
+    points = [e for e in log if _finite(e.get("val_loss"))]
+    if len(points) < 2:
+        return ""
+    last, before = points[-1], points[-2]
+    n_last, n_before = last.get("val_windows"), before.get("val_windows")
+    drop = before["val_loss"] - last["val_loss"]
+    if not (isinstance(n_last, int) and isinstance(n_before, int) and n_last != n_before):
+        return ""
+    note = (
+        f"The last validation point ({last['val_loss']:.2f}) is scored on all {n_last} windows of the held-out "
+        f"text, the earlier ones on a sample of {n_before}: the points before it are comparable with each "
+        f"other, the last one is the model's real held-out loss"
+    )
+    if shipped and drop > 0.3:
+        note += (
+            ". In the shipped run the sample was the first 96 windows, all from *Pericles*, harder than the "
+            "rest (4.72 on those 96 after training, 4.42 on all 255), and its last 10 % of steps trained the "
+            "softmax over the whole vocabulary instead of only the tokens seen in training, which moves "
+            "probability away from the 31,038 never-seen ids (docs/training.md)"
+        )
+    return note + "."
+
+
+def weight_bytes(path: str | Path) -> dict[str, tuple[int, int]]:
+    """{dtype name: (number of values, bytes)} over the file's stored tensors (initializers)."""
+    import onnx
+    from onnx import helper
+
+    out: dict[str, tuple[int, int]] = {}
+    for t in onnx.load(str(path)).graph.initializer:
+        n = math.prod(t.dims)
+        dtype = helper.tensor_dtype_to_np_dtype(t.data_type)
+        count, size = out.get(dtype.name, (0, 0))
+        out[dtype.name] = (count + n, size + n * dtype.itemsize)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))
+
+
+def size_note(weights: dict[str, tuple[int, int]], size_mb: float) -> str:
+    """Where a file's megabytes go: one line per kind of number stored (a quarter of fp32's size
+    for an 8-bit file: one byte per weight instead of four; a little float32 stays)."""
+    parts = []
+    for dtype, (count, size) in weights.items():
+        if size < 10_000:
+            continue
+        per = {"float32": "4 bytes", "float16": "2 bytes", "int8": "1 byte", "uint8": "1 byte"}.get(dtype, f"{size // max(count, 1)} bytes")
+        parts.append(f"{count / 1e6:.2f} M {dtype} numbers ({per} each: {size / 1e6:.1f} MB)")
+    if not parts:
+        return ""
+    text = f"Where its {size_mb:.1f} MB go: " + " + ".join(parts)
+    if "int8" in weights or "uint8" in weights:
+        text += (
+            ". The weight matrices are stored as 8-bit integers with one float32 scale per output channel, "
+            "so the file is about a quarter of the fp32 one; the small tensors (LayerNorms, biases, the "
+            "scales, a learned position table) stay float32"
+        )
+    return text + "."
+
+
 def onnx_summary(path: str | Path) -> dict[str, Any]:
     """The graph's inputs, outputs and operator counts (``export.inspect_onnx``)."""
     from export import inspect_onnx
 
-    return dict(inspect_onnx(path))
+    summary = dict(inspect_onnx(path))
+    summary["weight_bytes"] = weight_bytes(path)
+    return summary
 
 
 def _shape(shape: list[int | str]) -> str:
@@ -162,6 +229,7 @@ def onnx_markdown(summary: dict[str, Any]) -> str:
         f"{summary['n_nodes']:,} nodes, {summary['n_weights']:,} weights in {summary['n_initializers']} tensors"
         + (f", quantization: {quant}" if quant and quant != "none" else "")
         + trained
+        + (f"\n\n{size_note(summary['weight_bytes'], summary['size_mb'])}" if summary.get("weight_bytes") else "")
         + f"\n\n**Inputs** ({len(summary['inputs'])})\n\n{table(summary['inputs'])}\n\n"
         f"**Outputs** ({len(summary['outputs'])})\n\n{table(summary['outputs'])}"
     )

@@ -11,28 +11,51 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["PALETTE", "TEMPLATE", "base_layout", "heatmap", "line_plot", "bar_plot"]
+__all__ = ["PALETTE", "TEMPLATE", "TITLE_CHARS", "wrap_title", "token_ticks", "base_layout", "heatmap", "line_plot", "bar_plot"]
 
 # Cycling pastel colours for token spans (light enough for dark text), as tiktokenizer does.
 PALETTE = (
     "#fde68a", "#bbf7d0", "#bfdbfe", "#fbcfe8", "#ddd6fe", "#fed7aa", "#99f6e4", "#e5e7eb",
 )
 TEMPLATE = "plotly_white"
+# Plotly never wraps a title: one longer than the plot is cut off, and on a phone (390 px, about
+# 40 characters at the title's size) most were. Titles are wrapped at this many characters.
+TITLE_CHARS = 40
+TITLE_SIZE = 14
+
+
+def wrap_title(text: str, width: int = TITLE_CHARS) -> str:
+    """``text`` with ``<br>`` between words so that no line is longer than ``width`` characters
+    (a longer word keeps its own line)."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
 
 
 def base_layout(fig: go.Figure, title: str, *, height: int | None = None, **axes: str) -> go.Figure:
-    """Title, template, margins (and axis titles given as xaxis_title=..., yaxis_title=...)."""
+    """Title (wrapped to fit a phone), template, margins, a legend under the plot (a legend
+    beside it takes a third of a phone's width), and axis titles given as xaxis_title=...,
+    yaxis_title=... . Plotly's own ``autosize`` (Gradio sets it) fits the width to the page."""
+    wrapped = wrap_title(title)
     fig.update_layout(
-        title={"text": title, "x": 0.01, "xanchor": "left"},
+        # Pinned to the top of the figure, the plot area below all of its lines (plotly centres a
+        # title in the top margin, so a title of three lines or more ran into the plot).
+        title={"text": wrapped, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1, "yanchor": "top",
+               "pad": {"t": 10}, "font": {"size": TITLE_SIZE}},
         template=TEMPLATE,
-        margin={"l": 60, "r": 20, "t": 60, "b": 60},
+        margin={"l": 56, "r": 16, "t": 24 + 19 * (wrapped.count("<br>") + 1), "b": 56},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
         **({"height": height} if height else {}),
         **axes,
     )
     return fig
 
 
-def _ticks(labels: Sequence[str] | None, n: int, max_ticks: int = 64) -> dict:
+def token_ticks(labels: Sequence[str] | None, n: int, max_ticks: int = 64) -> dict:
     """Numeric tick positions carrying text labels; at most ``max_ticks`` of them, evenly spread."""
     if labels is None:
         return {}
@@ -56,10 +79,15 @@ def heatmap(
     hover: str = "x %{x}<br>y %{y}<br>value %{z:.4f}<extra></extra>",
     customdata: np.ndarray | None = None,
     text: np.ndarray | None = None,
+    cells: str | None = None,
     y_down: bool = True,
     height: int | None = None,
 ) -> go.Figure:
-    """A heatmap of ``z`` [rows, cols] with row 0 at the top (matrix convention) by default."""
+    """A heatmap of ``z`` [rows, cols] with row 0 at the top (matrix convention) by default.
+
+    Values printed in the cells: ``cells``, a d3 format such as ``".2f"`` (plotly formats the
+    value; the JSON keeps full precision for the hover), or ``text``, one string per cell. Leave
+    both out where the cells are too small to read (the hover still gives every value)."""
     z = np.asarray(z, dtype=np.float64)
     rows, cols = z.shape
     trace = go.Heatmap(
@@ -73,12 +101,14 @@ def heatmap(
         hovertemplate=hover,
         customdata=customdata,
         text=text,
-        texttemplate="%{text}" if text is not None else None,
+        texttemplate="%{text}" if text is not None else (f"%{{z:{cells}}}" if cells else None),
+        textfont={"size": 11},
+        colorbar={"thickness": 12},
     )
     fig = go.Figure(trace)
     base_layout(fig, title, height=height)
-    fig.update_xaxes(title_text=x_title, **_ticks(x_labels, cols))
-    fig.update_yaxes(title_text=y_title, autorange="reversed" if y_down else True, **_ticks(y_labels, rows))
+    fig.update_xaxes(title_text=x_title, **token_ticks(x_labels, cols))
+    fig.update_yaxes(title_text=y_title, autorange="reversed" if y_down else True, **token_ticks(y_labels, rows))
     return fig
 
 
@@ -111,7 +141,7 @@ def bar_plot(labels: Sequence[str], values: Sequence[float], title: str, *, x_ti
         trace = go.Bar(x=positions, y=values, hovertemplate=hover)
     fig = go.Figure(trace)
     base_layout(fig, title, height=height, xaxis_title=x_title, yaxis_title=y_title)
-    ticks = _ticks(list(labels), len(labels))
+    ticks = token_ticks(list(labels), len(labels))
     if horizontal:
         fig.update_yaxes(autorange="reversed", **ticks)
     else:

@@ -28,6 +28,7 @@ from .validation import InputError, parse_int_list, validate_float, validate_int
 
 __all__ = [
     "FORMULA_LATEX",
+    "FORMULA_LINES",
     "SEED_DIMS",
     "PositionalResult",
     "ModelTableResult",
@@ -36,11 +37,13 @@ __all__ = [
     "model_position_table",
 ]
 
-FORMULA_LATEX = (
-    r"PE_{(pos,\,2i)} = \sin\left(\frac{pos}{\text{base}^{2i/d_{model}}}\right), \quad "
-    r"PE_{(pos,\,2i+1)} = \cos\left(\frac{pos}{\text{base}^{2i/d_{model}}}\right), \quad "
-    r"f_i = \frac{1}{\text{base}^{2i/d_{model}}} = \exp\left(-\frac{2i\,\ln \text{base}}{d_{model}}\right)"
+# One line each: side by side they were wider than a phone.
+FORMULA_LINES = (
+    r"PE_{(pos,\,2i)} = \sin\left(\frac{pos}{\text{base}^{2i/d_{model}}}\right)",
+    r"PE_{(pos,\,2i+1)} = \cos\left(\frac{pos}{\text{base}^{2i/d_{model}}}\right)",
+    r"f_i = \frac{1}{\text{base}^{2i/d_{model}}} = \exp\left(-\frac{2i\,\ln \text{base}}{d_{model}}\right)",
 )
+FORMULA_LATEX = r", \quad ".join(FORMULA_LINES)
 SEED_DIMS = (2, 4, 6, 8)  # seed 001 plots out[0, :, 2:10:2]
 # A heatmap of more cells than this is drawn with every k-th row/column (the table is exact).
 MAX_HEATMAP_CELLS = 512 * 512

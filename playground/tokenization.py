@@ -24,6 +24,8 @@ from .validation import InputError, parse_int_list, validate_bool, validate_text
 
 __all__ = [
     "EXAMPLES",
+    "EXAMPLE_LABELS",
+    "MAX_COLOURED_TOKENS",
     "TokenInfo",
     "Span",
     "TokenizationResult",
@@ -35,8 +37,13 @@ __all__ = [
     "OTHER_ENCODINGS",
 ]
 
-# The seeds' examples (001: tokenization section, embedding layer section).
+# The lesson's examples (seed 001: tokenization section, embedding layer section); the third is
+# its example of words glued together, which splitting on spaces would get wrong.
 EXAMPLES = ("hello everyone", "Hi my name is Moussa", "Attention isallyou need")
+EXAMPLE_LABELS = ("hello everyone", "Hi my name is Moussa", "glued words: “Attention isallyou need”")
+# The coloured view colours this many tokens and shows the rest of a long text plain (the counts
+# and ids always cover the whole text): past a few thousand spans the page only gets slower.
+MAX_COLOURED_TOKENS = 4_000
 
 
 def _shown(text: str, show_whitespace: bool) -> str:
@@ -140,20 +147,27 @@ def _tokens_by_span(tokens: list[TokenInfo], spans: list[Span]) -> list[list[Tok
 
 
 def _html(spans: list[Span], tokens_by_span: list[list[TokenInfo]], show_whitespace: bool) -> str:
-    """Coloured spans as HTML; every user character is escaped, the id is in the hover title."""
-    parts = []
+    """Coloured spans as HTML; every user character is escaped, the id in the hover title.
+
+    Kept light, because a long text has tens of thousands of spans and the page's time goes into
+    the HTML's size: colours are set by the page's CSS from ``data-c`` (0..7, ``s`` special), the
+    hover gives the id, and a token's bytes only where they are not whole characters. Past
+    ``MAX_COLOURED_TOKENS`` the rest of the text is shown uncoloured."""
+    parts, n_tokens = [], 0
     for k, (span, toks) in enumerate(zip(spans, tokens_by_span)):
-        shown = _shown(span.text, show_whitespace)
-        title = "; ".join(f"id {t.id} · bytes {t.bytes_hex}" for t in toks)
-        style = "background:#111827;color:#f9fafb" if span.special else f"background:{PALETTE[k % len(PALETTE)]};color:#111827"
-        parts.append(
-            f'<span class="gpt-token" data-ids="{span.label}" title="{html.escape(title, quote=True)}" '
-            f'style="{style};border-radius:3px;padding:1px 0">{html.escape(shown)}</span>'
-        )
-    return (
-        '<div class="gpt-tokens" style="white-space:pre-wrap;word-break:break-word;'
-        'font-family:ui-monospace,monospace;line-height:1.9">' + "".join(parts) + "</div>"
-    )
+        if n_tokens >= MAX_COLOURED_TOKENS:
+            rest = "".join(s.text for s in spans[k:])
+            parts.append(f'<span class="gpt-rest">{html.escape(_shown(rest, show_whitespace))}</span>')
+            break
+        n_tokens += len(toks)
+        shown = html.escape(_shown(span.text, show_whitespace))
+        ids = " ".join(str(t.id) for t in toks)
+        title = f"id {ids}" if len(toks) == 1 else f"ids {ids}"
+        if any(not t.complete for t in toks):
+            title += " · bytes " + " | ".join(t.bytes_hex for t in toks)
+        colour = "s" if span.special else k % len(PALETTE)
+        parts.append(f'<span class="gpt-token" data-c="{colour}" title="{html.escape(title, quote=True)}">{shown}</span>')
+    return '<div class="gpt-tokens">' + "".join(parts) + "</div>"
 
 
 def tokenize(text: Any, special_as_token: Any = True, show_whitespace: Any = False) -> TokenizationResult:
@@ -184,12 +198,17 @@ def tokenize(text: Any, special_as_token: Any = True, show_whitespace: Any = Fal
     n_eot = text.count(EOT)
     if n_eot:
         notes.append(
-            f"{EOT} appears {n_eot}× and is encoded as the single special token {enc.eot_token}"
+            f"{EOT} appears {n_eot}× and is encoded as the single special token {enc.eot_token}."
             if special_as_token
-            else f"{EOT} appears {n_eot}× and is encoded as plain text (ordinary tokens for <, |, endoftext...), not as the special token {enc.eot_token}"
+            else f"{EOT} appears {n_eot}× and is encoded as plain text (ordinary tokens for <, |, endoftext...), not as the special token {enc.eot_token}."
         )
     if any(not t.complete for t in tokens):
         notes.append("Some tokens hold only part of a character's UTF-8 bytes; they share one coloured span.")
+    if len(ids) > MAX_COLOURED_TOKENS:
+        notes.append(
+            f"The first {MAX_COLOURED_TOKENS:,} tokens are coloured, the rest of the text is shown plain; "
+            "the counts and ids cover all of it."
+        )
     return TokenizationResult(
         text=text,
         ids=ids,

@@ -167,7 +167,7 @@ def test_a_page_event_without_event_data_gets_a_clear_message(app_server):
 def test_page_events_with_wrong_counts_or_values_get_messages(app_server):
     base = app_server.url
     status, message = join(base, {"fn_index": fn_index(base, "ui_tokenize"), "data": []})
-    assert_message(message["output"], "ui_tokenize", "takes 3 arguments", "Text (textbox)", "sent 0")
+    assert_message(message["output"], "ui_tokenize", "takes 4 arguments", "Text (textbox)", "sent 0")
     # null for a slider: Gradio's own preprocessing fails; the message says which input and why.
     status, message = join(base, {"fn_index": fn_index(base, "ui_generate"), "data": ["ROMEO:", None, 0.8, 50, 0.95, 1, 1]})
     assert message["success"] is False
@@ -621,7 +621,7 @@ def _soak_requests(base: str) -> list:
         (30, raw("attention", ["the king spoke to the queen of the land", 2, 3])),
         (10, raw("generate", ["ROMEO:", 16, 0.8, 50, 0.95, 1])),
         (30, raw("tokenize", [])),  # malformed: a message
-        (20, page("ui_tokenize", [long_text, True, False])),
+        (20, page("ui_tokenize", [long_text, True, False, len(long_text)])),
         (3, page("ui_positional", [512, 1024, 10000, "2, 4, 6, 8"])),  # the slider's largest d_model
         (3, page("ui_positional", [1024, 1024, 10000, "2, 4, 6, 8"])),  # past it: Gradio's slider says so
         (20, page("ui_attention", ["the king spoke to the queen of the land", 1, 1])),

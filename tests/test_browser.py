@@ -9,7 +9,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,16 +37,18 @@ def shots_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
 
 
-@pytest.fixture(scope="module")
-def page(app_server, shots_dir):
+@contextmanager
+def browser_page(app_server, shots_dir: Path, **context: Any) -> Iterator[Any]:
+    """Headless Chromium on the launched app, the page open on its first tab; ``context``: the
+    browser context's options (viewport, is_mobile...). The page collects its JavaScript errors
+    (``page.errors``) and knows where screenshots go (``page.shots_dir``)."""
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = browser.new_context(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
-        pg = context.new_page()
+        pg = browser.new_context(device_scale_factor=1, **context).new_page()
         pg.set_default_timeout(TIMEOUT_MS)
         errors: list[str] = []
         pg.on("pageerror", lambda e: errors.append(str(e)))
@@ -51,8 +56,16 @@ def page(app_server, shots_dir):
         pg.get_by_role("tab", name=re.compile("Tokenization")).wait_for()
         pg.errors = errors
         pg.shots_dir = shots_dir
+        try:
+            yield pg
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(app_server, shots_dir):
+    with browser_page(app_server, shots_dir, viewport={"width": 1360, "height": 900}) as pg:
         yield pg
-        browser.close()
 
 
 def open_tab(page, name: str) -> None:
@@ -61,7 +74,19 @@ def open_tab(page, name: str) -> None:
 
 def shot(page, name: str) -> None:
     page.wait_for_timeout(1000)  # let plotly and the buttons settle
-    page.screenshot(path=str(page.shots_dir / f"{name}.png"), full_page=True)
+    save_screenshot(page, page.shots_dir / f"{name}.png")
+
+
+def save_screenshot(page, path: Path) -> None:
+    """A full-page screenshot; into docs/ as a 256-colour PNG (a third of the bytes, the same look:
+    the page is flat colours and plots)."""
+    page.screenshot(path=str(path), full_page=True)
+    if path.parent == DOCS_SHOTS:
+        from PIL import Image
+
+        with Image.open(path) as im:
+            small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+        small.save(path, optimize=True)
 
 
 def textbox(page, elem_id: str):

@@ -123,3 +123,39 @@ def test_to_dict(result):
     d = json.loads(json.dumps(result.to_dict()))
     assert d["layer"] == 1 and d["head"] == 2 and len(d["weights"]) == len(result.ids)
     assert d["weights"][0][0] == pytest.approx(1.0)
+
+
+def test_cells_print_two_decimals_for_short_texts_and_only_hover_for_long_ones():
+    from playground.attention import CELL_VALUES_MAX_TOKENS
+
+    short = attention("the king spoke to the queen", 0, 0)
+    heat = short.head_figure.data[0]
+    assert heat.texttemplate == "%{z:.2f}" and "%{z:.3f}" in heat.hovertemplate
+    long = attention(" ".join(["the king spoke"] * 6), 0, 0)
+    assert len(long.tokens) > CELL_VALUES_MAX_TOKENS and long.head_figure.data[0].texttemplate is None
+
+
+def test_every_head_grid_is_two_a_row_with_token_labels():
+    r = attention("the king spoke to the queen", 2, 0)
+    grid = r.heads_figure
+    assert len(grid.data) == 8
+    assert grid.layout.yaxis.ticktext == tuple(r.tokens)  # the first column names the queries
+    # Two heads a row: heads 0 and 1 side by side, head 2 under head 0.
+    assert grid.data[0].xaxis == "x" and grid.data[1].xaxis == "x2" and grid.data[2].yaxis == "y3"
+    assert grid.layout.xaxis.domain[1] > 0.45 and grid.layout.xaxis2.domain[0] > 0.5
+
+
+def test_line_view_carries_the_causal_weights_of_every_head():
+    from playground.attention import line_view_html
+
+    r = attention("the king spoke to the queen", 1, 3)
+    assert r.lines_html == line_view_html(r.weights[1], r.tokens, 1, 3)
+    page = r.lines_html
+    import html as html_lib
+    import re
+
+    data = json.loads(html_lib.unescape(re.search(r'data-att="([^"]*)"', page).group(1)))
+    assert data["tokens"] == r.tokens and data["head"] == 3 and len(data["weights"]) == 8
+    for q, row in enumerate(data["weights"][3]):
+        assert len(row) == q + 1 and sum(row) == pytest.approx(1.0, abs=3e-3)  # a softmax row, rounded
+    np.testing.assert_allclose(data["weights"][3][5], r.weights[1, 3, 5, :6], atol=5e-4)

@@ -160,3 +160,37 @@ def test_to_dict_is_json_ready():
     d = tokenize("hello everyone").to_dict()
     assert json.loads(json.dumps(d))["ids"] == [31373, 2506]
     assert json.loads(json.dumps(decode_ids("31373").to_dict()))["text"] == "hello"
+
+
+def test_a_long_text_is_coloured_up_to_a_cap_and_counted_whole():
+    from playground.tokenization import MAX_COLOURED_TOKENS
+
+    text = "to be or not to be " * 1000  # 6,000 tokens, 19,000 characters
+    r = tokenize(text)
+    assert r.n_tokens == len(r.ids) > 1.4 * MAX_COLOURED_TOKENS
+    assert r.html.count('class="gpt-token"') == MAX_COLOURED_TOKENS
+    assert 'class="gpt-rest"' in r.html and f"first {MAX_COLOURED_TOKENS:,} tokens are coloured" in r.notice
+    # The spans plus the plain rest are the whole text, nothing lost.
+    import html as html_lib
+    import re
+
+    shown = html_lib.unescape(re.sub(r"<[^>]+>", "", r.html))
+    assert shown == text
+    assert 'class="gpt-rest"' not in tokenize("short").html
+
+
+def test_the_page_refuses_a_text_past_the_limit_by_its_typed_length_with_the_browsers_words():
+    from playground.ui.tokenization import LENGTH_CHECK_JS, ui_tokenize
+    from playground.ui.widgets import error_html
+
+    n = limits.MAX_TEXT_CHARS + 10_000
+    with pytest.raises(InputError) as err:
+        ui_tokenize("", True, False, n)  # what the page sends for a long paste: no text, its length
+    assert str(err.value) == f"text is {n:,} characters long; the limit is {limits.MAX_TEXT_CHARS:,} characters"
+    # The page shows the same message before the server answers (LENGTH_CHECK_JS fills in the number).
+    server = error_html("Invalid input", str(err.value))
+    browser = error_html("Invalid input", str(err.value).replace(f"{n:,}", "{N}"))
+    assert browser.replace("{N}", f"{n:,}") == server
+    assert f"n > {limits.MAX_TEXT_CHARS}" in LENGTH_CHECK_JS and "['', special, whitespace, n]" in LENGTH_CHECK_JS
+    # Within the limit the typed length changes nothing.
+    assert ui_tokenize("hello everyone", True, False, 14)[2] == "[31373, 2506]"

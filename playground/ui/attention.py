@@ -1,6 +1,6 @@
-"""Attention tab: heatmaps of the model's attention per layer and head (and the mean over
-heads), every head of a layer, and the seeds' step-through on the prompt's own scores.
-Registers ``/attention``."""
+"""Attention tab: a BertViz-style line view (click a token, see what it attends to) beside the
+chosen head's heatmap, the mean over heads, every head of a layer, and the lesson's step-through
+on the prompt's own scores. Registers ``/attention``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import gradio as gr
 
 from .. import attention as att
 from ..resources import get_model
-from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, user_errors
-from .widgets import note, text_with_examples, with_notice
+from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, user_errors
+from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples, with_notice
 
 
 def _stage_md(stage: att.Stage) -> str:
@@ -25,7 +25,7 @@ def ui_attention(text, layer, head):
         f"the layer's output recomputed from all heads matches to {r.output_max_diff:.1e}."
     )
     info = with_notice(f"{len(r.ids)} tokens. {check}", r.notice, sep=" ")
-    return r.head_figure, r.mean_figure, r.heads_figure, r.stages, info
+    return r.lines_html, r.head_figure, r.mean_figure, r.heads_figure, r.stages, info
 
 
 def _stage_index(value, stages) -> int:
@@ -50,6 +50,111 @@ def api_attention(text: str, layer: int, head: int) -> dict:
     return att.attention(text, layer, head).to_dict()
 
 
+# Draws the line view from the data attribute att.line_view_html writes (again whenever a new
+# result arrives): queries on the left, keys on the right, one line per (head, query, key) pair
+# of the selection, its opacity and width the weight, as BertViz's head view.
+LINE_VIEW_JS = """
+const PITCH = 24;
+const SVG = 'http://www.w3.org/2000/svg';
+function draw() {
+  const root = element.querySelector('.att-lines');
+  if (!root || root.dataset.drawn) return;
+  root.dataset.drawn = '1';
+  const d = JSON.parse(root.dataset.att);
+  const T = d.tokens.length;
+  const heads = new Set([d.head]);
+  let sel = {side: 'q', i: T - 1};
+  const chips = document.createElement('div');
+  chips.className = 'att-heads';
+  d.colours.forEach((c, h) => {
+    const b = document.createElement('button');
+    b.type = 'button'; b.textContent = 'head ' + h; b.dataset.h = h; b.style.setProperty('--c', c);
+    chips.append(b);
+  });
+  const grid = document.createElement('div');
+  grid.className = 'att-grid';
+  const column = (cls, side) => {
+    const col = document.createElement('div');
+    col.className = 'att-col ' + cls;
+    d.tokens.forEach((tok, i) => {
+      const t = document.createElement('div');
+      t.className = 'att-tok'; t.dataset.side = side; t.dataset.i = i; t.style.height = PITCH + 'px';
+      const label = document.createElement('span'); label.className = 'att-label'; label.textContent = tok;
+      const w = document.createElement('span'); w.className = 'att-w';
+      if (side === 'q') t.append(w, label); else t.append(label, w);
+      col.append(t);
+    });
+    return col;
+  };
+  const left = column('att-q', 'q'), right = column('att-k', 'k');
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('class', 'att-svg');
+  svg.setAttribute('viewBox', `0 0 100 ${T * PITCH}`);
+  svg.setAttribute('preserveAspectRatio', 'none');
+  svg.style.height = T * PITCH + 'px';
+  grid.append(left, svg, right);
+  const scroller = document.createElement('div');
+  scroller.className = 'att-scroll';
+  scroller.append(grid);
+  root.append(chips, scroller);
+  const weight = (h, q, k) => (k <= q ? d.weights[h][q][k] : 0);
+  const y = (i) => i * PITCH + PITCH / 2;
+  function render() {
+    chips.querySelectorAll('button').forEach((b) => b.classList.toggle('on', heads.has(Number(b.dataset.h))));
+    svg.replaceChildren();
+    const pairs = [];
+    for (const h of heads) {
+      if (sel.side === 'q') for (let k = 0; k <= sel.i; k++) pairs.push([h, sel.i, k]);
+      else for (let q = sel.i; q < T; q++) pairs.push([h, q, sel.i]);
+    }
+    const strength = new Array(T).fill(0);
+    for (const [h, q, k] of pairs) {
+      const w = weight(h, q, k);
+      const other = sel.side === 'q' ? k : q;
+      strength[other] = Math.max(strength[other], w);
+      if (w < 0.005) continue;
+      const line = document.createElementNS(SVG, 'line');
+      line.setAttribute('x1', 0); line.setAttribute('y1', y(q));
+      line.setAttribute('x2', 100); line.setAttribute('y2', y(k));
+      line.setAttribute('stroke', d.colours[h]);
+      line.setAttribute('stroke-opacity', Math.min(1, 0.15 + w));
+      line.setAttribute('stroke-width', 1 + 5 * w);
+      line.setAttribute('vector-effect', 'non-scaling-stroke');
+      svg.append(line);
+    }
+    const one = heads.size === 1;
+    for (const [col, side] of [[left, 'q'], [right, 'k']]) {
+      col.querySelectorAll('.att-tok').forEach((t) => {
+        const i = Number(t.dataset.i);
+        const chosen = side === sel.side && i === sel.i;
+        const shown = side !== sel.side;
+        t.classList.toggle('chosen', chosen);
+        t.style.background = shown && strength[i] > 0 ? `rgba(79, 70, 229, ${0.08 + 0.6 * strength[i]})` : '';
+        t.querySelector('.att-w').textContent = shown && one && (side === 'k' ? i <= sel.i : i >= sel.i)
+          ? Math.round(100 * strength[i]) + '%' : '';
+      });
+    }
+  }
+  grid.addEventListener('click', (e) => {
+    const t = e.target.closest('.att-tok');
+    if (!t) return;
+    sel = {side: t.dataset.side, i: Number(t.dataset.i)};
+    render();
+  });
+  chips.addEventListener('click', (e) => {
+    const b = e.target.closest('button');
+    if (!b) return;
+    const h = Number(b.dataset.h);
+    if (heads.has(h) && heads.size > 1) heads.delete(h); else heads.add(h);
+    render();
+  });
+  render();
+}
+draw();
+watch('value', draw);
+"""
+
+
 def build() -> None:
     cfg = get_model().config
     note(
@@ -57,42 +162,55 @@ def build() -> None:
         "scores into weights (each row sums to 1) and the token takes the weighted average of their "
         "values. A decoder hides the future: everything above the diagonal is zero.",
     )
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=2, min_width=320):
-            text = text_with_examples(att.EXAMPLE_PROMPTS, label="Text", lines=3, elem_id="att-text")
-        with gr.Column(scale=1, min_width=240):
-            layer = gr.Slider(0, cfg.n_layer - 1, value=0, step=1, label=f"Layer (0–{cfg.n_layer - 1})", elem_id="att-layer")
-            head = gr.Slider(0, cfg.n_head - 1, value=0, step=1, label=f"Head (0–{cfg.n_head - 1})", elem_id="att-head")
-            run = gr.Button("Show attention", variant="primary", elem_id="att-run")
     first = ui_attention(att.EXAMPLE_PROMPTS[0], 0, 0)  # the page opens with a result
-    first_md, first_fig = ui_stage(first[3], 0)
-    info = note(first[4], elem_id="att-info")
-    with gr.Row(equal_height=False):
-        head_fig = gr.Plot(first[0], label="Chosen head", elem_id="att-head-fig")
-        mean_fig = gr.Plot(first[1], label="Mean over heads", elem_id="att-mean-fig")
-    heads_fig = gr.Plot(first[2], label="Every head of the layer", elem_id="att-heads-fig")
-    gr.Markdown("### Step by step: the seeds' weighted aggregation on this prompt's scores")
+    first_md, first_fig = ui_stage(first[4], 0)
+    with gr.Column(elem_classes=SECTION):
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=2, min_width=320):
+                text = text_with_examples(att.EXAMPLE_PROMPTS, label="Text", lines=3, elem_id="att-text")
+                error = error_slot("att-error")
+            with gr.Column(scale=1, min_width=240):
+                layer = gr.Slider(0, cfg.n_layer - 1, value=0, step=1, label=f"Layer (0–{cfg.n_layer - 1})", elem_id="att-layer")
+                head = gr.Slider(0, cfg.n_head - 1, value=0, step=1, label=f"Head (0–{cfg.n_head - 1})", elem_id="att-head")
+                run = gr.Button("Show attention", variant="primary", elem_id="att-run")
+        info = note(first[5], elem_id="att-info", result=True)
+        plot = dict(show_label=False, elem_classes=RESULT)
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=1, min_width=300):
+                lines = gr.HTML(first[0], elem_id="att-lines", js_on_load=LINE_VIEW_JS, elem_classes=RESULT)
+            with gr.Column(scale=1, min_width=300):
+                head_fig = gr.Plot(first[1], label="Chosen head", elem_id="att-head-fig", **plot)
+                mean_fig = gr.Plot(first[2], label="Mean over heads", elem_id="att-mean-fig", **plot)
+        heads_fig = gr.Plot(first[3], label="Every head of the layer", elem_id="att-heads-fig", **plot)
+    gr.Markdown("### Step by step: the lesson's weighted aggregation on this prompt's scores")
     stage_pick = gr.Radio(
         [("1 · scores", 0), ("2 · tril", 1), ("3 · masked fill −inf", 2), ("4 · softmax", 3), ("5 · weights @ values", 4)],
         value=0, label="Stage", elem_id="att-stage",
     )
     stage_md = gr.Markdown(first_md, elem_id="att-stage-md")
-    stage_fig = gr.Plot(first_fig, label="Stage", elem_id="att-stage-fig")
-    stages = gr.State(first[3])
+    stage_fig = gr.Plot(first_fig, label="Stage", show_label=False, elem_id="att-stage-fig")
+    stages = gr.State(first[4])
+    next_tab(
+        "After the last layer, the last token's vector becomes a probability for every token of the "
+        "vocabulary: the next token is drawn from it.",
+        "Text generation",
+    )
 
     show_stage = dict(
         fn=user_errors(ui_stage), inputs=[stages, stage_pick], outputs=[stage_md, stage_fig],
         api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
-    gr.on(
+    # A slider recomputes when let go, or when a number typed in its box is confirmed with Enter
+    # (common.JS turns that Enter into the same "release").
+    on_input(
         [run.click, text.submit, layer.release, head.release],
-        user_errors(ui_attention),
+        ui_attention,
         [text, layer, head],
-        [head_fig, mean_fig, heads_fig, stages, info],
-        api_visibility="private",
+        [lines, head_fig, mean_fig, heads_fig, stages, info],
+        error=error,
         concurrency_id=HEAVY,
         concurrency_limit=FORWARD_CONCURRENCY,
         trigger_mode="always_last",
-    ).success(**show_stage)
+    ).then(**show_stage)
     stage_pick.change(**show_stage)
     gr.api(user_errors(api_attention), api_name="attention", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)

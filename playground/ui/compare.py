@@ -9,7 +9,7 @@ import gradio as gr
 from .. import compare as cmp
 from ..resources import get_model
 from .common import FORWARD_CONCURRENCY, HEAVY, user_errors
-from .widgets import note
+from .widgets import neighbours_table, note
 
 PROMPT = "ROMEO: What say you to"
 WORD = "king"
@@ -68,12 +68,11 @@ def build() -> None:
     with gr.Row(equal_height=False):
         word = gr.Textbox(WORD, label="Word (or an expression such as king - man + woman)", scale=3, elem_id="cmp-word")
         run_nb = gr.Button("Compare neighbours", variant="primary", scale=1, elem_id="cmp-nb-run")
-    headers = ["rank", "token", "id", "cosine", "count in training"]
     with gr.Row(equal_height=False):
         with gr.Column(min_width=320):
-            nb_a = gr.Dataframe(first[0], headers=headers, label=shown, interactive=False, elem_id="cmp-nb-a")
+            nb_a = neighbours_table(first[0], label=shown, elem_id="cmp-nb-a", max_rows=cmp.TOP_K)
         with gr.Column(min_width=320):
-            nb_b = gr.Dataframe(first[1], headers=headers, label=other, interactive=False, elem_id="cmp-nb-b")
+            nb_b = neighbours_table(first[1], label=other, elem_id="cmp-nb-b", max_rows=cmp.TOP_K)
     gr.on([run_nb.click, word.submit], user_errors(ui_compare_neighbours), [word], [nb_a, nb_b], **events)
 
     gr.Markdown("### The same sentence: what each token attends to")

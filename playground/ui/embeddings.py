@@ -4,12 +4,14 @@ contextual embeddings. Registers ``/embedding_arithmetic``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import gradio as gr
 
 from .. import embeddings as emb
 from .. import limits
-from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, LIGHT_CONCURRENCY, user_errors
-from .widgets import note, text_with_examples, with_notice
+from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
+from .widgets import RESULT, SECTION, error_slot, neighbours_table, next_tab, note, text_with_examples, with_notice
 
 
 def ui_arithmetic(expression, top_k, exclude_inputs, leading_space):
@@ -27,7 +29,8 @@ def ui_similarity(a, b, leading_space):
 def ui_projection(words, expression, dims, leading_space):
     r = emb.pca_projection(words, expression, dims, leading_space)
     explained = ", ".join(f"PC{i + 1} {v:.0%}" for i, v in enumerate(r.explained_variance))
-    return r.figure, with_notice(f"Variance explained: {explained}.", r.notice, sep=" ")
+    drag = " Drag to turn the 3D view; scroll to zoom." if dims == "3D" else ""
+    return r.figure, with_notice(f"Variance explained: {explained}.{drag}", r.notice, sep=" ")
 
 
 def ui_context(word, sentence_a, sentence_b):
@@ -56,67 +59,79 @@ def build() -> None:
         "Directions in that space carry meaning, so vectors can be added and subtracted. Nearest "
         "tokens are searched only among the tokens the model saw in training.",
     )
-    light = dict(api_visibility="private", concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=1, min_width=320):
-            expression = text_with_examples(emb.EXAMPLE_EXPRESSIONS, label="Expression", examples_label="Try", elem_id="emb-expr")
-            top_k = gr.Slider(limits.MIN_NEIGHBOURS, limits.MAX_NEIGHBOURS, value=10, step=1, label="Nearest tokens")
-            with gr.Row():
-                exclude = gr.Checkbox(value=True, label="Leave out the input words")
-                space = gr.Checkbox(value=True, label="Leading space (' king')")
-            run = gr.Button("Compute", variant="primary", elem_id="emb-run")
-        first = ui_arithmetic(emb.DEFAULT_EXPRESSION, 10, True, True)
-        with gr.Column(scale=1, min_width=320):
-            summary = gr.Markdown(first[0], elem_id="emb-summary")
-            table = gr.Dataframe(
-                first[1], headers=["rank", "token", "id", "cosine", "count in training"], interactive=False,
-                label="Nearest tokens", elem_id="emb-table", max_height=360,
-            )
-    chart = gr.Plot(first[2], label="Similarities", elem_id="emb-chart")
-    gr.on(
-        [run.click, expression.submit],
-        user_errors(ui_arithmetic),
-        [expression, top_k, exclude, space],
-        [summary, table, chart],
-        **light,
+    light: dict[str, Any] = dict(concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
+    first = ui_arithmetic(emb.DEFAULT_EXPRESSION, 10, True, True)
+    with gr.Column(elem_classes=SECTION):
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=1, min_width=320):
+                expression = text_with_examples(
+                    emb.EXAMPLE_EXPRESSIONS, label="Expression", examples_label="Try", elem_id="emb-expr",
+                    info="Words, numbers, + − * / and parentheses; Enter computes.",
+                )
+                error = error_slot("emb-error")
+                top_k = gr.Slider(limits.MIN_NEIGHBOURS, limits.MAX_NEIGHBOURS, value=10, step=1, label="Nearest tokens")
+                with gr.Row():
+                    exclude = gr.Checkbox(value=True, label="Leave out the input words")
+                    space = gr.Checkbox(value=True, label="Leading space (' king')")
+                run = gr.Button("Compute", variant="primary", elem_id="emb-run")
+            with gr.Column(scale=1, min_width=320):
+                summary = gr.Markdown(first[0], elem_id="emb-summary", elem_classes=RESULT)
+                # Every row shown (up to MAX_NEIGHBOURS): a table that scrolls inside the page hid rows.
+                table = neighbours_table(
+                    first[1], label="Nearest tokens", elem_id="emb-table", max_rows=limits.MAX_NEIGHBOURS, elem_classes=RESULT
+                )
+        chart = gr.Plot(first[2], label="Similarities", show_label=False, elem_id="emb-chart", elem_classes=RESULT)
+    on_input(
+        [run.click, expression.submit, top_k.release], ui_arithmetic, [expression, top_k, exclude, space],
+        [summary, table, chart], error=error, trigger_mode="always_last", **light,
     )
 
-    with gr.Accordion("Cosine similarity of two words", open=True):
-        with gr.Row():
-            word_a = gr.Textbox(value="king", label="Word A", elem_id="sim-a")
-            word_b = gr.Textbox(value="queen", label="Word B", elem_id="sim-b")
+    with gr.Accordion("Cosine similarity of two words", open=True), gr.Column(elem_classes=SECTION):
+        with gr.Row(equal_height=False):
+            word_a = gr.Textbox(value="king", label="Word A", elem_id="sim-a", min_width=120)
+            word_b = gr.Textbox(value="queen", label="Word B", elem_id="sim-b", min_width=120)
             sim_run = gr.Button("Compare", elem_id="sim-run", scale=0, min_width=120)
-        sim_out = gr.Markdown(ui_similarity("king", "queen", True), elem_id="sim-out")
-        gr.on([sim_run.click, word_a.submit, word_b.submit], user_errors(ui_similarity), [word_a, word_b, space], [sim_out], **light)
+        sim_error = error_slot("sim-error")
+        sim_out = gr.Markdown(ui_similarity("king", "queen", True), elem_id="sim-out", elem_classes=RESULT)
+    on_input([sim_run.click, word_a.submit, word_b.submit], ui_similarity, [word_a, word_b, space], [sim_out], error=sim_error, **light)
 
-    with gr.Accordion("PCA projection of a word list", open=True):
+    with gr.Accordion("PCA projection of a word list", open=True), gr.Column(elem_classes=SECTION):
         with gr.Row(equal_height=False):
             words = gr.Textbox(value=", ".join(emb.DEFAULT_WORDS), label="Words (comma-separated)", lines=2, scale=3, elem_id="pca-words")
-            pca_expr = gr.Textbox(value=emb.DEFAULT_EXPRESSION, label="Mark this expression's result", scale=2)
-            dims = gr.Radio(["2D", "3D"], value="2D", label="Projection", scale=1)
+            pca_expr = gr.Textbox(value=emb.DEFAULT_EXPRESSION, label="Mark this expression's result", scale=2, elem_id="pca-expr")
+            dims = gr.Radio(["2D", "3D"], value="2D", label="Projection", scale=1, min_width=120, elem_id="pca-dims")
+        pca_error = error_slot("pca-error")
         pca_run = gr.Button("Project", elem_id="pca-run")
         first_pca = ui_projection(", ".join(emb.DEFAULT_WORDS), emb.DEFAULT_EXPRESSION, "2D", True)
-        pca_note = note(first_pca[1])
-        pca_plot = gr.Plot(first_pca[0], label="PCA", elem_id="pca-plot")
-        gr.on([pca_run.click, dims.change], user_errors(ui_projection), [words, pca_expr, dims, space], [pca_plot, pca_note], **light)
+        pca_note = note(first_pca[1], result=True)
+        pca_plot = gr.Plot(first_pca[0], label="PCA", show_label=False, elem_id="pca-plot", elem_classes=RESULT)
+    on_input(
+        [pca_run.click, dims.change, words.submit, pca_expr.submit], ui_projection, [words, pca_expr, dims, space],
+        [pca_plot, pca_note], error=pca_error, **light,
+    )
 
-    with gr.Accordion("Static vs contextual embeddings", open=True):
+    with gr.Accordion("Static vs contextual embeddings", open=True), gr.Column(elem_classes=SECTION):
         note(
             "The input embedding of a word is the same in every sentence (one row of the table); the "
             "model's last hidden state at that word depends on the words before it.",
         )
         word, sent_a, sent_b = emb.CONTEXT_EXAMPLE
-        with gr.Row():
-            ctx_word = gr.Textbox(value=word, label="Word", scale=1)
-            ctx_a = gr.Textbox(value=sent_a, label="Sentence A", scale=2)
-            ctx_b = gr.Textbox(value=sent_b, label="Sentence B", scale=2)
+        with gr.Row(equal_height=False):
+            ctx_word = gr.Textbox(value=word, label="Word", scale=1, elem_id="ctx-word", min_width=100)
+            ctx_a = gr.Textbox(value=sent_a, label="Sentence A", scale=2, elem_id="ctx-a")
+            ctx_b = gr.Textbox(value=sent_b, label="Sentence B", scale=2, elem_id="ctx-b")
+        ctx_error = error_slot("ctx-error")
         ctx_run = gr.Button("Compare in context", elem_id="ctx-run")
         first_ctx = ui_context(word, sent_a, sent_b)
-        ctx_out = gr.Markdown(first_ctx[0], elem_id="ctx-out")
-        ctx_plot = gr.Plot(first_ctx[1], label="Cosine similarities", elem_id="ctx-plot")
-        ctx_run.click(
-            user_errors(ui_context), [ctx_word, ctx_a, ctx_b], [ctx_out, ctx_plot],
-            api_visibility="private", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY,
-        )
+        ctx_out = gr.Markdown(first_ctx[0], elem_id="ctx-out", elem_classes=RESULT)
+        ctx_plot = gr.Plot(first_ctx[1], label="Cosine similarities", show_label=False, elem_id="ctx-plot", elem_classes=RESULT)
+    on_input(
+        [ctx_run.click, ctx_word.submit, ctx_a.submit, ctx_b.submit], ui_context, [ctx_word, ctx_a, ctx_b],
+        [ctx_out, ctx_plot], error=ctx_error, concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY,
+    )
+    next_tab(
+        "These vectors say which token, not where it stands: the model still needs each token's position.",
+        "Positional encoding",
+    )
 
     gr.api(user_errors(api_embedding_arithmetic), api_name="embedding_arithmetic", concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)

@@ -6,6 +6,7 @@ Also registers the ``/generate`` API endpoint (streaming JSON)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -14,9 +15,11 @@ import gradio as gr
 
 from .. import generation as gen
 from .. import limits
+from .. import next_token as nt
+from ..resources import get_engine
 from ..validation import InputError, validate_int
-from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, user_errors
-from .widgets import note, text_with_examples
+from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
+from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples
 
 UI_EVERY_S = 0.08  # at most ~12 page updates a second while tokens stream
 CHART_EVERY_S = 0.6  # the candidates chart redraws less often than the text
@@ -48,15 +51,11 @@ def _picker_updates(state: gen.GenerationState, sample: int = 0):
 
 
 def _chart(state: gen.GenerationState | None, sample: Any, step: Any):
-    if state is None or not state.steps:
-        return gen.candidates_figure(None)
+    """The candidates chart and its caption for a step (the last one for 10**9)."""
     try:
-        s = min(max(int(sample or 0), 0), len(state.steps) - 1)
-        steps = state.steps[s]
-        i = min(max(int(step or 1), 1), len(steps)) - 1
-    except (TypeError, ValueError):
-        return gr.skip()
-    return gen.candidates_figure(steps[i] if steps else None)
+        return gen.step_figure(state, sample, step)
+    except (TypeError, ValueError):  # a picker value in flight while the state changed
+        return gr.skip(), gr.skip()
 
 
 def ui_pick_token(state: gen.GenerationState | None, evt: gr.EventData):
@@ -70,8 +69,8 @@ def ui_pick_token(state: gen.GenerationState | None, evt: gr.EventData):
     sample = validate_int(data.get("sample", 0), name="sample", minimum=0, maximum=limits.MAX_SAMPLES - 1)
     step = validate_int(data["step"], name="step", minimum=1, maximum=limits.MAX_NEW_TOKENS)
     if state is None:  # no generation yet in this session: nothing to show
-        return gr.skip(), gr.skip(), gr.skip()
-    return gr.update(value=step), gr.update(value=sample), _chart(state, sample, step)
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+    return gr.update(value=step), gr.update(value=sample), *_chart(state, sample, step)
 
 
 # Clicking a token span sends its sample and step to the server (Gradio 6's gr.HTML trigger).
@@ -89,15 +88,52 @@ def ui_generate(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_sam
         now = time.perf_counter()
         if state.finished:
             slider, radio = _picker_updates(state)
-            yield gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, _chart(state, 0, 10**9)
+            yield gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 10**9)
         elif now - last_ui >= UI_EVERY_S:
             last_ui = now
             if now - last_chart >= CHART_EVERY_S:
                 last_chart = now
                 slider, radio = _picker_updates(state)
-                yield gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, _chart(state, 0, 10**9)
+                yield gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 10**9)
             else:
-                yield gen.tokens_html(state), gen.stats_markdown(state), state, gr.skip(), gr.skip(), gr.skip()
+                yield gen.tokens_html(state), gen.stats_markdown(state), state, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+
+
+def step_seed(seed: int, prompt_tokens: int) -> int:
+    """The seed of one "Next token" draw: the seed plus the prompt's length in tokens, so the
+    same prompt and seed repeat the same token and each new step draws afresh (one seed for
+    every step would use the same random number each time, always the same rank of the CDF)."""
+    return (seed + prompt_tokens) % (limits.MAX_SEED + 1)
+
+
+def ui_next_token(prompt, temperature, top_k, top_p, seed):
+    """One token, Transformer Explainer's "generate next token": drawn with the settings, shown
+    with its candidates, and appended to the prompt (whose new distribution the live chart then
+    shows)."""
+    params = gen.prepare(prompt, 1, temperature, top_k, top_p, seed, 1)
+    params = dataclasses.replace(params, seed=step_seed(params.seed, len(params.prompt_ids)))
+    state = None
+    for state in gen.run(params):
+        pass
+    slider, radio = _picker_updates(state)
+    new_prompt = prompt + state.completions()[0]
+    return new_prompt, gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 1)
+
+
+def ui_live(prompt, temperature, top_k, top_p):
+    """The live chart under the settings: the distribution after the prompt (computed once per
+    prompt) reshaped by the settings as they move. An empty box (while typing) changes nothing."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        return gr.skip()
+    engine = get_engine()
+    settings = nt.validate_sampling(temperature, top_k, top_p, vocab_size=engine.vocab_size)
+    params = gen.prepare(prompt, 1, settings.temperature, settings.top_k, settings.top_p, 0, 1)
+    return nt.distribution_figure(_distribution(tuple(params.prompt_ids)), settings)
+
+
+@functools.lru_cache(maxsize=64)  # one forward pass per prompt; moving a slider only reshapes
+def _distribution(prompt_ids: tuple[int, ...]) -> nt.NextTokenDistribution:
+    return nt.next_token_distribution(list(prompt_ids))
 
 
 def ui_stopped(state: gen.GenerationState | None):
@@ -143,17 +179,19 @@ def build() -> None:
         "The model writes one token at a time: it turns the context into a probability for every "
         "token of the vocabulary, **temperature** sharpens (<1) or flattens (>1) that distribution, "
         "**top-k** keeps the k most probable tokens, **top-p** keeps the smallest set whose "
-        "probabilities add up to p, and one token is drawn. Same **seed**, same text.",
+        "probabilities add up to p, and one token is drawn at random from what is left. Same **seed**, same text.",
     )
-    with gr.Row(equal_height=False):
+    with gr.Row(equal_height=False, elem_classes=SECTION):
         with gr.Column(scale=2, min_width=320):
             prompt = text_with_examples(
                 gen.EXAMPLE_PROMPTS, label="Prompt", examples_label="Prompts in the corpus's style", lines=4, max_lines=12,
                 elem_id="gen-prompt",
             )
             with gr.Row():
-                run = gr.Button("Generate", variant="primary", elem_id="gen-run")
-                stop = gr.Button("Stop", variant="stop", elem_id="gen-stop")
+                run = gr.Button("Generate", variant="primary", elem_id="gen-run", min_width=100)
+                step_btn = gr.Button("Next token", elem_id="gen-next", min_width=100)
+                stop = gr.Button("Stop", variant="stop", elem_id="gen-stop", min_width=80)
+            error = error_slot("gen-error")
             max_new = gr.Slider(
                 limits.MIN_NEW_TOKENS, limits.MAX_NEW_TOKENS, value=d["max_new_tokens"], step=1, label="Max new tokens",
                 elem_id="gen-max",
@@ -165,19 +203,32 @@ def build() -> None:
             with gr.Row():
                 top_k = gr.Number(
                     value=d["top_k"], precision=0, minimum=limits.MIN_TOP_K, maximum=50257, label="Top-k",
-                    info="0 = no cut; 1 = only the most likely",
+                    info="0 = no cut; 1 = only the most likely", elem_id="gen-topk", min_width=120,
                 )
-                top_p = gr.Slider(0.01, limits.MAX_TOP_P, value=d["top_p"], step=0.01, label="Top-p", info="1 = no cut")
+                top_p = gr.Slider(
+                    0.01, limits.MAX_TOP_P, value=d["top_p"], step=0.01, label="Top-p", info="1 = no cut", elem_id="gen-topp",
+                )
             with gr.Row():
-                seed = gr.Number(value=d["seed"], precision=0, minimum=limits.MIN_SEED, maximum=limits.MAX_SEED, label="Seed")
+                seed = gr.Number(
+                    value=d["seed"], precision=0, minimum=limits.MIN_SEED, maximum=limits.MAX_SEED, label="Seed", min_width=120,
+                )
                 samples = gr.Slider(limits.MIN_SAMPLES, limits.MAX_SAMPLES, value=1, step=1, label="Samples")
-        with gr.Column(scale=3, min_width=360):
-            stats = gr.Markdown("Press **Generate**.", elem_id="gen-stats")
+            live_error = error_slot("gen-live-error")
+            live = gr.Plot(label="Next token at these settings", show_label=False, elem_id="gen-live", elem_classes=RESULT)
+            note(
+                "The chart above is what the model would draw next after the prompt: move the temperature, "
+                "top-k or top-p and watch the bars reshape, no generation needed. A low temperature "
+                "makes the most likely token win almost always, but not always: a draw is still random. "
+                "Only temperature 0 (greedy) or top-k 1 always take it.",
+            )
+        with gr.Column(scale=3, min_width=320):
+            stats = gr.Markdown("Press **Generate**, or **Next token** to go one token at a time.", elem_id="gen-stats", elem_classes=RESULT)
             output = gr.HTML(
                 '<div class="gen-output gen-empty">The generated text appears here, token by token.</div>',
                 label="Output",
                 elem_id="gen-output",
                 js_on_load=TOKEN_CLICK_JS,
+                elem_classes=RESULT,
             )
             note(
                 "Each generated token is shaded by how unlikely it was when drawn (darker = less "
@@ -187,17 +238,37 @@ def build() -> None:
             with gr.Row():
                 sample_pick = gr.Radio(choices=[("Sample 1", 0)], value=0, label="Sample", visible=False, scale=1)
                 step_pick = gr.Slider(1, 2, value=1, step=1, label="Step", visible=False, scale=3, elem_id="gen-step")
-            chart = gr.Plot(value=gen.candidates_figure(None), label="Top next-token candidates", elem_id="gen-chart")
+            chart = gr.Plot(
+                value=gen.candidates_figure(None), label="Top next-token candidates", show_label=False, elem_id="gen-chart",
+                elem_classes=RESULT,
+            )
+            caption = note(elem_id="gen-caption", result=True)
+    next_tab(
+        "Tokens, vectors, positions, attention and the next token are all in one file you can download, "
+        "with how well the model learned them.",
+        "Model",
+    )
     state = gr.State(None)
 
-    event = run.click(
-        user_errors(ui_generate),
-        inputs=[prompt, max_new, temperature, top_k, top_p, seed, samples],
-        outputs=[output, stats, state, step_pick, sample_pick, chart],
-        api_visibility="private",
+    shown = [output, stats, state, step_pick, sample_pick, chart, caption]
+    event = on_input(
+        run.click,
+        ui_generate,
+        [prompt, max_new, temperature, top_k, top_p, seed, samples],
+        shown,
+        error=error,
         concurrency_id=GENERATE,
         concurrency_limit=GENERATION_CONCURRENCY,
         show_progress="minimal",
+    )
+    on_input(
+        step_btn.click, ui_next_token, [prompt, temperature, top_k, top_p, seed], [prompt, *shown], error=error,
+        concurrency_id=GENERATE, concurrency_limit=GENERATION_CONCURRENCY, show_progress="minimal",
+    )
+    # No triggers: on page load and whenever one of its inputs changes (a slider while it moves).
+    on_input(
+        None, ui_live, [prompt, temperature, top_k, top_p], [live], error=live_error,
+        concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY, trigger_mode="always_last", show_progress="hidden",
     )
     # Two listeners, in this order: the page sends the cancel first, then asks for the stopped
     # view, which waits for the stream to close (the page dispatches a click's listeners one
@@ -209,11 +280,11 @@ def build() -> None:
     )
     for trigger in (step_pick.release, sample_pick.change):
         trigger(
-            user_errors(_chart), inputs=[state, sample_pick, step_pick], outputs=[chart], api_visibility="private",
+            user_errors(_chart), inputs=[state, sample_pick, step_pick], outputs=[chart, caption], api_visibility="private",
             concurrency_id=LIGHT, show_progress="hidden",
         )
     output.click(
-        user_errors(ui_pick_token), inputs=[state], outputs=[step_pick, sample_pick, chart], api_visibility="private",
+        user_errors(ui_pick_token), inputs=[state], outputs=[step_pick, sample_pick, chart, caption], api_visibility="private",
         concurrency_id=LIGHT, show_progress="hidden",
     )
     gr.api(

@@ -10,6 +10,7 @@ import gradio as gr
 
 from .. import model_info
 from ..resources import get_model
+from .widgets import next_tab, note
 
 # The keys of export.build.artifact_paths, as the Model tab names the files.
 LABELS = {"fp32": "fp32", "quantized": "8-bit weights (browsers)", "int8": "8-bit integer (native CPU)"}
@@ -31,11 +32,15 @@ def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None
                 label="Parameters per part",
                 interactive=False,
                 wrap=True,
-                column_widths=["62%", "23%", "15%"],
+                column_widths=["52%", "30%", "18%"],
+                max_height=2000,  # every row shown: the table is short, an inner scroll hid its last rows
                 elem_id="model-params",
             )
         with gr.Column(scale=1, min_width=360):
-            gr.Plot(model_info.training_figure(model_info.load_training_log(training_log or model_info.TRAINING_LOG)), label="Training curves", elem_id="model-curves")
+            log_path = training_log or model_info.TRAINING_LOG
+            log = model_info.load_training_log(log_path)
+            gr.Plot(model_info.training_figure(log), label="Training curves", elem_id="model-curves")
+            note(model_info.training_note(log, shipped=Path(log_path) == model_info.TRAINING_LOG), elem_id="model-curves-note")
 
     gr.Markdown("### The ONNX graph the app runs")
     summaries = {label: model_info.onnx_summary(path) for label, path in files.items()}
@@ -76,3 +81,8 @@ def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None
     for i, (client, (language, code)) in enumerate(model_info.client_snippets().items()):
         gr.Code(code, language="javascript" if language == "js" else language, label=client, interactive=False,
                 elem_id="model-snippet" if i == 0 else None)
+    next_tab(
+        "Training is what gave all these numbers their meaning: see the same architecture before it, "
+        "beside the trained model.",
+        "Compare",
+    )

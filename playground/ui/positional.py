@@ -1,4 +1,4 @@
-"""Positional encoding tab: the seeds' sinusoidal table for any d_model / positions / base, its
+"""Positional encoding tab: the lesson's sinusoidal table for any d_model / positions / base, its
 frequencies, the offset-only similarity, and the model's own table. Registers
 ``/positional_encoding``."""
 
@@ -8,8 +8,8 @@ import gradio as gr
 
 from .. import limits
 from .. import positional as pe
-from .common import LIGHT, LIGHT_CONCURRENCY, user_errors
-from .widgets import note
+from .common import LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
+from .widgets import RESULT, SECTION, error_slot, next_tab, note
 
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
 
@@ -39,41 +39,52 @@ def api_positional_encoding(d_model: int, n_positions: int, base: float) -> dict
 def build() -> None:
     note(
         "Attention by itself ignores word order, so each position gets a vector added to its token "
-        "embedding. The seeds' formula uses sines and cosines of decreasing frequency:",
+        "embedding. The lesson's formula (from *Attention Is All You Need*) uses sines and cosines of "
+        "decreasing frequency:",
     )
-    gr.Markdown(f"$$ {pe.FORMULA_LATEX} $$", latex_delimiters=LATEX, elem_id="pe-formula")
-    with gr.Row():
-        d_model = gr.Slider(limits.MIN_D_MODEL, 512, value=20, step=2, label="d_model (even)", elem_id="pe-dmodel")
-        n_pos = gr.Slider(limits.MIN_POSITIONS, limits.MAX_POSITIONS, value=100, step=1, label="Positions", elem_id="pe-npos")
-        # The API takes any base up to MAX_BASE; the slider covers the interesting range.
-        base = gr.Slider(limits.MIN_BASE, 20_000, value=10000, step=1, label="Base (the paper: 10000)", elem_id="pe-base")
-        dims = gr.Textbox(value="2, 4, 6, 8", label="Dimensions to plot (the seed's: 2, 4, 6, 8)", elem_id="pe-dims")
-    run = gr.Button("Compute", variant="primary", elem_id="pe-run")
+    gr.Markdown("\n\n".join(f"$$ {line} $$" for line in pe.FORMULA_LINES), latex_delimiters=LATEX, elem_id="pe-formula")
     first = ui_positional(20, 100, 10000, "2, 4, 6, 8")
-    summary = gr.Markdown(first[0], elem_id="pe-summary")
-    with gr.Row(equal_height=False):
-        heat = gr.Plot(first[1], label="Table", elem_id="pe-heatmap")
-        lines = gr.Plot(first[2], label="Dimensions over positions", elem_id="pe-lines")
-    with gr.Row(equal_height=False):
-        spectrum = gr.Plot(first[3], label="Frequency / wavelength")
-        similarity = gr.Plot(first[4], label="Similarity between positions")
-    offsets = gr.Plot(first[5], label="Similarity against offset")
+    with gr.Column(elem_classes=SECTION):
+        with gr.Row(equal_height=False):
+            d_model = gr.Slider(limits.MIN_D_MODEL, 512, value=20, step=2, label="d_model (even)", elem_id="pe-dmodel")
+            n_pos = gr.Slider(limits.MIN_POSITIONS, limits.MAX_POSITIONS, value=100, step=1, label="Positions", elem_id="pe-npos")
+            # The API takes any base up to MAX_BASE; the slider covers the interesting range.
+            base = gr.Slider(limits.MIN_BASE, 20_000, value=10000, step=1, label="Base (the paper: 10000)", elem_id="pe-base")
+            dims = gr.Textbox(value="2, 4, 6, 8", label="Dimensions to plot (the lesson's: 2, 4, 6, 8)", elem_id="pe-dims")
+        error = error_slot("pe-error")
+        run = gr.Button("Compute", variant="primary", elem_id="pe-run")
+        summary = gr.Markdown(first[0], elem_id="pe-summary", elem_classes=RESULT)
+        plot = dict(show_label=False, elem_classes=RESULT)
+        with gr.Row(equal_height=False):
+            heat = gr.Plot(first[1], label="Table", elem_id="pe-heatmap", **plot)
+            lines = gr.Plot(first[2], label="Dimensions over positions", elem_id="pe-lines", **plot)
+        with gr.Row(equal_height=False):
+            spectrum = gr.Plot(first[3], label="Frequency / wavelength", elem_id="pe-spectrum", **plot)
+            similarity = gr.Plot(first[4], label="Similarity between positions", elem_id="pe-similarity", **plot)
+        offsets = gr.Plot(first[5], label="Similarity against offset", elem_id="pe-offsets", **plot)
 
     with gr.Accordion("The model's own table", open=True):
         t = pe.model_position_table()
         gr.Markdown(t.note, elem_id="pe-model-note")
         with gr.Row(equal_height=False):
-            gr.Plot(t.figure, label="Model")
+            gr.Plot(t.figure, label="Model", show_label=False)
             if t.reference_figure is not None:
-                gr.Plot(t.reference_figure, label="Sinusoidal, same shape")
-        gr.Plot(t.cosine_figure, label="Which positions the model treats as alike", elem_id="pe-model-cosine")
+                gr.Plot(t.reference_figure, label="Sinusoidal, same shape", show_label=False)
+        gr.Plot(t.cosine_figure, label="Which positions the model treats as alike", show_label=False, elem_id="pe-model-cosine")
+    next_tab(
+        "Token vector plus position vector is what each layer reads: there, every token gathers "
+        "information from the tokens before it, weighted by attention.",
+        "Attention",
+    )
 
-    gr.on(
+    # A slider recomputes when let go, or when a number typed in its box is confirmed with Enter
+    # (common.JS turns that Enter into the same "release").
+    on_input(
         [run.click, d_model.release, n_pos.release, base.release, dims.submit],
-        user_errors(ui_positional),
+        ui_positional,
         [d_model, n_pos, base, dims],
         [summary, heat, lines, spectrum, similarity, offsets],
-        api_visibility="private",
+        error=error,
         concurrency_id=LIGHT,
         concurrency_limit=LIGHT_CONCURRENCY,
         trigger_mode="always_last",

@@ -1,19 +1,39 @@
-"""Components several tabs build the same way: a note in the page's muted style, and a text box
-that opens on the first of its examples, with every example one click away under it."""
+"""Components several tabs build the same way: a note in the page's muted style, a text box that
+opens on the first of its examples, the slot where a section's input error appears (beside the
+input, while the last good result stays, dimmed), and the sentence that leads to the next tab."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from typing import Any
 
 import gradio as gr
 
-__all__ = ["note", "text_with_examples", "with_notice"]
+__all__ = [
+    "STALE",
+    "RESULT",
+    "SECTION",
+    "note",
+    "text_with_examples",
+    "with_notice",
+    "error_slot",
+    "error_html",
+    "next_tab",
+    "neighbours_table",
+]
+
+# CSS classes (their rules are in common.CSS): a section holds an input, its error slot and its
+# results; while the slot shows an error, the section's results are dimmed and marked out of date.
+SECTION = "pg-section"
+RESULT = "pg-result"
+STALE = "pg-error-msg"  # the error slot's message; its presence marks the section's results stale
 
 
-def note(text: str = "", **kwargs: Any) -> gr.Markdown:
-    """Explanatory or notice text, smaller and muted (the ``pg-note`` class of ``common.CSS``)."""
-    return gr.Markdown(text, elem_classes="pg-note", **kwargs)
+def note(text: str = "", *, result: bool = False, **kwargs: Any) -> gr.Markdown:
+    """Explanatory or notice text, smaller and muted (the ``pg-note`` class of ``common.CSS``).
+    ``result``: the note belongs to a section's result (dimmed with it when an input is refused)."""
+    return gr.Markdown(text, elem_classes=["pg-note", RESULT] if result else "pg-note", **kwargs)
 
 
 def with_notice(text: str, notice: str, sep: str = "\n\n") -> str:
@@ -21,8 +41,79 @@ def with_notice(text: str, notice: str, sep: str = "\n\n") -> str:
     return f"{text}{sep}ℹ️ {notice}" if notice else text
 
 
-def text_with_examples(examples: Sequence[str], *, label: str, examples_label: str = "Examples", **textbox: Any) -> gr.Textbox:
-    """A text box holding ``examples[0]``, the examples listed under it (a click fills the box)."""
+def text_with_examples(
+    examples: Sequence[str],
+    *,
+    label: str,
+    examples_label: str = "Examples",
+    example_labels: Sequence[str] | None = None,
+    **textbox: Any,
+) -> gr.Textbox:
+    """A text box holding ``examples[0]``, the examples listed under it (a click fills the box;
+    ``example_labels``: what the buttons say, where the text alone would puzzle)."""
     box = gr.Textbox(value=examples[0], label=label, **textbox)
-    gr.Examples(examples=[[e] for e in examples], inputs=[box], label=examples_label)
+    gr.Examples(
+        examples=[[e] for e in examples], inputs=[box], label=examples_label,
+        example_labels=list(example_labels) if example_labels else None,
+    )
     return box
+
+
+def error_html(title: str, message: str) -> str:
+    """What an error slot shows: the message (escaped) and that the results below are the last
+    ones that worked. Empty title and message: nothing (the slot collapses)."""
+    if not message:
+        return ""
+    first = message.split(" ", 1)[0]
+    if first.isalpha():  # "text is ..." reads as a sentence; a name such as d_model stays as written
+        message = message[:1].upper() + message[1:]
+    if not message.endswith((".", "!", "?")):
+        message += "."
+    return (
+        f'<div class="{STALE}" role="alert"><b>⚠ {html.escape(title)}:</b> {html.escape(message)}'
+        '<span class="pg-error-stale">The result below is from the last input that worked.</span></div>'
+    )
+
+
+def error_slot(elem_id: str | None = None) -> gr.HTML:
+    """The place beside an input where its section's errors appear (see ``common.inline_errors``);
+    empty, it takes no room."""
+    return gr.HTML("", elem_id=elem_id, elem_classes="pg-error", js_on_load=None, padding=False)
+
+
+# Clicking the link opens the next tab (the tab buttons are Gradio's; on a phone the later ones
+# sit in the overflow menu, whose buttons carry the same text) and scrolls to the page's top.
+_NEXT_TAB_JS = """
+element.addEventListener('click', (e) => {
+  const link = e.target.closest('[data-next-tab]');
+  if (!link) return;
+  e.preventDefault();
+  const name = link.dataset.nextTab;
+  const tab = [...document.querySelectorAll('button[role="tab"], .overflow-dropdown button')]
+    .find((b) => b.textContent.trim().endsWith(name));
+  if (tab) { tab.click(); window.scrollTo({top: 0, behavior: 'smooth'}); }
+});
+"""
+
+
+def next_tab(sentence: str, tab: str) -> gr.HTML:
+    """The tab's last line: one sentence that leads on, and a link that opens tab ``tab`` (its
+    label without the number, e.g. "Embeddings")."""
+    return gr.HTML(
+        f'<p class="pg-next">{html.escape(sentence)} <a href="#" data-next-tab="{html.escape(tab, quote=True)}">'
+        f"Next: {html.escape(tab)} →</a></p>",
+        js_on_load=_NEXT_TAB_JS,
+        elem_classes="pg-next-wrap",
+    )
+
+
+NEIGHBOUR_HEADERS = ["rank", "token", "id", "cosine", "count in training"]
+
+
+def neighbours_table(value: Any, *, label: str, elem_id: str, max_rows: int, **kwargs: Any) -> gr.Dataframe:
+    """A table of nearest tokens (Embeddings and Compare tabs): every row shown (a table that
+    scrolls inside the page hid rows), columns sized to fit a phone's width."""
+    return gr.Dataframe(
+        value, headers=NEIGHBOUR_HEADERS, interactive=False, label=label, elem_id=elem_id,
+        max_height=40 * max_rows + 60, wrap=True, column_widths=["13%", "29%", "18%", "19%", "21%"], **kwargs,
+    )

@@ -1,0 +1,63 @@
+"""The Model tab's notes (issue 15.6): where the 8-bit file's megabytes go, and why the last
+point of the validation curve drops."""
+
+from __future__ import annotations
+
+import pytest
+
+from playground import model_info
+
+
+def test_the_int8_file_is_a_quarter_of_fp32_and_the_note_says_why(tmp_path):
+    from export import ensure_onnx
+
+    files = ensure_onnx()
+    fp32 = model_info.onnx_summary(files["fp32"])
+    int8 = model_info.onnx_summary(files["int8"])
+    n_fp32 = sum(n for n, _ in fp32["weight_bytes"].values())
+    int8_count, int8_bytes = int8["weight_bytes"]["int8"]
+    assert int8_bytes == int8_count and int8_count > 0.99 * n_fp32 - 100_000  # the matrices, one byte each
+    assert fp32["weight_bytes"]["float32"][1] == 4 * fp32["weight_bytes"]["float32"][0]
+    stored = sum(b for _, b in int8["weight_bytes"].values())
+    assert stored <= int8["size_mb"] * 1e6 <= stored * 1.02  # the stored numbers are the file's size
+    assert 0.24 < int8["size_mb"] / fp32["size_mb"] < 0.28
+    note = model_info.size_note(int8["weight_bytes"], int8["size_mb"])
+    assert f"{int8_count / 1e6:.2f} M int8 numbers (1 byte each" in note and "a quarter of the fp32 one" in note
+    assert "8-bit" not in model_info.size_note(fp32["weight_bytes"], fp32["size_mb"])
+    assert note in model_info.onnx_markdown(int8)
+
+
+def test_the_last_validation_point_is_explained_when_it_scores_more_windows():
+    log = [
+        {"tokens": 1, "train_loss": 6.0, "val_loss": 6.2, "val_windows": 96},
+        {"tokens": 2, "train_loss": 5.0, "val_loss": 5.4, "val_windows": 96},
+        {"tokens": 3, "train_loss": 4.9, "val_loss": 4.42, "val_windows": 255},
+    ]
+    note = model_info.training_note(log)
+    assert "all 255 windows" in note and "a sample of 96" in note and "Pericles" not in note
+    assert "Pericles" in model_info.training_note(log, shipped=True)
+    same = [dict(e, val_windows=96) for e in log]
+    assert model_info.training_note(same) == "" and model_info.training_note([]) == ""
+
+
+def test_the_shipped_log_gets_its_note():
+    note = model_info.training_note(model_info.load_training_log(), shipped=True)
+    assert "4.42" in note and "255" in note and "docs/training.md" in note
+
+
+@pytest.mark.parametrize(
+    "message, shown",
+    [
+        ("text is too long", "Text is too long."),
+        ("d_model must be even", "d_model must be even."),
+        ("top_k must be a number", "top_k must be a number."),
+        ("Missing operator!", "Missing operator!"),
+    ],
+)
+def test_error_messages_read_as_sentences_and_keep_names(message, shown):
+    from playground.ui.widgets import error_html
+
+    out = error_html("Invalid input", message)
+    assert f"</b> {shown}<span" in out and 'role="alert"' in out and "last input that worked" in out
+    assert error_html("", "") == ""
+    assert "&lt;script&gt;" in error_html("Invalid input", "<script>")

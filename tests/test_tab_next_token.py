@@ -1,0 +1,198 @@
+"""The next token, as the Text generation tab shows it (issue 15.4, issue 13.6): the live
+distribution under the sampling settings (playground/next_token.py), the candidates chart of a
+generated step (legend, the drawn token's bar, a token drawn from outside the top candidates),
+its caption, whitespace made visible, and one token at a time with "Next token".
+
+On the real onnxruntime engine; expected values come from definitions (softmax, top-k, top-p)
+and from the engine's own reports of the distribution it sampled."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from playground import generation as gen
+from playground import next_token as nt
+from playground import resources
+from playground.generation import GeneratedStep, TokenChoice
+from playground.validation import InputError
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from export import ensure_onnx
+
+    ensure_onnx()
+    return resources.get_engine()
+
+
+@pytest.fixture(scope="module")
+def dist(engine):
+    return nt.next_token_distribution(gen.encode("ROMEO:\nBut soft,"))
+
+
+def settings(temperature=1.0, top_k=0, top_p=1.0):
+    return nt.validate_sampling(temperature, top_k, top_p, vocab_size=50257)
+
+
+def run(prompt="HAMLET:\n", n=16, temperature=1.5, top_k=50, top_p=0.95, seed=3):
+    final = None
+    for final in gen.run(gen.prepare(prompt, n, temperature, top_k, top_p, seed, 1)):
+        pass
+    return final
+
+
+# --- the distribution and the settings --------------------------------------------------------
+
+
+def test_the_model_distribution_is_a_probability_over_the_vocabulary(dist):
+    p = dist.probabilities()
+    assert p.shape == (50257,) and np.all(p >= 0) and p.sum() == pytest.approx(1.0, abs=1e-4)
+
+
+def test_temperature_reshapes_as_softmax_of_logits_over_t(dist):
+    p = dist.probabilities()
+    for t in (0.5, 2.0):
+        expected = p ** (1 / t) / (p ** (1 / t)).sum()  # softmax(log p / T)
+        np.testing.assert_allclose(dist.probabilities(settings(t)), expected, rtol=1e-4, atol=1e-9)
+    sharp, flat = dist.probabilities(settings(0.5)), dist.probabilities(settings(2.0))
+    top = int(np.argmax(p))
+    assert sharp[top] > p[top] > flat[top]
+
+
+def test_greedy_top_k_and_top_p_cut_as_defined(dist):
+    p = dist.probabilities()
+    top = int(np.argmax(p))
+    for s in (settings(0.0), settings(1.0, top_k=1)):  # temperature 0 and top-k 1: the most likely only
+        q = dist.probabilities(s)
+        assert q[top] == pytest.approx(1.0) and np.count_nonzero(q) == 1
+    q = dist.probabilities(settings(1.0, top_k=5))
+    kept = np.argsort(-p)[:5]
+    assert np.count_nonzero(q) == 5 and q[kept].sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(q[kept], p[kept] / p[kept].sum(), rtol=1e-5)
+    # top-p: the smallest set of most likely tokens whose mass reaches p.
+    q = dist.probabilities(settings(1.0, top_p=0.5))
+    order = np.argsort(-p)
+    n_kept = int(np.searchsorted(np.cumsum(p[order]), 0.5) + 1)
+    assert np.count_nonzero(q) == n_kept
+
+
+def test_the_conventions_of_other_tools_and_what_is_refused():
+    assert settings(0.0).greedy and settings(0.0).label() == "temperature 0 (greedy)"
+    assert settings(0.8, 50, 0.95).label() == "temperature 0.8, top-k 50, top-p 0.95"
+    assert settings(1.0, 0, 1.0).engine_args(50257) == {"temperature": 1.0, "top_k": None, "top_p": None}
+    for bad, says in (({"temperature": -0.1}, "temperature"), ({"top_k": -1}, "top_k"), ({"top_p": 0}, "top_p")):
+        with pytest.raises(InputError, match=says):
+            settings(**bad)
+
+
+def test_the_live_chart_says_how_many_tokens_can_be_drawn(dist):
+    fig = nt.distribution_figure(dist, settings(0.0))
+    assert "greedy" in fig.layout.title.text and "always the most likely" in fig.layout.title.text.replace("<br>", " ")
+    model, sampled = fig.data
+    assert model.name == "model (temperature 1)" and sampled.name == "drawn from, with these settings"
+    assert len(model.y) == nt.SHOWN and list(sampled.text).count("cut") == nt.SHOWN - 1
+    fig = nt.distribution_figure(dist, settings(1.0, top_k=3))
+    assert "3 tokens can be drawn" in fig.layout.title.text.replace("<br>", " ")
+
+
+def test_a_bar_near_100_percent_keeps_room_for_its_label():
+    axis = nt.probability_axis(0.999)
+    assert axis["range"][1] > 1.1 and axis["tickvals"][-1] == 1.0  # "100.0%" fits right of the bar
+    assert nt.probability_axis(0.2)["range"][1] > 0.2 * 1.2
+
+
+# --- the candidates chart of a generated step --------------------------------------------------
+
+
+def _step(drawn: int, sample_p: float | None = 0.3) -> GeneratedStep:
+    cands = [TokenChoice(i, f"t{i}", 0.5 / (i + 1), 0.6 / (i + 1)) for i in range(10)]
+    token = next((c for c in cands if c.token_id == drawn), TokenChoice(drawn, "\n\n", 0.001, sample_p))
+    return GeneratedStep(4, token, cands)
+
+
+def test_the_legend_has_one_colour_per_meaning_whichever_token_was_drawn():
+    legends = []
+    for drawn in (0, 3, 99):
+        fig = gen.candidates_figure(_step(drawn), settings=settings(0.8, 50, 0.95), drawn_sample_probability=0.01)
+        legends.append([(t.name, t.marker.color) for t in fig.data])
+    assert legends[0] == legends[1] == legends[2]
+    assert [name for name, _ in legends[0]] == [
+        "model (temperature 1)", "drawn from (temperature 0.8, top-k 50, top-p 0.95)", "the token drawn",
+    ]
+    assert legends[0][2][1] == nt.DRAWN_COLOUR
+
+
+def test_the_drawn_token_has_its_own_bar_with_its_probability():
+    fig = gen.candidates_figure(_step(3))
+    drawn = fig.data[2]
+    assert list(drawn.y) == ["t3  #3"] and drawn.x[0] == pytest.approx(0.15) and drawn.text[0] == "15.0%"
+    assert "t3  #3" not in fig.data[1].y  # not twice
+    assert "(p = 15.0%)" in fig.layout.title.text
+
+
+def test_a_token_drawn_from_outside_the_top_candidates_still_shows_with_its_probability():
+    fig = gen.candidates_figure(_step(99), drawn_sample_probability=0.0123)
+    drawn = fig.data[2]
+    assert list(drawn.y) == ["↵↵  #99"]  # whitespace drawn visibly
+    assert drawn.x[0] == pytest.approx(0.0123) and drawn.text[0] == "1.2%"
+    assert "(p = 1.2%)" in fig.layout.title.text and len(fig.data[0].y) == 11
+    caption = gen.step_caption(_step(99), settings(0.8))
+    assert "outside the model's top 10" in caption and "at random" in caption
+
+
+def test_step_figure_recomputes_the_probability_of_a_token_from_outside_the_top(engine):
+    final = run(n=40, temperature=2.0, top_k=0, top_p=1.0, seed=7)
+    steps = final.steps[0]
+    outside = [i for i, s in enumerate(steps) if gen.drawn_rank(s) is None]
+    inside = [i for i, s in enumerate(steps) if gen.drawn_rank(s) is not None]
+    assert outside and inside  # at temperature 2 some draws come from far down the list
+    # The recomputation agrees with what the engine reported for the tokens it did report.
+    s = settings(2.0)
+    i = inside[-1]
+    p = nt.next_token_distribution(gen.step_context(final, 0, i)).probabilities(s)[steps[i].token.token_id]
+    assert p == pytest.approx(steps[i].token.sample_probability, rel=1e-3)
+    fig, caption = gen.step_figure(final, 0, outside[0] + 1)
+    assert fig.data[2].x[0] > 0 and "outside" in caption
+    assert f"Step {outside[0] + 1}:" in fig.layout.title.text
+
+
+def test_captions_and_stats_say_why_a_less_likely_token_came_out(engine):
+    final = run(n=24, temperature=1.5)
+    ranks = [gen.drawn_rank(s) for s in final.steps[0]]
+    others = sum(r != 1 for r in ranks)
+    assert others > 0
+    assert f"{others} of the 24 tokens" in gen.stats_markdown(final)
+    first_likely = ranks.index(1)
+    assert gen.step_caption(final.steps[0][first_likely], settings(1.5)) == "The token drawn is the model's most likely one."
+    greedy = run(n=8, temperature=0.0)
+    assert all(gen.drawn_rank(s) == 1 for s in greedy.steps[0]) and "🎲" not in gen.stats_markdown(greedy)
+
+
+def test_whitespace_tokens_are_drawn_visibly(engine):
+    final = run(prompt="HAMLET:", n=12, temperature=0.0)  # greedy: a new line comes first
+    html = gen.tokens_html(final)
+    assert '<span class="gen-ws">↵' in html
+    for step in final.steps[0]:
+        if not step.token.text.strip():
+            assert gen._token_html(step.token.text).startswith('<span class="gen-ws">')
+
+
+# --- one token at a time -------------------------------------------------------------------------
+
+
+def test_next_token_appends_one_drawn_token_and_repeats_with_the_seed(engine):
+    from playground.ui.generation import step_seed, ui_next_token
+
+    prompt = "ROMEO:\nBut soft,"
+    out = ui_next_token(prompt, 0.8, 50, 0.95, 42)
+    new_prompt, html, stats, state = out[:4]
+    assert new_prompt.startswith(prompt) and len(new_prompt) > len(prompt) and state.new_tokens == 1
+    assert "**1** new token" in stats and html.count('class="gen-tok"') == 1
+    assert ui_next_token(prompt, 0.8, 50, 0.95, 42)[0] == new_prompt  # same prompt, same seed: same token
+    fig, caption = out[-2:]
+    assert fig.layout.title.text.startswith("Step 1:") and caption.startswith("The token drawn is")
+    # The next step draws with another seed (the prompt grew), not the same random number.
+    assert step_seed(42, 5) != step_seed(42, 6)
+    greedy = ui_next_token(new_prompt, 0.0, 0, 1.0, 42)
+    assert gen.drawn_rank(greedy[3].steps[0][0]) == 1
