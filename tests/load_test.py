@@ -54,6 +54,7 @@ class LoadReport:
     busy: int = 0
     failures: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    token_ids: dict[int, list[int]] = field(default_factory=dict)  # seed -> the generation's new token ids
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, kind: str, seconds: float) -> None:
@@ -80,7 +81,12 @@ class LoadReport:
         return "\n".join(lines)
 
 
-def _call(client: Client, report: LoadReport, kind: str, endpoint: str, args: tuple, deadline: float) -> None:
+def generation_args(seed: int, new_tokens: int) -> tuple:
+    """The /generate arguments every load-test user sends, differing only by seed."""
+    return ("ROMEO:", new_tokens, 0.8, 50, 0.95, seed)
+
+
+def _call(client: Client, report: LoadReport, kind: str, endpoint: str, args: tuple, deadline: float) -> dict:
     """One request, retried while the app answers busy, timed from the first try."""
     t0 = time.perf_counter()
     while True:
@@ -89,7 +95,7 @@ def _call(client: Client, report: LoadReport, kind: str, endpoint: str, args: tu
             if kind == "generation" and not out.get("finished"):
                 raise RuntimeError(f"generation not finished: {out}")
             report.add(kind, time.perf_counter() - t0)
-            return
+            return out
         except QueueError:
             with report.lock:
                 report.busy += 1
@@ -107,7 +113,10 @@ def _user(url: str, index: int, report: LoadReport, deadline: float) -> None:
         endpoint, args = LIGHT_CALLS[(index + i) % len(LIGHT_CALLS)]
         try:
             _call(client, report, "light", endpoint, args, deadline)
-            _call(client, report, "generation", "/generate", ("ROMEO:", report.new_tokens, 0.8, 50, 0.95, index * 100 + i), deadline)
+            seed = index * 100 + i
+            out = _call(client, report, "generation", "/generate", generation_args(seed, report.new_tokens), deadline)
+            with report.lock:
+                report.token_ids[seed] = out["token_ids"]
         except Exception as err:  # noqa: BLE001 -- every failure is reported, none stops the others
             with report.lock:
                 report.failures.append(f"client {index}, round {i}: {type(err).__name__}: {err}")
