@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ LIGHT_CALLS: list[tuple[str, tuple]] = [
     ("/positional_encoding", (64, 128, 10000)),
     ("/embedding_arithmetic", ("king - man + woman", 5)),
 ]
+API = "gradio_api"  # the app's HTTP API root
 BUSY_RETRY_S = 1.0  # a user told "busy, try again" waits a moment and tries again
 # gradio_client's HTTP calls give up after httpx's default 5 s; a browser waits far longer. On a
 # small machine whose cores are busy, accepting 16 users at once can take more than 5 s: that
@@ -145,9 +147,11 @@ TABLE_SETTINGS = (0.8, 50, 0.95)  # temperature, top-k, top-p: the app's default
 
 @dataclass
 class Phase:
-    """One row of the table: ``clients`` users, each generating ``generations`` x ``tokens``."""
+    """One row of the table: ``clients`` users of one client ``kind``, each generating
+    ``generations`` x ``tokens``."""
 
     clients: int
+    kind: str = "gradio_client"
     tokens: int = 0  # new tokens received in all
     wall_s: float = 0.0
     latency_s: list[float] = field(default_factory=list)  # per generation, submit to last update
@@ -170,18 +174,70 @@ def _client(url: str) -> Client:
     return Client(url, verbose=False, httpx_kwargs={"timeout": HTTP_TIMEOUT_S})
 
 
-def _generations(client: Client, index: int, phase: Phase, generations: int, tokens: int, lock: threading.Lock) -> None:
+# How often a gradio_client user looks for the first streamed update. gradio_client's own loops
+# poll: its Job iterator every 1 ms (16 such users took more of the 2 cores than the app did),
+# its message queue every 50 ms (so every call it makes waits 25 ms on average, ~70 ms in all
+# for a call the app answers in 6 ms). 10 ms is far below the latter.
+FIRST_UPDATE_POLL_S = 0.01
+
+
+class SSEUser:
+    """A client that reads the app's event stream as the page and ``curl -N`` do: POST
+    ``/gradio_api/call/<endpoint>``, then GET its stream and read each event when it comes."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url + API + "/call/"
+        self.http = httpx.Client(timeout=HTTP_TIMEOUT_S)
+
+    def events(self, endpoint: str, args: list) -> Iterator[tuple[str, object]]:
+        r = self.http.post(self.url + endpoint, json={"data": args})
+        r.raise_for_status()
+        with self.http.stream("GET", f"{self.url}{endpoint}/{r.json()['event_id']}") as stream:
+            kind = None
+            for line in stream.iter_lines():
+                if line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: ") and kind:
+                    yield kind, json.loads(line[6:])
+
+    def call(self, endpoint: str, args: list) -> object:
+        for kind, data in self.events(endpoint, args):
+            if kind == "complete":
+                return data[0]
+            if kind == "error":
+                raise RuntimeError(f"{endpoint}: {data}")
+        raise RuntimeError(f"{endpoint}: the stream ended without a result")
+
+
+def _user_for(kind: str, url: str) -> Client | SSEUser:
+    return _client(url) if kind == "gradio_client" else SSEUser(url)
+
+
+def _one_generation(user: Client | SSEUser, args: tuple, t0: float) -> tuple[float | None, dict]:
+    """(time to the first streamed update, the final update) of one /generate call."""
+    if isinstance(user, SSEUser):
+        first, last = None, None
+        for kind, data in user.events("generate", list(args)):
+            if kind == "error":
+                raise RuntimeError(f"/generate: {data}")
+            if kind in ("generating", "complete"):
+                first = first if first is not None else time.perf_counter() - t0
+                last = data[0]
+        return first, last or {}
+    job = user.submit(*args, api_name="/generate")
+    while not job.outputs() and not job.done():
+        time.sleep(FIRST_UPDATE_POLL_S)
+    first = time.perf_counter() - t0 if job.outputs() else None
+    return first, job.result()
+
+
+def _generations(user: Client | SSEUser, index: int, phase: Phase, generations: int, tokens: int, lock: threading.Lock) -> None:
     for i in range(generations):
         t0 = time.perf_counter()
-        first, last = None, None
         try:
-            job = client.submit(TABLE_PROMPT, tokens, *TABLE_SETTINGS, index * 1000 + i, api_name="/generate")
-            for update in job:
-                if first is None and update.get("new_tokens", 0) >= 1:
-                    first = time.perf_counter() - t0
-                last = update
-            if not last or not last.get("finished"):
-                raise RuntimeError(f"generation not finished: {last} {job.exception()}")
+            first, last = _one_generation(user, (TABLE_PROMPT, tokens, *TABLE_SETTINGS, index * 1000 + i), t0)
+            if not last.get("finished"):
+                raise RuntimeError(f"generation not finished: {last}")
         except Exception as err:  # noqa: BLE001 -- reported, the others go on
             with lock:
                 phase.failures.append(f"client {index}, generation {i}: {type(err).__name__}: {err}")
@@ -192,24 +248,27 @@ def _generations(client: Client, index: int, phase: Phase, generations: int, tok
             phase.ttft_s.append(first if first is not None else float("nan"))
 
 
-def _light_prober(client: Client, phase: Phase, stop: threading.Event, every_s: float = 0.25) -> None:
+def _light_prober(user: Client | SSEUser, phase: Phase, stop: threading.Event, every_s: float = 0.25) -> None:
     """/tokenize, as a user on the Tokenization tab would call it, while the generations run."""
     while not stop.is_set():
         t0 = time.perf_counter()
         try:
-            client.predict("Hi my name is Moussa", api_name="/tokenize")
+            if isinstance(user, SSEUser):
+                user.call("tokenize", ["Hi my name is Moussa"])
+            else:
+                user.predict("Hi my name is Moussa", api_name="/tokenize")
             phase.light_s.append(time.perf_counter() - t0)
         except Exception as err:  # noqa: BLE001
             phase.failures.append(f"/tokenize: {type(err).__name__}: {err}")
         stop.wait(every_s)
 
 
-def run_phase(url: str, clients: int, generations: int, tokens: int) -> Phase:
-    phase, lock, stop = Phase(clients), threading.Lock(), threading.Event()
+def run_phase(url: str, clients: int, generations: int, tokens: int, kind: str = "gradio_client") -> Phase:
+    phase, lock, stop = Phase(clients, kind), threading.Lock(), threading.Event()
     with ThreadPoolExecutor(max_workers=clients + 1, thread_name_prefix="load-user") as pool:
-        # Connected first (each client reads the app's API description): the clock then times
-        # only the generations.
-        users = list(pool.map(_client, [url] * (clients + 1)))
+        # Connected first (a gradio_client reads the app's API description): the clock then
+        # times only the generations.
+        users = list(pool.map(lambda _: _user_for(kind, url), range(clients + 1)))
         prober = threading.Thread(target=_light_prober, args=(users.pop(), phase, stop), daemon=True)
         prober.start()
         t0 = time.perf_counter()
@@ -237,35 +296,41 @@ def engine_alone(generations: int, tokens: int) -> float:
     return n / (time.perf_counter() - t0)
 
 
-def table(url: str, clients: list[int], generations: int, tokens: int) -> tuple[str, list[Phase]]:
+CLIENT_KINDS = {"gradio_client": "gradio_client", "sse": "HTTP + event stream (the page, curl)"}
+
+
+def table(url: str, clients: list[int], generations: int, tokens: int, kinds: tuple[str, ...] = tuple(CLIENT_KINDS)) -> tuple[str, list[Phase]]:
     alone = engine_alone(generations, tokens)
-    phases = [run_phase(url, n, generations, tokens) for n in clients]
-    one = phases[0].tokens_per_s
+    phases = [run_phase(url, n, generations, tokens, kind) for kind in kinds for n in clients]
     lines = [
         f"{generations} generations of {tokens} tokens per client (\"{TABLE_PROMPT}\", temperature "
-        f"{TABLE_SETTINGS[0]}, top-k {TABLE_SETTINGS[1]}, top-p {TABLE_SETTINGS[2]}), streamed with gradio_client; "
-        f"/tokenize called every 0.25 s meanwhile. The int8 engine alone, same generations, no app: {alone:.0f} tokens/s.",
+        f"{TABLE_SETTINGS[0]}, top-k {TABLE_SETTINGS[1]}, top-p {TABLE_SETTINGS[2]}), streamed; "
+        f"/tokenize called every 0.25 s meanwhile by one more client of the same kind. "
+        f"The int8 engine alone, same generations, no app: {alone:.0f} tokens/s.",
         "",
-        "| clients | tokens/s in all | × 1 client | % of the engine alone | latency p50 / p95 | time to first token p50 / p95 "
-        "| /tokenize p50 / p95 | errors |",
-        "|---|---|---|---|---|---|---|---|",
+        "| client | clients | tokens/s in all | × 1 client | % of the engine alone | latency p50 / p95 "
+        "| time to first token p50 / p95 | /tokenize p50 / p95 | errors |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for ph in phases:
+        one = next(p for p in phases if p.kind == ph.kind).tokens_per_s
         lines.append(
-            f"| {ph.clients} | {ph.tokens_per_s:.0f} | {ph.tokens_per_s / one:.2f} | {100 * ph.tokens_per_s / alone:.0f} % "
+            f"| {CLIENT_KINDS[ph.kind]} | {ph.clients} | {ph.tokens_per_s:.0f} | {ph.tokens_per_s / one:.2f} "
+            f"| {100 * ph.tokens_per_s / alone:.0f} % "
             f"| {_pct(ph.latency_s, 50):.2f} / {_pct(ph.latency_s, 95):.2f} s "
             f"| {_pct(ph.ttft_s, 50):.2f} / {_pct(ph.ttft_s, 95):.2f} s "
             f"| {1000 * _pct(ph.light_s, 50):.0f} / {1000 * _pct(ph.light_s, 95):.0f} ms | {len(ph.failures)} |"
         )
     for ph in phases:
-        lines += [f"  failure ({ph.clients} clients): {f}" for f in ph.failures[:5]]
+        lines += [f"  failure ({ph.clients} {ph.kind} clients): {f}" for f in ph.failures[:5]]
     return "\n".join(lines), phases
+
+
 # --- work nobody reads (issue 11) -----------------------------------------------------------------
 
 # A long prompt (~4,000 characters, the prompt limit): far past the context, so every abandoned
 # job also costs the context's full reading.
 LONG_PROMPT = ("ROMEO:\nBut soft, what light through yonder window breaks? It is the east, and Juliet is the sun.\n" * 45)[:4000]
-API = "gradio_api"
 
 
 def abandon(url: str, how: str, seed: int, new_tokens: int = 512, prompt: str = LONG_PROMPT) -> str:

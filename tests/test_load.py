@@ -138,3 +138,20 @@ def test_sixteen_clients_at_once_get_every_answer(app_server, client):
     for seed in (0, 507, 1509):  # first, middle and last clients' generations, now one at a time
         alone = client.predict(*generation_args(seed, 12), api_name="/generate")["token_ids"]
         assert report.token_ids[seed] == alone, f"seed {seed} changed in the crowd"
+
+
+@pytest.mark.parametrize("kind", ["gradio_client", "sse"])
+def test_the_load_tables_clients_count_what_they_received(app_server, client, kind):
+    """The README's load table (``load_test --table``) in small: 2 users of each client kind, 2
+    generations of 5 tokens each: every token counted, each time to first token inside its
+    latency, the /tokenize prober answered, and the event-stream client reads what gradio_client
+    reads (the same seeded text)."""
+    from load_test import SSEUser, TABLE_PROMPT, TABLE_SETTINGS, run_phase
+
+    phase = run_phase(app_server.url, clients=2, generations=2, tokens=5, kind=kind)
+    assert not phase.failures, phase.failures
+    assert phase.tokens == 2 * 2 * 5 and len(phase.latency_s) == 4
+    assert all(0 < first <= total for first, total in zip(phase.ttft_s, phase.latency_s))
+    assert phase.light_s and phase.tokens_per_s > 0
+    args = [TABLE_PROMPT, 5, *TABLE_SETTINGS, 7]
+    assert SSEUser(app_server.url).call("generate", args)["token_ids"] == client.predict(*args, api_name="/generate")["token_ids"]
