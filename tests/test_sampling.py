@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from export.sampling import choose, nucleus, sampling_distribution, softmax
+from export.sampling import choose, nucleus, sampling_distribution, softmax, top_k_ids
 
 V = 50_257
 
@@ -62,6 +62,19 @@ def test_the_nucleus_is_the_smallest_set_reaching_p():
         kept = nucleus(p, top_p)
         assert p[kept].sum() >= top_p and p[kept].sum() - p[kept].min() < top_p  # one fewer falls short
         assert p[kept].min() >= np.delete(p, kept).max()  # the most likely ones
+
+
+def test_the_top_k_cut_equals_a_full_partitions():
+    """The cut found from every 16th logit keeps exactly what a partition of the whole row does:
+    the k largest and every tie with the k-th, for rows full of ties, flat rows and short ones."""
+    rng = np.random.default_rng(5)
+    rows = [*many_logits(5), np.ones(V, dtype=np.float32), rng.standard_normal(300).astype(np.float32)]
+    rows.append(np.where(np.arange(V) % 16 == 0, -50.0, rng.standard_normal(V)).astype(np.float32))  # the sample's worst
+    for row in rows:
+        for k in (1, 2, 10, 40, 50, 51, 300, 5_000, len(row) // 4, len(row) - 1, len(row)):
+            if 1 <= k <= len(row):
+                want = np.flatnonzero(row >= np.partition(row, -k)[-k])
+                assert np.array_equal(top_k_ids(row, k), want), (len(row), k)
 
 
 def test_the_same_seed_draws_the_same_tokens_as_the_reference():
