@@ -272,7 +272,7 @@ class Scheduler:
         seed: int | None = None,
         num_samples: int = 1,
         stop_at_eot: bool = True,
-        n_candidates: int = 10,
+        n_candidates: int | None = 10,
     ) -> Iterator["Step"]:
         """:meth:`Engine.stream`, decoded in the shared batch. Closing the iterator cancels the
         request: it leaves the batch at the next step. Raises :class:`Busy` when the waiting

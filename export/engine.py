@@ -24,6 +24,8 @@ per new position, with these fields (lists are indexed by sample):
 - ``index``: 0 for the first new token, 1 for the next, ...
 - ``token_ids``: ``list[int | None]``, the new token per sample (None once that sample finished)
 - ``token_probs``: ``list[float | None]``, the model's probability (softmax at temperature 1) of it
+  (None throughout with ``n_candidates=None``: a caller that shows neither probabilities nor
+  candidates saves a softmax over the vocabulary per token and sample)
 - ``candidates``: ``list[list[Candidate]]``, the ``n_candidates`` most likely tokens, each
   ``Candidate(token_id, prob, sample_prob)``: ``prob`` from the model at temperature 1,
   ``sample_prob`` from the distribution actually sampled (after temperature, top-k, top-p;
@@ -266,7 +268,7 @@ class Engine:
         seed: int | None = None,
         num_samples: int = 1,
         stop_at_eot: bool = True,
-        n_candidates: int = 10,
+        n_candidates: int | None = 10,
     ) -> Iterator[Step]:
         """Yield a :class:`Step` per new position (see the module docstring).
 
@@ -295,9 +297,11 @@ class Engine:
             raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {ids.min()}..{ids.max()}")
         return ids.astype(np.int64)
 
-    def _check_candidates(self, n_candidates: int) -> None:
+    def _check_candidates(self, n_candidates: int | None) -> None:
+        if n_candidates is None:
+            return
         if isinstance(n_candidates, bool) or not isinstance(n_candidates, int) or not 0 <= n_candidates <= self.vocab_size:
-            raise ValueError(f"n_candidates must be an integer from 0 to {self.vocab_size}, not {n_candidates!r}")
+            raise ValueError(f"n_candidates must be an integer from 0 to {self.vocab_size} or None, not {n_candidates!r}")
 
     def _decode(self, ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot) -> Iterator[DecodeStep]:
         """Yield a :class:`DecodeStep` per new position: one request alone in a decoding batch
@@ -321,7 +325,7 @@ class Engine:
                 token_probs: list[float | None] = [None] * len(tokens)
                 candidates: list[list[Candidate]] = [[] for _ in tokens]
                 kept = step.kept
-                for r in np.flatnonzero(live):
+                for r in np.flatnonzero(live) if n_candidates is not None else ():
                     top, probs, sample, p_token = top_candidates(logits[r], n_candidates, int(tokens[r]), kept[r] if kept else None)
                     token_probs[r] = p_token
                     candidates[r] = [Candidate(int(t), float(p), float(q)) for t, p, q in zip(top, probs, sample)]

@@ -243,7 +243,7 @@ def prepare(prompt: Any, max_new_tokens: Any, temperature: Any, top_k: Any, top_
     )
 
 
-def run(params: GenerationParams, n_candidates: int = TOP_CANDIDATES) -> Iterator[GenerationState]:
+def run(params: GenerationParams, n_candidates: int | None = TOP_CANDIDATES) -> Iterator[GenerationState]:
     """:func:`generate` on the shared engine and tokenizer, in the app's shared decoding batch."""
     return generate(get_engine(), params, token_text, decode, scheduler=get_scheduler(), n_candidates=n_candidates)
 
@@ -255,13 +255,14 @@ def generate(
     decode: Callable[[list[int]], str],
     budget_s: float = limits.GENERATION_BUDGET_S,
     scheduler: Scheduler | None = None,
-    n_candidates: int = TOP_CANDIDATES,
+    n_candidates: int | None = TOP_CANDIDATES,
 ) -> Iterator[GenerationState]:
     """Stream a generation: yields the (same, updated) :class:`GenerationState` after every
     step, and once more at the end with ``finished`` set. With a ``scheduler`` (the engine's) it
     decodes in the batch shared with other generations, else on its own. Closing the generator
     (the stop button, a client that goes away) stops it after the current step. ``n_candidates``:
-    the top tokens kept per step for the chart (0 for a caller that shows none, e.g. the API)."""
+    the top tokens kept per step for the chart (None for a caller that shows neither them nor the
+    tokens' probabilities, e.g. the API: the engine then works out none)."""
     n = params.num_samples
     state = GenerationState(
         params=params, provider=str(engine.provider), decode=decode, model_file=Path(engine.path).name

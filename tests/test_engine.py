@@ -118,6 +118,15 @@ def test_stream_yields_tokens_candidates_and_timing(engine):
     assert [s.token_ids[0] for s in steps] == engine.generate(PROMPT, 6, temperature=0.8, top_k=5, seed=1, stop_at_eot=False)
 
 
+def test_a_stream_without_candidates_skips_the_probabilities_not_the_tokens(engine):
+    args = dict(temperature=0.8, top_k=5, seed=1, stop_at_eot=False)
+    bare = list(engine.stream(PROMPT, 6, n_candidates=None, **args))
+    assert [s.token_ids for s in bare] == [s.token_ids for s in engine.stream(PROMPT, 6, n_candidates=5, **args)]
+    assert all(s.token_probs == [None] and s.candidates == [[]] for s in bare)
+    with pytest.raises(ValueError, match="or None"):
+        engine.stream(PROMPT, 6, n_candidates=-1)
+
+
 def test_stops_at_end_of_text(engine, monkeypatch):
     # Make the real graph's output favour <|endoftext|> for the second sample from step 2 on.
     forward, calls = engine.forward, []

@@ -165,7 +165,7 @@ def api_generate(prompt: str, max_new_tokens: int, temperature: float, top_k: in
     Limits: prompt 1-4000 characters (longer than the context keeps its last tokens),
     max_new_tokens 1-512, temperature 0-5, top_k 0-50257, top_p in (0, 1], seed 0-4294967295."""
     last = 0.0
-    for state in _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, n_candidates=0):  # no chart here
+    for state in _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, n_candidates=None):  # no chart, no probabilities
         now = time.perf_counter()
         if state.finished or state.new_tokens == 1 or now - last >= API_EVERY_S:
             last = now
