@@ -96,20 +96,22 @@ def nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
 
     Sorting all 50,257 probabilities at every step cost several times the model's own step. The
     set is the most likely tokens, so it lies within those above a threshold whose mass already
-    reaches ``top_p``: one pass picks them (the threshold starts at a thousandth of the top
-    probability and drops 1000x until it does), and only they are sorted. The running sums are
-    the full sort's own first sums, so the set is exactly the full sort's.
+    reaches ``top_p``: the threshold starts at a thousandth of the top probability and drops
+    until the tokens above it carry that mass (a sum, no sort), and only they are sorted. The
+    running sums are the full sort's own first sums, so the set is exactly the full sort's.
     """
-    q = float(p.max()) * 1e-3
+    top = float(p.max())
+    q = top * 1e-3
     while True:
         sub = np.flatnonzero(p >= q)  # a prefix of the sorted order, ties at q included
-        values = np.sort(p[sub])[::-1]
-        total = np.cumsum(values)
-        before = total - values  # the mass of the tokens before each one
-        # (A margin for the rounding of the full sort's `cumsum - p` at the first token left out.)
-        if total[-1] - top_p > 1e-12 or len(sub) == len(p) or q == 0.0:
+        # (A margin for the rounding of the sums, in this order and in the sort's.)
+        if float(p[sub].sum()) - top_p > 1e-12 or len(sub) == len(p) or q == 0.0:
             break
-        q = q * 1e-3 if q > 1e-300 else 0.0
+        # 10x steps while the tokens are few; then 1000x (a top_p within 1e-12 of 1 takes all).
+        q = q * (0.1 if q > top * 1e-9 else 1e-3) if q > 1e-300 else 0.0
+    values = np.sort(p[sub])[::-1]
+    total = np.cumsum(values)
+    before = total - values  # the mass of the tokens before each one
     n_keep = int(np.count_nonzero(before < top_p))  # keep a token while the mass before it is below p
     last = values[n_keep - 1]
     above = sub[p[sub] > last]
