@@ -62,8 +62,9 @@ def candidates(row: np.ndarray, temperature: float, top_k: int | None, top_p: fl
     # temperature (1e-308, 5e-324) sends the others to -inf instead of overflowing every logit to
     # +-inf (inf - inf = nan): the distribution tends to the argmax, the exact T -> 0 limit.
     z = np.subtract(x, x.max(), dtype=np.float64)
-    with np.errstate(over="ignore"):
-        z /= temperature
+    if temperature != 1:  # (dividing by 1 changes no bit: a pass over 50,257 float64s saved)
+        with np.errstate(over="ignore"):
+            z /= temperature
     np.exp(z, out=z)
     z /= z.sum()
     if top_p is not None and top_p < 1:
