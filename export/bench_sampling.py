@@ -2,9 +2,8 @@
 
 Each row decodes the same number of tokens from the same prompt with the app's CPU file
 (``model_int8.onnx``, one thread), greedy and with the sampling settings people use; the
-repetitions alternate between rows so that a busy machine slows them alike. The "full sort" rows
-put back the sampler's previous top-p (a stable sort of all 50,257 probabilities at every step) to
-show what the partial sort saves. ``stream`` is what the app calls (with each step's top-10
+repetitions alternate between rows so that a busy machine slows them alike. The "float64 softmax"
+and "full sort" rows put back the samplers before this one (SAMPLERS) to show what it saves. ``stream`` is what the app calls (with each step's top-10
 candidates and their sampled probabilities); ``generate`` is the bare loop.
 """
 
@@ -35,14 +34,26 @@ def full_sort_nucleus(p: np.ndarray, top_p: float, first: int = 0) -> np.ndarray
     return order[(np.cumsum(sorted_p) - sorted_p) < top_p]
 
 
+# The samplers compared: this one, and the two before it, put back for the run.
+SAMPLERS = {
+    "": "the sampler: top-p from float32 exponentials, float64 for the candidates only",
+    "float64 softmax": "the previous one: a float64 softmax of every row, then a partial sort",
+    "full sort": "the first: a float64 softmax and a stable sort of all 50,257 probabilities",
+}
+
+
 @contextmanager
-def sampler(nucleus):
-    saved = sampling.nucleus
-    sampling.nucleus = nucleus
+def sampler(name: str):
+    """The sampler called ``name`` in SAMPLERS, for the duration of the block."""
+    saved = sampling.nucleus, sampling.FAST_NUCLEUS_MIN
+    if name:
+        sampling.FAST_NUCLEUS_MIN = 1 << 62
+    if name == "full sort":
+        sampling.nucleus = full_sort_nucleus
     try:
         yield
     finally:
-        sampling.nucleus = saved
+        sampling.nucleus, sampling.FAST_NUCLEUS_MIN = saved
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,12 +69,12 @@ def main(argv: list[str] | None = None) -> int:
 
     engine = Engine.load(ensure_onnx()["int8"], "cpu", args.threads)
     prompt = get_tokenizer().encode("ROMEO:")
-    rows = [(f"{label}, {call}", t, k, p, call, sampling.nucleus) for call in ("generate", "stream") for label, t, k, p in SETTINGS]
-    rows += [(f"{label}, {call}, full sort", t, k, p, call, full_sort_nucleus)
+    rows = [(f"{label}, {call}", t, k, p, call, "") for call in ("generate", "stream") for label, t, k, p in SETTINGS]
+    rows += [(f"{label}, {call}, {name}", t, k, p, call, name) for name in list(SAMPLERS)[1:]
              for call in ("generate", "stream") for label, t, k, p in SETTINGS if p is not None]
 
-    def run(t, k, p, call, nucleus) -> float:
-        with sampler(nucleus):
+    def run(t, k, p, call, name) -> float:
+        with sampler(name):
             cpu = time.process_time()
             if call == "generate":
                 n = len(engine.generate(prompt, args.tokens, t, k, p, seed=1, stop_at_eot=False))

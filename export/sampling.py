@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -58,6 +59,11 @@ def candidates(row: np.ndarray, temperature: float, top_k: int | None, top_p: fl
         # found on float32s instead of their float64 copies. Ties at the k-th all stay.
         ids = top_k_ids(row, top_k)
         x = row[ids]
+    if top_p is not None and top_p < 1 and len(x) >= FAST_NUCLEUS_MIN and temperature >= 1e-6:
+        found = nucleus_from_logits(x, temperature, top_p)
+        if found is not None:
+            kept, z = found
+            return (kept if ids is None else ids[kept]), z
     # Shift the row so its largest logit is 0 BEFORE dividing: softmax does not change, and a tiny
     # temperature (1e-308, 5e-324) sends the others to -inf instead of overflowing every logit to
     # +-inf (inf - inf = nan): the distribution tends to the argmax, the exact T -> 0 limit.
@@ -89,6 +95,84 @@ def top_k_ids(row: np.ndarray, k: int) -> np.ndarray:
     pool = np.flatnonzero(row >= np.partition(sample, -k)[-k])
     values = row[pool]
     return pool[values >= np.partition(values, -k)[-k]]
+
+
+# Rows at least this long take the float32 route to their nucleus (a top-k cut leaves a few dozen
+# logits, for which the float64 softmax costs nothing).
+FAST_NUCLEUS_MIN = 1024
+# How close, relative to the total mass, a running sum may come to the cut before the float32
+# total can no longer tell which side it is on (its rounding is ~1e-7): then the float64 path decides.
+NUCLEUS_SLACK = 1e-5
+
+
+_scratch = threading.local()
+
+
+def _buffers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """This thread's float32 and boolean scratch rows of length ``n``: a fresh 200 KB array at
+    every token cost as much as the subtraction written into it."""
+    held = getattr(_scratch, "rows", None)
+    if held is None or len(held[0]) != n:
+        held = _scratch.rows = (np.empty(n, dtype=np.float32), np.empty(n, dtype=bool))
+    return held
+
+
+def nucleus_from_logits(x: np.ndarray, temperature: float, top_p: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """top-p over one row of logits ``x`` [V] without a float64 softmax of the whole row: the
+    kept indices in id order and their probabilities (float64, summing to 1), or None when the
+    tokens above the first thresholds do not reach p (the caller then takes the float64 path).
+
+    The float64 softmax over 50,257 logits cost most of a sampled step. Only the cut needs the
+    normaliser: the exponentials are taken in float32 for it and for the threshold search (as in
+    :func:`nucleus`), and in float64 for the few hundred tokens above the threshold alone, sorted
+    by their float32 logits (the same order: exp is increasing). The kept tokens are renormalised
+    among themselves, so their probabilities never see the float32 total. When a running sum
+    comes within ``NUCLEUS_SLACK`` of the cut, the float64 total decides, as in the float64 path,
+    so the kept set is always the full sort's.
+    """
+    e, mask = _buffers(len(x))
+    m = x.max()
+    np.subtract(x, m, out=e)
+    if temperature != 1:
+        e *= np.float32(1.0 / temperature)
+    np.exp(e, out=e)  # the unnormalised probabilities, the largest 1
+    total = float(e.sum())
+    target, slack = top_p * total, NUCLEUS_SLACK * total
+    q = np.float32(1e-3)
+    while True:
+        np.greater_equal(e, q, out=mask)
+        sub = np.flatnonzero(mask)  # a prefix of the sorted order, ties included (exp is monotonic)
+        if float(e[sub].sum(dtype=np.float64)) > target + slack:
+            break
+        if len(sub) == len(e) or q < 1e-20:
+            return None  # the nucleus is about the whole row: no saving to be had
+        q *= np.float32(0.1)
+    x_sub = x[sub]
+    ordered = np.sort(x_sub)[::-1]
+    w = _numerators(ordered, m, temperature)  # the float64 path's own, most likely first
+    before = np.cumsum(w) - w  # the mass of the tokens before each one
+    n_keep = int(np.count_nonzero(before < target))
+    if target - before[n_keep - 1] <= slack or (n_keep < len(w) and before[n_keep] - target <= slack):
+        # Too close to call with the float32 total: take the float64 one.
+        target = top_p * float(_numerators(x, m, temperature).sum())
+        if before[-1] + w[-1] < target:
+            return None
+        n_keep = int(np.count_nonzero(before < target))
+    last = ordered[n_keep - 1]
+    keep = x_sub >= last
+    if np.count_nonzero(keep) > n_keep:  # tokens tied at the cut: a stable sort keeps the lowest ids
+        keep = x_sub > last
+        keep[np.flatnonzero(x_sub == last)[: n_keep - int(np.count_nonzero(keep))]] = True
+    p = _numerators(x_sub[keep], m, temperature)
+    return sub[keep], p / p.sum()
+
+
+def _numerators(x: np.ndarray, m: float, temperature: float) -> np.ndarray:
+    """exp((x - m) / T) in float64, as :func:`candidates` works them out."""
+    z = np.subtract(x, m, dtype=np.float64)
+    if temperature != 1:
+        z /= temperature
+    return np.exp(z, out=z)
 
 
 def nucleus(p: np.ndarray, top_p: float) -> np.ndarray:

@@ -108,3 +108,40 @@ def test_the_candidates_shown_equal_the_dense_distributions(seed):
             np.testing.assert_allclose(probs, p[want], rtol=1e-9)
             np.testing.assert_allclose(sampled, q[want], rtol=1e-9, atol=1e-15)
             assert p_token == pytest.approx(p[token], rel=1e-9)
+
+
+def test_the_float32_route_keeps_the_full_sorts_set():
+    """top-p from float32 exponentials (float64 for the candidates only) keeps exactly the full
+    sort's tokens with its probabilities, and is the route taken for a language model's rows."""
+    from export.sampling import nucleus_from_logits
+
+    rows = [*many_logits(21), *many_logits(22)]
+    taken = 0
+    for row in rows:
+        for temperature, top_p in itertools.product((0.05, 0.8, 1.0, 1.5), (0.5, 0.9, 0.95)):
+            found = nucleus_from_logits(row, temperature, top_p)
+            if found is None:
+                continue
+            taken += 1
+            ids, p = found
+            want = reference_distribution(row[None], temperature, None, top_p)[0]
+            assert ids.tolist() == np.flatnonzero(want).tolist(), (temperature, top_p)
+            np.testing.assert_allclose(p, want[ids], rtol=1e-12, atol=1e-15)
+    assert taken >= 0.75 * len(rows) * 12  # not a fallback that is always taken
+
+
+def test_a_cut_too_close_for_float32_is_decided_as_the_full_sort_does():
+    """p a billionth either side of the mass of the n most likely tokens: far closer than a float32
+    total can tell (~1e-7), so the float64 total decides: n tokens kept just below, n + 1 just above."""
+    from export.sampling import nucleus_from_logits
+
+    row = many_logits(23)[2]  # peaked: a few likely tokens over a long tail
+    probs = softmax(row[None])[0]
+    order = np.argsort(-probs, kind="stable")
+    for n in (1, 3, 7, 15):
+        mass = float(np.cumsum(probs[order])[n - 1])
+        for p, kept in ((mass - 1e-9, n), (mass + 1e-9, n + 1)):
+            want = np.flatnonzero(reference_distribution(row[None], 1.0, None, p)[0])
+            found = nucleus_from_logits(row, 1.0, p)
+            assert len(want) == kept
+            assert found is not None and found[0].tolist() == want.tolist(), (n, p)
