@@ -180,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     long_prompt = (enc.encode(Path(ROOT / "README.md").read_text()) * 10)[:min(100, block)]
 
     if args.streams:
-        print(streams_table(Engine.load(paths["int8"], "cpu", args.threads), prompt, args.streams, args.reps), flush=True)
+        engine = Engine.load(paths["int8"], "cpu", args.threads)
+        print(streams_table(engine, prompt, args.streams, args.reps, engine.widened()), flush=True)
         if args.streams_only:
             return 0
 
@@ -237,38 +238,46 @@ STREAM_TOKENS = 64  # new tokens per stream in the concurrent-streams table
 STREAM_SAMPLING = {"temperature": 0.8, "top_k": 50, "top_p": 0.95}  # the app's defaults
 
 
-def streams_table(engine: Engine, prompt: list[int], streams: list[int], reps: int) -> str:
+def streams_table(engine: Engine, prompt: list[int], streams: list[int], reps: int, wide: Engine | None = None) -> str:
     """Aggregate tokens/s of ``n`` concurrent streams in one continuous batch, for each n in
     ``streams``: each stream samples STREAM_TOKENS tokens with the app's settings and reads the
-    candidates as the app does; repetitions alternate the stream counts, medians are reported."""
+    candidates as the app does; repetitions alternate the stream counts (and, with ``wide``, the
+    loop on ``engine`` alone and the app's loop, whose wide calls run on ``wide``), medians are
+    reported."""
     from concurrent.futures import ThreadPoolExecutor
 
     from .batching import Scheduler
 
-    scheduler = Scheduler(engine, max_rows=max(streams))
+    loops = {f"{engine.threads} thread": Scheduler(engine, max_rows=max(streams))}
+    if wide is not None:
+        loops[f"the app's: {wide.threads} threads from 4 tokens a call"] = Scheduler(engine, max_rows=max(streams), wide=wide)
 
-    def one(seed: int) -> int:
+    def one(scheduler: Scheduler, seed: int) -> int:
         return sum(1 for _ in scheduler.stream(prompt, STREAM_TOKENS, seed=seed, stop_at_eot=False, **STREAM_SAMPLING))
 
-    times: dict[int, list[float]] = {n: [] for n in streams}
-    ttfts: dict[int, list[float]] = {n: [] for n in streams}
+    times: dict[tuple[str, int], list[float]] = {(name, n): [] for name in loops for n in streams}
     try:
-        one(0)  # warm-up
+        for scheduler in loops.values():
+            one(scheduler, 0)  # warm-up
         for _ in range(reps):
             for n in streams:
-                t = time.perf_counter()
-                with ThreadPoolExecutor(n) as pool:
-                    assert sum(pool.map(one, range(n))) == n * STREAM_TOKENS
-                times[n].append(time.perf_counter() - t)
+                for name, scheduler in loops.items():
+                    t = time.perf_counter()
+                    with ThreadPoolExecutor(n) as pool:
+                        assert sum(pool.map(lambda seed: one(scheduler, seed), range(n))) == n * STREAM_TOKENS
+                    times[name, n].append(time.perf_counter() - t)
     finally:
-        scheduler.close()
-    rate = {n: n * STREAM_TOKENS / statistics.median(times[n]) for n in streams}
-    base = rate[streams[0]]
-    lines = [f"\nbatched decoding ({engine.path.name}, {engine.threads} thread(s), {STREAM_TOKENS} sampled tokens per stream, "
-             f"temperature 0.8, top-k 50, top-p 0.95, candidates as the app reads them; median of {reps}):",
-             f"| concurrent streams | tokens/s in all | × {streams[0]} stream{'s' if streams[0] > 1 else ''} | tokens/s per stream |",
-             "|---|---|---|---|"]
-    lines += [f"| {n} | {rate[n]:.0f} | {rate[n] / base:.2f} | {rate[n] / n:.0f} |" for n in streams]
+        for scheduler in loops.values():
+            scheduler.close()
+    rate = {key: key[1] * STREAM_TOKENS / statistics.median(t) for key, t in times.items()}
+    base = rate[next(iter(loops)), streams[0]]
+    lines = [f"\nbatched decoding ({engine.path.name}, {STREAM_TOKENS} sampled tokens per stream, temperature 0.8, "
+             f"top-k 50, top-p 0.95, candidates as the app reads them; median of {reps}, ratios to one stream on "
+             f"{next(iter(loops))}):",
+             "| decoding loop | concurrent streams | tokens/s in all | × 1 stream | tokens/s per stream |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {name} | {n} | {rate[name, n]:.0f} | {rate[name, n] / base:.2f} | {rate[name, n] / n:.0f} |"
+              for name in loops for n in streams]
     return "\n".join(lines)
 
 

@@ -53,6 +53,7 @@ thread-safe, and every call keeps its cache, RNG and timing in local variables.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -156,9 +157,12 @@ class Engine:
 
     @classmethod
     def load(
-        cls, path: str | Path | None = None, provider: str = "auto", threads: int | None = None, io_binding: bool | None = None
+        cls, path: str | Path | None = None, provider: str = "auto", threads: int | None = None, io_binding: bool | None = None,
+        spin: bool = True,
     ) -> "Engine":
-        """Open ``path`` (default artifacts/hub/onnx/model.onnx). provider: "auto", "cpu" or "cuda"."""
+        """Open ``path`` (default artifacts/hub/onnx/model.onnx). provider: "auto", "cpu" or "cuda".
+        ``spin=False``: onnxruntime's extra threads sleep between calls instead of busy-waiting
+        for the next one (for a session used now and then beside other work)."""
         path = Path(path) if path is not None else hub_dir() / FP32_NAME
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found: build it with `python -m export`")
@@ -172,8 +176,21 @@ class Engine:
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3  # provider fallbacks are reported through `provider`
+        if not spin:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
         return cls(session, path, threads, io_binding)
+
+    def widened(self, max_threads: int = 4) -> "Engine | None":
+        """The same file on every core (``max_threads`` at most), its extra threads asleep between
+        calls: for the decoding loop's wide calls (export.batching.WIDE_MIN_TOKENS). A lone row's
+        step reads every weight for one token and gains nothing from a second thread; many rows'
+        step is matrix work that threads share (16 rows of the shipped model: 3.3 ms on two
+        threads, 5.4 on one). None on CUDA or on a single core."""
+        cores = min(os.cpu_count() or 1, max_threads)
+        if self.provider == CUDA or cores < 2:
+            return None
+        return Engine.load(self.path, provider="cpu", threads=cores, spin=False)
 
     def __repr__(self) -> str:
         return f"Engine({self.path.name}, provider={self.provider}, threads={self.threads}, block_size={self.block_size})"

@@ -212,7 +212,9 @@ def get_scheduler() -> Scheduler:
                 _scheduler.close()
             from export.batching import Scheduler
 
-            _scheduler = Scheduler(engine, max_rows=limits.MAX_BATCH_ROWS, max_waiting=limits.MAX_WAITING_REQUESTS)
+            _scheduler = Scheduler(
+                engine, max_rows=limits.MAX_BATCH_ROWS, max_waiting=limits.MAX_WAITING_REQUESTS, wide=engine.widened()
+            )
     return _scheduler
 
 

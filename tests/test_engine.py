@@ -260,3 +260,21 @@ def test_decode_steps_are_named_fields(engine):
     assert all(isinstance(s, DecodeStep) for s in steps) and len(steps) == 3
     assert steps[0].tokens.shape == (2,) and steps[0].logits.shape == (2, TINY.vocab_size)
     assert steps[-1].finished.all() and steps[0].live.all() and steps[0].notice is None
+
+
+@pytest.mark.parametrize("name", ["fp32", "int8"])
+def test_more_threads_give_the_shipped_files_the_same_bits(name):
+    """The app's decoding loop runs wide calls (many rows, a prompt) on every core and lone rows on
+    one: a seeded text is the same only if both give the same logits and cache, bit for bit."""
+    from export import ensure_onnx
+
+    narrow = Engine.load(ensure_onnx()[name], provider="cpu", threads=1)
+    wide = Engine.load(narrow.path, provider="cpu", threads=2, spin=False)
+    rng = np.random.default_rng(0)
+    for rows, new in ((1, 16), (16, 1), (4, 7), (2, 200)):
+        ids = rng.integers(0, narrow.vocab_size, (rows, 32))
+        a_logits, a_past = narrow.forward(ids, narrow.empty_cache(rows))
+        b_logits, b_past = wide.forward(ids, wide.empty_cache(rows))
+        assert np.array_equal(a_logits, b_logits) and all(np.array_equal(x, y) for x, y in zip(a_past, b_past))
+        step = rng.integers(0, narrow.vocab_size, (rows, new))
+        assert np.array_equal(narrow.forward(step, a_past)[0], wide.forward(step, a_past)[0]), (rows, new)
