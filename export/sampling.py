@@ -175,6 +175,11 @@ def _numerators(x: np.ndarray, m: float, temperature: float) -> np.ndarray:
     return np.exp(z, out=z)
 
 
+# Rows this short (what a top-k cut leaves) are sorted whole: the threshold search's dozen numpy
+# calls cost more than one sort of a few hundred values.
+SMALL_ROW = 512
+
+
 def nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
     """Indices of the smallest set of most likely tokens whose probabilities ``p`` [V] add up to
     at least ``top_p`` (ties in the order of a stable sort: the lower id first).
@@ -185,6 +190,10 @@ def nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
     until the tokens above it carry that mass (a sum, no sort), and only they are sorted. The
     running sums are the full sort's own first sums, so the set is exactly the full sort's.
     """
+    if len(p) <= SMALL_ROW:  # a row left by a top-k cut: one sort costs less than the search
+        order = np.argsort(-p, kind="stable")
+        values = p[order]
+        return order[(np.cumsum(values) - values) < top_p]
     top = float(p.max())
     q = top * 1e-3
     while True:
