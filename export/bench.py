@@ -149,6 +149,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--streams", type=int, nargs="*", default=[1, 4, 16],
                     help="concurrent streams for the batched-decoding table (int8 engine, export.batching.Scheduler)")
     ap.add_argument("--streams-only", action="store_true", help="print only the concurrent-streams table")
+    ap.add_argument("--context-only", action="store_true",
+                    help="print only the full-context table (decoding after a full context against a short prompt)")
     args = ap.parse_args(argv)
     for name in ("tokens", "reps", "threads"):
         if getattr(args, name) < 1:
@@ -179,11 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     n_new = min(args.tokens, block - len(prompt) + 1)  # the last new token needs no position
     long_prompt = (enc.encode(Path(ROOT / "README.md").read_text()) * 10)[:min(100, block)]
 
+    if args.context_only:
+        engine = Engine.load(paths["int8"], "cpu", args.threads)
+        print(context_table(engine, prompt, block, args.reps, engine.widened()), flush=True)
+        return 0
     if args.streams:
         engine = Engine.load(paths["int8"], "cpu", args.threads)
         print(streams_table(engine, prompt, args.streams, args.reps, engine.widened()), flush=True)
         if args.streams_only:
             return 0
+    engine = Engine.load(paths["int8"], "cpu", args.threads)
+    print(context_table(engine, prompt, block, args.reps, engine.widened()), flush=True)
 
     fp32_bytes, int8_bytes = weight_bytes_per_token(paths["fp32"]), weight_bytes_per_token(paths["int8"])
     engines = {
@@ -278,6 +286,43 @@ def streams_table(engine: Engine, prompt: list[int], streams: list[int], reps: i
              "|---|---|---|---|---|"]
     lines += [f"| {name} | {n} | {rate[name, n]:.0f} | {rate[name, n] / base:.2f} | {rate[name, n] / n:.0f} |"
               for name in loops for n in streams]
+    return "\n".join(lines)
+
+
+def context_table(engine: Engine, prompt: list[int], block_size: int, reps: int, wide: Engine | None = None) -> str:
+    """Tokens/s of the same decoding after a short prompt and with the context full from the start
+    (a prompt of block_size - 1 tokens): a full context drops its oldest quarter at once and is
+    read anew once per quarter, instead of at every token. On ``engine`` alone and, with
+    ``wide``, in the app's loop (a Scheduler whose prefills run on ``wide``); repetitions
+    alternate, medians are reported."""
+    from .batching import Scheduler
+
+    n_new = block_size * 3 // 4  # after a short prompt this never fills the context
+    full = (prompt * block_size)[: block_size - 1]
+    scheduler = Scheduler(engine, wide=wide) if wide is not None else None
+    loops = {f"{engine.path.name}, {engine.threads} thread": lambda ids, seed: len(
+        engine.generate(ids, n_new, seed=seed, stop_at_eot=False, **STREAM_SAMPLING))}
+    if scheduler is not None:
+        loops[f"the app's loop (prefills on {wide.threads} threads)"] = lambda ids, seed: sum(
+            1 for _ in scheduler.stream(ids, n_new, seed=seed, stop_at_eot=False, n_candidates=None, **STREAM_SAMPLING))
+    times: dict[tuple[str, str], list[float]] = {}
+    try:
+        for rep in range(reps + 1):  # the first is a warm-up
+            for name, run in loops.items():
+                for label, ids in (("short", prompt), ("full", full)):
+                    t = time.perf_counter()
+                    assert run(ids, rep) == n_new
+                    if rep:
+                        times.setdefault((name, label), []).append(time.perf_counter() - t)
+    finally:
+        if scheduler is not None:
+            scheduler.close()
+    rate = {key: n_new / statistics.median(t) for key, t in times.items()}
+    lines = [f"\ndecoding {n_new} sampled tokens (temperature 0.8, top-k 50, top-p 0.95) after a {len(prompt)}-token prompt "
+             f"and with the {block_size}-token context full from the start; median of {reps}:",
+             "| decoding | short prompt: tokens/s | full context: tokens/s | full / short |", "|---|---|---|---|"]
+    lines += [f"| {name} | {rate[name, 'short']:.0f} | {rate[name, 'full']:.0f} | {rate[name, 'full'] / rate[name, 'short']:.2f} |"
+              for name in loops]
     return "\n".join(lines)
 
 

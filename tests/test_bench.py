@@ -31,3 +31,8 @@ def test_bench_prints_the_comparison_table(tiny_export, capsys):
     assert rows["transformers generate"][-1].strip() == "yes"
     assert all(float(cols[0]) > 0 for name, cols in rows.items() if name in names)
     assert "memory copy bandwidth" in out
+    # The batched-streams table has both loops; the context table both ways of decoding, each
+    # with tokens/s after a short prompt and a full context and their ratio.
+    assert any(k.startswith("1 thread") for k in rows) and any(k.startswith("the app's") for k in rows)
+    context = [cols for name, cols in rows.items() if name.startswith("model_int8.onnx, 1 thread") or name.startswith("the app's loop")]
+    assert len(context) == 2 and all(float(c) > 0 for cols in context for c in cols)
