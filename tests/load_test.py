@@ -349,7 +349,6 @@ def table(url: str, clients: list[int], generations: int, tokens: int, kinds: tu
         before = engine_alone(generations, tokens)
         phases += [run_phase(url, n, generations, tokens, kind) for n in clients]
         alone_by_kind[kind] = (before + engine_alone(generations, tokens)) / 2
-    alone = statistics.mean(alone_by_kind.values())
     lines = [
         f"{generations} generations of {tokens} tokens per client (\"{TABLE_PROMPT}\", temperature "
         f"{TABLE_SETTINGS[0]}, top-k {TABLE_SETTINGS[1]}, top-p {TABLE_SETTINGS[2]}), streamed; "

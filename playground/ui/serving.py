@@ -40,6 +40,7 @@ import ctypes
 import datetime
 import inspect
 import logging
+import os
 import re
 import sys
 import time
@@ -102,8 +103,28 @@ MAX_UNREAD_BYTES = 64 * 2**20
 # and gradio_client open their stream within milliseconds of the POST, a script's GET follows its
 # POST; a job nobody came for held a generation slot for up to a minute (6 of them made the next
 # user wait 25 s; before the context shift, 188 s).
-READER_GRACE_S = 5.0
-SWEEP_EVERY_S = 1.0
+# PLAYGROUND_READER_GRACE_S sets it (seconds, 0.5-600): a shorter grace stops abandoned work
+# sooner, a longer one waits for slow scripts. The sweep runs every second, or every half grace.
+READER_GRACE_ENV = "PLAYGROUND_READER_GRACE_S"
+
+
+def reader_grace_s() -> float:
+    """``PLAYGROUND_READER_GRACE_S`` (seconds from 0.5 to 600), 5 when unset or not such a number."""
+    raw = os.environ.get(READER_GRACE_ENV, "").strip()
+    if not raw:
+        return 5.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0.5 <= value <= 600:  # (nan is refused here too)
+        log.warning("%s=%r is not a number of seconds from 0.5 to 600: using 5", READER_GRACE_ENV, raw)
+        return 5.0
+    return value
+
+
+READER_GRACE_S = reader_grace_s()
+SWEEP_EVERY_S = min(1.0, READER_GRACE_S / 2)
 TRIM_EVERY_S = 5.0
 
 API = "/gradio_api"
