@@ -138,15 +138,9 @@ def nucleus_from_logits(x: np.ndarray, temperature: float, top_p: float) -> tupl
     np.exp(e, out=e)  # the unnormalised probabilities, the largest 1
     total = float(e.sum())
     target, slack = top_p * total, NUCLEUS_SLACK * total
-    q = np.float32(1e-3)
-    while True:
-        np.greater_equal(e, q, out=mask)
-        sub = np.flatnonzero(mask)  # a prefix of the sorted order, ties included (exp is monotonic)
-        if float(e[sub].sum(dtype=np.float64)) > target + slack:
-            break
-        if len(sub) == len(e) or q < 1e-20:
-            return None  # the nucleus is about the whole row: no saving to be had
-        q *= np.float32(0.1)
+    sub = _above(e, target + slack, top=1.0, out=mask)  # (exp is increasing: the logits' order too)
+    if sub is None:
+        return None  # the nucleus is about the whole row: no saving to be had
     x_sub = x[sub]
     ordered = np.sort(x_sub)[::-1]
     w = _numerators(ordered, m, temperature)  # the float64 path's own, most likely first
@@ -158,11 +152,7 @@ def nucleus_from_logits(x: np.ndarray, temperature: float, top_p: float) -> tupl
         if before[-1] + w[-1] < target:
             return None
         n_keep = int(np.count_nonzero(before < target))
-    last = ordered[n_keep - 1]
-    keep = x_sub >= last
-    if np.count_nonzero(keep) > n_keep:  # tokens tied at the cut: a stable sort keeps the lowest ids
-        keep = x_sub > last
-        keep[np.flatnonzero(x_sub == last)[: n_keep - int(np.count_nonzero(keep))]] = True
+    keep = _cut(x_sub, ordered[n_keep - 1], n_keep)
     p = _numerators(x_sub[keep], m, temperature)
     return sub[keep], p / p.sum()
 
@@ -194,23 +184,43 @@ def nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
         order = np.argsort(-p, kind="stable")
         values = p[order]
         return order[(np.cumsum(values) - values) < top_p]
-    top = float(p.max())
-    q = top * 1e-3
-    while True:
-        sub = np.flatnonzero(p >= q)  # a prefix of the sorted order, ties at q included
-        # (A margin for the rounding of the sums, in this order and in the sort's.)
-        if float(p[sub].sum()) - top_p > 1e-12 or len(sub) == len(p) or q == 0.0:
-            break
-        # 10x steps while the tokens are few; then 1000x (a top_p within 1e-12 of 1 takes all).
-        q = q * (0.1 if q > top * 1e-9 else 1e-3) if q > 1e-300 else 0.0
+    # (A margin for the rounding of the sums, in this order and in the sort's; a top_p within
+    # 1e-12 of 1 takes every token.)
+    sub = _above(p, top_p + 1e-12)
+    if sub is None:
+        sub = np.arange(len(p))
     values = np.sort(p[sub])[::-1]
-    total = np.cumsum(values)
-    before = total - values  # the mass of the tokens before each one
+    before = np.cumsum(values) - values  # the mass of the tokens before each one
     n_keep = int(np.count_nonzero(before < top_p))  # keep a token while the mass before it is below p
-    last = values[n_keep - 1]
-    above = sub[p[sub] > last]
-    # Tokens of the cut's probability: a stable sort keeps the lowest ids.
-    return np.concatenate([above, sub[p[sub] == last][: n_keep - len(above)]])
+    return sub[_cut(p[sub], values[n_keep - 1], n_keep)]
+
+
+def _above(values: np.ndarray, goal: float, top: float | None = None, out: np.ndarray | None = None) -> np.ndarray | None:
+    """Indices of the ``values`` at or above the highest threshold whose values add up to more
+    than ``goal`` (a sum, no sort): a prefix of their sorted order, ties included. The threshold
+    starts at a thousandth of the largest value (``top``, when known) and drops 10x at a time,
+    1000x past a billionth. None when even every value falls short. ``out``: a boolean scratch row."""
+    top = float(values.max()) if top is None else top
+    q = top * 1e-3
+    while q > 0:
+        mask = np.greater_equal(values, q, out=out) if out is not None else values >= q
+        sub = np.flatnonzero(mask)
+        if float(values[sub].sum(dtype=np.float64)) > goal:
+            return sub
+        if len(sub) == len(values):
+            return None
+        q = q * (0.1 if q > top * 1e-9 else 1e-3) if q > 1e-300 else 0.0
+    return None
+
+
+def _cut(values: np.ndarray, last: float, n_keep: int) -> np.ndarray:
+    """Which of ``values`` (in id order) the ``n_keep`` kept are, ``last`` the value at the cut:
+    all above it, then those equal to it with the lowest ids (a stable sort's order)."""
+    keep = values >= last
+    if np.count_nonzero(keep) > n_keep:
+        keep = values > last
+        keep[np.flatnonzero(values == last)[: n_keep - int(np.count_nonzero(keep))]] = True
+    return keep
 
 
 def choose(
