@@ -50,9 +50,9 @@ DEFAULT_MAX_WAITING = 64
 # one (it waits at most CACHE_ALIGN - 1 steps). 16 covers 4-, 8- and 16-lane (AVX-512) kernels.
 CACHE_ALIGN = 16
 # Graph calls of this many tokens or more (a step of 4+ rows, a prompt's prefill) run on the
-# Scheduler's ``wide`` engine when it has one: on the 2-core CPU a 4-row step took 1.36 ms on two
-# threads against 2.14 on one, a lone row's 0.97 against 0.96 (no gain, and its second thread
-# would only take the core that Gradio and the light tabs use).
+# Scheduler's ``wide`` engine when it has one. One user's lone row stays on one thread, leaving the
+# other cores to Gradio and the light tabs; many users decoding together are the app's main work.
+# Measured by ``python -m export.bench --streams-only`` (docs/export.md, "Continuous batching").
 WIDE_MIN_TOKENS = 4
 
 
@@ -219,9 +219,7 @@ class Batch:
         self.join_ready()
 
     def _forward(self, ids: np.ndarray, past: list, mask: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, list]:
-        """One graph call, on ``wide`` when it has WIDE_MIN_TOKENS tokens or more: a lone row's
-        step reads every weight for one token and gains nothing from a second thread (0.96 vs
-        0.97 ms), 16 rows' step is matrix work and takes 3.3 ms on two against 5.4 on one."""
+        """One graph call, on ``wide`` when it has WIDE_MIN_TOKENS tokens or more."""
         engine = self.wide if self.wide is not None and ids.size >= WIDE_MIN_TOKENS else self.engine
         return engine.forward(ids, past, mask, positions)
 

@@ -181,17 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     n_new = min(args.tokens, block - len(prompt) + 1)  # the last new token needs no position
     long_prompt = (enc.encode(Path(ROOT / "README.md").read_text()) * 10)[:min(100, block)]
 
-    if args.context_only:
-        engine = Engine.load(paths["int8"], "cpu", args.threads)
-        print(context_table(engine, prompt, block, args.reps, engine.widened()), flush=True)
+    int8 = Engine.load(paths["int8"], "cpu", args.threads)
+    wide = int8.widened()
+    if not args.context_only and args.streams:
+        print(steps_table(int8, wide, sorted({1, *args.streams})), flush=True)
+        print(streams_table(int8, prompt, args.streams, args.reps, wide), flush=True)
+    if not args.streams_only:
+        print(context_table(int8, prompt, block, args.reps, wide), flush=True)
+    if args.streams_only or args.context_only:
         return 0
-    if args.streams:
-        engine = Engine.load(paths["int8"], "cpu", args.threads)
-        print(streams_table(engine, prompt, args.streams, args.reps, engine.widened()), flush=True)
-        if args.streams_only:
-            return 0
-    engine = Engine.load(paths["int8"], "cpu", args.threads)
-    print(context_table(engine, prompt, block, args.reps, engine.widened()), flush=True)
 
     fp32_bytes, int8_bytes = weight_bytes_per_token(paths["fp32"]), weight_bytes_per_token(paths["int8"])
     engines = {
@@ -244,6 +242,29 @@ def main(argv: list[str] | None = None) -> int:
 
 STREAM_TOKENS = 64  # new tokens per stream in the concurrent-streams table
 STREAM_SAMPLING = {"temperature": 0.8, "top_k": 50, "top_p": 0.95}  # the app's defaults
+
+
+def steps_table(engine: Engine, wide: Engine | None, rows: list[int], cache: int = 64, reps: int = 30) -> str:
+    """The model's decoding step alone for 1, 4, 16, ... rows (a cache of ``cache`` positions), on
+    ``engine`` and on ``wide``: why the decoding loop sends calls of WIDE_MIN_TOKENS tokens or
+    more to every core and leaves a lone row on one. Medians of ``reps`` steps."""
+    cache = min(cache, engine.block_size - 1)  # the step's token needs a position too
+    engines = {f"{engine.threads} thread": engine} | ({f"{wide.threads} threads": wide} if wide is not None else {})
+    times: dict[tuple[str, int], list[float]] = {(name, n): [] for name in engines for n in rows}
+    for n in rows:
+        _, past = engine.forward(np.full((n, cache), 464, dtype=np.int64), engine.empty_cache(n))
+        step = (np.full((n, 1), 11, dtype=np.int64), past, np.ones((n, cache + 1), dtype=np.int64), np.full((n, 1), cache))
+        for rep in range(reps + 3):  # alternating; the first 3 warm up
+            for name, e in engines.items():
+                t = time.perf_counter()
+                e.forward(*step)
+                if rep >= 3:
+                    times[name, n].append(time.perf_counter() - t)
+    ms = {key: 1000 * statistics.median(t) for key, t in times.items()}
+    lines = [f"\none decoding step ({engine.path.name}, {cache} cached positions; median of {reps}):",
+             "| rows | " + " | ".join(f"{name}: ms" for name in engines) + " |", "|---|" + "---|" * len(engines)]
+    lines += [f"| {n} | " + " | ".join(f"{ms[name, n]:.2f}" for name in engines) + " |" for n in rows]
+    return "\n".join(lines)
 
 
 def streams_table(engine: Engine, prompt: list[int], streams: list[int], reps: int, wide: Engine | None = None) -> str:

@@ -185,10 +185,8 @@ class Engine:
 
     def widened(self, max_threads: int = 4) -> "Engine | None":
         """The same file on every core (``max_threads`` at most), its extra threads asleep between
-        calls: for the decoding loop's wide calls (export.batching.WIDE_MIN_TOKENS). A lone row's
-        step reads every weight for one token and gains nothing from a second thread; many rows'
-        step is matrix work that threads share (16 rows of the shipped model: 3.3 ms on two
-        threads, 5.4 on one). None on CUDA or on a single core."""
+        calls (spinning ones kept the other cores busy while the loop drew tokens): for the
+        decoding loop's wide calls (export.batching.WIDE_MIN_TOKENS). None on CUDA or one core."""
         cores = min(os.cpu_count() or 1, max_threads)
         if self.provider == CUDA or cores < 2:
             return None

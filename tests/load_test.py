@@ -258,10 +258,7 @@ def _light_prober(user: Client | SSEUser, phase: Phase, stop: threading.Event, e
     while not stop.is_set():
         t0 = time.perf_counter()
         try:
-            if isinstance(user, SSEUser):
-                user.call("tokenize", ["Hi my name is Moussa"])
-            else:
-                user.predict("Hi my name is Moussa", api_name="/tokenize")
+            _tokenize(user, "Hi my name is Moussa")
             phase.light_s.append(time.perf_counter() - t0)
         except Exception as err:  # noqa: BLE001
             phase.failures.append(f"/tokenize: {type(err).__name__}: {err}")
@@ -274,7 +271,7 @@ def _prober_process(url: str, kind: str, ready, stop, results) -> None:
     (/tokenize p95 0.54 s there, 0.03 s from a process of its own, the app unchanged)."""
     phase, done = Phase(0, kind), threading.Event()
     user = _user_for(kind, url)
-    _light_prober_once(user)
+    _tokenize(user, "Hi")  # untimed: a new client's first request opens its connections
     ready.set()
     thread = threading.Thread(target=_light_prober, args=(user, phase, done), daemon=True)
     thread.start()
@@ -284,12 +281,11 @@ def _prober_process(url: str, kind: str, ready, stop, results) -> None:
     results.put((phase.light_s, phase.failures))
 
 
-def _light_prober_once(user: Client | SSEUser) -> None:
-    """A first call, untimed (a new client's first request opens its connections)."""
+def _tokenize(user: Client | SSEUser, text: str) -> None:
     if isinstance(user, SSEUser):
-        user.call("tokenize", ["Hi"])
+        user.call("tokenize", [text])
     else:
-        user.predict("Hi", api_name="/tokenize")
+        user.predict(text, api_name="/tokenize")
 
 
 def run_phase(url: str, clients: int, generations: int, tokens: int, kind: str = "gradio_client") -> Phase:

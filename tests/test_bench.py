@@ -34,5 +34,7 @@ def test_bench_prints_the_comparison_table(tiny_export, capsys):
     # The batched-streams table has both loops; the context table both ways of decoding, each
     # with tokens/s after a short prompt and a full context and their ratio.
     assert any(k.startswith("1 thread") for k in rows) and any(k.startswith("the app's") for k in rows)
+    steps = [rows[n] for n in ("1", "4", "16")]  # the model's step alone, on one thread and on the wide session
+    assert all(len(cols) == 2 and all(float(c) > 0 for c in cols) for cols in steps)
     context = [cols for name, cols in rows.items() if name.startswith("model_int8.onnx, 1 thread") or name.startswith("the app's loop")]
     assert len(context) == 2 and all(float(c) > 0 for cols in context for c in cols)
