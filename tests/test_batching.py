@@ -39,7 +39,7 @@ def alone(engine: Engine, request) -> list[list[int]]:
 
 
 @pytest.mark.parametrize("wide", [False, True], ids=["one engine", "wide calls on two threads"])
-def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine, tiny_export, wide):
+def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine, tiny_export, wide, monkeypatch):
     """Alone is Engine.generate on one thread; in the batch, with a ``wide`` engine (the app's on
     more than one core), prefills and steps of 4 rows or more run on two threads: the same tokens."""
     calls = {"narrow": 0, "wide": 0}
@@ -47,7 +47,7 @@ def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine,
     for name, eng in (("narrow", engine), ("wide", wide_engine)):
         if eng is not None:
             forward = eng.forward
-            eng.forward = lambda *a, _f=forward, _n=name: calls.__setitem__(_n, calls[_n] + 1) or _f(*a)
+            monkeypatch.setattr(eng, "forward", lambda *a, _f=forward, _n=name: calls.__setitem__(_n, calls[_n] + 1) or _f(*a))
     batch = Batch(engine, wide=wide_engine)
     joins = {0: [0, 1], 3: [2], 7: [3], 20: [4]}  # step -> requests joining before it
     got: dict[int, list[list[int]]] = {}
@@ -71,7 +71,6 @@ def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine,
     assert batch.past is None and batch.rows == 0  # everyone left, the cache with them
     if wide:  # prefills and steps of many rows went wide, lone rows' steps did not
         assert calls["wide"] >= len(REQUESTS) and calls["narrow"] > 0
-    del engine.forward
     for i, request in enumerate(REQUESTS):
         assert got[i] == alone(engine, request), f"request {i} changed in the batch"
 

@@ -13,7 +13,7 @@ from gradio_client.utils import QueueError, Status
 
 from playground.ui.common import GENERATION_CONCURRENCY, MAX_WAITING_GENERATIONS
 
-LONG = ("ROMEO:", 512, 0.8, 50, 0.95)  # far longer than any bound below, even on a fast machine
+LONG = ("ROMEO:", 512, 0.8, 50, 0.95)  # the most a generation may ask for: ~190 made by the time the checks cancel them
 PROMPT_START_S = 8.0  # a freed slot must take the next generation within this (a busy box included)
 
 
@@ -27,11 +27,10 @@ def _wait(predicate, timeout: float, what: str) -> float:
 
 
 def _fill_slots_with_client_jobs(client) -> list:
-    jobs = []
-    for seed in range(GENERATION_CONCURRENCY):
-        job = client.submit(*LONG, seed, api_name="/generate")
-        _wait(lambda: bool(job.outputs()), 120, "a long generation to stream")
-        jobs.append(job)
+    # All submitted before any is waited for: filled one by one, the first had ~440 of its 512
+    # tokens by the time the probe's check was done (the batched loop decodes 16 rows at once).
+    jobs = [client.submit(*LONG, seed, api_name="/generate") for seed in range(GENERATION_CONCURRENCY)]
+    _wait(lambda: all(job.outputs() for job in jobs), 120, "every long generation to stream")
     return jobs
 
 

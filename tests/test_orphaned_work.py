@@ -268,6 +268,9 @@ def test_only_work_nobody_reads_past_the_grace_is_chosen():
 # --- the launched app: real generations -------------------------------------------------------------
 
 
+SHORT_GRACE_S = 0.5  # the launched app's grace below; it sweeps every half grace
+
+
 @pytest.fixture(scope="module")
 def short_grace_app(tmp_path_factory):
     """The app launched as a user would, with PLAYGROUND_READER_GRACE_S=0.5: a job nobody reads is
@@ -277,7 +280,7 @@ def short_grace_app(tmp_path_factory):
     shows it); on this one none can."""
     from app_server import launch, stop
 
-    server = launch(tmp_path_factory.mktemp("short_grace") / "app.log", extra_env={serving.READER_GRACE_ENV: "0.5"})
+    server = launch(tmp_path_factory.mktemp("short_grace") / "app.log", extra_env={serving.READER_GRACE_ENV: str(SHORT_GRACE_S)})
     yield server
     stop(server)
 
@@ -296,9 +299,9 @@ def test_abandoned_generations_stop_and_a_normal_one_goes_through(short_grace_ap
     assert out["finished"] is True and out["new_tokens"] == 32
     # Come back only once the grace and a few sweeps have passed: a reader who comes sooner
     # is a reader, and a stream being read is never cut (it would get all 512 tokens).
-    time.sleep(max(0.0, submitted + 0.5 + 4 * 0.25 - time.monotonic()))
+    time.sleep(max(0.0, submitted + SHORT_GRACE_S + 4 * SHORT_GRACE_S / 2 - time.monotonic()))
     answers = [late_answer(url, handle) for handle in handles]
-    assert all(STOPPED in a and "0.5 s" in a for a in answers), [a[:40] for a in answers]
+    assert all(STOPPED in a and f"{SHORT_GRACE_S:g} s" in a for a in answers), [a[:40] for a in answers]
     made = [int(m.group(1)) for a in answers if (m := re.match(r"stopped after (\d+) tokens", a))]
     assert all(n < 512 for n in made), answers
 
