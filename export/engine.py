@@ -68,7 +68,7 @@ import onnxruntime as ort
 from .batching import Batch
 from .naming import ATTENTION_MASK, FP32_NAME, INPUT_IDS, LOGITS, POSITION_IDS, hub_dir, past_names, present_names
 from .providers import CUDA, requested_providers
-from .sampling import check_controls, top_candidates
+from .sampling import Shown, check_controls
 
 # Measured with `python -m export.bench` on the project's 2-core EPYC (docs/export.md, "Benchmark"): on an
 # idle machine two threads decode int8 1.34x faster but at 68 % of the tokens per CPU-second; on a
@@ -94,6 +94,7 @@ class DecodeStep:
     notice: str | None
     t0: float  # perf_counter() at the call
     kept: list | None = None  # per row, the (ids, probabilities) it was drawn from (None: greedy)
+    shown: list[Shown | None] | None = None  # per row, its top candidates (sampling.top_candidates_rows) or None
 
 
 def left_pad(prompts: Sequence[Sequence[int]], pad_id: int = 50256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -294,8 +295,8 @@ class Engine:
         ids = self._check(prompt_ids, max_new_tokens, temperature, top_k, top_p, num_samples)
         self._check_candidates(n_candidates)
         dropped = max(0, len(ids) - self.block_size)
-        steps = self._decode(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot)
-        return self._details(steps, temperature, top_k, top_p, n_candidates, dropped)
+        steps = self._decode(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot, n_candidates)
+        return self._details(steps, dropped)
 
     def _check(self, prompt_ids, max_new_tokens, temperature, top_k, top_p, num_samples) -> np.ndarray:
         """The prompt as int64 ids, after checking every argument (ValueError with a plain message)."""
@@ -320,30 +321,33 @@ class Engine:
         if isinstance(n_candidates, bool) or not isinstance(n_candidates, int) or not 0 <= n_candidates <= self.vocab_size:
             raise ValueError(f"n_candidates must be an integer from 0 to {self.vocab_size} or None, not {n_candidates!r}")
 
-    def _decode(self, ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot) -> Iterator[DecodeStep]:
+    def _decode(
+        self, ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot, n_candidates=None
+    ) -> Iterator[DecodeStep]:
         """Yield a :class:`DecodeStep` per new position: one request alone in a decoding batch
         (the same loop :class:`export.batching.Scheduler` runs for many)."""
         batch = Batch(self)
-        request = batch.new_sequence(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot)
+        request = batch.new_sequence(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot, n_candidates)
         batch.add(request)
         while batch.active:
             for _, step in batch.step():
                 yield step
 
-    def _details(self, steps, temperature, top_k, top_p, n_candidates, dropped) -> Iterator[Step]:
+    def _details(self, steps, dropped) -> Iterator[Step]:
         """Turn raw decoding steps into :class:`Step` objects with probabilities and timing."""
         ttft = 0.0
         try:
             for index, step in enumerate(steps):
-                tokens, live, logits = step.tokens, step.live, step.logits
+                tokens, live = step.tokens, step.live
                 elapsed = time.perf_counter() - step.t0
                 ttft = ttft or elapsed
                 token_ids: list[int | None] = [int(t) if ok else None for t, ok in zip(tokens, live)]
                 token_probs: list[float | None] = [None] * len(tokens)
                 candidates: list[list[Candidate]] = [[] for _ in tokens]
-                kept = step.kept
-                for r in np.flatnonzero(live) if n_candidates is not None else ():
-                    top, probs, sample, p_token = top_candidates(logits[r], n_candidates, int(tokens[r]), kept[r] if kept else None)
+                for r, shown in enumerate(step.shown or ()):
+                    if shown is None:
+                        continue
+                    top, probs, sample, p_token = shown
                     token_probs[r] = p_token
                     candidates[r] = [Candidate(int(t), float(p), float(q)) for t, p, q in zip(top, probs, sample)]
                 yield Step(index, token_ids, token_probs, candidates, step.finished.tolist(), ttft, elapsed,
