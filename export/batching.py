@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .sampling import Settings, choose_rows, top_candidates_rows
+from .sampling import Settings, choose_rows, top_candidates
 
 if TYPE_CHECKING:
     from .engine import DecodeStep, Engine, Step
@@ -105,7 +105,6 @@ class Batch:
         self.seqs: list[Request] = []  # in the cache, drawing at every step
         self.joining: list[tuple[Request, list]] = []  # prefilled, waiting for an aligned step
         self.past: list | None = None  # per graph cache input: [B, n_head, P, head_dim]
-        self.logits: np.ndarray | None = None  # [rows, V]: every row's in seqs order, when one array holds them
 
     @property
     def active(self) -> list[Request]:
@@ -138,7 +137,7 @@ class Batch:
         batch is empty), else on the first step where it is. They draw from the step after they join.
 
         Sixteen users who click together were prefilled one by one, 3-4 ms each on this machine's
-        2 cores, while the batch waited; one call for all of them takes about two."""
+        2 cores, while the batch waited."""
         if not seqs:
             return
         own = [-(-s.length // self.align) * self.align for s in seqs]  # each one's aligned length
@@ -168,7 +167,6 @@ class Batch:
         keep = [s not in leaving for s in self.seqs]
         if all(keep):
             return
-        self.logits = None
         rows = np.repeat(keep, [s.n for s in self.seqs])
         self.seqs = [s for s, k in zip(self.seqs, keep) if k]
         if not self.seqs:
@@ -183,36 +181,30 @@ class Batch:
         """Draw every request's next tokens, let the finished ones leave, and run the model once
         for the rest (a request whose context is full is read anew on its own instead).
 
-        The whole batch draws at once (each row with its request's settings and RNG), and the
-        candidates shown for the rows that ask for them are worked out at once too: per row and
-        request, the numpy calls cost more than their work (most of a 16-row step's time)."""
+        The candidates shown for the rows that ask for them are worked out here too, not by each
+        request's reader: sixteen readers doing it contended with the loop (and each other) for
+        the GIL."""
         from .engine import DecodeStep  # engine imports this module
 
         eot = self.engine.eot_id
-        logits = self.logits if self.logits is not None else np.concatenate([s.logits for s in self.seqs])
+        rows = [row for s in self.seqs for row in s.logits]
         settings = [Settings(s.temperature, s.top_k, s.top_p) for s in self.seqs for _ in range(s.n)]
         u = [s.rng.random(s.n) if s.temperature != 0 else np.zeros(s.n) for s in self.seqs]
-        all_tokens, all_kept = choose_rows(logits, settings, np.concatenate(u))
+        all_tokens, all_kept = choose_rows(rows, settings, np.concatenate(u))
         starts = np.cumsum([0] + [s.n for s in self.seqs])
-        shown: list = [None] * len(all_tokens)
-        wanted = [r for s, a in zip(self.seqs, starts) if s.n_candidates is not None
-                  for r in range(a, a + s.n) if not s.finished[r - a]]
-        if wanted:
-            n = [self.seqs[np.searchsorted(starts, r, side="right") - 1].n_candidates for r in wanted]
-            rows = logits if len(wanted) == len(logits) else logits[wanted]
-            for r, found in zip(wanted, top_candidates_rows(rows, n, all_tokens[wanted], [all_kept[r] for r in wanted])):
-                shown[r] = found
         out, leaving = [], []
         for seq, a in zip(self.seqs, starts):
             tokens, kept = all_tokens[a : a + seq.n], all_kept[a : a + seq.n]
             live = ~seq.finished
+            shown = [top_candidates(seq.logits[i], seq.n_candidates, int(tokens[i]), kept[i])
+                     if seq.n_candidates is not None and live[i] else None for i in range(seq.n)]
             tokens[seq.finished] = eot
             if seq.stop_at_eot:
                 seq.finished = seq.finished | (tokens == eot)
             if seq.index == seq.max_new_tokens - 1:
                 seq.finished[:] = True
             out.append((seq, DecodeStep(tokens, live, seq.finished.copy(), seq.logits, seq.notice, seq.t0,
-                                        None if seq.temperature == 0 else kept, shown[a : a + seq.n])))
+                                        None if seq.temperature == 0 else kept, shown)))
             seq.notice, seq.tokens = None, tokens
             seq.index += 1
             if seq.finished.all():
@@ -247,7 +239,6 @@ class Batch:
             mask = (np.arange(P + 1)[None, :] >= (P - lengths)[:, None]).astype(np.int64)
             ids = np.concatenate([s.tokens for s in self.seqs])[:, None]
             logits, self.past = self._forward(ids, self.past, mask, lengths[:, None])
-            self.logits = logits
             start = 0
             for seq in self.seqs:
                 seq.logits, start = logits[start : start + seq.n], start + seq.n
@@ -269,7 +260,6 @@ class Batch:
 
     def _append(self, seq: Request, present: list) -> None:
         self.seqs.append(seq)
-        self.logits = None
         if self.past is None or len(self.seqs) == 1:
             self.past = present
             return

@@ -94,7 +94,7 @@ class DecodeStep:
     notice: str | None
     t0: float  # perf_counter() at the call
     kept: list | None = None  # per row, the (ids, probabilities) it was drawn from (None: greedy)
-    shown: list[Shown | None] | None = None  # per row, its top candidates (sampling.top_candidates_rows) or None
+    shown: list[Shown | None] | None = None  # per row, its top candidates (sampling.top_candidates) or None
 
 
 def left_pad(prompts: Sequence[Sequence[int]], pad_id: int = 50256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

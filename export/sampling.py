@@ -119,14 +119,6 @@ def _buffers(n: int) -> tuple[np.ndarray, np.ndarray]:
     return held
 
 
-def _rows_buffer(shape: tuple[int, int]) -> np.ndarray:
-    """This thread's float32 scratch rectangle of ``shape`` (grown, never shrunk)."""
-    held = getattr(_scratch, "rect", None)
-    if held is None or held.shape[1] != shape[1] or len(held) < shape[0]:
-        held = _scratch.rect = np.empty((max(shape[0], 0 if held is None else len(held)), shape[1]), dtype=np.float32)
-    return held[: shape[0]]
-
-
 def nucleus_from_logits(x: np.ndarray, temperature: float, top_p: float) -> tuple[np.ndarray, np.ndarray] | None:
     """top-p over one row of logits ``x`` [V] without a float64 softmax of the whole row: the
     kept indices in id order and their probabilities (float64, summing to 1), or None when the
@@ -260,9 +252,9 @@ def choose(
 
 
 def choose_rows(
-    logits: np.ndarray, settings: Sequence[Settings], u: np.ndarray
+    logits: np.ndarray | Sequence[np.ndarray], settings: Sequence[Settings], u: np.ndarray
 ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray] | None]]:
-    """Next token id per row of ``logits`` [N, V], row r drawn with ``settings[r]`` and the
+    """Next token id per row of ``logits`` [N, V] (or N rows [V]), row r drawn with ``settings[r]`` and the
     uniform ``u[r]`` (unused when greedy): the tokens [N] int64, and per row the
     :func:`candidates` it drew from (None when greedy).
 
@@ -292,45 +284,33 @@ def top_candidates(row: np.ndarray, n: int, token: int, kept: tuple[np.ndarray, 
     equals), their model probabilities (softmax at temperature 1) and sampling probabilities
     (from ``kept``, the row's :func:`candidates`; None: greedy, all mass on ``token``), and the
     model probability of ``token``. Only the top ``n`` are normalised: the rest of the softmax is
-    one sum, not 50,257 divisions."""
-    return top_candidates_rows(row[None], [n], np.array([token]), [kept])[0]
+    one sum, not 50,257 divisions.
 
-
-def top_candidates_rows(
-    logits: np.ndarray, n: Sequence[int], tokens: np.ndarray, kept: Sequence[tuple[np.ndarray, np.ndarray] | None]
-) -> list[Shown]:
-    """:func:`top_candidates` of every row of ``logits`` [N, V] (row r: its top ``n[r]``, its
-    drawn ``tokens[r]``, its ``kept[r]``), the softmax's normalisers and the rows' top ids worked
-    out for the whole batch at once.
-
-    The normaliser sums float32 exponentials in float64: within ~1e-8 of the float64 softmax's
-    (the float32 logits themselves are ~1e-6 from PyTorch's), at a third of its cost."""
-    N, V = logits.shape
-    m = logits.max(axis=1)
-    e = _rows_buffer(logits.shape)
-    np.subtract(logits, m[:, None], out=e)
+    The sum is of float32 exponentials, in float64: within ~1e-8 of the float64 softmax's (the
+    float32 logits themselves are ~1e-6 from PyTorch's), at a third of its cost."""
+    V = len(row)
+    e, _ = _buffers(V)
+    m = row.max()
+    np.subtract(row, m, out=e)
     np.exp(e, out=e)
-    total = e.sum(axis=1, dtype=np.float64)
+    total = float(e.sum(dtype=np.float64))
     # A top-k or top-p cut kept the most likely tokens (ties by lower id, as here): when it kept at
-    # least n, the n best are among them, found without another pass over the vocabulary.
-    pools = [k[0] if k is not None and nr <= len(k[0]) < V else None for k, nr in zip(kept, n)]
-    for r in range(N):
-        if pools[r] is None and 0 < n[r] and 8 * n[r] <= V:  # (a partition of the whole row cost 4x more)
-            pools[r] = top_k_ids(logits[r], n[r])
-    out = []
-    for r, row in enumerate(logits):
-        pool = pools[r] if pools[r] is not None else np.arange(V)
-        top = _best(row[pool], n[r])
-        top = pool[top[np.lexsort((top, -row[pool][top]))]]
-        probs = np.exp(np.subtract(row[top], m[r], dtype=np.float64)) / total[r]
-        if kept[r] is None:
-            sample = (top == tokens[r]).astype(np.float64)
-        else:
-            ids, p = kept[r]
-            at = np.minimum(np.searchsorted(ids, top), len(ids) - 1)
-            sample = np.where(ids[at] == top, p[at], 0.0)
-        out.append((top, probs, sample, float(np.exp(float(row[tokens[r]]) - float(m[r])) / total[r])))
-    return out
+    # least n, the n best are among them, found without another pass over the vocabulary; else
+    # top_k_ids finds them (a partition of the whole row cost 4x more).
+    if kept is not None and n <= len(kept[0]) < V:
+        pool = kept[0]
+    else:
+        pool = top_k_ids(row, n) if 0 < n and 8 * n <= V else np.arange(V)
+    top = _best(row[pool], n)
+    top = pool[top[np.lexsort((top, -row[pool][top]))]]
+    probs = np.exp(np.subtract(row[top], m, dtype=np.float64)) / total
+    if kept is None:
+        sample = (top == token).astype(np.float64)
+    else:
+        ids, p = kept
+        at = np.minimum(np.searchsorted(ids, top), len(ids) - 1)
+        sample = np.where(ids[at] == top, p[at], 0.0)
+    return top, probs, sample, float(np.exp(float(row[token]) - float(m)) / total)
 
 
 def _best(values: np.ndarray, n: int) -> np.ndarray:
