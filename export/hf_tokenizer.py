@@ -21,8 +21,8 @@ from pathlib import Path
 
 from model.tokenizer import EOT, EOT_ID, RANKS_PATH, RANKS_SHA256
 
-# GPT-2's pre-tokenizer (the same pattern as tiktoken's r50k, written without possessive
-# quantifiers); ByteLevel's use_regex applies exactly this one.
+# <|endoftext|> as tokenizers writes an added special token. (The pre-tokenizer needs no pattern
+# of ours: ByteLevel's use_regex applies GPT-2's own, the one tiktoken's r50k uses.)
 SPECIAL = {"content": EOT, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
 
 

@@ -9,7 +9,7 @@ from .tokenizer import EOT_ID, get_tokenizer
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 
-__all__ = ["GPT", "GPTConfig", "GPTOutput", "positional_encoding", "get_tokenizer", "load_pretrained", "EOT_ID", "WEIGHTS_DIR"]
+__all__ = ["GPT", "GPTConfig", "GPTOutput", "positional_encoding", "get_tokenizer", "load_pretrained", "save_pretrained", "EOT_ID", "WEIGHTS_DIR"]
 
 
 def load_pretrained(path: str | Path | None = None, device: str = "cpu") -> GPT:
@@ -33,3 +33,15 @@ def load_pretrained(path: str | Path | None = None, device: str = "cpu") -> GPT:
     model = GPT(GPTConfig.from_json(config_path))
     load_weights(model, weights_path)
     return model.to(device).eval()
+
+
+def save_pretrained(model: GPT, path: str | Path) -> Path:
+    """Write a model folder that :func:`load_pretrained` reads back: ``config.json`` and
+    ``model.safetensors`` (the tied head stored once). Returns the folder."""
+    from .checkpoint import save_weights
+
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.config.to_json(folder / "config.json")
+    save_weights(model, folder / "model.safetensors")
+    return folder

@@ -74,9 +74,13 @@ def hf_config(config: GPTConfig) -> dict:
     }
 
 
-def to_hf(model_dir: Path, out: Path, dtype: torch.dtype | None = None) -> Path:
+def to_hf(model_dir: Path, out: Path, dtype: torch.dtype | None = torch.float32) -> Path:
     """Write ``config.json`` + ``model.safetensors`` that ``GPT2LMHeadModel.from_pretrained`` loads,
-    in ``dtype`` (default: the dtype the weights are stored in)."""
+    in ``dtype`` (None: the dtype the weights are stored in).
+
+    float32 by default, as the Hub folder: transformers loads a checkpoint in the dtype it is
+    stored in, and the shipped weights are float16, whose matmuls on a CPU no longer reproduce
+    the app's float32 logits."""
     for p in (model_dir / "config.json", model_dir / "model.safetensors"):
         if not p.is_file():
             raise FileNotFoundError(f"{p} not found: our model folder holds config.json + model.safetensors (python -m model.train writes one)")
@@ -189,12 +193,17 @@ def main(argv: list[str] | None = None) -> None:
     way.add_argument("--from-hf", type=Path, metavar="DIR", help="import this local GPT-2 folder")
     ap.add_argument("--model", type=Path, default=WEIGHTS_DIR, help="our model folder for --to-hf (default: the shipped one)")
     ap.add_argument("--out", type=Path, help="output model folder for --from-hf")
+    ap.add_argument(
+        "--dtype", choices=("float32", "float16", "bfloat16", "stored"), default="float32",
+        help="dtype of the --to-hf weights (default float32; 'stored': as our folder stores them)",
+    )
     args = ap.parse_args(argv)
     try:
         if args.to_hf:
             if args.model.is_file():  # a path to model.safetensors names its folder
                 args.model = args.model.parent
-            print(f"wrote {to_hf(args.model, args.to_hf)} (load it with GPT2LMHeadModel.from_pretrained)")
+            dtype = None if args.dtype == "stored" else getattr(torch, args.dtype)
+            print(f"wrote {to_hf(args.model, args.to_hf, dtype)} (load it with GPT2LMHeadModel.from_pretrained)")
         else:
             if args.out is None:
                 ap.error("--from-hf needs --out OUTDIR")

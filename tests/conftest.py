@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from model.data import DEFAULT_OUT, fetch_shakespeare, prepare  # noqa: E402
+from model import save_pretrained  # noqa: E402
 from model.gpt import GPT, GPTConfig  # noqa: E402
 
 
@@ -52,15 +53,6 @@ class TinyExport(NamedTuple):
     config: GPTConfig
 
 
-def save_model_dir(model: GPT, folder: Path) -> Path:
-    from model.checkpoint import save_weights
-
-    folder.mkdir(parents=True, exist_ok=True)
-    model.config.to_json(folder / "config.json")
-    save_weights(model, folder / "model.safetensors")
-    return folder
-
-
 @pytest.fixture(scope="session")
 def tiny_export(tmp_path_factory) -> TinyExport:
     """The tiny model's folder and its exported artifacts/hub/, built once per session by ensure_onnx."""
@@ -68,7 +60,7 @@ def tiny_export(tmp_path_factory) -> TinyExport:
 
     base = tmp_path_factory.mktemp("tiny_export")
     torch.manual_seed(0)
-    weights = save_model_dir(GPT(TINY).eval(), base / "weights")
+    weights = save_pretrained(GPT(TINY).eval(), base / "weights")
     calls: list[tuple[float, str]] = []
     paths = ensure_onnx(progress=lambda f, text: calls.append((f, text)), weights_dir=weights, out_dir=base / "artifacts")
     return TinyExport(weights, paths, calls, TINY)

@@ -60,13 +60,12 @@ def test_attention_side_by_side_rows_sum_to_one():
 def test_compare_with_another_folder_clamps_layers_and_heads(tmp_path):
     import torch
 
-    from model.checkpoint import save_weights
+    from model import save_pretrained
     from model.gpt import GPT, GPTConfig
 
     torch.manual_seed(3)
     small = GPT(GPTConfig(block_size=32, n_layer=1, n_head=2, d_model=32)).eval()
-    small.config.to_json(tmp_path / "config.json")
-    save_weights(small, tmp_path / "model.safetensors")
+    save_pretrained(small, tmp_path)
     cmp.set_comparison(tmp_path, "tiny", "shipped")
     assert cmp.labels() == ("shipped", "tiny")
     (_, a), (_, b) = cmp.compare_attention("hello everyone there", 3, 3)

@@ -8,21 +8,13 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from model import GPT, GPTConfig, load_pretrained
+from model import GPT, GPTConfig, load_pretrained, save_pretrained
 from model.convert import from_hf, main, to_hf
-from model.checkpoint import save_weights
 
 transformers = pytest.importorskip("transformers")
 
 TOL = 1e-4
 VOCAB = 97  # small and odd, so a transposed or misplaced matrix cannot line up by accident
-
-
-def save_ours(model: GPT, folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    model.config.to_json(folder / "config.json")
-    save_weights(model, folder / "model.safetensors")
-    return folder
 
 
 def randomise_vectors(model: torch.nn.Module) -> torch.nn.Module:
@@ -59,7 +51,7 @@ def idx() -> torch.Tensor:
 @pytest.mark.parametrize("pos_encoding", ["sinusoidal", "learned"])
 def test_to_hf_gives_the_same_logits(tmp_path, idx, pos_encoding):
     ours = random_ours(pos_encoding)
-    hf_dir = to_hf(save_ours(ours, tmp_path / "ours"), tmp_path / "hf")
+    hf_dir = to_hf(save_pretrained(ours, tmp_path / "ours"), tmp_path / "hf")
     hf_model, info = transformers.GPT2LMHeadModel.from_pretrained(hf_dir, output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
     hf_model.eval()
@@ -71,7 +63,7 @@ def test_to_hf_gives_the_same_logits(tmp_path, idx, pos_encoding):
 
 def test_to_hf_sinusoidal_wpe_is_the_positional_table(tmp_path):
     ours = random_ours("sinusoidal")
-    hf_model = transformers.GPT2LMHeadModel.from_pretrained(to_hf(save_ours(ours, tmp_path / "o"), tmp_path / "hf"))
+    hf_model = transformers.GPT2LMHeadModel.from_pretrained(to_hf(save_pretrained(ours, tmp_path / "o"), tmp_path / "hf"))
     torch.testing.assert_close(hf_model.transformer.wpe.weight.detach(), ours.position_table(), atol=0, rtol=0)
 
 
@@ -108,7 +100,7 @@ def test_from_hf_reads_hub_style_names(tmp_path, idx):
 
 def test_round_trip_ours_hf_ours(tmp_path, idx):
     ours = random_ours("sinusoidal", seed=3)
-    hf_dir = to_hf(save_ours(ours, tmp_path / "ours"), tmp_path / "hf")
+    hf_dir = to_hf(save_pretrained(ours, tmp_path / "ours"), tmp_path / "hf")
     back = load_pretrained(from_hf(hf_dir, tmp_path / "back"))
     # The sinusoidal table comes back as learned positions holding the same numbers.
     assert back.config.pos_encoding == "learned"
@@ -120,11 +112,28 @@ def test_round_trip_ours_hf_ours(tmp_path, idx):
 
 def test_cli_both_ways(tmp_path, idx, capsys):
     ours = random_ours("learned", seed=4)
-    save_ours(ours, tmp_path / "ours")
+    save_pretrained(ours, tmp_path / "ours")
     main(["--to-hf", str(tmp_path / "hf"), "--model", str(tmp_path / "ours")])
     main(["--from-hf", str(tmp_path / "hf"), "--out", str(tmp_path / "back")])
     assert "GPT2LMHeadModel.from_pretrained" in capsys.readouterr().out
     torch.testing.assert_close(our_logits(load_pretrained(tmp_path / "back"), idx), our_logits(ours, idx), atol=TOL, rtol=0)
+
+
+def test_the_shipped_float16_weights_convert_to_float32_by_default(tmp_path):
+    """The shipped weights are stored in float16; transformers loads a checkpoint in its stored
+    dtype, so a float16 conversion would give logits ~1e-2 from the app's on a CPU. The default
+    writes float32, and transformers then computes what our float32 model computes."""
+    from model import WEIGHTS_DIR
+
+    main(["--to-hf", str(tmp_path / "hf")])  # --model defaults to the shipped folder
+    stored = load_file(str(tmp_path / "hf" / "model.safetensors"))
+    assert {t.dtype for t in stored.values()} == {torch.float32}
+    hf_model = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "hf").eval()
+    assert hf_model.dtype == torch.float32
+    idx = torch.randint(0, 50257, (2, 16), generator=torch.Generator().manual_seed(5))
+    torch.testing.assert_close(hf_logits(hf_model, idx), our_logits(load_pretrained(WEIGHTS_DIR), idx), atol=TOL, rtol=0)
+    main(["--to-hf", str(tmp_path / "hf16"), "--dtype", "stored"])
+    assert {t.dtype for t in load_file(str(tmp_path / "hf16" / "model.safetensors")).values()} == {torch.float16}
 
 
 def test_from_hf_refuses_pickled_weights(tmp_path):
@@ -148,7 +157,7 @@ def test_convert_needs_no_transformers(tmp_path):
     import subprocess
     import sys
 
-    save_ours(random_ours("sinusoidal"), tmp_path / "ours")
+    save_pretrained(random_ours("sinusoidal"), tmp_path / "ours")
     code = (
         "import sys; sys.modules['transformers'] = None\n"  # any import of it now fails
         "from model.convert import main\n"
@@ -163,7 +172,7 @@ def test_convert_needs_no_transformers(tmp_path):
 def test_attention_weights_equal_gpt2s(tmp_path, idx):
     """The attention tab's weights are GPT-2's own attention probabilities."""
     ours = random_ours("sinusoidal", seed=5)
-    hf_dir = to_hf(save_ours(ours, tmp_path / "ours"), tmp_path / "hf")
+    hf_dir = to_hf(save_pretrained(ours, tmp_path / "ours"), tmp_path / "hf")
     hf_model = transformers.GPT2LMHeadModel.from_pretrained(hf_dir, attn_implementation="eager").eval()
     with torch.no_grad():
         theirs = hf_model(idx, output_attentions=True).attentions

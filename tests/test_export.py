@@ -16,7 +16,7 @@ import pytest
 import torch
 from onnx import numpy_helper
 
-from conftest import save_model_dir
+from model import save_pretrained
 from export import ensure_onnx, inspect_onnx
 from export.build import stale_files
 from export.engine import Engine, left_pad
@@ -282,7 +282,7 @@ def test_up_to_date_files_are_kept_and_new_weights_make_them_stale(tiny_export, 
     assert {k: p.stat().st_mtime_ns for k, p in paths.items()} == mtimes and calls == [1.0]
 
     torch.manual_seed(1)
-    other = save_model_dir(GPT(tiny_export.config), tmp_path / "other")
+    other = save_pretrained(GPT(tiny_export.config), tmp_path / "other")
     assert stale_files(other, out) == ["fp32", "quantized", "int8", "hub"]
     paths["int8"].rename(tmp_path / "moved.onnx")  # a missing file is stale too
     try:

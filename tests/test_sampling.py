@@ -77,9 +77,11 @@ def test_the_top_k_cut_equals_a_full_partitions():
                 assert np.array_equal(top_k_ids(row, k), want), (len(row), k)
 
 
-def test_a_batch_of_settings_draws_each_row_as_alone():
-    """choose_rows with a different temperature, top-k and top-p on every row draws, and keeps,
-    what choose draws for each row alone with the same uniform."""
+def test_a_batch_of_settings_draws_each_row_from_its_own_distribution():
+    """choose_rows with a different temperature, top-k and top-p on every row keeps, for each row,
+    the tokens and probabilities of the full-sort reference under that row's settings, and draws
+    the token an inverse-CDF draw of the reference gives for the row's uniform (the reference is
+    independent of the sampler: a mix-up of rows, uniforms or settings shows)."""
     from export.sampling import Settings, choose_rows
 
     logits = np.concatenate([many_logits(31), many_logits(32)])
@@ -89,14 +91,17 @@ def test_a_batch_of_settings_draws_each_row_as_alone():
         u = np.random.default_rng(seed).random(len(logits))
         tokens, kept = choose_rows(logits, settings, u)
         for r, s in enumerate(settings):
-            alone: list = []
-            rng = np.random.default_rng(seed)
-            rng.random(r)  # this row's uniform
-            assert choose(logits[r : r + 1], *s, rng, alone)[0] == tokens[r], s
             if s.temperature == 0:
-                assert kept[r] is None and not alone
-            else:
-                assert kept[r][0].tolist() == alone[0][0].tolist() and np.array_equal(kept[r][1], alone[0][1])
+                assert kept[r] is None and tokens[r] == logits[r].argmax(), s
+                continue
+            want = reference_distribution(logits[r : r + 1], *s)[0]
+            ids, probs = kept[r]
+            assert np.array_equal(np.sort(ids), np.flatnonzero(want)), s  # the same kept set
+            order = np.argsort(ids)
+            np.testing.assert_allclose(probs[order], want[np.sort(ids)], rtol=1e-9, atol=1e-15)
+            cdf = np.cumsum(want[ids])  # in the sampler's candidate order
+            assert tokens[r] == ids[min(np.searchsorted(cdf, u[r] * cdf[-1], side="right"), len(ids) - 1)], s
+
 
 
 def test_the_same_seed_draws_the_same_tokens_as_the_reference():

@@ -1,6 +1,6 @@
 """The UI's own event handlers (not the API endpoints) meet bad input too: a field typed into,
-a slider sent out of range by a hand-made request. Each answers with a gr.Error saying what was
-wrong, through the same ``user_errors`` wrapper the page wires them with."""
+a slider sent out of range by a hand-made request. Each answers with a message saying what was
+wrong, called through the very wrapper the page wires it with (the inline error slot or a toast)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import gradio as gr
 import pytest
 
 from playground.ui import attention, embeddings, generation, positional, tokenization
-from playground.ui.common import user_errors
 
 CASES = [
     (tokenization.ui_tokenize, ("bad\x00", True, False), "control character"),
@@ -35,15 +34,37 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("handler, args, says", CASES, ids=lambda c: getattr(c, "__name__", None))
-def test_ui_handler_answers_bad_input_with_a_gr_error(handler, args, says):
-    wrapped = user_errors(handler)
-    with pytest.raises(gr.Error) as info:
-        out = wrapped(*args)
+@pytest.fixture(scope="module")
+def wired() -> dict:
+    """{handler: the function the page really calls for it} (its inline_errors or user_errors
+    wrapper, found through ``__wrapped__`` in the built app's events)."""
+    import app
+    from export import artifact_paths
+
+    demo = app.build_app(artifact_paths())
+    return {getattr(fn.fn, "__wrapped__", None): fn.fn for fn in demo.fns.values() if fn.fn is not None}
+
+
+def _message(fn, args) -> str:
+    """What the user sees: the inline slot's message (the last output, the others left as they
+    were), or the text of the gr.Error a toast shows."""
+    try:
+        out = fn(*args)
         if inspect.isgenerator(out):
-            next(out)
-    assert says in str(info.value), str(info.value)
-    assert "Traceback" not in str(info.value)
+            out = next(out)
+    except gr.Error as err:
+        return str(err)
+    *kept, slot = out
+    assert all(isinstance(v, type(gr.skip())) for v in kept), "an error must leave the last result on the page"
+    return slot
+
+
+@pytest.mark.parametrize("handler, args, says", CASES, ids=lambda c: getattr(c, "__name__", None))
+def test_ui_handler_answers_bad_input_with_a_message(wired, handler, args, says):
+    assert handler in wired, f"{handler.__name__} is not wired to any event of the page"
+    shown = _message(wired[handler], args)
+    assert says.casefold() in shown.casefold(), shown
+    assert "Traceback" not in shown
 
 
 def test_every_ui_event_goes_through_user_errors():
