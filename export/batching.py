@@ -15,8 +15,8 @@ max tokens, stop at ``<|endoftext|>``.
 
 :class:`Batch` is the loop's state without threads (``Engine.generate`` and ``Engine.stream``
 run one request through it); :class:`Scheduler` runs a Batch on a thread of its own and hands
-each request's steps to the thread that reads them, where probabilities and candidates for the
-page are worked out, so the loop itself only calls the model and draws tokens.
+each request's steps to the thread that reads them. The loop calls the model, draws the tokens
+and works out, row by row, the candidates and probabilities the page shows (``top_candidates``).
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ per new position, with these fields (lists are indexed by sample):
   ``(index + 1) / elapsed_s``
 - ``prompt_tokens_dropped``: how many leading prompt tokens were cut to fit the context
 - ``notice``: a sentence for the user, or None: set on the first step when the prompt was cut, and
-  on the step where the context filled up (from then on each token recomputes the last
-  ``block_size`` tokens, as PyTorch ``GPT.generate`` does)
+  on the step where the context filled up (from then on the oldest ``context_shift`` tokens are
+  dropped at once and the rest prefilled anew, see ``Engine.__init__``)
 
 Lower level, for batching of your own: ``forward(ids, cache, attention_mask, position_ids)`` is one
 graph call returning the last position's logits and the new cache, ``run(...)`` the same with the

@@ -48,7 +48,7 @@ TINY = GPTConfig(vocab_size=50257, block_size=32, n_layer=2, n_head=4, d_model=6
 
 class TinyExport(NamedTuple):
     weights: Path  # model folder (config.json + model.safetensors)
-    paths: dict[str, Path]  # {"fp32": .../hub/onnx/model.onnx, "int8": .../hub/onnx/model_quantized.onnx}
+    paths: dict[str, Path]  # {"fp32": model.onnx, "quantized": model_quantized.onnx, "int8": model_int8.onnx} under hub/onnx/
     calls: list[tuple[float, str]]  # the progress reports of the build
     config: GPTConfig
 

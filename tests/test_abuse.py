@@ -145,7 +145,7 @@ def test_keyword_calls_with_bad_arguments_get_400_with_the_reason(app_server):
 
 def test_queue_less_routes_are_closed_so_every_call_meets_the_caps(app_server):
     """Outside a Space Gradio opens /gradio_api/run/<endpoint>, which skips the queue and with it
-    the two-generations-at-once cap; the app closes it."""
+    the generations' concurrency cap; the app closes it."""
     for route in ("run", "api"):
         r = httpx.post(f"{app_server.url}{API}/{route}/generate", json={"data": ENDPOINTS["generate"]}, timeout=30)
         assert r.status_code == 404 and "join the queue" in r.json()["detail"]

@@ -254,8 +254,8 @@ def test_attention_refuses_a_layer_out_of_range(client):
 
 
 def test_light_tabs_answer_while_generations_run(client):
-    """More generations than the generation slots, then a tokenization: it is answered while
-    the generations are still running (its own concurrency group), not queued behind them."""
+    """Generations running, then a tokenization: it is answered while the generations are still
+    running (its own concurrency group), not queued behind them."""
     import time
 
     jobs = [client.submit("ROMEO:", 200, 0.8, 50, 0.95, seed, api_name="/generate") for seed in range(3)]
