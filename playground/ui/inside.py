@@ -1,0 +1,109 @@
+"""Inside the model tab: one forward pass of the model shown on the learner's text, stage by
+stage, with the real numbers; a map of the data flow at the top, a layer, head and token control.
+Registers ``/inside``.
+
+A new text computes the pass (kept in ``playground.inside``'s small cache); the layer, head and
+token controls only redraw the panels from it."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from .. import inside as ins
+from .. import inside_view as view
+from ..resources import get_model
+from ..validation import validate_int
+from .common import FORWARD_CONCURRENCY, HEAVY, on_input, user_errors
+from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples
+
+CSS = view.CSS
+
+
+def _render(r: ins.InsideResult) -> tuple:
+    """The map, the info line and every panel, for the outputs of :func:`build` in order."""
+    emb, ln, att, res, ffn, lens, out = view.panels(r)
+    cfg = r.fp.model.config
+    return (view.map_html(cfg, r.layer, r.head, len(r.fp.ids)), view.info_markdown(r), emb, ln, att, res,
+            view.residual_figure(r), ffn, lens, out)
+
+
+def ui_run(text, layer, head):
+    """A new text: the pass, shown at its last token; the token control spans its tokens."""
+    r = ins.inside(text, layer, head)
+    last = len(r.fp.ids) - 1
+    return (gr.Slider(minimum=0, maximum=max(last, 1), value=last, step=1, label=f"Token (0–{last})"), *_render(r))
+
+
+def ui_view(text, layer, head, token):
+    """Another layer, head or token: the kept pass, redrawn. A token past the text's end (the
+    control still spans a longer text's tokens) shows the last one."""
+    r = ins.inside(text, layer, head)
+    position = min(validate_int(token, name="token", minimum=0, maximum=10**6), len(r.fp.ids) - 1)
+    return _render(ins.InsideResult(r.fp, r.layer, r.head, position))
+
+
+def api_inside(text: str, layer: int, head: int) -> dict:
+    """One forward pass of the model on `text`, stage by stage, shown for `layer` and `head`
+    (0-based) at the last token. Returns `tokens`, `ids`, `token_losses` (nats, one per predicted
+    token: len(tokens) - 1 values), `loss` (their mean), `uniform_loss` (ln V), `logit_lens` (per
+    layer, the top-5 next tokens at the last position; the last layer's is the model's own),
+    `logit_lens_probabilities`, and the chosen layer's stages: `embedding`, `layer_norm`,
+    `attention`, `residual`, `ffn`, `candidates`, with `hidden_max_diff` (the check against the
+    model's own forward pass). Limits: text up to 2,000 characters and 64 tokens."""
+    return ins.inside(text, layer, head).to_dict()
+
+
+# The map's boxes scroll to their panel (the page keeps its address: no #hash navigation).
+GOTO_JS = """
+element.addEventListener('click', (e) => {
+  const box = e.target.closest('[data-goto]');
+  if (!box) return;
+  e.preventDefault();
+  const panel = document.getElementById(box.dataset.goto);
+  if (panel) panel.scrollIntoView({behavior: 'smooth', block: 'start'});
+});
+"""
+
+
+def build() -> None:
+    cfg = get_model().config
+    note(
+        f"One forward pass of the model on your text, stage by stage, with its real numbers: {cfg.n_layer} layers, "
+        f"{cfg.n_head} heads of {cfg.head_dim}, d_model {cfg.d_model}. Each box of the map opens its stage; "
+        "choose a layer, a head and a token to see their numbers (a new text is computed once, then only redrawn)."
+    )
+    r = ins.inside(ins.EXAMPLE_TEXTS[0])
+    first, last = _render(r), len(r.fp.ids) - 1
+    html = dict(js_on_load=None, elem_classes=RESULT, padding=False)
+    map_box = gr.HTML(first[0], elem_id="ins-map", js_on_load=GOTO_JS, elem_classes=RESULT, padding=False)
+    with gr.Column(elem_classes=SECTION):
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=2, min_width=300):
+                text = text_with_examples(ins.EXAMPLE_TEXTS, label="Text", lines=3, elem_id="ins-text")
+                error = error_slot("ins-error")
+            with gr.Column(scale=1, min_width=240):
+                layer = gr.Slider(0, cfg.n_layer - 1, value=0, step=1, label=f"Layer (0–{cfg.n_layer - 1})", elem_id="ins-layer")
+                head = gr.Slider(0, cfg.n_head - 1, value=0, step=1, label=f"Head (0–{cfg.n_head - 1})", elem_id="ins-head")
+                token = gr.Slider(0, max(last, 1), value=last, step=1, label=f"Token (0–{last})", elem_id="ins-token")
+                run = gr.Button("Run the forward pass", variant="primary", elem_id="ins-run")
+        info = note(first[1], elem_id="ins-info", result=True)
+        emb = gr.HTML(first[2], elem_id="ins-embedding", **html)
+        ln = gr.HTML(first[3], elem_id="ins-layernorm", **html)
+        att = gr.HTML(first[4], elem_id="ins-attention", **html)
+        res = gr.HTML(first[5], elem_id="ins-residual", **html)
+        res_fig = gr.Plot(first[6], show_label=False, elem_id="ins-residual-fig", elem_classes=RESULT)
+        ffn = gr.HTML(first[7], elem_id="ins-ffn", **html)
+        lens = gr.HTML(first[8], elem_id="ins-lens", **html)
+        out = gr.HTML(first[9], elem_id="ins-output", **html)
+    next_tab(
+        "The last stage gave a probability for every token of the vocabulary: drawing one, appending it and "
+        "running the pass again is how the model writes.",
+        "Text generation",
+    )
+
+    outputs = [map_box, info, emb, ln, att, res, res_fig, ffn, lens, out]
+    events = dict(error=error, concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
+    on_input([run.click, text.submit], ui_run, [text, layer, head], [token, *outputs], **events)
+    # A slider redraws when let go, or when a number typed in its box is confirmed with Enter.
+    on_input([layer.release, head.release, token.release], ui_view, [text, layer, head, token], outputs, **events)
+    gr.api(user_errors(api_inside), api_name="inside", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)
