@@ -27,7 +27,10 @@ TABS = [
     ("Tokenization", "tokenization", "Embeddings"),
     ("Embeddings", "embeddings", "Positional encoding"),
     ("Positional encoding", "positional_encoding", "Attention"),
+    # Attention's closing link is in playground/ui/attention.py, owned by another change: it still
+    # leads to Text generation until it is pointed at Inside the model.
     ("Attention", "attention", "Text generation"),
+    ("Inside the model", "inside", "Text generation"),
     ("Text generation", "text_generation", "Model"),
     ("Model", "model", "Compare"),
     ("Compare", "compare", None),
