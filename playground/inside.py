@@ -30,7 +30,7 @@ from model import GPT
 from . import limits
 from .resources import get_model
 from .tokens import encode_prompt, token_labels, token_text
-from .validation import InputError, validate_int
+from .validation import validate_int, validate_layer_head
 
 __all__ = [
     "EXAMPLE_TEXTS",
@@ -301,9 +301,7 @@ def inside(text: Any, layer: Any = 0, head: Any = 0, token: Any = None, model: G
     cfg = model.config
     max_tokens = min(limits.MAX_INSIDE_TOKENS, cfg.block_size)
     ids = encode_prompt(text, name="text", max_chars=limits.MAX_INSIDE_CHARS, max_tokens=max_tokens)
-    layer = validate_int(layer, name="layer", minimum=0, maximum=cfg.n_layer - 1)
-    head = validate_int(head, name="head", minimum=0, maximum=cfg.n_head - 1)
+    layer, head = validate_layer_head(layer, head, n_layer=cfg.n_layer, n_head=cfg.n_head)
+    # ids is never empty: validate_text refuses empty text, and any other text is 1 token or more
     position = len(ids) - 1 if token is None else validate_int(token, name="token", minimum=0, maximum=len(ids) - 1)
-    if not ids:  # validate_text refuses empty text already; this keeps the type checker honest
-        raise InputError("text has no tokens")
     return InsideResult(cached_pass(model, ids), layer, head, position)

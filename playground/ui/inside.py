@@ -14,7 +14,7 @@ from .. import inside_view as view
 from ..resources import get_model
 from ..validation import validate_int
 from .common import FORWARD_CONCURRENCY, HEAVY, on_input, user_errors
-from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples
+from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples
 
 CSS = view.CSS
 
@@ -82,8 +82,7 @@ def build() -> None:
                 text = text_with_examples(ins.EXAMPLE_TEXTS, label="Text", lines=3, elem_id="ins-text")
                 error = error_slot("ins-error")
             with gr.Column(scale=1, min_width=240):
-                layer = gr.Slider(0, cfg.n_layer - 1, value=0, step=1, label=f"Layer (0–{cfg.n_layer - 1})", elem_id="ins-layer")
-                head = gr.Slider(0, cfg.n_head - 1, value=0, step=1, label=f"Head (0–{cfg.n_head - 1})", elem_id="ins-head")
+                layer, head = layer_head_sliders(cfg.n_layer, cfg.n_head, prefix="ins")
                 token = gr.Slider(0, max(last, 1), value=last, step=1, label=f"Token (0–{last})", elem_id="ins-token")
                 run = gr.Button("Run the forward pass", variant="primary", elem_id="ins-run")
         info = note(first[1], elem_id="ins-info", result=True)
