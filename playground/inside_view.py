@@ -79,7 +79,8 @@ def strip(v: np.ndarray, label: str, *, scale: float | None = None, groups: int 
 
 def _section(anchor: str, body: str) -> str:
     number, title = next((n, t) for a, n, t in STAGES if a == anchor)
-    return f'<section class="ins-panel" id="ins-s-{anchor}"><h3>{number} · {html.escape(title)}</h3>{body}</section>'
+    return (f'<section class="ins-panel" id="ins-s-{anchor}"><h3>{number} · {html.escape(title)} '
+            f'<a class="ins-up" href="#ins-map" data-goto="ins-map">↑ map</a></h3>{body}</section>')
 
 
 def _code(text: str) -> str:
@@ -106,8 +107,8 @@ def map_html(cfg: GPTConfig, layer: int, head: int, n_tokens: int) -> str:
     chosen layer and head are highlighted."""
     C, H, D, F, V = cfg.d_model, cfg.n_head, cfg.head_dim, 4 * cfg.d_model, cfg.vocab_size
 
-    def box(anchor: str, title: str, detail: str, extra: str = "") -> str:
-        return (f'<a class="ins-box{extra}" href="#ins-s-{anchor}" data-goto="ins-s-{anchor}">'
+    def box(anchor: str, title: str, detail: str) -> str:
+        return (f'<a class="ins-box" href="#ins-s-{anchor}" data-goto="ins-s-{anchor}">'
                 f"<b>{html.escape(title)}</b><span>{detail}</span></a>")
 
     arrow = '<span class="ins-arrow" aria-hidden="true">→</span>'
@@ -118,7 +119,7 @@ def map_html(cfg: GPTConfig, layer: int, head: int, n_tokens: int) -> str:
         f'<div class="ins-flow">'
         + box("layernorm", "2 · LayerNorm", "ln_1: mean 0, std 1, × γ + β")
         + arrow
-        + box("attention", "3 · Q, K, V", f"{H} heads × {D}: {heads}<br>softmax(q·k/√{D}) @ V", " ins-current")
+        + box("attention", "3 · Q, K, V", f"{H} heads × {D}: {heads}<br>softmax(q·k/√{D}) @ V")
         + arrow
         + box("residual", "4 · + residual", "x + attention(x)")
         + arrow
@@ -410,6 +411,7 @@ CSS = """
 .ins-chip.ins-on { background: var(--color-accent); color: #fff; border-color: var(--color-accent); }
 .ins-panel { margin: 4px 0 10px; scroll-margin-top: 12px; }
 .ins-panel h3 { margin: 6px 0 4px; }
+.ins-up { font-size: 0.7em; font-weight: 400; margin-left: 8px; text-decoration: none !important; }
 .ins-panel p { margin: 4px 0; line-height: 1.5; overflow-wrap: anywhere; }
 .ins-code code { font-size: 0.85em; white-space: pre-wrap; overflow-wrap: anywhere; }
 .ins-tok { font-family: var(--font-mono); background: var(--background-fill-secondary); border: 1px solid var(--border-color-primary);

@@ -87,6 +87,10 @@ def test_inside_the_model_at_1280(desktop):
     # A box of the map scrolls to its panel.
     desktop.locator('#ins-map [data-goto="ins-s-ffn"]').click()
     desktop.wait_for_function("() => Math.abs(document.querySelector('#ins-s-ffn').getBoundingClientRect().top) < 40")
+    # the map marks the stage in view; the panel's "↑ map" goes back
+    desktop.locator('#ins-map .ins-box.ins-current[data-goto="ins-s-ffn"]').wait_for(state="attached")
+    desktop.locator("#ins-s-ffn .ins-up").click()
+    desktop.wait_for_function("() => Math.abs(document.querySelector('#ins-map').getBoundingClientRect().top) < 40")
     desktop.evaluate("() => window.scrollTo(0, 0)")
     desktop.wait_for_timeout(300)
     save_screenshot(desktop, desktop.shots_dir / "inside.png")

@@ -53,15 +53,31 @@ def api_inside(text: str, layer: int, head: int) -> dict:
     return ins.inside(text, layer, head).to_dict()
 
 
-# The map's boxes scroll to their panel (the page keeps its address: no #hash navigation).
+# The map's boxes (and each panel's "↑ map") scroll to their target, the page keeping its address
+# (no #hash navigation); the box of the panel in view is highlighted as the page scrolls.
 GOTO_JS = """
-element.addEventListener('click', (e) => {
-  const box = e.target.closest('[data-goto]');
-  if (!box) return;
+document.addEventListener('click', (e) => {
+  const link = e.target.closest('[data-goto]');
+  if (!link || !link.closest('#ins-map, .ins-panel')) return;
   e.preventDefault();
-  const panel = document.getElementById(box.dataset.goto);
-  if (panel) panel.scrollIntoView({behavior: 'smooth', block: 'start'});
+  const target = document.getElementById(link.dataset.goto);
+  if (target) target.scrollIntoView({behavior: 'smooth', block: 'start'});
 });
+function highlight() {
+  const panels = [...document.querySelectorAll('.ins-panel')].filter((p) => p.offsetParent !== null);
+  if (!panels.length) return;
+  let current = panels[0].id;
+  for (const p of panels) if (p.getBoundingClientRect().top < window.innerHeight * 0.4) current = p.id;
+  element.querySelectorAll('.ins-box[data-goto]').forEach((b) => b.classList.toggle('ins-current', b.dataset.goto === current));
+}
+let pending = false;
+window.addEventListener('scroll', () => {
+  if (pending) return;
+  pending = true;
+  requestAnimationFrame(() => { pending = false; highlight(); });
+}, {passive: true});
+highlight();
+watch('value', highlight);
 """
 
 
