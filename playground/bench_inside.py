@@ -3,7 +3,8 @@
     python -m playground.bench_inside [--repeats 5]
 
 A new text computes the whole pass (a cache miss: each repeat changes the text's last word) and
-draws every panel; a new layer, head or token only redraws from the kept pass. The times are
+draws every panel; a new layer, head or token only redraws, from the kept pass, the panels it
+changes (a head: the map and the attention panel). The times are
 those of the page's own handlers (``playground.ui.inside``), with PyTorch on the cores the app
 gives it (``resources.budget_cpu``). docs/app.md keeps the measured figures.
 """
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tokens", type=int, default=limits.MAX_INSIDE_TOKENS)
     args = ap.parse_args(argv)
     threads = resources.budget_cpu()
-    from playground.ui.inside import ui_run, ui_view
+    from playground.ui.inside import ui_head, ui_layer, ui_run, ui_token
 
     ui_run(text_of(args.tokens, 9), 0, 0)  # load the model and warm up
     times: dict[str, list[float]] = {"text": [], "layer": [], "head": [], "token": []}
@@ -45,9 +46,9 @@ def main(argv: list[str] | None = None) -> None:
         assert len(encode(text)) == args.tokens, len(encode(text))
         steps = [
             ("text", lambda: ui_run(text, 0, 0)),
-            ("layer", lambda: ui_view(text, 3, 0, args.tokens - 1)),
-            ("head", lambda: ui_view(text, 3, 5, args.tokens - 1)),
-            ("token", lambda: ui_view(text, 3, 5, args.tokens // 2)),
+            ("layer", lambda: ui_layer(text, 3, 0, args.tokens - 1)),
+            ("head", lambda: ui_head(text, 3, 5, args.tokens - 1)),
+            ("token", lambda: ui_token(text, 3, 5, args.tokens // 2)),
         ]
         for name, step in steps:
             t0 = time.perf_counter()

@@ -21,7 +21,7 @@ from .inside import InsideResult
 from .plots import base_layout
 from .tokens import token_text, visible_token, visible_whitespace
 
-__all__ = ["STAGES", "map_html", "panels", "residual_figure", "info_markdown", "CSS"]
+__all__ = ["STAGES", "PANELS", "map_html", "panels", "residual_figure", "info_markdown", "CSS"]
 
 # (anchor, number, title) of the panels, in the map's order.
 STAGES = (
@@ -378,9 +378,16 @@ def _output(r: InsideResult) -> str:
     ))
 
 
-def panels(r: InsideResult) -> tuple[str, str, str, str, str, str, str]:
+# Each stage's panel, by its anchor in STAGES.
+PANELS = {
+    "embedding": _embedding, "layernorm": _layernorm, "attention": _attention, "residual": _residual,
+    "ffn": _ffn, "lens": _lens, "output": _output,
+}
+
+
+def panels(r: InsideResult) -> tuple[str, ...]:
     """The HTML of the panels in the order of :data:`STAGES`."""
-    return _embedding(r), _layernorm(r), _attention(r), _residual(r), _ffn(r), _lens(r), _output(r)
+    return tuple(PANELS[anchor](r) for anchor, _, _ in STAGES)
 
 
 def info_markdown(r: InsideResult) -> str:

@@ -6,6 +6,8 @@ phone-inside.png with PLAYGROUND_SCREENSHOTS=1 (tests/test_browser.py's conventi
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from test_browser import browser_page, save_screenshot, shots_dir, textbox  # noqa: F401 -- fixture reused
@@ -51,8 +53,10 @@ def drive(page, width: int) -> int:
     assert page.locator("#ins-output .ins-lt").count() == n
     assert page.locator("#ins-residual-fig .js-plotly-plot").count() == 1
 
+    t0 = time.perf_counter()
     set_slider(page, "ins-layer", 3)
     wait_info(page, "showing layer 3, head 0")
+    print(f"\n{width} px: layer change redrawn in the browser in {(time.perf_counter() - t0) * 1000:.0f} ms")
     assert page.locator("#ins-map .ins-chip.ins-on").all_inner_texts() == ["3", "0"]
     assert "Layer 3, token" in page.locator("#ins-s-layernorm").inner_text()
     set_slider(page, "ins-head", 5)

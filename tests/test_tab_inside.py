@@ -224,3 +224,24 @@ def test_refuses_bad_input(args, fragment):
 def test_refuses_a_token_past_the_text():
     with pytest.raises(InputError, match="token must be from 0 to 1"):
         inside("hello everyone", 0, 0, token=2)
+
+
+def test_page_handlers_redraw_only_what_a_control_changes():
+    import gradio as gr
+
+    from playground.ui.inside import OUTPUTS, ui_head, ui_layer, ui_run, ui_token
+
+    shown, slider, *outs = ui_run(TEXT, 0, 0)
+    n = len(inside(TEXT).fp.ids)
+    assert shown == TEXT and slider.maximum == n - 1 and slider.value == n - 1
+    assert len(outs) == len(OUTPUTS) and gr.skip() not in outs
+
+    def redrawn(result) -> set[str]:
+        return {name for name, value in zip(OUTPUTS, result) if value != gr.skip()}
+
+    assert redrawn(ui_head(TEXT, 0, 4, n - 1)) == {"map", "info", "attention"}
+    assert "embedding" not in redrawn(ui_layer(TEXT, 2, 4, n - 1))
+    by_token = dict(zip(OUTPUTS, ui_token(TEXT, 2, 4, 999)))  # past the end: the last token
+    assert "map" not in redrawn(by_token.values()) and f"token {n - 1} " in by_token["info"]
+    with pytest.raises(InputError, match="token must be a number"):
+        ui_token(TEXT, 2, 4, "x")

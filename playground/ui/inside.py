@@ -19,27 +19,49 @@ from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, 
 CSS = view.CSS
 
 
-def _render(r: ins.InsideResult) -> tuple:
-    """The map, the info line and every panel, for the outputs of :func:`build` in order."""
-    emb, ln, att, res, ffn, lens, out = view.panels(r)
+# What each output shows depends on: a control change redraws only the outputs it changes.
+OUTPUTS = ("map", "info", "embedding", "layernorm", "attention", "residual", "residual_fig", "ffn", "lens", "output")
+DEPENDS = {
+    "layer": {"map", "info", "layernorm", "attention", "residual", "ffn", "lens"},
+    "head": {"map", "info", "attention"},
+    "token": set(OUTPUTS) - {"map"},
+}
+
+
+def _render(r: ins.InsideResult, only: set[str] | None = None) -> tuple:
+    """The outputs of :func:`build` in the order of ``OUTPUTS``; those not in ``only`` (when
+    given) are left as they are."""
     cfg = r.fp.model.config
-    return (view.map_html(cfg, r.layer, r.head, len(r.fp.ids)), view.info_markdown(r), emb, ln, att, res,
-            view.residual_figure(r), ffn, lens, out)
+    draw = {
+        "map": lambda: view.map_html(cfg, r.layer, r.head, len(r.fp.ids)),
+        "info": lambda: view.info_markdown(r),
+        "residual_fig": lambda: view.residual_figure(r),
+        **{anchor: (lambda anchor=anchor: view.PANELS[anchor](r)) for anchor, _, _ in view.STAGES},
+    }
+    return tuple(draw[name]() if only is None or name in only else gr.skip() for name in OUTPUTS)
 
 
 def ui_run(text, layer, head):
-    """A new text: the pass, shown at its last token; the token control spans its tokens."""
+    """A new text: the pass, shown at its last token; the token control spans its tokens; the text
+    is kept as the one shown (the other controls redraw it, whatever the box holds meanwhile)."""
     r = ins.inside(text, layer, head)
     last = len(r.fp.ids) - 1
-    return (gr.Slider(minimum=0, maximum=max(last, 1), value=last, step=1, label=f"Token (0–{last})"), *_render(r))
+    return (text, gr.Slider(minimum=0, maximum=max(last, 1), value=last, step=1, label=f"Token (0–{last})"), *_render(r))
 
 
-def ui_view(text, layer, head, token):
-    """Another layer, head or token: the kept pass, redrawn. A token past the text's end (the
-    control still spans a longer text's tokens) shows the last one."""
-    r = ins.inside(text, layer, head)
-    position = min(validate_int(token, name="token", minimum=0, maximum=10**6), len(r.fp.ids) - 1)
-    return _render(ins.InsideResult(r.fp, r.layer, r.head, position))
+def _view(changed: str):
+    def handler(shown, layer, head, token):
+        """Another layer, head or token on the text shown: its kept pass, the outputs that change
+        redrawn. A token past the text's end shows the last one."""
+        r = ins.inside(shown, layer, head)
+        position = min(validate_int(token, name="token", minimum=0, maximum=10**6), len(r.fp.ids) - 1)
+        return _render(ins.InsideResult(r.fp, r.layer, r.head, position), DEPENDS[changed])
+
+    handler.__name__ = f"ui_{changed}"
+    return handler
+
+
+ui_layer, ui_head, ui_token = _view("layer"), _view("head"), _view("token")
 
 
 def api_inside(text: str, layer: int, head: int) -> dict:
@@ -116,9 +138,11 @@ def build() -> None:
         "Text generation",
     )
 
+    shown = gr.State(ins.EXAMPLE_TEXTS[0])  # the text whose pass the page shows
     outputs = [map_box, info, emb, ln, att, res, res_fig, ffn, lens, out]
     events = dict(error=error, concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
-    on_input([run.click, text.submit], ui_run, [text, layer, head], [token, *outputs], **events)
+    on_input([run.click, text.submit], ui_run, [text, layer, head], [shown, token, *outputs], **events)
     # A slider redraws when let go, or when a number typed in its box is confirmed with Enter.
-    on_input([layer.release, head.release, token.release], ui_view, [text, layer, head, token], outputs, **events)
+    for control, handler in ((layer, ui_layer), (head, ui_head), (token, ui_token)):
+        on_input([control.release], handler, [shown, layer, head, token], outputs, **events)
     gr.api(user_errors(api_inside), api_name="inside", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)
