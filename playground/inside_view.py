@@ -59,7 +59,7 @@ def _colours(v: np.ndarray, scale: float) -> list[str]:
 
 
 def strip(v: np.ndarray, label: str, *, scale: float | None = None, groups: int = 1, chosen: int | None = None,
-          first: int = 0) -> str:
+          first: int = 0, group_labels: bool = True) -> str:
     """One vector as a row of cells (wrapping on a narrow screen); ``groups`` equal segments
     (the heads) are marked apart, segment ``chosen`` outlined. Hover: index and value."""
     v = np.asarray(v, dtype=np.float64)
@@ -72,7 +72,7 @@ def strip(v: np.ndarray, label: str, *, scale: float | None = None, groups: int 
             f'<i style="background:{colours[i]}" title="{first + i}: {v[i]:.4f}"></i>' for i in range(g * size, (g + 1) * size)
         )
         cls = "ins-seg ins-on" if chosen == g else "ins-seg"
-        tag = f'<b class="ins-seg-label">head {g}</b>' if groups > 1 else ""
+        tag = f'<b class="ins-seg-label">head {g}</b>' if groups > 1 and group_labels else ""
         cells.append(f'<span class="{cls}">{tag}{part}</span>')
     return f'<div class="ins-strip"><span class="ins-strip-label">{html.escape(label)}</span><span class="ins-cells">{"".join(cells)}</span></div>'
 
@@ -187,7 +187,8 @@ def _attention(r: InsideResult) -> str:
     fp, tr, t, h, L = r.fp, r.trace, r.token, r.head, r.layer
     cfg = fp.model.config
     T, C, H, D = len(fp.ids), cfg.d_model, cfg.n_head, cfg.head_dim
-    q_row = tr.q[:, t, :].reshape(-1)  # [C]: head h's D values in columns h*D ...
+    # [C] each: head h's D values are columns h*D .. h*D+D-1 of the projection
+    q_row, k_row, v_row = (m[:, t, :].reshape(-1) for m in (tr.q, tr.k, tr.v))
     scores, weights = tr.scores[h, t], tr.weights[h, t]
     dots = scores * math.sqrt(D)
     rows = []
@@ -206,9 +207,11 @@ def _attention(r: InsideResult) -> str:
         _code(f"q, k, v = c_attn(ln_1(x)).split({C}, dim=-1)    # each (T, {C})")
         + _code(f"q = q.view(T, {H}, {D}).transpose(0, 1)    # ({T}, {C}) → ({H}, {T}, {D}): {H} heads of {D}")
         + _p(f"One matrix multiplication gives every token its query, key and value ({C} values each); the {C} values "
-             f"are cut into {H} heads of {D}, and each head attends on its own. Token {t} {_tok(r, t)}'s query, "
-             f"split (head {h} outlined):")
+             f"are cut into {H} heads of {D}, and each head attends on its own. Token {t} {_tok(r, t)}'s query, key "
+             f"and value, split (head {h} outlined):")
         + strip(q_row, "q", groups=H, chosen=h)
+        + strip(k_row, "k", groups=H, chosen=h, group_labels=False)
+        + strip(v_row, "v", groups=H, chosen=h, group_labels=False)
         + _code(f"wei = q @ k.transpose(-2, -1) / √{D};  wei.masked_fill(tril == 0, −inf);  softmax;  out = wei @ v")
         + _p(f"Layer {L}, head {h}: token {t}'s query against the key of every token. The dot product q·k, divided by "
              f"√{D} = {math.sqrt(D):.2f}, then the causal mask hides the later tokens (−inf), and softmax turns the row "

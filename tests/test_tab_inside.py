@@ -76,6 +76,23 @@ def test_stages_recompose_the_models_logits(result):
     assert fp.hidden_max_diff <= 1e-5
 
 
+@torch.inference_mode()
+def test_every_layer_matches_the_models_own_modules(result):
+    """The stream after each block and the attention weights, against the model's modules run as
+    they are (Block.forward, output_attentions=True): independent of the by-hand stages."""
+    fp, model = result.fp, get_model()
+    idx = torch.tensor([fp.ids])
+    out = model(idx, output_attentions=True)
+    x = model.wte(idx) + model.position_table()[: len(fp.ids)]
+    for layer, (tr, block) in enumerate(zip(fp.layers, model.blocks)):
+        np.testing.assert_allclose(tr.weights, out.attentions[layer][0].numpy(), atol=1e-5, err_msg=f"layer {layer}")
+        np.testing.assert_allclose(tr.ln1_out, block.ln_1(x)[0].numpy(), atol=1e-5)
+        np.testing.assert_allclose(tr.attn_out, block.attn(block.ln_1(x))[0][0].numpy(), atol=1e-5)
+        x = block(x)[0]
+        np.testing.assert_allclose(tr.x_out, x[0].numpy(), atol=2e-5, err_msg=f"layer {layer}")
+        np.testing.assert_allclose(tr.gelu, block.mlp.gelu(block.mlp.c_fc(block.ln_2(_t(tr.x_mid)))).numpy(), atol=1e-5)
+
+
 def test_stages_recompose_the_onnx_files_logits(result):
     ort = pytest.importorskip("onnxruntime")
     path = ROOT / "artifacts" / "hub" / "onnx" / "model.onnx"
