@@ -327,12 +327,13 @@ def _loss_text(r: InsideResult) -> str:
     fp = r.fp
     V = fp.model.config.vocab_size
     scale = math.log(V)
-    spans = [f'<span class="ins-lt ins-first" title="0: the first token (nothing predicts it)">'
+    # data-t: the position whose prediction the token was (a click shows that position)
+    spans = [f'<span class="ins-lt ins-first" data-t="0" title="0: the first token (nothing predicts it)">'
              f"{html.escape(_text_of(fp.ids[0]))}</span>"]
     for i, loss in enumerate(fp.token_losses, start=1):
         p = math.exp(-loss)
         cls = "ins-lt ins-on" if i == r.token + 1 else "ins-lt"
-        spans.append(f'<span class="{cls}" style="background:{_surprise(float(loss), scale)}" '
+        spans.append(f'<span class="{cls}" data-t="{i - 1}" style="background:{_surprise(float(loss), scale)}" '
                      f'title="{i}: −ln p = {loss:.3f} nats (p = {100 * p:.2f}%)">{html.escape(_text_of(fp.ids[i]))}</span>')
     mean = "–" if fp.loss is None else f"{fp.loss:.3f}"
     return (
@@ -376,7 +377,8 @@ def _output(r: InsideResult) -> str:
           f"</thead><tbody>{''.join(bars)}</tbody></table></div>"
         + _p(came)
         + _p("The loss of every token of the text, −ln p of the token that really came next, given those before it "
-             "(the darker, the more it surprised the model; hover for the numbers; the chosen token's next is outlined):")
+             "(the darker, the more it surprised the model; hover for the numbers, click a token to see the prediction "
+             "that led to it; the chosen token's next is outlined):")
         + _loss_text(r)
     ))
 
@@ -451,7 +453,8 @@ CSS = """
 .ins-cand em { font-style: normal; font-family: var(--font); font-size: 0.85em; color: var(--body-text-color-subdued); }
 .ins-loss-text { font-family: var(--font-mono); white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.9;
   padding: 8px 10px; border-radius: 8px; border: 1px solid var(--border-color-primary); margin: 6px 0; }
-.ins-lt { border-radius: 3px; padding: 1px 0; color: #111827; }
+.ins-lt { border-radius: 3px; padding: 1px 0; color: #111827; cursor: pointer; }
+.ins-lt:hover { outline: 1px solid var(--color-accent); }
 .ins-lt.ins-first { color: var(--body-text-color-subdued); }
 .ins-lt.ins-on { outline: 2px solid #f97316; }
 @media (max-width: 700px) {

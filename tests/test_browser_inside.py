@@ -69,6 +69,11 @@ def drive(page, width: int) -> int:
     rows = page.locator("#ins-s-attention tbody tr")
     assert rows.count() == 6 and "masked" in rows.nth(5).inner_text()
     assert page.locator("#ins-output .ins-lt.ins-on").count() == 1  # token 5, predicted from 0..4, outlined
+    # A click on a token of the loss text shows the position that predicted it.
+    page.locator("#ins-output .ins-lt").nth(8).click()
+    wait_info(page, "head 5, token 7")
+    assert page.locator("#ins-token input[type=number]").input_value() == "7"
+    assert page.locator("#ins-output .ins-lt").nth(8).get_attribute("class") == "ins-lt ins-on"
     assert page_width(page) <= width, f"wider than the screen: {page_width(page)} px"
     return n
 

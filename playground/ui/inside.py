@@ -76,9 +76,20 @@ def api_inside(text: str, layer: int, head: int) -> dict:
 
 
 # The map's boxes (and each panel's "↑ map") scroll to their target, the page keeping its address
-# (no #hash navigation); the box of the panel in view is highlighted as the page scrolls.
+# (no #hash navigation); the box of the panel in view is highlighted as the page scrolls; a click on
+# a token of the loss text chooses it.
 GOTO_JS = """
 document.addEventListener('click', (e) => {
+  // A token of the loss text chooses the position that predicted it: its number goes into the
+  // token slider's box, and the box's blur is the slider's release (Gradio's own event).
+  const tok = e.target.closest('.ins-lt[data-t]');
+  const box = document.querySelector('#ins-token input[type=number]');
+  if (tok && box) {
+    box.value = tok.dataset.t;
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+    box.dispatchEvent(new FocusEvent('blur'));
+    return;
+  }
   const link = e.target.closest('[data-goto]');
   if (!link || !link.closest('#ins-map, .ins-panel')) return;
   e.preventDefault();
