@@ -21,7 +21,7 @@ T0 = time.perf_counter()
 import gradio as gr  # noqa: E402
 
 from playground.ui import attention, common, embeddings, generation, model, positional, serving, tokenization  # noqa: E402
-from playground.ui import compare  # noqa: E402
+from playground.ui import compare, inside  # noqa: E402
 from playground.model_source import ModelSource, ModelSourceError, describe, resolve, shipped  # noqa: E402
 from playground import resources  # noqa: E402
 from playground.ui.startup import prepare_model, warm_up_in_background  # noqa: E402
@@ -31,8 +31,8 @@ HEADER = (
     "# GPT Playground\n"
     "See, hands on, how a GPT works: a small decoder-only transformer this project trained on "
     "Shakespeare, served by onnxruntime. Go through the tabs in order: text becomes tokens, "
-    "tokens become vectors, positions are added, attention mixes each token with those before it, the "
-    "model picks the next token, and Compare sets the model beside its untrained self."
+    "tokens become vectors, positions are added, attention mixes each token with those before it, one "
+    "forward pass is laid open stage by stage, the model picks the next token, and Compare sets the model beside its untrained self."
 )
 
 
@@ -59,11 +59,13 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
                 positional.build()
             with gr.Tab("4 · Attention", id="attention"):
                 attention.build()
-            with gr.Tab("5 · Text generation", id="generation"):
+            with gr.Tab("5 · Inside the model", id="inside"):
+                inside.build()
+            with gr.Tab("6 · Text generation", id="generation"):
                 generation.build()
-            with gr.Tab("6 · Model", id="model"):
+            with gr.Tab("7 · Model", id="model"):
                 model.build(onnx_files, training_log=source.weights_dir / "training_log.json")
-            with gr.Tab("7 · Compare", id="compare"):
+            with gr.Tab("8 · Compare", id="compare"):
                 compare.build()
     # A small Space: each concurrency group (see playground/ui/common.py) has its own cap, so
     # light tabs never queue behind generations; past QUEUE_MAX_SIZE waiting, "queue is full".
@@ -101,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         server_name=os.environ.get("GRADIO_SERVER_NAME") or None,
         server_port=int(os.environ["GRADIO_SERVER_PORT"]) if os.environ.get("GRADIO_SERVER_PORT") else None,
         theme=common.THEME,
-        css=common.CSS,
+        css=common.CSS + inside.CSS,
         js=common.JS,
         footer_links=["api", "gradio"],
         # Hardening for a public Space: no tab takes a file, so uploads (which Gradio accepts on

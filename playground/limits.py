@@ -42,6 +42,11 @@ MAX_SIMILARITY_POSITIONS = 256  # the positions x positions similarity heatmap i
 MAX_ATTENTION_CHARS = 2_000
 MAX_ATTENTION_TOKENS = 64  # beyond this the token labels of a heatmap are unreadable
 
+# --- Inside the model tab ----------------------------------------------------------------------
+# The Attention tab's limits: the same rows of tokens, one forward pass kept per text.
+MAX_INSIDE_CHARS = MAX_ATTENTION_CHARS
+MAX_INSIDE_TOKENS = MAX_ATTENTION_TOKENS
+
 # --- Text generation tab (used by the generation logic) ----------------------------------------
 MAX_PROMPT_CHARS = 4_000  # prompts longer than the context (in tokens) keep their last tokens
 MIN_NEW_TOKENS, MAX_NEW_TOKENS = 1, 512

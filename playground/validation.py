@@ -23,6 +23,7 @@ __all__ = [
     "validate_token_ids",
     "parse_int_list",
     "format_number",
+    "validate_layer_head",
 ]
 
 # Whitespace control characters are ordinary text; every other C0/C1 control character (NUL
@@ -202,3 +203,11 @@ def parse_int_list(text: Any, *, name: str = "token ids", max_chars: int, max_co
         if len(item) > _MAX_INT_DIGITS:
             raise InputError(f"{name}: item {position} is a number of {len(item):,} digits, far out of range")
     return [int(item) for item in items]
+
+
+def validate_layer_head(layer: Any, head: Any, *, n_layer: int, n_head: int) -> tuple[int, int]:
+    """A layer and a head of a model with ``n_layer`` layers of ``n_head`` heads, both 0-based."""
+    return (
+        validate_int(layer, name="layer", minimum=0, maximum=n_layer - 1),
+        validate_int(head, name="head", minimum=0, maximum=n_head - 1),
+    )

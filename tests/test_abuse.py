@@ -41,6 +41,7 @@ ENDPOINTS = {  # name -> a valid argument list
     "positional_encoding": [4, 4, 10000],
     "generate": ["ROMEO:", 2, 0.8, 50, 0.95, 1],
     "attention": ["hello everyone", 0, 0],
+    "inside": ["hello everyone", 0, 0],
     "compare": ["ROMEO:", "king", "hello everyone"],
 }
 PARAMETERS = {
@@ -50,6 +51,7 @@ PARAMETERS = {
     "positional_encoding": "d_model, n_positions, base",
     "generate": "prompt, max_new_tokens, temperature, top_k, top_p, seed",
     "attention": "text, layer, head",
+    "inside": "text, layer, head",
     "compare": "prompt, word, sentence",
 }
 

@@ -19,6 +19,7 @@ ENDPOINTS = {
     "/positional_encoding": ["d_model", "n_positions", "base"],
     "/generate": ["prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed"],
     "/attention": ["text", "layer", "head"],
+    "/inside": ["text", "layer", "head"],
     "/compare": ["prompt", "word", "sentence"],
 }
 
@@ -248,6 +249,35 @@ def test_attention_is_causal_and_rows_sum_to_one(client):
 def test_attention_refuses_a_layer_out_of_range(client):
     with pytest.raises(AppError, match="layer"):
         client.predict("hello everyone", 99, 0, api_name="/attention")
+
+
+# --- /inside: one forward pass, stage by stage (issue 22) -----------------------------------------
+
+
+def test_inside_gives_losses_the_lens_and_compares_loss(client):
+    text = "ROMEO: What say you to"
+    out = client.predict(text, 5, 7, api_name="/inside")
+    n = len(out["tokens"])
+    assert out["tokens"][:2] == ["ROM", "EO"] and len(out["ids"]) == n
+    assert len(out["token_losses"]) == n - 1 and all(x >= 0 for x in out["token_losses"])
+    assert out["loss"] == pytest.approx(sum(out["token_losses"]) / (n - 1), abs=1e-5)
+    # The Compare tab's loss on the same text (its first model is the one shown).
+    compared = client.predict(text, "king", "hello", api_name="/compare")["models"][0]
+    assert out["loss"] == pytest.approx(compared["prompt_loss"], abs=1e-3)  # /compare rounds to 4 decimals
+    assert out["uniform_loss"] == pytest.approx(math.log(50257), abs=1e-5)
+    lens = out["logit_lens"]
+    assert len(lens) == 6 and all(len(row) == 5 for row in lens)
+    # The last layer's lens is the model's own top 5 (Compare's candidates of the same prompt).
+    assert lens[-1] == [c["token"] for c in compared["candidates"][:5]]
+    assert (out["layer"], out["head"], out["token"]) == (5, 7, n - 1)
+    assert len(out["attention"]["weights"]) == n and out["hidden_max_diff"] < 1e-4
+
+
+def test_inside_refuses_bad_input_with_a_message(client):
+    with pytest.raises(AppError, match="layer must be from 0 to 5"):
+        client.predict("hello everyone", 6, 0, api_name="/inside")
+    with pytest.raises(AppError, match="text is empty"):
+        client.predict("", 0, 0, api_name="/inside")
 
 
 # --- the queue ----------------------------------------------------------------------------------

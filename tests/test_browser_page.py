@@ -27,7 +27,10 @@ TABS = [
     ("Tokenization", "tokenization", "Embeddings"),
     ("Embeddings", "embeddings", "Positional encoding"),
     ("Positional encoding", "positional_encoding", "Attention"),
+    # Attention's closing link is in playground/ui/attention.py, owned by another change: it still
+    # leads to Text generation until it is pointed at Inside the model.
     ("Attention", "attention", "Text generation"),
+    ("Inside the model", "inside", "Text generation"),
     ("Text generation", "text_generation", "Model"),
     ("Model", "model", "Compare"),
     ("Compare", "compare", None),
@@ -51,7 +54,8 @@ def open_tab(page, name: str) -> None:
         box = more.bounding_box()
         assert box and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], f"'More tabs' off screen: {box}"
         more.click()
-        item = page.locator(".overflow-dropdown button", has_text=name)
+        # The whole label ("7 · Model"): has_text alone also matched "5 · Inside the model".
+        item = page.locator(".overflow-dropdown button", has_text=re.compile(rf"· {re.escape(name)}$"))
         item_box = item.bounding_box()
         assert item_box and item_box["x"] >= 0 and item_box["x"] + item_box["width"] <= PHONE["width"], item_box
         item.click()

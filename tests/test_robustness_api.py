@@ -26,6 +26,7 @@ NORMAL: dict[str, tuple[tuple[Any, ...], str]] = {
     "/positional_encoding": ((4, 4, 10000), "table"),
     "/generate": (("ROMEO:", 2, 0.8, 50, 0.95, 1), "completion"),
     "/attention": (("hello everyone", 0, 0), "weights"),
+    "/inside": (("hello everyone", 0, 0), "token_losses"),
 }
 GEN = ("ROMEO:", 2, 0.8, 50, 0.95, 1)  # prompt, max_new_tokens, temperature, top_k, top_p, seed
 
@@ -118,6 +119,10 @@ BAD = [
     Bad("attention-layer-text", "/attention", ("hello", "x", 0), ("layer must be a number", "'x'")),
     Bad("attention-layer-fraction", "/attention", ("hello", 0.5, 0), ("layer", "whole number from 0 to 5")),
     Bad("attention-head-none", "/attention", ("hello", 0, None), ("head must be a number", "None")),
+    Bad("inside-empty", "/inside", ("", 0, 0), ("text is empty", "1 to 2,000 characters")),
+    Bad("inside-too-many-tokens", "/inside", ("the " * 100, 0, 0), ("101 tokens", "limit here is 64 tokens")),
+    Bad("inside-layer-6", "/inside", ("hello", 6, 0), ("layer", "from 0 to 5")),
+    Bad("inside-head-text", "/inside", ("hello", 0, "x"), ("head must be a number", "'x'")),
 ]
 
 

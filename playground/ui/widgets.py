@@ -21,6 +21,7 @@ __all__ = [
     "error_html",
     "next_tab",
     "neighbours_table",
+    "layer_head_sliders",
 ]
 
 # CSS classes (their rules are in common.CSS): a section holds an input, its error slot and its
@@ -117,3 +118,11 @@ def neighbours_table(value: Any, *, label: str, elem_id: str, max_rows: int, **k
         value, headers=NEIGHBOUR_HEADERS, interactive=False, label=label, elem_id=elem_id,
         max_height=40 * max_rows + 60, wrap=True, column_widths=["13%", "29%", "18%", "19%", "21%"], **kwargs,
     )
+
+
+def layer_head_sliders(n_layer: int, n_head: int, *, prefix: str) -> tuple[gr.Slider, gr.Slider]:
+    """A layer and a head slider (0-based, their ranges in their labels), ids ``<prefix>-layer``
+    and ``<prefix>-head``."""
+    layer = gr.Slider(0, n_layer - 1, value=0, step=1, label=f"Layer (0–{n_layer - 1})", elem_id=f"{prefix}-layer")
+    head = gr.Slider(0, n_head - 1, value=0, step=1, label=f"Head (0–{n_head - 1})", elem_id=f"{prefix}-head")
+    return layer, head

@@ -1,0 +1,63 @@
+"""Time each control change of the Inside the model tab on a 64-token text (a benchmark, not a test):
+
+    python -m playground.bench_inside [--repeats 5]
+
+A new text computes the whole pass (a cache miss: each repeat changes the text's last word) and
+draws every panel; a new layer, head or token only redraws, from the kept pass, the panels it
+changes (a head: the map and the attention panel). The times are
+those of the page's own handlers (``playground.ui.inside``), with PyTorch on the cores the app
+gives it (``resources.budget_cpu``). docs/app.md keeps the measured figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from playground import limits, resources
+from playground.tokens import decode, encode
+
+BASE = (
+    "ROMEO:\nBut soft, what light through yonder window breaks? It is the east, and Juliet is the sun. "
+    "Arise, fair sun, and kill the envious moon, Who is already sick and pale with grief, That thou her maid "
+    "art far more fair than she"
+)
+
+
+def text_of(n_tokens: int, variant: int) -> str:
+    """A text of exactly ``n_tokens`` tokens whose last token changes with ``variant``."""
+    ids = encode(BASE * (1 + n_tokens // 40))[: n_tokens - 1]
+    return decode(ids) + f" {variant % 10}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--tokens", type=int, default=limits.MAX_INSIDE_TOKENS)
+    args = ap.parse_args(argv)
+    threads = resources.budget_cpu()
+    from playground.ui.inside import ui_head, ui_layer, ui_run, ui_token
+
+    ui_run(text_of(args.tokens, 9), 0, 0)  # load the model and warm up
+    times: dict[str, list[float]] = {"text": [], "layer": [], "head": [], "token": []}
+    for r in range(args.repeats):
+        text = text_of(args.tokens, r)
+        assert len(encode(text)) == args.tokens, len(encode(text))
+        steps = [
+            ("text", lambda: ui_run(text, 0, 0)),
+            ("layer", lambda: ui_layer(text, 3, 0, args.tokens - 1)),
+            ("head", lambda: ui_head(text, 3, 5, args.tokens - 1)),
+            ("token", lambda: ui_token(text, 3, 5, args.tokens // 2)),
+        ]
+        for name, step in steps:
+            t0 = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - t0)
+    print(f"Inside the model, {args.tokens}-token text, {args.repeats} repeats, PyTorch on {threads} thread(s):")
+    for name, ts in times.items():
+        print(f"  {name:6s} change: median {statistics.median(ts) * 1000:6.0f} ms   max {max(ts) * 1000:6.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,307 @@
+"""Inside the model: one forward pass of the model shown, stage by stage, on the learner's text.
+
+Every stage is computed by hand from the block's own parameters, in the seeds' terms and shapes
+(no module of the model is called): the embedding lookup plus the position rows, LayerNorm with
+its mean, standard deviation, gamma and beta, ``c_attn`` split into Q, K and V and reshaped
+``(T, d_model) -> (n_head, T, head_dim)``, ``q @ k^T / sqrt(head_dim)``, the causal mask,
+softmax, ``@ V``, the heads concatenated, ``c_proj``, the residual adds, the feed-forward network
+(``c_fc``, tanh-GELU, ``c_proj``), the final LayerNorm and ``logits = h @ E^T`` with the same
+matrix E as the embedding. The logit lens applies that last step after every layer.
+
+The whole pass is computed once per (model, text) and kept in a small LRU cache, so that moving
+the layer, head or token control only re-reads it. The model's own forward pass checks it
+(``hidden_max_diff``). No Gradio here; the panels are drawn by :mod:`playground.inside_view`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from model import GPT
+
+from . import limits
+from .resources import get_model
+from .tokens import encode_prompt, token_labels, token_text
+from .validation import validate_int, validate_layer_head
+
+__all__ = [
+    "EXAMPLE_TEXTS",
+    "LENS_K",
+    "TOP_K",
+    "LayerTrace",
+    "ForwardPass",
+    "InsideResult",
+    "forward_pass",
+    "inside",
+    "layer_norm",
+    "gelu_tanh",
+]
+
+EXAMPLE_TEXTS = (
+    "ROMEO:\nBut soft, what light through yonder window breaks? It is the east, and Juliet is the sun.",
+    "To be, or not to be, that is the question",
+    "The king is dead, long live the king",
+)
+LENS_K = 5  # next tokens the logit lens lists per layer
+TOP_K = 10  # candidates listed at the output
+CACHE_SIZE = 4  # passes kept (about 9 MB each for the shipped model on 64 tokens)
+
+
+@dataclass(frozen=True)
+class LayerTrace:
+    """One block's stages for every token; shapes in the names' comments (T tokens, C = d_model,
+    H heads of D = head_dim, F = 4 * d_model units)."""
+
+    x_in: np.ndarray  # [T, C] the residual stream entering the block
+    ln1_mean: np.ndarray  # [T]
+    ln1_std: np.ndarray  # [T] sqrt(var + eps)
+    ln1_out: np.ndarray  # [T, C]
+    q: np.ndarray  # [H, T, D]
+    k: np.ndarray  # [H, T, D]
+    v: np.ndarray  # [H, T, D]
+    scores: np.ndarray  # [H, T, T] q @ k^T / sqrt(D), before the mask
+    weights: np.ndarray  # [H, T, T] softmax of the masked scores: rows sum to 1, zeros above the diagonal
+    head_out: np.ndarray  # [H, T, D] weights @ v
+    concat: np.ndarray  # [T, C] the heads side by side
+    attn_out: np.ndarray  # [T, C] c_proj(concat)
+    x_mid: np.ndarray  # [T, C] x_in + attn_out
+    ln2_mean: np.ndarray  # [T]
+    ln2_std: np.ndarray  # [T]
+    ln2_out: np.ndarray  # [T, C]
+    fc: np.ndarray  # [T, F] c_fc(ln2_out), before GELU
+    gelu: np.ndarray  # [T, F]
+    mlp_out: np.ndarray  # [T, C] c_proj(gelu)
+    x_out: np.ndarray  # [T, C] x_mid + mlp_out
+
+
+@dataclass(frozen=True)
+class ForwardPass:
+    """The whole pass of ``model`` on ``ids``."""
+
+    model: GPT = field(repr=False)
+    ids: list[int]
+    tokens: list[str]
+    tok_emb: np.ndarray = field(repr=False)  # [T, C] rows of E (wte)
+    pos_emb: np.ndarray = field(repr=False)  # [T, C] rows of the position table
+    x0: np.ndarray = field(repr=False)  # [T, C] tok_emb + pos_emb: the first block's input
+    layers: list[LayerTrace] = field(repr=False)
+    lnf_mean: np.ndarray = field(repr=False)  # [T]
+    lnf_std: np.ndarray = field(repr=False)  # [T]
+    h: np.ndarray = field(repr=False)  # [T, C] after ln_f: the last hidden state
+    top_ids: np.ndarray = field(repr=False)  # [T, TOP_K] most probable next tokens at each position
+    top_logits: np.ndarray = field(repr=False)  # [T, TOP_K]
+    top_probs: np.ndarray = field(repr=False)  # [T, TOP_K]
+    logsumexp: np.ndarray = field(repr=False)  # [T] of the logits: p = exp(logit - logsumexp)
+    token_losses: np.ndarray = field(repr=False)  # [T-1] -ln p(ids[i+1] | ids[:i+1]), nats
+    next_logits: np.ndarray = field(repr=False)  # [T-1] the logit of the token that came next
+    next_ranks: np.ndarray = field(repr=False)  # [T-1] its rank among the vocabulary (1 = top)
+    hidden_max_diff: float  # the last hidden state h vs the model's own forward pass
+    _lens: dict[int, list[list[tuple[int, float]]]] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def loss(self) -> float | None:
+        """Mean cross-entropy of the text (nats); None for one token (nothing to predict)."""
+        return float(self.token_losses.mean()) if len(self.token_losses) else None
+
+    def logits(self) -> np.ndarray:
+        """[T, V] logits recomputed from ``h`` and the tied matrix E (not kept: 13 MB each)."""
+        with torch.inference_mode():
+            return _np(torch.from_numpy(self.h) @ self.model.wte.weight.T)
+
+    def lens(self, position: int) -> list[list[tuple[int, float]]]:
+        """The logit lens at ``position``: per layer, the top ``LENS_K`` (id, probability) if the
+        model stopped after that layer (ln_f, then @ E^T). Worked out on first use per position
+        (one small matmul) and kept: the last layer's is the model's own output."""
+        if position not in self._lens:
+            with torch.inference_mode():
+                x = torch.from_numpy(np.stack([t.x_out[position] for t in self.layers]))  # [n_layer, C]
+                logits = _output_head(x, self.model)[0]
+                probs, ids = torch.topk(F.softmax(logits, dim=-1), LENS_K, dim=-1)
+            self._lens[position] = [
+                [(int(i), float(p)) for i, p in zip(row_i, row_p)] for row_i, row_p in zip(ids.tolist(), probs.tolist())
+            ]
+        return self._lens[position]
+
+
+def layer_norm(x: torch.Tensor, ln: torch.nn.LayerNorm) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(mean, std, out) of LayerNorm by hand: out = (x - mean) / sqrt(var + eps) * gamma + beta,
+    the variance the biased one (divided by d_model), as torch.nn.LayerNorm."""
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    std = torch.sqrt(var + ln.eps)
+    return mean[..., 0], std[..., 0], (x - mean) / std * ln.weight + ln.bias
+
+
+def gelu_tanh(u: torch.Tensor) -> torch.Tensor:
+    """GPT-2's GELU: 0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3)))."""
+    return 0.5 * u * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().float().numpy().copy()
+
+
+def _output_head(x: torch.Tensor, model: GPT) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """ln_f, then logits = h @ E^T with the embedding matrix E: (logits [T, V], mean, std, h)."""
+    mean, std, h = layer_norm(x, model.ln_f)
+    return h @ model.wte.weight.T, mean, std, h
+
+
+@torch.inference_mode()
+def forward_pass(model: GPT, ids: list[int]) -> ForwardPass:
+    """Every stage of ``model`` on ``ids`` (at most block_size of them), by hand."""
+    cfg = model.config
+    T, C, H, D = len(ids), cfg.d_model, cfg.n_head, cfg.head_dim
+    idx = torch.tensor(ids, dtype=torch.long)
+    E = model.wte.weight  # [V, C]: the embedding table, and (transposed) the output head
+    tok = E[idx]
+    pos = model.position_table()[:T]
+    x = tok + pos
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    layers: list[LayerTrace] = []
+    for block in model.blocks:
+        x_in = x
+        m1, s1, ln1 = layer_norm(x, block.ln_1)
+        qkv = ln1 @ block.attn.c_attn.weight.T + block.attn.c_attn.bias  # [T, 3C]
+        q, k, v = (m.reshape(T, H, D).transpose(0, 1) for m in qkv.split(C, dim=-1))  # [H, T, D] each
+        scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # [H, T, T]
+        weights = F.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+        head_out = weights @ v  # [H, T, D]
+        concat = head_out.transpose(0, 1).reshape(T, C)  # [T, C]: head h in columns h*D .. h*D+D-1
+        attn_out = concat @ block.attn.c_proj.weight.T + block.attn.c_proj.bias
+        x_mid = x_in + attn_out
+        m2, s2, ln2 = layer_norm(x_mid, block.ln_2)
+        fc = ln2 @ block.mlp.c_fc.weight.T + block.mlp.c_fc.bias
+        act = gelu_tanh(fc)
+        mlp_out = act @ block.mlp.c_proj.weight.T + block.mlp.c_proj.bias
+        x = x_mid + mlp_out
+        layers.append(LayerTrace(
+            _np(x_in), _np(m1), _np(s1), _np(ln1), _np(q), _np(k), _np(v), _np(scores), _np(weights),
+            _np(head_out), _np(concat), _np(attn_out), _np(x_mid), _np(m2), _np(s2), _np(ln2), _np(fc),
+            _np(act), _np(mlp_out), _np(x),
+        ))
+    logits, mf, sf, h = _output_head(x, model)  # [T, V]
+    # log_softmax as the loss of training and of the Compare tab computes it (float32: a
+    # logsumexp over 50,257 terms rounds differently by up to 5e-5 nats).
+    logp = F.log_softmax(logits, dim=-1)
+    lse = logits[:, 0] - logp[:, 0]
+    top_logits, top_ids = torch.topk(logits, TOP_K, dim=-1)
+    nxt = idx[1:]
+    next_logits = logits[:-1].gather(1, nxt[:, None])[:, 0]
+    losses = -logp[:-1].gather(1, nxt[:, None])[:, 0]  # -ln p(the token that came next)
+    ranks = (logits[:-1] > next_logits[:, None]).sum(-1) + 1
+    # The model's own forward pass (its modules, its fused attention kernel) up to the last
+    # hidden state; the output head after it is the same matmul with the same E.
+    reference = model(idx[None], return_hidden=True)[0]
+    return ForwardPass(
+        model=model, ids=list(ids), tokens=token_labels(ids), tok_emb=_np(tok), pos_emb=_np(pos), x0=_np(tok + pos),
+        layers=layers, lnf_mean=_np(mf), lnf_std=_np(sf), h=_np(h), top_ids=top_ids.numpy().copy(),
+        top_logits=_np(top_logits), top_probs=_np(logp.gather(1, top_ids).exp()), logsumexp=_np(lse),
+        token_losses=_np(losses).astype(np.float64), next_logits=_np(next_logits), next_ranks=ranks.numpy().copy(),
+        hidden_max_diff=float((h - reference).abs().max()),
+    )
+
+
+# --- the cache: one pass per (model, text), the most recent few --------------------------------
+
+_cache: OrderedDict[tuple[int, tuple[int, ...]], ForwardPass] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def cached_pass(model: GPT, ids: list[int]) -> ForwardPass:
+    """:func:`forward_pass`, kept for the last ``CACHE_SIZE`` (model, ids) pairs. The entry holds
+    its model, so an id() reused by another model after garbage collection never matches."""
+    key = (id(model), tuple(ids))
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None and hit.model is model:
+            _cache.move_to_end(key)
+            return hit
+    result = forward_pass(model, ids)  # outside the lock: two texts may compute at once
+    with _cache_lock:
+        _cache[key] = result
+        _cache.move_to_end(key)
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return result
+
+
+# --- one request: a pass and the layer, head and token it shows --------------------------------
+
+
+@dataclass(frozen=True)
+class InsideResult:
+    """A forward pass and the layer, head and token position chosen to show."""
+
+    fp: ForwardPass = field(repr=False)
+    layer: int
+    head: int
+    token: int
+
+    @property
+    def trace(self) -> LayerTrace:
+        return self.fp.layers[self.layer]
+
+    def lens(self, position: int) -> list[list[tuple[str, float]]]:
+        """Per layer, the top next tokens (text, probability) at ``position``."""
+        return [[(token_text(i), p) for i, p in row] for row in self.fp.lens(position)]
+
+    def to_dict(self, decimals: int = 5) -> dict[str, Any]:
+        """JSON-ready: the contract's ``tokens``, ``token_losses``, ``logit_lens`` (at the last
+        position), and the numbers the tab shows for the chosen layer, head and token."""
+        fp, tr, cfg = self.fp, self.trace, self.fp.model.config
+        t, h, r = self.token, self.head, lambda a: np.round(np.asarray(a, dtype=np.float64), decimals).tolist()
+        w = tr.weights[h, t, : t + 1]
+        fired = tr.gelu[t] > 0
+        strongest = np.argsort(-tr.gelu[t])[:5]
+        vocab = cfg.vocab_size
+        return {
+            "tokens": fp.tokens,
+            "ids": fp.ids,
+            "token_losses": [round(float(x), 6) for x in fp.token_losses],
+            "loss": None if fp.loss is None else round(fp.loss, 6),
+            "uniform_loss": round(math.log(vocab), 6),
+            "logit_lens": [[text for text, _ in row] for row in self.lens(len(fp.ids) - 1)],
+            "logit_lens_probabilities": [[round(p, 6) for _, p in row] for row in self.lens(len(fp.ids) - 1)],
+            "layer": self.layer,
+            "head": h,
+            "token": t,
+            "config": {"n_layer": cfg.n_layer, "n_head": cfg.n_head, "d_model": cfg.d_model,
+                       "head_dim": cfg.head_dim, "d_ff": 4 * cfg.d_model, "vocab_size": vocab},
+            "embedding": {"token_first": r(fp.tok_emb[t, :8]), "position_first": r(fp.pos_emb[t, :8]), "sum_first": r(fp.x0[t, :8])},
+            "layer_norm": {"mean": round(float(tr.ln1_mean[t]), decimals), "std": round(float(tr.ln1_std[t]), decimals),
+                           "out_first": r(tr.ln1_out[t, :8])},
+            "attention": {"scores": r(tr.scores[h, t, : t + 1]), "weights": r(w), "head_out_first": r(tr.head_out[h, t, :8])},
+            "residual": {
+                "norm_in": [round(float(np.linalg.norm(x.x_in[t])), decimals) for x in fp.layers],
+                "attention_added": [round(float(np.linalg.norm(x.attn_out[t])), decimals) for x in fp.layers],
+                "mlp_added": [round(float(np.linalg.norm(x.mlp_out[t])), decimals) for x in fp.layers],
+                "norm_out": [round(float(np.linalg.norm(x.x_out[t])), decimals) for x in fp.layers],
+            },
+            "ffn": {"units": int(tr.gelu.shape[1]), "fired": int(fired.sum()),
+                    "strongest": [{"unit": int(u), "value": round(float(tr.gelu[t, u]), decimals)} for u in strongest]},
+            "candidates": [{"id": int(i), "token": token_text(int(i)), "probability": round(float(p), 6)}
+                           for i, p in zip(fp.top_ids[t], fp.top_probs[t])],
+            "hidden_max_diff": fp.hidden_max_diff,
+        }
+
+
+def inside(text: Any, layer: Any = 0, head: Any = 0, token: Any = None, model: GPT | None = None) -> InsideResult:
+    """The pass of the model shown (or ``model``) on ``text``, showing ``layer`` and ``head``
+    (0-based) at token position ``token`` (None: the last token)."""
+    model = model or get_model()
+    cfg = model.config
+    max_tokens = min(limits.MAX_INSIDE_TOKENS, cfg.block_size)
+    ids = encode_prompt(text, name="text", max_chars=limits.MAX_INSIDE_CHARS, max_tokens=max_tokens)
+    layer, head = validate_layer_head(layer, head, n_layer=cfg.n_layer, n_head=cfg.n_head)
+    # ids is never empty: validate_text refuses empty text, and any other text is 1 token or more
+    position = len(ids) - 1 if token is None else validate_int(token, name="token", minimum=0, maximum=len(ids) - 1)
+    return InsideResult(cached_pass(model, ids), layer, head, position)

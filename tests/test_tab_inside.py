@@ -1,0 +1,264 @@
+"""Inside the model tab: the stages of one forward pass recompose the model's logits (PyTorch and
+the ONNX file), the per-token losses give the Compare tab's loss, the logit lens ends on the
+model's own top 5, the cache is bounded, bad input is refused with a message."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from playground import inside as ins
+from playground import limits
+from playground.compare import next_token
+from playground.inside import inside
+from playground.inside_view import STAGES, map_html, panels, residual_figure
+from playground.resources import get_model
+from playground.validation import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = "ROMEO:\nBut soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
+
+
+@pytest.fixture(scope="module")
+def result():
+    return inside(TEXT, layer=2, head=3)
+
+
+def _t(a: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(a))
+
+
+@torch.inference_mode()
+def recompose_logits(fp: ins.ForwardPass) -> torch.Tensor:
+    """The final logits [T, V] rebuilt from the stage tensors alone: each stage is checked to be
+    the arithmetic of the ones before it (with the block's parameters where a stage multiplies by
+    them), and the stream is carried from the embedding to the output by the stored residual adds."""
+    model, cfg = fp.model, fp.model.config
+    T, C, H, D = len(fp.ids), cfg.d_model, cfg.n_head, cfg.head_dim
+    E = model.wte.weight
+    x = _t(fp.tok_emb) + _t(fp.pos_emb)
+    torch.testing.assert_close(_t(fp.tok_emb), E[torch.tensor(fp.ids)], rtol=0, atol=0)
+    for layer, (tr, block) in enumerate(zip(fp.layers, model.blocks)):
+        torch.testing.assert_close(_t(tr.x_in), x, rtol=0, atol=1e-6, msg=f"layer {layer}: x_in")
+        ln1 = (x - _t(tr.ln1_mean)[:, None]) / _t(tr.ln1_std)[:, None] * block.ln_1.weight + block.ln_1.bias
+        torch.testing.assert_close(_t(tr.ln1_out), ln1, rtol=0, atol=1e-5)
+        # the heads' outputs: softmax weights (rows sum to 1, zero above the diagonal) @ V
+        w = _t(tr.weights)
+        assert torch.all(torch.triu(w, diagonal=1) == 0)
+        torch.testing.assert_close(w.sum(-1), torch.ones(H, T), rtol=0, atol=1e-5)
+        torch.testing.assert_close(_t(tr.head_out), w @ _t(tr.v), rtol=0, atol=1e-5)
+        torch.testing.assert_close(_t(tr.scores), _t(tr.q) @ _t(tr.k).transpose(-2, -1) / math.sqrt(D), rtol=0, atol=1e-5)
+        concat = _t(tr.head_out).transpose(0, 1).reshape(T, C)
+        torch.testing.assert_close(_t(tr.concat), concat, rtol=0, atol=0)
+        attn = concat @ block.attn.c_proj.weight.T + block.attn.c_proj.bias
+        x = x + attn
+        torch.testing.assert_close(_t(tr.x_mid), x, rtol=0, atol=1e-6)
+        mlp = _t(tr.gelu) @ block.mlp.c_proj.weight.T + block.mlp.c_proj.bias
+        torch.testing.assert_close(_t(tr.gelu), torch.nn.functional.gelu(_t(tr.fc), approximate="tanh"), rtol=0, atol=1e-5)
+        x = x + mlp
+    h = (x - _t(fp.lnf_mean)[:, None]) / _t(fp.lnf_std)[:, None] * model.ln_f.weight + model.ln_f.bias
+    return h @ E.T  # the output head is the embedding matrix, transposed
+
+
+def test_stages_recompose_the_models_logits(result):
+    fp = result.fp
+    logits = recompose_logits(fp)
+    with torch.inference_mode():
+        reference = get_model()(torch.tensor([fp.ids]))[0][0]
+    diff = float((logits - reference).abs().max())
+    print(f"recomposed logits vs the model's forward: {diff:.2e}")
+    assert diff <= 1e-5
+    assert fp.hidden_max_diff <= 1e-5
+
+
+@torch.inference_mode()
+def test_every_layer_matches_the_models_own_modules(result):
+    """The stream after each block and the attention weights, against the model's modules run as
+    they are (Block.forward, output_attentions=True): independent of the by-hand stages."""
+    fp, model = result.fp, get_model()
+    idx = torch.tensor([fp.ids])
+    out = model(idx, output_attentions=True)
+    x = model.wte(idx) + model.position_table()[: len(fp.ids)]
+    for layer, (tr, block) in enumerate(zip(fp.layers, model.blocks)):
+        np.testing.assert_allclose(tr.weights, out.attentions[layer][0].numpy(), atol=1e-5, err_msg=f"layer {layer}")
+        np.testing.assert_allclose(tr.ln1_out, block.ln_1(x)[0].numpy(), atol=1e-5)
+        np.testing.assert_allclose(tr.attn_out, block.attn(block.ln_1(x))[0][0].numpy(), atol=1e-5)
+        x = block(x)[0]
+        np.testing.assert_allclose(tr.x_out, x[0].numpy(), atol=2e-5, err_msg=f"layer {layer}")
+        np.testing.assert_allclose(tr.gelu, block.mlp.gelu(block.mlp.c_fc(block.ln_2(_t(tr.x_mid)))).numpy(), atol=1e-5)
+
+
+def test_stages_recompose_the_onnx_files_logits(result):
+    ort = pytest.importorskip("onnxruntime")
+    path = ROOT / "artifacts" / "hub" / "onnx" / "model.onnx"
+    if not path.is_file():
+        pytest.skip("artifacts/hub/onnx/model.onnx is not built (python -m export)")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    fp, cfg = result.fp, get_model().config
+    T = len(fp.ids)
+    feeds = {
+        "input_ids": np.array([fp.ids], dtype=np.int64),
+        "attention_mask": np.ones((1, T), dtype=np.int64),
+        "position_ids": np.arange(T, dtype=np.int64)[None],
+    }
+    for i in session.get_inputs():
+        if i.name.startswith("past_key_values."):
+            feeds[i.name] = np.zeros((1, cfg.n_head, 0, cfg.head_dim), dtype=np.float32)
+    onnx_logits = session.run(["logits"], feeds)[0][0]
+    diff = float(np.abs(recompose_logits(fp).numpy() - onnx_logits).max())
+    print(f"recomposed logits vs the ONNX file: {diff:.2e}")
+    assert diff <= 1e-4
+
+
+def test_token_losses_mean_is_the_compare_tabs_loss(result):
+    fp = result.fp
+    assert len(fp.token_losses) == len(fp.ids) - 1
+    compare_loss = next_token(TEXT, get_model(), "trained model").loss
+    assert fp.loss == pytest.approx(compare_loss, abs=2e-5)
+    # Each value is -ln softmax(logits)[next] of the model's own logits, by definition.
+    with torch.inference_mode():
+        logp = torch.log_softmax(get_model()(torch.tensor([fp.ids]))[0][0], dim=-1)
+    by_definition = -logp[:-1].gather(1, torch.tensor(fp.ids[1:])[:, None])[:, 0].numpy()
+    np.testing.assert_allclose(fp.token_losses, by_definition, atol=2e-5)
+    assert np.all(fp.next_ranks >= 1)
+
+
+def test_logit_lens_ends_on_the_models_own_top5(result):
+    fp = result.fp
+    lens = result.lens(len(fp.ids) - 1)
+    assert len(lens) == get_model().config.n_layer and all(len(row) == ins.LENS_K for row in lens)
+    with torch.inference_mode():
+        p = torch.softmax(get_model()(torch.tensor([fp.ids]))[0][0, -1], dim=-1)
+    top_p, top_i = torch.topk(p, ins.LENS_K)
+    from playground.tokens import token_text
+
+    assert [t for t, _ in lens[-1]] == [token_text(int(i)) for i in top_i]
+    np.testing.assert_allclose([q for _, q in lens[-1]], top_p.numpy(), atol=1e-5)
+    # an earlier layer by hand: ln_f of the stream after layer 0, then @ E^T
+    with torch.inference_mode():
+        model = get_model()
+        x0 = torch.from_numpy(fp.layers[0].x_out[-1])
+        p0 = torch.softmax(model.lm_head(model.ln_f(x0)), dim=-1)
+    assert [t for t, _ in lens[0]] == [token_text(int(i)) for i in torch.topk(p0, ins.LENS_K).indices]
+
+
+def test_layernorm_ffn_and_attention_numbers(result):
+    tr, t = result.trace, result.token
+    ln = get_model().blocks[2].ln_1
+    x = tr.x_in[t]
+    assert tr.ln1_mean[t] == pytest.approx(x.mean(), abs=1e-5)
+    assert tr.ln1_std[t] == pytest.approx(math.sqrt(x.var() + ln.eps), rel=1e-5)  # biased variance, as LayerNorm
+    normalised = (tr.ln1_out[t] - ln.bias.detach().numpy()) / ln.weight.detach().numpy()
+    assert normalised.mean() == pytest.approx(0.0, abs=1e-4) and normalised.std() == pytest.approx(1.0, abs=1e-3)
+    d = result.to_dict()
+    assert d["ffn"]["fired"] == int((tr.gelu[t] > 0).sum()) and d["ffn"]["units"] == 4 * get_model().config.d_model
+    assert d["ffn"]["strongest"][0]["value"] == pytest.approx(float(tr.gelu[t].max()), abs=1e-5)
+    assert len(d["attention"]["weights"]) == t + 1 and sum(d["attention"]["weights"]) == pytest.approx(1.0, abs=1e-4)
+    assert d["residual"]["norm_out"][-1] == pytest.approx(float(np.linalg.norm(result.fp.layers[-1].x_out[t])), abs=1e-4)
+
+
+def test_to_dict_contract(result):
+    d = json.loads(json.dumps(result.to_dict()))
+    assert d["tokens"] == result.fp.tokens and len(d["token_losses"]) == len(d["tokens"]) - 1
+    assert all(isinstance(x, float) and x >= 0 for x in d["token_losses"])
+    assert d["loss"] == pytest.approx(float(np.mean(d["token_losses"])), abs=1e-5)
+    assert d["uniform_loss"] == pytest.approx(math.log(50257), abs=1e-6)
+    assert len(d["logit_lens"]) == 6 and all(len(row) == 5 and all(isinstance(s, str) for s in row) for row in d["logit_lens"])
+    assert d["logit_lens"][-1] == [c["token"] for c in d["candidates"][:5]]
+    assert (d["layer"], d["head"], d["token"]) == (2, 3, len(d["tokens"]) - 1)
+
+
+def test_layer_head_and_token_changes_reuse_the_pass(result):
+    again = inside(TEXT, 5, 7, token=3)
+    assert again.fp is result.fp and (again.layer, again.head, again.token) == (5, 7, 3)
+    for i in range(ins.CACHE_SIZE + 2):
+        inside(f"{TEXT} {i}")
+    assert len(ins._cache) == ins.CACHE_SIZE  # bounded: the oldest passes are dropped
+    assert inside(TEXT).fp is not result.fp
+
+
+def test_one_token_has_no_loss():
+    r = inside("Hi")
+    assert len(r.fp.ids) == 1 and r.fp.loss is None and r.to_dict()["token_losses"] == []
+    assert len(r.to_dict()["logit_lens"]) == get_model().config.n_layer
+    panels(r)  # every panel draws for a single token
+
+
+def test_panels_show_the_chosen_numbers(result):
+    emb, ln, att, res, ffn, lens, out = panels(result)
+    fp, tr, t = result.fp, result.trace, result.token
+    assert all(f'id="ins-s-{anchor}"' in html for (anchor, _, _), html in zip(STAGES, panels(result)))
+    assert f"{tr.ln1_mean[t]:.3f}".replace("-", "−") in ln
+    assert f"{int((tr.gelu[t] > 0).sum())} of 1024" in ffn
+    assert "(8, " in att and ", 32)" in att  # the reshape (T, d_model) -> (n_head, T, head_dim)
+    assert f"{fp.loss:.3f}" in out and "10.825" in out  # the loss beside ln V
+    assert out.count('class="ins-lt') == len(fp.ids)  # every token of the text, coloured by its loss
+    assert "after layer 5 = the output" in lens
+    fig = residual_figure(result)
+    np.testing.assert_allclose(fig.data[0].y, [np.linalg.norm(x.attn_out[t]) for x in fp.layers], rtol=1e-6)
+    page_map = map_html(get_model().config, 2, 3, len(fp.ids))
+    for anchor, _, _ in STAGES:
+        assert f'data-goto="ins-s-{anchor}"' in page_map
+    assert page_map.count("ins-chip ins-on") == 2  # the chosen layer and head
+
+
+def test_untrained_model_loss_is_about_ln_v():
+    from playground.compare import untrained_like
+
+    r = inside(TEXT, model=untrained_like(get_model()))
+    assert abs(r.fp.loss - math.log(50257)) < 0.6
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("", 0, 0), "empty"),
+        (("   ", 0, 0), "empty"),
+        ((None, 0, 0), "empty"),
+        ((123, 0, 0), "must be text"),
+        ((TEXT, -1, 0), "layer"),
+        ((TEXT, 6, 0), "layer must be from 0 to 5"),
+        ((TEXT, 0, 8), "head must be from 0 to 7"),
+        ((TEXT, 0, float("nan")), "head"),
+        ((TEXT, "1; import os", 0), "layer must be a number"),
+        ((TEXT, 0.5, 0), "whole number"),
+        ((TEXT, [1], 0), "layer must be a number"),
+        (("word " * (limits.MAX_INSIDE_TOKENS + 1), 0, 0), "tokens long"),
+        (("x" * (limits.MAX_INSIDE_CHARS + 1), 0, 0), "characters"),
+        (("bad\x00text", 0, 0), "control character"),
+    ],
+)
+def test_refuses_bad_input(args, fragment):
+    with pytest.raises(InputError, match=fragment):
+        inside(*args)
+
+
+def test_refuses_a_token_past_the_text():
+    with pytest.raises(InputError, match="token must be from 0 to 1"):
+        inside("hello everyone", 0, 0, token=2)
+
+
+def test_page_handlers_redraw_only_what_a_control_changes():
+    import gradio as gr
+
+    from playground.ui.inside import OUTPUTS, ui_head, ui_layer, ui_run, ui_token
+
+    shown, slider, *outs = ui_run(TEXT, 0, 0)
+    n = len(inside(TEXT).fp.ids)
+    assert shown == TEXT and slider.maximum == n - 1 and slider.value == n - 1
+    assert len(outs) == len(OUTPUTS) and gr.skip() not in outs
+
+    def redrawn(result) -> set[str]:
+        return {name for name, value in zip(OUTPUTS, result) if value != gr.skip()}
+
+    assert redrawn(ui_head(TEXT, 0, 4, n - 1)) == {"map", "info", "attention"}
+    assert "embedding" not in redrawn(ui_layer(TEXT, 2, 4, n - 1))
+    by_token = dict(zip(OUTPUTS, ui_token(TEXT, 2, 4, 999)))  # past the end: the last token
+    assert "map" not in redrawn(by_token.values()) and f"token {n - 1} " in by_token["info"]
+    with pytest.raises(InputError, match="token must be a number"):
+        ui_token(TEXT, 2, 4, "x")
