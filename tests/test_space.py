@@ -235,23 +235,24 @@ def _first_greedy_token(onnx_file: Path, ids: list[int]) -> int:
     return int(logits[0, -1].argmax())
 
 
-def _check_answers(server, int8_file: Path) -> None:
-    """/tokenize gives tiktoken's ids; /generate's greedy text starts with the token plain
-    onnxruntime picks from the Space's own ONNX file, whatever the seed."""
-    import tiktoken
+def _check_answers(server, hub: Path) -> None:
+    """/tokenize gives the ids of the Space's own tokenizer.json read by Hugging Face tokenizers;
+    /generate's greedy text starts with the token plain onnxruntime picks from the Space's
+    8-bit file, whatever the seed."""
     from gradio_client import Client
+    from tokenizers import Tokenizer
 
     client = Client(server.url, verbose=False)
+    tok = Tokenizer.from_file(str(hub / "tokenizer.json"))
     text = "JULIET:\nO Romeo, Romeo! wherefore art thou Romeo?"
-    enc = tiktoken.get_encoding("gpt2")
-    assert client.predict(text, api_name="/tokenize")["ids"] == enc.encode(text)
+    assert client.predict(text, api_name="/tokenize")["ids"] == tok.encode(text).ids
     prompt = "KING HENRY:\nOnce more unto the breach, dear friends,"
     out = client.predict(prompt, 8, 1.0, 1, 1.0, 0, api_name="/generate")  # top-k 1: greedy
     again = client.predict(prompt, 8, 1.0, 1, 1.0, 99, api_name="/generate")
     assert out["finished"] and out["new_tokens"] == len(out["token_ids"]) >= 1
-    assert out["token_ids"] == again["token_ids"] and enc.decode(out["token_ids"]) == out["completion"]
-    assert out["provider"] == "CPUExecutionProvider" and out["model_file"] == int8_file.name
-    assert out["token_ids"][0] == _first_greedy_token(int8_file, enc.encode(prompt))
+    assert out["token_ids"] == again["token_ids"] and tok.decode(out["token_ids"]) == out["completion"]
+    assert out["provider"] == "CPUExecutionProvider" and out["model_file"] == Path(INT8_NAME).name
+    assert out["token_ids"][0] == _first_greedy_token(hub / INT8_NAME, tok.encode(prompt).ids)
 
 
 def _page(server) -> str:
@@ -278,7 +279,7 @@ def test_the_dry_run_folder_starts_as_a_space(tmp_path):
     try:
         print(f"\nshipped: ready in {server.startup_s:.1f} s")
         assert "building the ONNX files" not in server.log()
-        _check_answers(server, shipped / "artifacts" / "hub" / INT8_NAME)
+        _check_answers(server, shipped / "artifacts" / "hub")
         page = _page(server)
         if providers.cuda_unusable_reason() is not None:
             assert "CUDA was requested" in page and providers.cuda_unusable_reason().split(" (")[0] in page
@@ -295,6 +296,6 @@ def test_the_dry_run_folder_starts_as_a_space(tmp_path):
             assert ("building the ONNX files" in server.log()) is builds, server.log()
             assert (data / "hub" / INT8_NAME).is_file() and not (bare / "artifacts").exists()
             if not builds:
-                _check_answers(server, data / "hub" / INT8_NAME)
+                _check_answers(server, data / "hub")
         finally:
             stop(server)
