@@ -36,7 +36,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("handler, args, says", CASES, ids=lambda c: getattr(c, "__name__", None))
-def test_ui_handler_answers_bad_input_with_a_gr_error(handler, args, says):
+def test_ui_handler_answers_bad_input_with_a_gr_error(handler, args, says, request):
+    if handler is generation.ui_generate:  # its checks need the engine's context: the shipped ONNX files
+        request.getfixturevalue("shipped_onnx")
     wrapped = user_errors(handler)
     with pytest.raises(gr.Error) as info:
         out = wrapped(*args)
