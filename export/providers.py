@@ -100,7 +100,8 @@ def requested_providers(provider: str) -> list[str]:
     if provider == "cpu":
         return [CPU]
     if provider == "cuda" and not cuda_usable():
-        raise RuntimeError(f"provider='cuda' requested but {cuda_unusable_reason()}; use provider='auto' or 'cpu'")
+        why = cuda_unusable_reason() or "CUDA is not usable"
+        raise RuntimeError(f"provider='cuda' requested but {why}; use provider='auto' or 'cpu'")
     if provider == "auto" and not cuda_usable():
         return [CPU]
     return [CUDA, CPU]

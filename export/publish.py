@@ -38,7 +38,7 @@ def hub_upload_files(folder: Path) -> list[str]:
 
 
 def upload(folder: Path, repo_id: str, files: list[str], repo_type: str, message: str, **create: object) -> str:
-    """Create ``repo_id`` if needed and upload exactly ``files`` of ``folder`` in one commit,
+    """Create ``repo_id`` if needed and upload exactly ``files`` of ``folder``,
     deleting what an earlier upload left there and this one no longer has; returns the repo's URL.
     The token is huggingface_hub's usual one (``hf auth login`` or ``HF_TOKEN``)."""
     from huggingface_hub import HfApi

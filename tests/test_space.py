@@ -255,6 +255,14 @@ def _check_answers(server, hub: Path) -> None:
     assert out["token_ids"][0] == _first_greedy_token(hub / INT8_NAME, tok.encode(prompt).ids)
 
 
+def _assert_served(server, path: Path) -> None:
+    import urllib.request
+
+    request = urllib.request.Request(f"{server.url}gradio_api/file={path}", headers={"Range": "bytes=0-15"})
+    with urllib.request.urlopen(request, timeout=30) as r:
+        assert r.status == 206 and r.read() == path.read_bytes()[:16]
+
+
 def _page(server) -> str:
     import urllib.request
 
@@ -297,5 +305,6 @@ def test_the_dry_run_folder_starts_as_a_space(tmp_path):
             assert (data / "hub" / INT8_NAME).is_file() and not (bare / "artifacts").exists()
             if not builds:
                 _check_answers(server, data / "hub")
+                _assert_served(server, data / "hub" / INT8_NAME)  # the Model tab's download, from the storage
         finally:
             stop(server)
