@@ -89,9 +89,11 @@ def stage(out: Path, artifacts: bool = True, root: Path = ROOT) -> list[str]:
     files = app_files(root)
     sources = {name: root / name for name in files}
     if artifacts:
-        from . import ensure_onnx, hub_dir
+        from . import ensure_onnx, hub_dir, stale_files
         from .publish import hub_upload_files
 
+        if stale_files():
+            print(f"building {hub_dir()} first (python -m export's build and checks, a minute or two) ...", flush=True)
         ensure_onnx()  # current and checked: the Space then never rebuilds them
         hub = hub_dir()
         sources |= {f"artifacts/{HUB_DIRNAME}/{name}": hub / name for name in hub_upload_files(hub)}
