@@ -62,13 +62,16 @@ def cuda_libraries_error() -> str | None:
 
     import torch  # noqa: F401 -- PyTorch's CUDA wheels load the CUDA libraries onnxruntime links, as in the app
 
-    library = Path(ort.__file__).parent / "capi" / "libonnxruntime_providers_cuda.so"
+    capi = Path(ort.__file__).parent / "capi"
+    library = capi / "libonnxruntime_providers_cuda.so"
     if not library.is_file():
         return None
     try:
+        # As onnxruntime does: the bridge first, its symbols global (the provider needs them), then the provider.
+        ctypes.CDLL(str(capi / "libonnxruntime_providers_shared.so"), mode=ctypes.RTLD_GLOBAL)
         ctypes.CDLL(str(library))
-    except OSError as err:
-        return str(err)
+    except OSError as err:  # a library not found is the reason; anything else is left to onnxruntime to judge
+        return str(err) if "cannot open shared object file" in str(err) else None
     return None
 
 
