@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from model import WEIGHTS_DIR, load_pretrained
 
-    from .publish import check_repo_id, publish_model
+    from .publish import check_repo_id, publish_model, upload_failed
 
     if args.publish:
         try:
@@ -89,7 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         return 1
     if args.publish:
-        print(f"published: {publish_model(folder, args.publish)}")
+        try:
+            print(f"published: {publish_model(folder, args.publish)}")
+        except Exception as err:  # noqa: BLE001 -- no token, no network, no right to the name: say it, no traceback
+            print(upload_failed(args.publish, err), file=sys.stderr)
+            return 1
     return 0
 
 

@@ -52,6 +52,12 @@ def upload(folder: Path, repo_id: str, files: list[str], repo_type: str, message
     return str(url)
 
 
+def upload_failed(repo_id: str, err: Exception) -> str:
+    """What to print when an upload fails (no token, no network, no right to the name)."""
+    return (f"error: uploading to {repo_id} failed: {type(err).__name__}: {err}\n"
+            "(it needs a token with write access: `hf auth login` or HF_TOKEN)")
+
+
 def publish_model(folder: Path, repo_id: str) -> str:
     """Upload the Hub folder ``folder`` (artifacts/hub) as the model repository ``repo_id``."""
     return upload(folder, repo_id, hub_upload_files(folder), "model", "GPT Playground: the ONNX model and its card")

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from .naming import HUB_DIRNAME, ROOT
-from .publish import MODEL_REPO_ENV, check_repo_id, upload
+from .publish import MODEL_REPO_ENV, check_repo_id, upload, upload_failed
 
 # What the app imports and reads at run time, as globs relative to the repository root.
 SPACE_FILES = (
@@ -84,8 +84,8 @@ def gitattributes(folder: Path, files: list[str]) -> str:
 def stage(out: Path, artifacts: bool = True, root: Path = ROOT) -> list[str]:
     """Write the Space's files into ``out`` (empty or absent) and return them (sorted POSIX paths,
     ``.gitattributes`` included). ``artifacts``: also the built Hub folder, as artifacts/hub/."""
-    if out.exists() and any(out.iterdir()):
-        raise FileExistsError(f"{out} is not empty: give a new or empty folder")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FileExistsError(f"{out} is not an empty folder: give a new or empty one")
     files = app_files(root)
     sources = {name: root / name for name in files}
     if artifacts:
@@ -145,11 +145,15 @@ def main(argv: list[str] | None = None) -> int:
             if args.model_repo:
                 print(f"the Space needs the variable {MODEL_REPO_ENV}={args.model_repo} (Settings → Variables)")
             return 0
-        url = upload(out, args.space, files, "space", "GPT Playground: the app", space_sdk="gradio", private=args.private or None)
-        if args.model_repo:
-            from huggingface_hub import HfApi
+        try:
+            url = upload(out, args.space, files, "space", "GPT Playground: the app", space_sdk="gradio", private=args.private or None)
+            if args.model_repo:
+                from huggingface_hub import HfApi
 
-            HfApi().add_space_variable(args.space, MODEL_REPO_ENV, args.model_repo)
+                HfApi().add_space_variable(args.space, MODEL_REPO_ENV, args.model_repo)
+        except Exception as err:  # noqa: BLE001 -- no token, no network, no right to the name: say it, no traceback
+            print(upload_failed(args.space, err), file=sys.stderr)
+            return 1
         print(f"uploaded to {url}")
     return 0
 

@@ -112,10 +112,23 @@ def test_bad_arguments_are_refused_with_the_form_expected(argv, says, capsys):
     assert says in capsys.readouterr().err
 
 
+def test_an_upload_that_cannot_reach_the_hub_says_so_without_a_traceback():
+    """The real upload path, with huggingface_hub told it is offline (as this machine is)."""
+    import os
+    import sys
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_TOKEN": ""}
+    run = subprocess.run([sys.executable, "-m", "export.space", "someone/gpt-playground", "--no-artifacts"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stderr
+    assert "uploading to someone/gpt-playground failed" in run.stderr and "hf auth login" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
 def test_the_dry_run_refuses_a_folder_with_files(tmp_path, capsys):
     (tmp_path / "keep.txt").write_text("mine")
     assert space.main(["someone/x", "--dry-run", str(tmp_path), "--no-artifacts"]) == 2
-    assert "not empty" in capsys.readouterr().err and (tmp_path / "keep.txt").read_text() == "mine"
+    assert "not an empty folder" in capsys.readouterr().err and (tmp_path / "keep.txt").read_text() == "mine"
 
 
 # --- where the built files live --------------------------------------------------------------------
