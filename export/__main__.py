@@ -1,7 +1,9 @@
 """python -m export: write artifacts/hub/ from the shipped weights (ONNX fp32 and 8-bit, config,
 tokenizer, safetensors, model card), then validate both ONNX files (onnx.checker, parity with
 PyTorch, a left-padded batch, cached decoding, greedy text) and measure their held-out loss on
-the whole validation split, which goes into the model card."""
+the whole validation split, which goes into the model card.
+
+    python -m export --publish USER/NAME   # the same, then the folder is uploaded as that model repository"""
 
 from __future__ import annotations
 
@@ -25,12 +27,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--val", type=Path, default=DEFAULT_VAL, help="validation tokens for the loss check")
     ap.add_argument("--loss-windows", type=int, default=0,
                     help="validation windows for the loss check, spread over the split (0, the default: all)")
+    ap.add_argument("--publish", metavar="USER/NAME",
+                    help="then, if every check passed, upload the Hub folder as the model repository USER/NAME "
+                         "(huggingface_hub's token: `hf auth login` or HF_TOKEN)")
     return ap.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from model import WEIGHTS_DIR, load_pretrained
+
+    from .publish import check_repo_id, publish_model, upload_failed
+
+    if args.publish:
+        try:
+            check_repo_id(args.publish)
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
 
     from .build import build
     from .hub import write_model_card
@@ -72,7 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(results))
     failed = [c for c in results if not c.ok]
     print("all checks passed" if not failed else f"{len(failed)} check(s) FAILED")
-    return 1 if failed else 0
+    if failed:
+        return 1
+    if args.publish:
+        try:
+            print(f"published: {publish_model(folder, args.publish)}")
+        except Exception as err:  # noqa: BLE001 -- no token, no network, no right to the name: say it, no traceback
+            print(upload_failed(args.publish, err), file=sys.stderr)
+            return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ HUB_FILES = (
     "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
     "special_tokens_map.json", "model.safetensors", "README.md",
 )
-UPLOAD_COMMAND = "hf upload YOUR_NAME/gpt-playground artifacts/hub ."
+UPLOAD_COMMAND = "python -m export --publish YOUR_NAME/gpt-playground   # or: hf upload YOUR_NAME/gpt-playground artifacts/hub ."
 
 
 def config_json(config: GPTConfig) -> dict:

@@ -28,7 +28,7 @@ from .next_token import (
     probability_axis,
 )
 from .plots import base_layout
-from .resources import get_engine, get_scheduler
+from .resources import PROVIDER_ENV, get_engine, get_scheduler
 from .tokens import decode, encode, token_text, visible_whitespace
 from .validation import InputError, validate_float, validate_int, validate_text
 
@@ -56,6 +56,7 @@ __all__ = [
     "tokens_html",
     "stats_markdown",
     "provider_label",
+    "provider_markdown",
 ]
 
 # The sliders' starting values: a little below temperature 1 with nucleus sampling reads best
@@ -217,6 +218,15 @@ class GenerationState:
             "model_file": self.model_file,
             "notice": " ".join(self.notices),
         }
+
+
+def provider_markdown(provider: str, cuda_refused: str | None = None) -> str:
+    """Where generation runs, for the page: the provider, and why CUDA is not used when it was
+    asked for (``cuda_refused``, from ``resources.planned_provider``)."""
+    line = f"Generation runs on **{provider_label(provider)}** (onnxruntime)."
+    if cuda_refused:
+        line += f"\n\n⚠️ CUDA was requested (`{PROVIDER_ENV}=cuda`) but cannot be used: {cuda_refused}. Generating on the CPU."
+    return line
 
 
 def provider_label(provider: str) -> str:

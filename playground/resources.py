@@ -37,6 +37,7 @@ __all__ = [
     "requested_file",
     "choose_file",
     "requested_provider",
+    "planned_provider",
     "open_engine",
     "get_engine",
     "get_scheduler",
@@ -129,8 +130,22 @@ def _usable_provider(requested: str) -> str:
         return requested
     if not _cuda_fallback_said:
         _cuda_fallback_said = True
-        log.warning("CUDA was requested (%s=cuda) but is not usable on this machine: generating on the CPU.", PROVIDER_ENV)
+        log.warning("CUDA was requested (%s=cuda) but is not usable on this machine (%s): generating on the CPU.",
+                    PROVIDER_ENV, providers.cuda_unusable_reason())
     return "cpu"
+
+
+def planned_provider() -> tuple[str, str | None]:
+    """(the onnxruntime provider generation runs on, as the settings and this machine give it;
+    why CUDA is not used although ``PLAYGROUND_PROVIDER=cuda`` asked for it, else None), known
+    before the engine opens, for the page."""
+    from export import providers
+
+    requested = requested_provider()
+    if requested == "cpu":
+        return providers.CPU, None
+    reason = providers.cuda_unusable_reason()
+    return (providers.CUDA if reason is None else providers.CPU), (reason if requested == "cuda" else None)
 
 
 def open_engine(path: str | Path | None = None, provider: str | None = None) -> Engine:

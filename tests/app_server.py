@@ -36,14 +36,15 @@ def free_port() -> int:
 
 
 def launch(
-    log_path: Path, timeout_s: float = 600.0, extra_env: dict[str, str] | None = None, args: list[str] | None = None
+    log_path: Path, timeout_s: float = 600.0, extra_env: dict[str, str] | None = None, args: list[str] | None = None,
+    cwd: Path = ROOT,
 ) -> AppServer:
-    """Start the app; raise with its log if it exits or does not answer within ``timeout_s``
-    (a first start builds the ONNX files, which takes a minute or two on a CPU)."""
+    """Start ``cwd``/app.py (default this checkout's); raise with its log if it exits or does not
+    answer within ``timeout_s`` (a first start builds the ONNX files, a minute or two on a CPU)."""
     port = free_port()
     env = {
         **os.environ,
-        "GRADIO_SERVER_NAME": "127.0.0.1",
+        "GRADIO_SERVER_NAME": "127.0.0.1",  # extra_env may say 0.0.0.0, as a Space does: it still answers on loopback
         "GRADIO_SERVER_PORT": str(port),
         "GRADIO_ANALYTICS_ENABLED": "False",
         "PYTHONUNBUFFERED": "1",
@@ -52,7 +53,7 @@ def launch(
     url = f"http://127.0.0.1:{port}/"
     log = open(log_path, "w")
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "app.py", *(args or [])], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "app.py", *(args or [])], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"app.py exited with {proc.returncode}:\n{log_path.read_text()}")

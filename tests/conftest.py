@@ -67,6 +67,16 @@ def tiny_export(tmp_path_factory) -> TinyExport:
 
 
 @pytest.fixture(scope="session")
+def shipped_onnx() -> dict[str, Path]:
+    """artifacts/hub/'s ONNX files of the shipped weights ({"fp32", "quantized", "int8": path}),
+    built first when missing or stale, as the app's first start builds them: a test file that reads
+    them passes alone on a fresh clone."""
+    from export import ensure_onnx
+
+    return ensure_onnx()
+
+
+@pytest.fixture(scope="session")
 def app_server(tmp_path_factory):
     """``python app.py`` launched once per session on a free loopback port (tests/app_server.py)."""
     from app_server import launch, stop

@@ -35,13 +35,13 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def wired() -> dict:
+def wired(shipped_onnx) -> dict:
     """{handler: the function the page really calls for it} (its inline_errors or user_errors
-    wrapper, found through ``__wrapped__`` in the built app's events)."""
+    wrapper, found through ``__wrapped__`` in the built app's events). Built on the shipped ONNX
+    files: the generation handler's checks need the engine's context."""
     import app
-    from export import artifact_paths
 
-    demo = app.build_app(artifact_paths())
+    demo = app.build_app(shipped_onnx)
     return {getattr(fn.fn, "__wrapped__", None): fn.fn for fn in demo.fns.values() if fn.fn is not None}
 
 
@@ -67,14 +67,13 @@ def test_ui_handler_answers_bad_input_with_a_message(wired, handler, args, says)
     assert "Traceback" not in shown
 
 
-def test_every_ui_event_goes_through_user_errors():
+def test_every_ui_event_goes_through_user_errors(shipped_onnx):
     """So no handler can show a stack trace: each event's function is a ``user_errors`` wrapper
     (functools.wraps leaves ``__wrapped__``), except Gradio's own (gr.Examples filling a box) and
     the Model tab's lookup in a fixed dict."""
     import app
-    from export import artifact_paths
 
-    demo = app.build_app(artifact_paths())
+    demo = app.build_app(shipped_onnx)
     unwrapped = [
         fn.name for fn in demo.fns.values()
         if fn.fn is not None and not hasattr(fn.fn, "__wrapped__") and fn.fn.__module__.split(".")[0] != "gradio" and fn.fn.__module__ != "playground.ui.model"

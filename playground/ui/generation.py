@@ -16,7 +16,7 @@ import gradio as gr
 from .. import generation as gen
 from .. import limits
 from .. import next_token as nt
-from ..resources import get_engine
+from ..resources import get_engine, planned_provider
 from ..validation import InputError, validate_int
 from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
 from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples
@@ -223,6 +223,7 @@ def build() -> None:
             )
         with gr.Column(scale=3, min_width=320):
             stats = gr.Markdown("Press **Generate**, or **Next token** to go one token at a time.", elem_id="gen-stats", elem_classes=RESULT)
+            note(gen.provider_markdown(*planned_provider()), elem_id="gen-provider")
             output = gr.HTML(
                 '<div class="gen-output gen-empty">The generated text appears here, token by token.</div>',
                 label="Output",

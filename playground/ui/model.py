@@ -8,7 +8,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from .. import model_info
+from .. import hub_link, model_info
 from ..resources import get_model
 from .widgets import next_tab, note
 
@@ -43,6 +43,8 @@ def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None
             note(model_info.training_note(log, shipped=Path(log_path) == model_info.TRAINING_LOG), elem_id="model-curves-note")
 
     gr.Markdown("### The ONNX graph the app runs")
+    if link := hub_link.published_markdown():  # the published model repository, when the setting names one
+        gr.Markdown(link, elem_id="model-hub-link")
     summaries = {label: model_info.onnx_summary(path) for label, path in files.items()}
     labels = list(summaries)
     with gr.Row(equal_height=False):

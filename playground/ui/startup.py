@@ -32,7 +32,7 @@ def prepare_onnx() -> dict[str, Path]:
         nonlocal building
         if not building and fraction < 1.0:  # up-to-date files report 1.0 at once: stay quiet
             building = True
-            print("First start: building the ONNX files (python -m export) ...", file=sys.stderr, flush=True)
+            print(f"First start: building the ONNX files into {hub_dir()} (python -m export) ...", file=sys.stderr, flush=True)
         if building:
             _console_progress(fraction, text)
 

@@ -1,0 +1,162 @@
+"""python -m export.space USER/SPACE: deploy the app as a Hugging Face Space, in one command.
+
+    python -m export.space USER/SPACE                  # create the Space if needed and upload the app
+    python -m export.space USER/SPACE --dry-run DIR    # write exactly the same files into DIR instead
+    python -m export.space USER/SPACE --no-artifacts   # leave the built ONNX files out (the Space builds them)
+
+What goes up is an explicit list (:data:`SPACE_FILES`, matched against the files git tracks), the
+README and what it links to, and the built Hub folder (``artifacts/hub/``, built first if missing
+or stale) so that no start of the Space rebuilds it; plus a ``.gitattributes`` that stores the
+binary files with LFS, for whoever later clones the Space and pushes with git. Nothing else: no
+tests, no corpus, no git history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .naming import HUB_DIRNAME, ROOT
+from .publish import MODEL_REPO_ENV, check_repo_id, upload, upload_failed
+
+# What the app imports and reads at run time, as globs relative to the repository root.
+SPACE_FILES = (
+    "app.py",
+    "requirements.txt",
+    "playground/**/*.py",
+    "playground/assets/*.npz",
+    "model/**/*.py",
+    "model/gpt2.tiktoken",
+    "model/ranks/*.tiktoken",
+    "model/weights/config.json",
+    "model/weights/model.safetensors",
+    "model/weights/training_log.json",
+    "export/**/*.py",
+)
+CARD = "README.md"  # the Space's configuration (front matter) and its page
+LFS_LIMIT = 10 * 1000 * 1000  # the Hub refuses plain-git files past 10 MB, and binary files of any size
+
+
+def tracked_files(root: Path = ROOT) -> set[str]:
+    """The files git tracks under ``root`` (POSIX paths); every file under it when it is no git
+    checkout (an unpacked archive)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True).stdout
+        return {name for name in out.decode().split("\0") if name}
+    except (OSError, subprocess.CalledProcessError):
+        return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts}
+
+
+def card_links(card: str, tracked: set[str]) -> set[str]:
+    """The tracked files the README's Markdown links and pictures point at (``](path)``, anchors dropped)."""
+    targets = {m.group(1).split("#")[0] for m in re.finditer(r"\]\(([^)\s]+)\)", card)}
+    return {t for t in targets if t in tracked}
+
+
+def app_files(root: Path = ROOT) -> list[str]:
+    """The repository's part of the Space: the tracked files :data:`SPACE_FILES` matches, the README
+    and the tracked files it links to, sorted."""
+    tracked = tracked_files(root)
+    chosen = {p.relative_to(root).as_posix() for pattern in SPACE_FILES for p in root.glob(pattern) if p.is_file()}
+    chosen = {name for name in chosen if name in tracked and "__pycache__" not in name}
+    return sorted(chosen | {CARD} | card_links((root / CARD).read_text(), tracked))
+
+
+def is_binary(path: Path) -> bool:
+    """git's own test: a NUL byte among the first 8000 bytes."""
+    with open(path, "rb") as f:
+        return b"\0" in f.read(8000)
+
+
+def gitattributes(folder: Path, files: list[str]) -> str:
+    """One LFS line per extension of the binary or large files among ``files`` (of ``folder``):
+    what a git push to a Space needs (the Hub rejects them stored in plain git)."""
+    kinds = sorted({Path(name).suffix for name in files
+                    if Path(name).suffix and (is_binary(folder / name) or (folder / name).stat().st_size > LFS_LIMIT)})
+    return "".join(f"*{kind} filter=lfs diff=lfs merge=lfs -text\n" for kind in kinds)
+
+
+def stage(out: Path, artifacts: bool = True, root: Path = ROOT) -> list[str]:
+    """Write the Space's files into ``out`` (empty or absent) and return them (sorted POSIX paths,
+    ``.gitattributes`` included). ``artifacts``: also the built Hub folder, as artifacts/hub/."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FileExistsError(f"{out} is not an empty folder: give a new or empty one")
+    files = app_files(root)
+    sources = {name: root / name for name in files}
+    if artifacts:
+        from . import ensure_onnx, hub_dir, stale_files
+        from .publish import hub_upload_files
+
+        if stale_files():
+            print(f"building {hub_dir()} first (python -m export's build and checks, a minute or two) ...", flush=True)
+        ensure_onnx()  # current and checked: the Space then never rebuilds them
+        hub = hub_dir()
+        sources |= {f"artifacts/{HUB_DIRNAME}/{name}": hub / name for name in hub_upload_files(hub)}
+    for name, src in sources.items():
+        dst = out / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)  # mtimes kept: the Hub folder stays newer than nothing it was built from
+    (out / ".gitattributes").write_text(gitattributes(out, list(sources)))
+    return sorted([*sources, ".gitattributes"])
+
+
+def folder_size(folder: Path, files: list[str]) -> int:
+    return sum((folder / name).stat().st_size for name in files)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m export.space", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("space", help="the Space, USER/SPACE (created as a Gradio Space if it does not exist)")
+    ap.add_argument("--dry-run", metavar="DIR", type=Path, help="write the files into DIR (new or empty) instead of uploading")
+    ap.add_argument("--no-artifacts", action="store_true",
+                    help="leave artifacts/hub/ out: a smaller upload; the Space builds the ONNX files at its first start "
+                         "(into /data when it has persistent storage, else at every start)")
+    ap.add_argument("--model-repo", metavar="USER/NAME",
+                    help=f"the published model repository (python -m export --publish): the Model tab links it ({MODEL_REPO_ENV})")
+    ap.add_argument("--private", action="store_true", help="create the Space private")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        check_repo_id(args.space)
+        if args.model_repo:
+            check_repo_id(args.model_repo)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="space-") as tmp:
+        out = args.dry_run or Path(tmp)
+        try:
+            files = stage(out, artifacts=not args.no_artifacts)
+        except (FileExistsError, FileNotFoundError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        size = folder_size(out, files)
+        print(f"{len(files)} files, {size / 1e6:.1f} MB")
+        if args.dry_run:
+            print(f"written to {out} (nothing uploaded)")
+            if args.model_repo:
+                print(f"the Space needs the variable {MODEL_REPO_ENV}={args.model_repo} (Settings → Variables)")
+            return 0
+        try:
+            url = upload(out, args.space, files, "space", "GPT Playground: the app", space_sdk="gradio", private=args.private or None)
+            if args.model_repo:
+                from huggingface_hub import HfApi
+
+                HfApi().add_space_variable(args.space, MODEL_REPO_ENV, args.model_repo)
+        except Exception as err:  # noqa: BLE001 -- no token, no network, no right to the name: say it, no traceback
+            print(upload_failed(args.space, err), file=sys.stderr)
+            return 1
+        print(f"uploaded to {url}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
