@@ -22,6 +22,7 @@ import gradio as gr  # noqa: E402
 
 from playground.ui import attention, common, embeddings, generation, model, positional, serving, tokenization  # noqa: E402
 from playground.ui import compare  # noqa: E402
+from playground.ui import learn  # noqa: E402
 from playground.model_source import ModelSource, ModelSourceError, describe, resolve, shipped  # noqa: E402
 from playground import resources  # noqa: E402
 from playground.ui.startup import prepare_model, warm_up_in_background  # noqa: E402
@@ -65,6 +66,8 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
                 model.build(onnx_files, training_log=source.weights_dir / "training_log.json")
             with gr.Tab("7 · Compare", id="compare"):
                 compare.build()
+            with gr.Tab("8 · Watch it learn", id="learn"):
+                learn.build()
     # A small Space: each concurrency group (see playground/ui/common.py) has its own cap, so
     # light tabs never queue behind generations; past QUEUE_MAX_SIZE waiting, "queue is full".
     # api_open=False: every call goes through the queue and its caps (Gradio opens the queue-less
@@ -72,6 +75,7 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
     demo.queue(max_size=common.QUEUE_MAX_SIZE, default_concurrency_limit=common.LIGHT_CONCURRENCY, api_open=False)
     # ... and generations alone may not take more than MAX_WAITING_GENERATIONS places of it.
     common.cap_waiting(demo, common.GENERATE, common.MAX_WAITING_GENERATIONS)
+    common.cap_waiting(demo, learn.LEARN, learn.MAX_WAITING_LEARNERS)  # training runs likewise
     # Malformed requests (wrong argument counts, unknown events) are refused with a message.
     serving.harden(demo)
     return demo

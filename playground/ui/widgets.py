@@ -21,6 +21,7 @@ __all__ = [
     "error_html",
     "next_tab",
     "neighbours_table",
+    "cards_html",
 ]
 
 # CSS classes (their rules are in common.CSS): a section holds an input, its error slot and its
@@ -117,3 +118,9 @@ def neighbours_table(value: Any, *, label: str, elem_id: str, max_rows: int, **k
         value, headers=NEIGHBOUR_HEADERS, interactive=False, label=label, elem_id=elem_id,
         max_height=40 * max_rows + 60, wrap=True, column_widths=["13%", "29%", "18%", "19%", "21%"], **kwargs,
     )
+
+
+def cards_html(cards: Sequence[tuple[str, str]]) -> str:
+    """A row of counters, each a big value over its label (the ``pg-cards`` style of common.CSS)."""
+    items = "".join(f'<div class="pg-card"><b>{html.escape(value)}</b><span>{html.escape(label)}</span></div>' for value, label in cards)
+    return f'<div class="pg-cards">{items}</div>'
