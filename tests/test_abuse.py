@@ -42,6 +42,7 @@ ENDPOINTS = {  # name -> a valid argument list
     "generate": ["ROMEO:", 2, 0.8, 50, 0.95, 1],
     "attention": ["hello everyone", 0, 0],
     "compare": ["ROMEO:", "king", "hello everyone"],
+    "learn": [5, 0, "proper"],
 }
 PARAMETERS = {
     "tokenize": "text",
@@ -51,6 +52,7 @@ PARAMETERS = {
     "generate": "prompt, max_new_tokens, temperature, top_k, top_p, seed",
     "attention": "text, layer, head",
     "compare": "prompt, word, sentence",
+    "learn": "seconds, seed, init",
 }
 
 

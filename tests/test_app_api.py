@@ -20,6 +20,7 @@ ENDPOINTS = {
     "/generate": ["prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed"],
     "/attention": ["text", "layer", "head"],
     "/compare": ["prompt", "word", "sentence"],
+    "/learn": ["seconds", "seed", "init"],
 }
 
 

@@ -9,7 +9,7 @@ import inspect
 import gradio as gr
 import pytest
 
-from playground.ui import attention, embeddings, generation, positional, tokenization
+from playground.ui import attention, embeddings, generation, learn, positional, tokenization
 from playground.ui.common import user_errors
 
 CASES = [
@@ -32,6 +32,8 @@ CASES = [
     (generation.ui_generate, ("", 10, 0.8, 50, 0.95, 1, 1), "prompt is empty"),
     (attention.ui_attention, ("hello", 99, 0), "layer must be from 0 to 5"),
     (attention.ui_attention, ("hello", 0, 0.5), "whole number"),
+    (learn.ui_learn, (1000, 0, "proper", "good", "tiny", "learned", None), "seconds must be from 5 to 120"),
+    (learn.ui_learn, (60, 0, "hot", "good", "tiny", "learned", None), "init must be one of"),
 ]
 
 

@@ -25,23 +25,29 @@ API_EVERY_S = 1.0
 STOP_WAIT_S = 5.0  # the most the Stop view waits for the run to end
 
 
-def _view(state: learn.RunState | None):
+def _view(state: learn.RunState | None, previous: learn.RunState | None = None):
     return (
         learn.status_markdown(state),
         cards_html(learn.stats_cards(state)),
-        learn.loss_figure(state),
+        learn.loss_figure(state, previous),
         learn.samples_html(state),
     )
 
 
-def ui_learn(seconds, seed, init, learning_rate, size, positions) -> Iterator[tuple]:
+def ui_learn(seconds, seed, init, learning_rate, size, positions, previous: learn.RunState | None) -> Iterator[tuple]:
+    """A run, shown as it trains; the session's previous run stays on the chart in grey."""
     s = learn.settings(seconds, seed, init, learning_rate, size, positions)
+    if previous is not None and (previous.running or not previous.losses):
+        previous = previous.previous  # a run that never trained (stopped in line) is not worth a curve
+    if previous is not None:
+        previous.previous = None  # one run back, no chain of every run of the session
     last = 0.0
     for state in learn.TRAINER.run(s):
+        state.previous = previous
         now = time.perf_counter()
         if not state.running or now - last >= UI_EVERY_S:
             last = now
-            yield (*_view(state), state)
+            yield (*_view(state, previous), state)
 
 
 def ui_stopped(state: learn.RunState | None):
@@ -54,7 +60,7 @@ def ui_stopped(state: learn.RunState | None):
         time.sleep(0.05)
     if state.status == "waiting":  # it never started: nothing to show but that
         return ("Stopped before your turn came: press **Start** to queue again.", *[gr.skip()] * 3)
-    return _view(state)
+    return _view(state, state.previous)
 
 
 def api_learn(seconds: int, seed: int, init: str) -> Iterator[dict]:
@@ -128,11 +134,12 @@ def build() -> None:
         "Each step's loss is measured on a batch the model has not trained on yet (a minute covers less than one "
         "pass over the plays), so the red curve is an honest score of new text; the number under it at the end is the "
         "held-out plays'. Try the skewed start with the same seed: the curve starts far above ln V and spends its "
-        "first steps coming back down to it, the hockey stick."
+        "first steps coming back down to it, the hockey stick. Your previous run stays on the chart in grey: change one "
+        "setting, press Start again, and compare."
     )
     state = gr.State(None)
     event = on_input(
-        start.click, ui_learn, [seconds, seed, init, lr, size, positions], [status, stats, chart, samples, state],
+        start.click, ui_learn, [seconds, seed, init, lr, size, positions, state], [status, stats, chart, samples, state],
         error=error, concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY, show_progress="hidden",
     )
     # As in Text generation: the cancel first, then the view of the run as it stopped.
