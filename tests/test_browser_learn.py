@@ -45,9 +45,26 @@ def start_watch_stop(page, width: int, shot: str, steps_before_shot: int) -> Non
     assert not page.errors, page.errors
 
 
+def set_seconds(page, seconds: int) -> None:
+    box = page.locator("#learn-seconds input[type=number]")
+    box.fill(str(seconds))
+    box.press("Enter")
+
+
 def test_learn_tab_at_1280(app_server, shots_dir):
     with browser_page(app_server, shots_dir, viewport=DESKTOP) as page:
+        # A short proper run to its end, then the skewed start beside it (the previous run in grey).
+        open_tab(page, "Watch it learn")
+        set_seconds(page, 5)
+        page.locator("#learn-start").click()
+        page.wait_for_function("() => document.querySelector('#learn-status').innerText.startsWith('Finished')", timeout=120_000)
+        assert "held-out plays" in page.locator("#learn-status").inner_text()
+        set_seconds(page, 60)
+        page.locator("#learn-init").get_by_test_id("skewed-radio-label").click()
         start_watch_stop(page, DESKTOP["width"], "learn", steps_before_shot=400)
+        names = page.evaluate("() => document.querySelector('#learn-chart .js-plotly-plot').data.map(t => t.name)")
+        assert names[0].startswith("previous run (proper start") and names[-1] == "training loss", names
+        assert "above an even guess" in page.locator("#learn-status").inner_text()
 
 
 def test_learn_tab_on_a_phone(app_server, shots_dir):

