@@ -422,8 +422,10 @@ def _finished_message(state: RunState) -> str:
 
 
 def _train_in_thread(s: LearnSettings, state: RunState, stop: threading.Event, kind: str, max_steps: int | None) -> None:
-    """The training thread: one PyTorch thread (torch's thread count is per thread; this one's
-    ends with it), and any error kept for the caller."""
+    """The training thread: one PyTorch thread, and any error kept for the caller. Torch's
+    intra-op thread count is per thread (OpenMP's), so the threads already serving the other
+    tabs keep theirs; only a thread that runs its first PyTorch op while a run trains starts
+    with one (on a 2-core machine ``resources.budget_cpu`` gives every thread one anyway)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
