@@ -46,12 +46,12 @@ from model.train import TrainConfig, param_groups, train_step
 
 from .plots import base_layout
 from .resources import ResourceError
-from .validation import InputError, validate_choice, validate_int
+from .validation import InputError, validate_choice, validate_int, validate_text
 
 __all__ = [
     "SIZES", "LEARNING_RATES", "INITS", "POSITIONS", "VOCABS", "LearnSettings", "settings", "Corpus", "load_corpus",
     "References", "references", "ngram_losses", "build_model", "RunState", "train", "Trainer", "TRAINER", "describe",
-    "loss_figure", "stats_cards", "samples_html", "status_markdown",
+    "loss_figure", "stats_cards", "samples_html", "status_markdown", "continue_text",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -329,6 +329,7 @@ class RunState:
     stop_reason: str = ""
     error: Exception | None = None
     previous: RunState | None = field(default=None, repr=False)  # the page's run before this one (its grey curve)
+    model: GPT | None = field(default=None, repr=False)  # the trained model, once the run has ended
 
     @property
     def running(self) -> bool:
@@ -408,6 +409,8 @@ def train(
             state.samples.append([step, sample(model, corpus, s.seed, step)])
         state.val_loss = evaluate_loss(model, corpus.val, VAL_WINDOWS)
     state.elapsed_s = time.perf_counter() - t0
+    model.eval()
+    state.model = model  # the learner can try it (continue_text) once the run has ended
     state.status = "stopped" if state.stop_reason == "stopped" else "finished"
     state.message = _finished_message(state)
     return state
@@ -497,6 +500,33 @@ class Trainer:
 
 
 TRAINER = Trainer()  # the app's one trainer
+
+
+MAX_PROMPT_CHARS = 500
+CONTINUE_CHARS = 300
+
+
+def continue_text(state: RunState | None, prompt, seed=0, n: int = CONTINUE_CHARS) -> str:
+    """``n`` characters the run's trained model writes after ``prompt`` (temperature 1, as the
+    samples; the same seed, the same text). The prompt may only use the vocabulary's characters."""
+    prompt = validate_text(prompt, name="prompt", max_chars=MAX_PROMPT_CHARS)
+    seed = validate_int(seed, name="seed", minimum=0, maximum=MAX_SEED)
+    if state is not None and state.running:
+        raise InputError("your model is still training: try it when the run ends, or press Stop")
+    if state is None or state.model is None:
+        raise InputError("there is no trained model yet: press Start and let a run finish (or stop it) first")
+    corpus = load_corpus(state.kind)
+    unknown = sorted({c for c in prompt if c not in corpus.itos})
+    if unknown:
+        raise InputError(
+            f"the model's vocabulary has no {', '.join(repr(c) for c in unknown[:5])}: it knows only the "
+            f"{corpus.vocab_size} characters of the training plays (letters, digits, punctuation, space, line break)"
+        )
+    ids = [corpus.itos.index(c) for c in prompt][-state.model.config.block_size :]
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        out = state.model.generate(torch.tensor([ids]), n, temperature=1.0, generator=g)
+    return corpus.decode(out[0, len(ids):].tolist())
 
 
 # --- what the page shows --------------------------------------------------------------------------

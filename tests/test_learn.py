@@ -93,6 +93,19 @@ def test_same_seed_same_losses_bit_for_bit(proper):
     assert other.losses != proper.losses
 
 
+def test_the_trained_model_continues_a_prompt(proper, corpus):
+    text = learn.continue_text(proper, "ROMEO:\n", seed=1)
+    assert len(text) == learn.CONTINUE_CHARS and set(text) <= set(corpus.itos)
+    assert learn.continue_text(proper, "ROMEO:\n", seed=1) == text
+    assert learn.continue_text(proper, "ROMEO:\n", seed=2) != text
+    with pytest.raises(InputError, match="vocabulary has no '😀'"):
+        learn.continue_text(proper, "hello 😀")
+    with pytest.raises(InputError, match="no trained model yet"):
+        learn.continue_text(None, "ROMEO:")
+    with pytest.raises(InputError, match="still training"):
+        learn.continue_text(learn.RunState(QUICK, status="training"), "ROMEO:")
+
+
 def test_reference_losses_against_independent_counts():
     """Unigram and bigram losses with add-one smoothing, counted with Counter on a small text."""
     rng = np.random.default_rng(0)

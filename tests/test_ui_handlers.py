@@ -34,6 +34,7 @@ CASES = [
     (attention.ui_attention, ("hello", 0, 0.5), "whole number"),
     (learn.ui_learn, (1000, 0, "proper", "good", "tiny", "learned", None), "seconds must be from 5 to 120"),
     (learn.ui_learn, (60, 0, "hot", "good", "tiny", "learned", None), "init must be one of"),
+    (learn.ui_continue, ("ROMEO:", 0, None), "no trained model yet"),
 ]
 
 

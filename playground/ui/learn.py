@@ -6,13 +6,14 @@ One run trains at a time (playground/learn.Trainer): the others wait in line wit
 
 from __future__ import annotations
 
+import html
 import time
 from collections.abc import Iterator
 
 import gradio as gr
 
 from .. import learn
-from .common import LIGHT, on_input, user_errors
+from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, user_errors
 from .widgets import RESULT, SECTION, cards_html, error_slot, note
 
 LEARN = "learn"  # its own concurrency group: training never takes the light tabs' or generations' slots
@@ -61,6 +62,12 @@ def ui_stopped(state: learn.RunState | None):
     if state.status == "waiting":  # it never started: nothing to show but that
         return ("Stopped before your turn came: press **Start** to queue again.", *[gr.skip()] * 3)
     return _view(state, state.previous)
+
+
+def ui_continue(prompt, seed, state: learn.RunState | None) -> str:
+    """The learner's own model, once its run has ended, continuing a prompt."""
+    text = learn.continue_text(state, prompt, seed)
+    return f'<div class="gen-output"><span class="gen-prompt">{html.escape(prompt)}</span>{html.escape(text)}</div>'
 
 
 def api_learn(seconds: int, seed: int, init: str) -> Iterator[dict]:
@@ -130,6 +137,14 @@ def build() -> None:
             stats = gr.HTML(cards_html(learn.stats_cards(None)), elem_id="learn-stats", elem_classes=RESULT)
             chart = gr.Plot(learn.loss_figure(None), show_label=False, elem_id="learn-chart", elem_classes=RESULT)
             samples = gr.HTML(learn.samples_html(None), elem_id="learn-samples", elem_classes=RESULT)
+            with gr.Column(elem_classes=SECTION):
+                prompt = gr.Textbox(
+                    "ROMEO:\n", label="Try your model: a prompt", lines=2, max_lines=6, elem_id="learn-prompt",
+                    info=f"when a run has ended, the model it trained writes {learn.CONTINUE_CHARS} characters after it",
+                )
+                try_button = gr.Button("Continue with your model", elem_id="learn-try")
+                try_error = error_slot("learn-try-error")
+                try_output = gr.HTML("", elem_id="learn-try-out", elem_classes=RESULT)
     note(
         "Each step's loss is measured on a batch the model has not trained on yet (a minute covers less than one "
         "pass over the plays), so the red curve is an honest score of new text; the number under it at the end is the "
@@ -147,5 +162,9 @@ def build() -> None:
     stop.click(
         user_errors(ui_stopped), inputs=[state], outputs=[status, stats, chart, samples], api_visibility="private",
         concurrency_id=LIGHT, show_progress="hidden",
+    )
+    on_input(
+        try_button.click, ui_continue, [prompt, seed, state], [try_output], error=try_error,
+        concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
     )
     gr.api(user_errors(api_learn), api_name="learn", concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY)
