@@ -21,7 +21,7 @@ T0 = time.perf_counter()
 import gradio as gr  # noqa: E402
 
 from playground.ui import attention, common, embeddings, generation, model, positional, serving, tokenization  # noqa: E402
-from playground.ui import compare, inside  # noqa: E402
+from playground.ui import compare, inside, learn  # noqa: E402
 from playground.model_source import ModelSource, ModelSourceError, describe, resolve, shipped  # noqa: E402
 from playground import resources  # noqa: E402
 from playground.ui.startup import prepare_model, warm_up_in_background  # noqa: E402
@@ -32,7 +32,8 @@ HEADER = (
     "See, hands on, how a GPT works: a small decoder-only transformer this project trained on "
     "Shakespeare, served by onnxruntime. Go through the tabs in order: text becomes tokens, "
     "tokens become vectors, positions are added, attention mixes each token with those before it, one "
-    "forward pass is laid open stage by stage, the model picks the next token, and Compare sets the model beside its untrained self."
+    "forward pass is laid open stage by stage, the model picks the next token, Compare sets the model beside its "
+    "untrained self, and in the last tab you watch a small GPT learn from scratch."
 )
 
 
@@ -67,6 +68,8 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
                 model.build(onnx_files, training_log=source.weights_dir / "training_log.json")
             with gr.Tab("8 · Compare", id="compare"):
                 compare.build()
+            with gr.Tab("9 · Watch it learn", id="learn"):
+                learn.build()
     # A small Space: each concurrency group (see playground/ui/common.py) has its own cap, so
     # light tabs never queue behind generations; past QUEUE_MAX_SIZE waiting, "queue is full".
     # api_open=False: every call goes through the queue and its caps (Gradio opens the queue-less
@@ -74,6 +77,7 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
     demo.queue(max_size=common.QUEUE_MAX_SIZE, default_concurrency_limit=common.LIGHT_CONCURRENCY, api_open=False)
     # ... and generations alone may not take more than MAX_WAITING_GENERATIONS places of it.
     common.cap_waiting(demo, common.GENERATE, common.MAX_WAITING_GENERATIONS)
+    common.cap_waiting(demo, learn.LEARN, learn.MAX_WAITING_LEARNERS)  # training runs likewise
     # Malformed requests (wrong argument counts, unknown events) are refused with a message.
     serving.harden(demo)
     return demo

@@ -178,7 +178,9 @@ ForwardResult = Union[tuple[torch.Tensor, Optional[torch.Tensor]], GPTOutput, to
 
 
 class GPT(nn.Module):
-    def __init__(self, config: GPTConfig) -> None:
+    def __init__(self, config: GPTConfig, generator: torch.Generator | None = None) -> None:
+        """``generator``: where the initial weights are drawn from (default: torch's global random
+        state); a private one makes the initialisation independent of other threads' draws."""
         super().__init__()
         self.config = config
         self.wte = nn.Embedding(config.vocab_size, config.d_model)
@@ -193,21 +195,21 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight  # weight tying, as GPT-2
-        self.apply(self._init_weights)
+        self.apply(lambda module: self._init_weights(module, generator))
         # GPT-2: scale the projections that write into the residual stream by 1/sqrt(2 * n_layer),
         # so the stream's variance does not grow with depth.
         for name, p in self.named_parameters():
             if name.endswith("c_proj.weight"):
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer), generator=generator)
 
     @staticmethod
-    def _init_weights(module: nn.Module) -> None:
+    def _init_weights(module: nn.Module, generator: torch.Generator | None = None) -> None:
         if isinstance(module, nn.Linear):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            nn.init.normal_(module.weight, mean=0.0, std=0.02, generator=generator)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            nn.init.normal_(module.weight, mean=0.0, std=0.02, generator=generator)
 
     def num_parameters(self, non_embedding: bool = False) -> int:
         n = sum(p.numel() for p in self.parameters())  # the tied head is counted once

@@ -145,6 +145,43 @@ def param_groups(model: GPT, weight_decay: float):
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+def train_step(
+    forward,
+    model: GPT,
+    opt: torch.optim.Optimizer,
+    data: np.ndarray,
+    step: int,
+    tc: TrainConfig,
+    device: str = "cpu",
+    rank: int = 0,
+    world: int = 1,
+    vocab: torch.Tensor | None = None,
+    remap: torch.Tensor | None = None,
+    subset_until: int = 0,
+) -> torch.Tensor:
+    """One optimizer step, the only one in the project (``main`` and the app's "Watch it learn"
+    tab both call it): the learning rate of ``step``, its batch, the forward pass under bf16
+    autocast, the loss, backward, gradient clipping and the AdamW update.
+
+    The softmax runs over ``vocab`` for steps before ``subset_until`` (see :func:`lm_loss`).
+    Returns the step's plain cross-entropy (detached): the loss of the model *before* this
+    update on this step's batch, so the first call gives the untrained model's loss.
+    """
+    lr = lr_at(step, tc)
+    for group in opt.param_groups:
+        group["lr"] = lr
+    x, y = get_batch(data, step, tc, model.config.block_size, rank, world)
+    x, y = x.to(device), y.to(device)
+    with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=tc.bf16):
+        subset = vocab is not None and step < subset_until
+        loss, nll = lm_loss(forward, model, x, y, vocab if subset else None, remap, label_smoothing=tc.label_smoothing)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return nll.detach()
+
+
 @dataclass
 class Run:
     """What an evaluation reads and updates: the model and its optimizer, the run folder, the log."""
@@ -270,21 +307,9 @@ def main(argv: list[str] | None = None) -> dict:
         evaluate(run, step, float("nan"), 0.0, elapsed())
     while step < tc.max_steps:
         lr = lr_at(step, tc)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        x, y = get_batch(train, step, tc, mc.block_size, rank, world)
-        x, y = x.to(device), y.to(device)
-        with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=tc.bf16):
-            subset = tc.vocab_subset and step < full_from
-            loss, nll = lm_loss(
-                ddp, model, x, y, vocab if subset else None, remap, label_smoothing=tc.label_smoothing
-            )
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        nll = train_step(ddp, model, opt, train, step, tc, device, rank, world, vocab, remap, subset_until=full_from)
         step += 1
-        loss_value = nll.detach()
+        loss_value = nll
         if world > 1:
             dist.all_reduce(loss_value)
             loss_value /= world

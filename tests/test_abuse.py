@@ -43,6 +43,7 @@ ENDPOINTS = {  # name -> a valid argument list
     "attention": ["hello everyone", 0, 0],
     "inside": ["hello everyone", 0, 0],
     "compare": ["ROMEO:", "king", "hello everyone"],
+    "learn": [5, 0, "proper"],
 }
 PARAMETERS = {
     "tokenize": "text",
@@ -53,6 +54,7 @@ PARAMETERS = {
     "attention": "text, layer, head",
     "inside": "text, layer, head",
     "compare": "prompt, word, sentence",
+    "learn": "seconds, seed, init",
 }
 
 

@@ -33,7 +33,8 @@ TABS = [
     ("Inside the model", "inside", "Text generation"),
     ("Text generation", "text_generation", "Model"),
     ("Model", "model", "Compare"),
-    ("Compare", "compare", None),
+    ("Compare", "compare", "Watch it learn"),
+    ("Watch it learn", "learn", None),
 ]
 ORANGE = "rgb(249, 115, 22)"  # the drawn token's bar (playground/next_token.DRAWN_COLOUR)
 

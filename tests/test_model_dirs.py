@@ -146,6 +146,10 @@ def test_every_endpoint_answers_with_the_models_sizes(model_app):
             ids.append(int(model(torch.tensor([ids]))[0][0, -1].argmax()))
     assert out["token_ids"] == ids[len(prompt):]
 
+    # Watch it learn trains its own small model, whatever the folder shown.
+    run = client.predict(5, 0, "proper", api_name="/learn")
+    assert run["status"] == "finished" and run["losses"][0][0] == 0
+
 
 @pytest.mark.slow
 @pytest.mark.browser

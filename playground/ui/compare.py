@@ -9,7 +9,7 @@ import gradio as gr
 from .. import compare as cmp
 from ..resources import get_model
 from .common import FORWARD_CONCURRENCY, HEAVY, user_errors
-from .widgets import neighbours_table, note
+from .widgets import neighbours_table, next_tab, note
 
 PROMPT = "ROMEO: What say you to"
 WORD = "king"
@@ -91,5 +91,10 @@ def build() -> None:
     gr.on(
         [run_att.click, sentence.submit, layer.release, head.release],
         user_errors(ui_compare_attention), [sentence, layer, head], [att_a, att_b], **events,
+    )
+    next_tab(
+        "The untrained model spreads its bets evenly, a loss of ln V; training is what moves it. "
+        "In the next tab you start a small GPT from random weights and watch its loss fall.",
+        "Watch it learn",
     )
     gr.api(user_errors(api_compare), api_name="compare", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)

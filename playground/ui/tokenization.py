@@ -13,18 +13,16 @@ from .. import limits
 from .. import tokenization as tok
 from ..validation import InputError
 from .common import LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
-from .widgets import RESULT, SECTION, error_html, error_slot, next_tab, note, text_with_examples, with_notice
+from .widgets import RESULT, SECTION, cards_html, error_html, error_slot, next_tab, note, text_with_examples, with_notice
 
 
 def _counts(r: tok.TokenizationResult) -> str:
-    return (
-        f'<div class="pg-cards">'
-        f'<div class="pg-card"><b>{r.n_tokens:,}</b><span>tokens</span></div>'
-        f'<div class="pg-card"><b>{r.n_characters:,}</b><span>characters</span></div>'
-        f'<div class="pg-card"><b>{r.chars_per_token:g}</b><span>characters / token</span></div>'
-        f'<div class="pg-card"><b>{r.n_bytes:,}</b><span>UTF-8 bytes</span></div>'
-        f"</div>"
-    )
+    return cards_html([
+        (f"{r.n_tokens:,}", "tokens"),
+        (f"{r.n_characters:,}", "characters"),
+        (f"{r.chars_per_token:g}", "characters / token"),
+        (f"{r.n_bytes:,}", "UTF-8 bytes"),
+    ])
 
 
 # Splits drawn for texts up to this long (five coloured copies of 20,000 characters would be

@@ -22,6 +22,7 @@ __all__ = [
     "next_tab",
     "neighbours_table",
     "layer_head_sliders",
+    "cards_html",
 ]
 
 # CSS classes (their rules are in common.CSS): a section holds an input, its error slot and its
@@ -126,3 +127,9 @@ def layer_head_sliders(n_layer: int, n_head: int, *, prefix: str) -> tuple[gr.Sl
     layer = gr.Slider(0, n_layer - 1, value=0, step=1, label=f"Layer (0–{n_layer - 1})", elem_id=f"{prefix}-layer")
     head = gr.Slider(0, n_head - 1, value=0, step=1, label=f"Head (0–{n_head - 1})", elem_id=f"{prefix}-head")
     return layer, head
+
+
+def cards_html(cards: Sequence[tuple[str, str]]) -> str:
+    """A row of counters, each a big value over its label (the ``pg-cards`` style of common.CSS)."""
+    items = "".join(f'<div class="pg-card"><b>{html.escape(value)}</b><span>{html.escape(label)}</span></div>' for value, label in cards)
+    return f'<div class="pg-cards">{items}</div>'
