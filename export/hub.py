@@ -79,7 +79,7 @@ tok = Tokenizer.from_file("{folder}/tokenizer.json")
 sess = ort.InferenceSession("{folder}/onnx/model_int8.onnx")  # the fastest on a CPU; or model.onnx, model_quantized.onnx
 pasts = [i for i in sess.get_inputs() if i.name.startswith("past_key_values.")]
 feeds = {{i.name: np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32) for i in pasts}}  # empty cache
-ids = tok.encode("ROMEO:").ids
+ids = tok.encode("Romeo.\\n").ids
 x, seen = np.array([ids]), 0
 for _ in range(40):  # greedy: always the most probable next token
     n = x.shape[1]
@@ -95,7 +95,7 @@ from transformers import AutoTokenizer
 
 tok = AutoTokenizer.from_pretrained("{folder}")
 model = ORTModelForCausalLM.from_pretrained("{folder}", subfolder="onnx", file_name="model_int8.onnx")  # the fastest on a CPU
-batch = tok(["ROMEO:", "JULIET:\\nO Romeo, Romeo"], return_tensors="pt", padding=True)  # left-padded
+batch = tok(["Romeo.\\n", "Juliet.\\nO Romeo, Romeo! wherefore art thou"], return_tensors="pt", padding=True)  # left-padded
 out = model.generate(**batch, max_new_tokens=40, do_sample=False)
 print(tok.batch_decode(out, skip_special_tokens=True))
 '''),
@@ -105,14 +105,14 @@ env.localModelPath = ".";  // the folder's parent (leave both lines out for a Hu
 env.allowRemoteModels = false;
 // dtype "q8": onnx/model_quantized.onnx (8-bit download, the same ids as natively); "fp32": onnx/model.onnx
 const generate = await pipeline("text-generation", "{folder}", {{ dtype: "q8" }});
-const [out] = await generate("ROMEO:", {{ max_new_tokens: 40, do_sample: false }});
+const [out] = await generate("Romeo.\\n", {{ max_new_tokens: 40, do_sample: false }});
 console.log(out.generated_text);
 '''),
         "transformers (PyTorch)": ("python", f'''from transformers import AutoTokenizer, GPT2LMHeadModel
 
 tok = AutoTokenizer.from_pretrained("{folder}")
 model = GPT2LMHeadModel.from_pretrained("{folder}")  # model.safetensors, float32
-ids = tok("ROMEO:", return_tensors="pt")
+ids = tok("Romeo.\\n", return_tensors="pt")
 print(tok.decode(model.generate(**ids, max_new_tokens=40, do_sample=False)[0]))
 '''),
     }

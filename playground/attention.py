@@ -30,7 +30,8 @@ from .validation import validate_int
 
 __all__ = ["EXAMPLE_PROMPTS", "Stage", "AttentionResult", "attention", "attention_weights", "line_view_html"]
 
-EXAMPLE_PROMPTS = ("ROMEO:\nBut soft, what light through yonder window breaks?", "To be, or not to be, that is the question")
+# In the corpus's style (see generation.EXAMPLE_PROMPTS).
+EXAMPLE_PROMPTS = ("Romeo.\nBut soft! what light through yonder window breaks?", "To be, or not to be,--that is the question:--")
 
 
 @dataclass(frozen=True)

@@ -69,13 +69,15 @@ DEFAULTS: dict[str, Any] = {
     "num_samples": 1,
 }
 
-# In the corpus's style: a speaker's name in capitals, a colon, a new line, then the speech.
+# In the corpus's own style (tests/test_prompts.py checks them against the training text): the
+# speaker's name as the edition writes it, a full stop, alone on its line, then the speech. A
+# "ROMEO:" the model never saw costs it ~2 nats on the next words and starts it on blank space.
 EXAMPLE_PROMPTS: list[str] = [
-    "ROMEO:\nBut soft, what light through yonder window breaks?",
-    "First Citizen:\nBefore we proceed any further, hear me speak.",
-    "KING HENRY V:\nOnce more unto the breach, dear friends,",
-    "HAMLET:\nTo be, or not to be:",
-    "LADY MACBETH:\n",
+    "Romeo.\nBut soft! what light through yonder window breaks?",
+    "FIRST CITIZEN.\nBefore we proceed any further, hear me speak.",
+    "KING HENRY.\nOnce more unto the breach, dear friends, once more,",
+    "Ham.\nTo be, or not to be,--that is the question:--",
+    "LADY MACBETH.\n",
 ]
 
 TOP_CANDIDATES = 10  # candidates kept per step (the bar chart shows them all)

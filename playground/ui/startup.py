@@ -61,7 +61,7 @@ def warm_up_in_background() -> None:
         try:
             from ..generation import prepare, run
 
-            for _ in run(prepare("ROMEO:", 1, 1.0, 1, 1.0, 0)):
+            for _ in run(prepare("Romeo.\n", 1, 1.0, 1, 1.0, 0)):
                 pass
         except Exception as err:  # noqa: BLE001 -- a user request will report it properly
             print(f"engine warm-up failed: {err}", file=sys.stderr, flush=True)
