@@ -82,16 +82,21 @@ def heatmap(
     cells: str | None = None,
     y_down: bool = True,
     height: int | None = None,
+    decimals: int | None = None,
 ) -> go.Figure:
     """A heatmap of ``z`` [rows, cols] with row 0 at the top (matrix convention) by default.
 
     Values printed in the cells: ``cells``, a d3 format such as ``".2f"`` (plotly formats the
     value; the JSON keeps full precision for the hover), or ``text``, one string per cell. Leave
-    both out where the cells are too small to read (the hover still gives every value)."""
+    both out where the cells are too small to read (the hover still gives every value).
+
+    ``decimals``: the values are sent rounded, as JSON numbers, for large maps whose colour shows
+    far less: plotly writes an array as base64 float64 (~11 bytes a cell, which gzip barely
+    shrinks), a number with 3 decimals is ~6 characters that gzip takes to ~2."""
     z = np.asarray(z, dtype=np.float64)
     rows, cols = z.shape
     trace = go.Heatmap(
-        z=z,
+        z=z if decimals is None else np.round(z, decimals).tolist(),
         x=np.arange(cols),
         y=np.arange(rows),
         colorscale=colorscale,
