@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["PALETTE", "TEMPLATE", "TITLE_CHARS", "wrap_title", "token_ticks", "base_layout", "heatmap", "line_plot", "bar_plot"]
+__all__ = ["PERCENT_HOVER", "percent", "PALETTE", "TEMPLATE", "TITLE_CHARS", "wrap_title", "token_ticks", "base_layout", "heatmap", "line_plot", "bar_plot"]
 
 # Cycling pastel colours for token spans (light enough for dark text), as tiktokenizer does.
 PALETTE = (
@@ -22,6 +22,17 @@ TEMPLATE = "plotly_white"
 # 40 characters at the title's size) most were. Titles are wrapped at this many characters.
 TITLE_CHARS = 40
 TITLE_SIZE = 14
+# A probability in a hover: three significant digits, so that an untrained model's 1/50,257
+# reads 0.00199 %, not 0.00 % (d3's "p": a percentage to significant digits, "~": no trailing 0).
+PERCENT_HOVER = ".3~p"
+
+
+def percent(p: float) -> str:
+    """A probability as a percentage a learner can read at any size: one decimal from 1 %
+    (``12.3%``), two significant digits below (``0.12%``, an untrained model's ``0.002%``)."""
+    if p >= 0.01 or p <= 0:
+        return f"{p:.1%}" if p > 0 else "0%"
+    return np.format_float_positional(100 * p, precision=2, fractional=False, trim="-") + "%"
 
 
 def wrap_title(text: str, width: int = TITLE_CHARS) -> str:
