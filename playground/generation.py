@@ -471,7 +471,7 @@ def _token_html(text: str) -> str:
 
 def tokens_html(state: GenerationState) -> str:
     """The prompt, then each sample's generated tokens as spans shaded by the probability they
-    were drawn with (hover: step, id, probabilities), as Transformer Explainer colours its output."""
+    were drawn with (hover or tap: step, id, probabilities), as Transformer Explainer colours its output."""
     prompt = html.escape(state.params.prompt)
     parts = []
     for sample, steps in enumerate(state.steps):
@@ -485,7 +485,7 @@ def tokens_html(state: GenerationState) -> str:
             spans.append(
                 f'<span class="gen-tok" data-sample="{sample}" data-step="{step.index + 1}" '
                 f'style="background: rgba(99, 102, 241, {0.08 + 0.5 * (1 - p):.2f})" '
-                f'title="{html.escape(title, quote=True)}">{_token_html(step.token.text)}</span>'
+                f'tabindex="0" data-tip="{html.escape(title, quote=True)}">{_token_html(step.token.text)}</span>'
             )
         header = f'<div class="gen-sample-title">Sample {sample + 1}</div>' if len(state.steps) > 1 else ""
         parts.append(f'<div class="gen-sample">{header}<span class="gen-prompt">{prompt}</span>{"".join(spans)}</div>')

@@ -216,6 +216,12 @@ CSS = """
 .gpt-token:hover { outline: 2px solid var(--color-accent); }
 .gpt-token[data-c="s"] { background: #111827; color: #f9fafb; }
 .gpt-rest { color: var(--body-text-color-subdued); }
+.gpt-id { font-size: 0.62em; color: #4b5563; margin-left: 1px; vertical-align: -0.35em; user-select: none; }
+/* A tip on hover and on a tap (a tap focuses an element with tabindex): phones have no hover. */
+[data-tip] { position: relative; }
+[data-tip]:hover::after, [data-tip]:focus::after { content: attr(data-tip); position: absolute; left: 0; top: 100%;
+  z-index: 30; background: #111827; color: #f9fafb; font: 12px/1.4 var(--font); padding: 2px 6px; border-radius: 4px;
+  white-space: nowrap; pointer-events: none; }
 """ + "".join(f'.gpt-token[data-c="{i}"] {{ background: {c}; }}\n' for i, c in enumerate(PALETTE)) + """
 
 /* Nothing may widen the page past the screen: flex items default to their content's width, so
