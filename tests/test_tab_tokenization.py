@@ -81,17 +81,24 @@ def test_html_escapes_user_text():
     class Collect(HTMLParser):
         tags: list[str] = []
         data: list[str] = []
+        ids: list[str] = []
+        in_id = False
 
         def handle_starttag(self, tag, attrs):
             self.tags.append(tag)
+            self.in_id = tag == "sub"
+
+        def handle_endtag(self, tag):
+            self.in_id = False
 
         def handle_data(self, data):
-            self.data.append(data)
+            (self.ids if self.in_id else self.data).append(data)
 
     parser = Collect(convert_charrefs=True)
     parser.feed(r.html)
     assert set(parser.tags) == {"div", "span", "sub"}  # no tag from the user's text survives (sub: the ids)
     assert "".join(parser.data) == text  # and the text itself is shown as typed
+    assert " ".join(parser.ids) == " ".join(map(str, r.ids))  # each token's id under it, in order
 
 
 def test_empty_text_is_a_notice_not_an_error():
