@@ -20,7 +20,7 @@ from ..validation import InputError
 from ..plots import PALETTE
 from .widgets import error_html
 
-__all__ = ["LIGHT", "HEAVY", "GENERATE", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "cap_waiting", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "THEME", "CSS", "JS"]
+__all__ = ["LIGHT", "HEAVY", "GENERATE", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "cap_waiting", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "on_tab_open", "THEME", "CSS", "JS"]
 
 log = logging.getLogger("playground")
 
@@ -137,6 +137,27 @@ def on_input(triggers: Any, fn: Callable, inputs: list, outputs: list, *, error:
     return gr.on(
         triggers, inline_errors(fn, len(outputs)), inputs, [*outputs, error], api_visibility="private", **kwargs
     )
+
+def on_tab_open(fn: Any, outputs: Sequence[Any], **event: Any) -> None:
+    """Fill ``outputs`` with ``fn()`` the first time the tab being built is opened, not with the
+    page: heavy figures out of the first load (Gradio puts every initial value in the page).
+    Call inside the tab's ``build()``; ``event``: the event's options (concurrency...)."""
+    from gradio.context import get_render_context
+
+    tab = get_render_context()
+    while tab is not None and not isinstance(tab, gr.Tab):
+        tab = tab.parent
+    if tab is None:
+        raise RuntimeError("on_tab_open must be called while a gr.Tab is being built")
+    loaded = gr.State(False)
+
+    def fill(done: bool):
+        if done:
+            return (gr.skip(),) * len(outputs) + (True,)
+        values = fn()
+        return (*(values if len(outputs) > 1 else (values,)), True)
+
+    tab.select(user_errors(fill), [loaded], [*outputs, loaded], api_visibility="private", show_progress="minimal", **event)
 
 
 def cap_waiting(demo: gr.Blocks, concurrency_id: str, max_waiting: int) -> None:

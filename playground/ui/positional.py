@@ -8,9 +8,9 @@ import gradio as gr
 
 from .. import limits
 from .. import positional as pe
-from .common import LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
+from .common import LIGHT, LIGHT_CONCURRENCY, on_input, on_tab_open, user_errors
 from ..resources import get_model
-from .widgets import RESULT, SECTION, error_slot, next_tab, note, on_tab_open
+from .widgets import RESULT, SECTION, error_slot, next_tab, note
 
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
 

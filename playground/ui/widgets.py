@@ -21,7 +21,6 @@ __all__ = [
     "error_html",
     "next_tab",
     "neighbours_table",
-    "on_tab_open",
 ]
 
 # CSS classes (their rules are in common.CSS): a section holds an input, its error slot and its
@@ -119,24 +118,3 @@ def neighbours_table(value: Any, *, label: str, elem_id: str, max_rows: int, **k
         max_height=40 * max_rows + 60, wrap=True, column_widths=["13%", "29%", "18%", "19%", "21%"], **kwargs,
     )
 
-
-def on_tab_open(fn: Any, outputs: Sequence[Any], **event: Any) -> None:
-    """Fill ``outputs`` with ``fn()`` the first time the tab being built is opened, not with the
-    page: heavy figures out of the first load (Gradio puts every initial value in the page).
-    Call inside the tab's ``build()``; ``event``: the event's options (concurrency...)."""
-    from gradio.context import get_render_context
-
-    tab = get_render_context()
-    while tab is not None and not isinstance(tab, gr.Tab):
-        tab = tab.parent
-    if tab is None:
-        raise RuntimeError("on_tab_open must be called while a gr.Tab is being built")
-    loaded = gr.State(False)
-
-    def fill(done: bool):
-        if done:
-            return (gr.skip(),) * len(outputs) + (True,)
-        values = fn()
-        return (*(values if len(outputs) > 1 else (values,)), True)
-
-    tab.select(fill, [loaded], [*outputs, loaded], api_visibility="private", show_progress="minimal", **event)
