@@ -138,6 +138,7 @@ def on_input(triggers: Any, fn: Callable, inputs: list, outputs: list, *, error:
         triggers, inline_errors(fn, len(outputs)), inputs, [*outputs, error], api_visibility="private", **kwargs
     )
 
+
 def on_tab_open(fn: Any, outputs: Sequence[Any], **event: Any) -> None:
     """Fill ``outputs`` with ``fn()`` the first time the tab being built is opened, not with the
     page: heavy figures out of the first load (Gradio puts every initial value in the page).
