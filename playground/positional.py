@@ -46,8 +46,8 @@ FORMULA_LINES = (
 FORMULA_LATEX = r", \quad ".join(FORMULA_LINES)
 SEED_DIMS = (2, 4, 6, 8)  # seed 001 plots out[0, :, 2:10:2]
 # A heatmap of more cells than this is drawn downsampled (see _downsampled; the table is exact):
-# a phone or a laptop shows no more, and each cell is ~6 bytes of JSON on the wire.
-MAX_HEATMAP_CELLS = 256 * 512
+# a phone or a laptop shows little more, and each cell costs bytes on the wire and time to draw.
+MAX_HEATMAP_CELLS = 256 * 256
 MAX_HEATMAP_COLUMNS = 256
 LINES_WINDOW = 128  # positions the dimensions-over-positions plot opens on
 

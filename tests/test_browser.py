@@ -200,7 +200,7 @@ def test_attention_tab(page):
     page.locator("#att-run").click()
     page.wait_for_function("() => document.querySelector('#att-info').innerText.includes('tokens')")
     page.locator("#att-head-fig .js-plotly-plot").wait_for()
-    page.locator("#att-stage").get_by_text("3 · masked fill").click()
+    page.locator("#att-stage").get_by_text("5 · masked fill").click()
     page.wait_for_function("() => document.querySelector('#att-stage-md').innerText.includes('masked_fill')")
     shot(page, "attention")
 

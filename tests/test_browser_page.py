@@ -296,7 +296,7 @@ def test_attention_labels_cells_and_line_view(phone):
     layer = phone.locator("#att-layer input[type=number]")
     layer.fill("2")
     layer.press("Enter")
-    phone.wait_for_function("() => document.querySelector('#att-head-fig .gtitle').textContent.startsWith('Layer 2, head 0')")
+    phone.wait_for_function("() => document.querySelector('#att-head-fig .gtitle').textContent.startsWith('Layer 2, head ')")
 
     # A long text: the cells are left to the hover (sixty numbers would be noise).
     textbox(phone, "att-text").fill(" ".join(["the king spoke to the queen"] * 4))
