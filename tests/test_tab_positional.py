@@ -202,12 +202,18 @@ def test_the_tab_shows_a_sinusoidal_models_table(sinusoidal_model):
     from playground.ui import positional as ui
 
     with gr.Blocks() as demo:
-        ui.build()
-    blocks = list(demo.blocks.values())
-    note = next(b for b in blocks if getattr(b, "elem_id", None) == "pe-model-note")
-    assert "sinusoidal formula" in note.value and "learned" not in note.value
-    labels = [b.label for b in blocks if isinstance(b, gr.Plot)]
-    assert "Model" in labels and "Sinusoidal, same shape" not in labels
+        with gr.Tab("Positional encoding"):
+            ui.build()
+    blocks = {b._id: b for b in demo.blocks.values()}
+    # drawn when the tab opens: the tab's select event fills the note and the plots
+    (opened,) = [fn for fn in demo.fns.values() if any(t[1] == "select" for t in fn.targets)]
+    outputs = [blocks[o] for o in opened.outputs] if isinstance(opened.outputs[0], int) else list(opened.outputs)
+    ids = [getattr(b, "elem_id", None) for b in outputs]
+    assert ids[:4] == ["pe-model-note", "pe-model-table", "pe-model-reference", "pe-model-cosine"]
+    note, _, _, _ = ui.ui_model_table()
+    assert "sinusoidal formula" in note and "learned" not in note
+    reference = next(b for b in outputs if getattr(b, "elem_id", None) == "pe-model-reference")
+    assert reference.visible is False  # no learned-vs-formula pair
 
 
 def test_learned_model_table_beside_sinusoidal():
