@@ -37,11 +37,12 @@ def phone(app_server, shots_dir):
 
 
 def plot_data(page, elem_id: str) -> list[dict]:
-    """The traces plotly drew in ``#elem_id`` (x, y, z and text as the browser holds them)."""
+    """The traces plotly drew in ``#elem_id`` (x, y, text, and a heatmap's first row of z), as
+    plotly holds them once decoded (``_fullData``: the sent base64 arrays as numbers)."""
     return page.evaluate(
-        f"""() => document.querySelector('#{elem_id} .js-plotly-plot').data.map(t => ({{
+        f"""() => document.querySelector('#{elem_id} .js-plotly-plot')._fullData.map(t => ({{
             x: t.x && Array.from(t.x), y: t.y && Array.from(t.y), text: t.text && Array.from(t.text),
-            z0: t.z && Array.from(t.z[0] || [])}}))"""
+            z0: t.z && t.z[0] ? Array.from(t.z[0]) : null}}))"""
     )
 
 
@@ -54,7 +55,7 @@ def test_positional_heatmap_at_1024_by_512_keeps_sine_and_cosine(page):
     t0 = time.perf_counter()
     page.locator("#pe-run").click()
     page.wait_for_function("() => document.querySelector('#pe-summary').innerText.includes('1024 positions × 512')")
-    page.wait_for_function("() => document.querySelector('#pe-heatmap .gtitle').textContent.includes('1024')")
+    page.wait_for_function("() => (document.querySelector('#pe-heatmap .gtitle') || {}).textContent?.includes('1024')")
     print(f"\nPE 1024 x 512 drawn {time.perf_counter() - t0:.1f} s after the click")
     (trace,) = plot_data(page, "pe-heatmap")
     cols = np.array(trace["x"])
