@@ -9,6 +9,7 @@ model's own computation.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -90,13 +91,26 @@ class AttentionResult:
     n_head: int
     weights: np.ndarray = field(repr=False)  # [n_layer, n_head, T, T], rows sum to 1
     head_figure: go.Figure = field(repr=False)
-    mean_figure: go.Figure = field(repr=False)
-    heads_figure: go.Figure = field(repr=False)  # every head of the chosen layer
-    lines_html: str = field(repr=False)  # the line view of the chosen layer (BertViz's head view)
     stages: list[Stage] = field(repr=False)
     weights_max_diff: float  # step-through weights vs the model's attentions for this head
     output_max_diff: float  # step-through (all heads, then W_O) vs the block's attention output
     notice: str
+
+    # Drawn when first asked for: the Compare tab shows only the chosen head.
+    @functools.cached_property
+    def mean_figure(self) -> go.Figure:
+        return _weights_figure(self.weights[self.layer].mean(axis=0), self.tokens,
+                               f"Layer {self.layer}: mean over the {self.n_head} heads")
+
+    @functools.cached_property
+    def heads_figure(self) -> go.Figure:
+        """Every head of the chosen layer."""
+        return _heads_grid(self.weights[self.layer], self.tokens, self.layer)
+
+    @functools.cached_property
+    def lines_html(self) -> str:
+        """The line view of the chosen layer (BertViz's head view)."""
+        return line_view_html(self.weights[self.layer], self.tokens, self.layer, self.head)
 
     def to_dict(self, decimals: int = 5) -> dict[str, Any]:
         """JSON-ready: tokens, the chosen head's and the layer's mean weights, the checks."""
@@ -301,8 +315,5 @@ def attention(text: Any, layer: Any = 0, head: Any = 0, model: GPT | None = None
         text=text, ids=ids, tokens=tokens, layer=layer, head=head, n_layer=cfg.n_layer, n_head=cfg.n_head,
         weights=weights,
         head_figure=_weights_figure(weights[layer, head], tokens, f"Layer {layer}, head {head}: attention weights (zeros above the diagonal: causal mask)"),
-        mean_figure=_weights_figure(weights[layer].mean(axis=0), tokens, f"Layer {layer}: mean over the {cfg.n_head} heads"),
-        heads_figure=_heads_grid(weights[layer], tokens, layer),
-        lines_html=line_view_html(weights[layer], tokens, layer, head),
         stages=stages, weights_max_diff=weights_diff, output_max_diff=output_diff, notice=notice,
     )

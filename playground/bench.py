@@ -1,0 +1,102 @@
+"""Every tab's slowest action, timed as the server answers it: the tab's handler on the shipped
+model, then its outputs serialised as Gradio sends them (a figure's JSON), median of a few runs
+after one warm-up.
+
+    python -m playground.bench              # the table, each action against TARGET_S
+    python -m playground.bench --repeats 5
+
+What the browser adds (the trip, drawing the plots) is not in these figures: see docs/app.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+__all__ = ["TARGET_S", "Action", "actions", "serialise", "time_action", "main"]
+
+TARGET_S = 1.5  # issue 24: no tab keeps a learner waiting longer for one action
+
+
+@dataclass(frozen=True)
+class Action:
+    tab: str
+    name: str
+    run: Callable[[], Any]
+
+
+def serialise(value: Any) -> int:
+    """The bytes of JSON a handler's outputs become (a figure as plotly writes it for Gradio)."""
+    if isinstance(value, go.Figure):
+        return len(value.to_json())
+    if isinstance(value, (tuple, list)) and any(isinstance(v, go.Figure) for v in value):
+        return sum(serialise(v) for v in value)
+    return len(json.dumps(value, default=str))
+
+
+def actions() -> list[Action]:
+    """The slowest action of each tab, with the inputs a learner would use."""
+    from . import embeddings as emb
+    from . import limits
+    from .attention import EXAMPLE_PROMPTS
+    from .generation import EXAMPLE_PROMPTS as PROMPTS
+    from .resources import get_model
+    from .ui import attention, compare, embeddings, generation, positional, tokenization
+
+    cfg = get_model().config
+    long_text = ("Romeo.\nBut soft! what light through yonder window breaks?\n" * 400)[: limits.MAX_TEXT_CHARS]
+    return [
+        Action("Tokenization", f"tokenize {limits.MAX_TEXT_CHARS:,} characters",
+               lambda: tokenization.ui_tokenize(long_text, True, True)),
+        Action("Embeddings", "PCA 3D of the default words",
+               lambda: embeddings.ui_projection(", ".join(emb.DEFAULT_WORDS), emb.DEFAULT_EXPRESSION, "3D", True)),
+        Action("Positional encoding", "PE at 1024 positions x 512 dimensions",
+               lambda: positional.ui_positional(512, 1024, 10000, "2, 4, 6, 8")),
+        Action("Positional encoding", "the model's own table (tab opened)", positional.ui_model_table),
+        Action("Attention", f"layer change (to layer {cfg.n_layer - 1}) on the example",
+               lambda: attention.ui_attention(EXAMPLE_PROMPTS[0], cfg.n_layer - 1, 0)),
+        Action("Text generation", "next-token chart under the settings",
+               lambda: generation.ui_live(PROMPTS[0], 0.8, 50, 0.95)),
+        Action("Text generation", "Next token (one step)",
+               lambda: generation.ui_next_token(PROMPTS[0], 0.8, 50, 0.95, 42)),
+        Action("Compare", "next tokens, both models",
+               lambda: compare.ui_compare_next_token(compare.PROMPT)),
+        Action("Compare", "attention, both models",
+               lambda: compare.ui_compare_attention(compare.SENTENCE, cfg.n_layer - 1, 0)),
+    ]
+
+
+def time_action(action: Action, repeats: int) -> tuple[float, int]:
+    """Median seconds of ``repeats`` runs (after one warm-up) and the JSON bytes of one answer."""
+    size = serialise(action.run())  # warm-up: caches, the ONNX session
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        serialise(action.run())
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), size
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Every tab's slowest action, timed as the server answers it.")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    rows = []
+    print(f"{'tab':<20} {'action':<44} {'seconds':>8} {'JSON kB':>8}")
+    for action in actions():
+        seconds, size = time_action(action, args.repeats)
+        rows.append(seconds)
+        mark = "ok" if seconds <= TARGET_S else f"over {TARGET_S} s"
+        print(f"{action.tab:<20} {action.name:<44} {seconds:>8.2f} {size / 1000:>8.0f}  {mark}", flush=True)
+    print(f"median of {args.repeats} runs after a warm-up; target {TARGET_S} s per action")
+    return 0 if max(rows) <= TARGET_S else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
