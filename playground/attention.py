@@ -299,8 +299,10 @@ def _step_through(model: GPT, ids: list[int], layer: int, head: int, tokens: lis
     return stages, weights_diff, output_diff
 
 
-def attention(text: Any, layer: Any = 0, head: Any = 0, model: GPT | None = None) -> AttentionResult:
-    """Attention of the loaded model on ``text``: layer ``layer`` and head ``head`` (0-based)."""
+def attention(text: Any, layer: Any = 0, head: Any = 0, model: GPT | None = None, step_through: bool = True) -> AttentionResult:
+    """Attention of the loaded model on ``text``: layer ``layer`` and head ``head`` (0-based).
+    ``step_through=False``: no step-through (no stages, its checks NaN), for a page that shows
+    only the weights (Compare)."""
     model = model or get_model()
     cfg = model.config
     max_tokens = min(limits.MAX_ATTENTION_TOKENS, cfg.block_size)
@@ -309,7 +311,10 @@ def attention(text: Any, layer: Any = 0, head: Any = 0, model: GPT | None = None
     head = validate_int(head, name="head", minimum=0, maximum=cfg.n_head - 1)
     tokens = token_labels(ids)
     weights = attention_weights(model, ids)
-    stages, weights_diff, output_diff = _step_through(model, ids, layer, head, tokens, weights)
+    if step_through:
+        stages, weights_diff, output_diff = _step_through(model, ids, layer, head, tokens, weights)
+    else:
+        stages, weights_diff, output_diff = [], math.nan, math.nan
     notice = "" if len(ids) > 1 else "One token attends only to itself: type a longer text to see attention spread."
     return AttentionResult(
         text=text, ids=ids, tokens=tokens, layer=layer, head=head, n_layer=cfg.n_layer, n_head=cfg.n_head,

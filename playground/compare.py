@@ -182,7 +182,7 @@ def compare_attention(text: Any, layer: Any = 0, head: Any = 0) -> list[tuple[st
         cfg = model.config
         lay = validate_int(layer, name="layer", minimum=0, maximum=1_000)
         hd = validate_int(head, name="head", minimum=0, maximum=1_000)
-        r = attention(text, min(lay, cfg.n_layer - 1), min(hd, cfg.n_head - 1), model=model)
+        r = attention(text, min(lay, cfg.n_layer - 1), min(hd, cfg.n_head - 1), model=model, step_through=False)
         # A short title, so that two charts fit side by side (and one fits a phone's width).
         r.head_figure.update_layout(title=f"{label}: layer {r.layer}, head {r.head}")
         out.append((label, r))
