@@ -122,11 +122,20 @@ def _write_json(path: Path, doc: dict) -> None:
     path.write_text(json.dumps(doc, indent=2) + "\n")
 
 
-def zip_hub(folder: Path, zip_path: Path | None = None) -> Path:
+# What a browser needs (transformers.js, dtype "q8"): the folder without the larger files.
+BROWSER_ZIP_NAME = "gpt-playground-browser.zip"
+BROWSER_FILES = ("README.md", "config.json", "generation_config.json", "special_tokens_map.json", "tokenizer.json",
+                 "tokenizer_config.json", "onnx/model_quantized.onnx")
+
+
+def zip_hub(folder: Path, zip_path: Path | None = None, only: tuple[str, ...] | None = None) -> Path:
     """The folder as one zip (``gpt-playground-hub.zip`` beside it), rebuilt only when a file in
-    the folder is newer than it. Weights are stored, not deflated: float bytes barely compress."""
+    the folder is newer than it. Weights are stored, not deflated: float bytes barely compress.
+    ``only``: the paths (relative to the folder) to put in it, e.g. BROWSER_FILES."""
     zip_path = zip_path or folder.parent / HUB_ZIP_NAME
     files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.endswith(".tmp.onnx"))
+    if only is not None:
+        files = [p for p in files if p.relative_to(folder).as_posix() in only]
     if zip_path.is_file() and all(p.stat().st_mtime <= zip_path.stat().st_mtime for p in files):
         return zip_path
     tmp = zip_path.with_suffix(".tmp")

@@ -210,9 +210,15 @@ def test_model_tab(page):
     params = page.locator("#model-params")
     params.get_by_text("total").first.wait_for()
     page.locator("#model-curves .js-plotly-plot").wait_for()
-    assert "input_ids" in page.locator("#model-graph").inner_text()
+    # the picture first, then the training; the downloads lead with the browser-sized folder
+    assert "blocks" in page.locator("#model-arch").inner_text()
+    downloads = page.locator("#model-downloads button").all_inner_texts()
+    assert "gpt-playground-browser.zip" in downloads[0] and all(re.search(r"\(\d+ MB\)", d) for d in downloads), downloads
     page.get_by_role("button", name=re.compile(r"model\.onnx")).wait_for()
     page.get_by_role("button", name=re.compile(r"gpt-playground-hub\.zip")).wait_for()
+    # the engineering folded away, there on a click
+    page.locator("#model-engineering").get_by_text("The engineering").click()
+    assert "input_ids" in page.locator("#model-graph").inner_text()
     assert "InferenceSession" in page.locator("#model-snippet").inner_text()
     with page.expect_download() as download:
         page.get_by_role("button", name=re.compile(r"model_quantized\.onnx")).click()

@@ -239,6 +239,18 @@ CSS = """
 .gpt-token[data-c="s"] { background: #111827; color: #f9fafb; }
 .gpt-rest { color: var(--body-text-color-subdued); }
 .gpt-id { font-size: 0.62em; color: #4b5563; margin-left: 1px; vertical-align: -0.35em; user-select: none; }
+/* The Model tab's architecture picture (playground/model_info.architecture_html). */
+.pg-arch { display: flex; flex-direction: column; align-items: stretch; gap: 0; font-size: 0.9em; }
+.pg-arch-box { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 6px 10px;
+  background: var(--background-fill-secondary); display: flex; flex-wrap: wrap; gap: 2px 10px; align-items: baseline; }
+.pg-arch-box.emb { background: #fef3c7; } .pg-arch-box.attn { background: #e0e7ff; } .pg-arch-box.mlp { background: #dcfce7; }
+.pg-arch-box.add, .pg-arch-box.io { background: transparent; border-style: dashed; }
+.pg-arch-shape { font-family: var(--font-mono); font-size: 0.9em; color: var(--body-text-color-subdued); }
+.pg-arch-n { margin-left: auto; font-weight: 600; color: var(--color-accent); }
+.pg-arch-arrow { text-align: center; line-height: 1.3; color: var(--body-text-color-subdued); }
+.pg-arch-block { border: 2px solid var(--color-accent); border-radius: 10px; padding: 6px; display: flex;
+  flex-direction: column; gap: 4px; }
+.pg-arch-title { font-weight: 600; color: var(--color-accent); }
 /* A tip on hover and on a tap (a tap focuses an element with tabindex): phones have no hover. */
 [data-tip] { position: relative; }
 [data-tip]:hover::after, [data-tip]:focus::after { content: attr(data-tip); position: absolute; left: 0; top: 100%;
