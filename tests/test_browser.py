@@ -221,7 +221,7 @@ def test_model_tab(page):
     assert "input_ids" in page.locator("#model-graph").inner_text()
     assert "InferenceSession" in page.locator("#model-snippet").inner_text()
     with page.expect_download() as download:
-        page.get_by_role("button", name=re.compile(r"model_quantized\.onnx")).click()
+        page.get_by_role("button", name=re.compile(r"^⬇ model_quantized\.onnx")).click()
     path = download.value.path()
     assert Path(path).stat().st_size == (ROOT / "artifacts" / "hub" / "onnx" / "model_quantized.onnx").stat().st_size
     shot(page, "model")
