@@ -51,7 +51,7 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         gr.Markdown(HEADER, elem_id="pg-header")
         gr.Markdown(describe(source), elem_id="pg-model")
-        with gr.Tabs():
+        with gr.Tabs(overflow_behavior="wrap"):  # every tab one tap away, on a phone too (the tabs wrap)
             with gr.Tab("1 · Tokenization", id="tokenization"):
                 tokenization.build()
             with gr.Tab("2 · Embeddings", id="embeddings"):

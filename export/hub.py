@@ -79,7 +79,7 @@ tok = Tokenizer.from_file("{folder}/tokenizer.json")
 sess = ort.InferenceSession("{folder}/onnx/model_int8.onnx")  # the fastest on a CPU; or model.onnx, model_quantized.onnx
 pasts = [i for i in sess.get_inputs() if i.name.startswith("past_key_values.")]
 feeds = {{i.name: np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32) for i in pasts}}  # empty cache
-ids = tok.encode("ROMEO:").ids
+ids = tok.encode("Romeo.\\n").ids
 x, seen = np.array([ids]), 0
 for _ in range(40):  # greedy: always the most probable next token
     n = x.shape[1]
@@ -95,7 +95,7 @@ from transformers import AutoTokenizer
 
 tok = AutoTokenizer.from_pretrained("{folder}")
 model = ORTModelForCausalLM.from_pretrained("{folder}", subfolder="onnx", file_name="model_int8.onnx")  # the fastest on a CPU
-batch = tok(["ROMEO:", "JULIET:\\nO Romeo, Romeo"], return_tensors="pt", padding=True)  # left-padded
+batch = tok(["Romeo.\\n", "Juliet.\\nO Romeo, Romeo! wherefore art thou"], return_tensors="pt", padding=True)  # left-padded
 out = model.generate(**batch, max_new_tokens=40, do_sample=False)
 print(tok.batch_decode(out, skip_special_tokens=True))
 '''),
@@ -105,14 +105,14 @@ env.localModelPath = ".";  // the folder's parent (leave both lines out for a Hu
 env.allowRemoteModels = false;
 // dtype "q8": onnx/model_quantized.onnx (8-bit download, the same ids as natively); "fp32": onnx/model.onnx
 const generate = await pipeline("text-generation", "{folder}", {{ dtype: "q8" }});
-const [out] = await generate("ROMEO:", {{ max_new_tokens: 40, do_sample: false }});
+const [out] = await generate("Romeo.\\n", {{ max_new_tokens: 40, do_sample: false }});
 console.log(out.generated_text);
 '''),
         "transformers (PyTorch)": ("python", f'''from transformers import AutoTokenizer, GPT2LMHeadModel
 
 tok = AutoTokenizer.from_pretrained("{folder}")
 model = GPT2LMHeadModel.from_pretrained("{folder}")  # model.safetensors, float32
-ids = tok("ROMEO:", return_tensors="pt")
+ids = tok("Romeo.\\n", return_tensors="pt")
 print(tok.decode(model.generate(**ids, max_new_tokens=40, do_sample=False)[0]))
 '''),
     }
@@ -122,11 +122,20 @@ def _write_json(path: Path, doc: dict) -> None:
     path.write_text(json.dumps(doc, indent=2) + "\n")
 
 
-def zip_hub(folder: Path, zip_path: Path | None = None) -> Path:
+# What a browser needs (transformers.js, dtype "q8"): the folder without the larger files.
+BROWSER_ZIP_NAME = "gpt-playground-browser.zip"
+BROWSER_FILES = ("README.md", "config.json", "generation_config.json", "special_tokens_map.json", "tokenizer.json",
+                 "tokenizer_config.json", "onnx/model_quantized.onnx")
+
+
+def zip_hub(folder: Path, zip_path: Path | None = None, only: tuple[str, ...] | None = None) -> Path:
     """The folder as one zip (``gpt-playground-hub.zip`` beside it), rebuilt only when a file in
-    the folder is newer than it. Weights are stored, not deflated: float bytes barely compress."""
+    the folder is newer than it. Weights are stored, not deflated: float bytes barely compress.
+    ``only``: the paths (relative to the folder) to put in it, e.g. BROWSER_FILES."""
     zip_path = zip_path or folder.parent / HUB_ZIP_NAME
     files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.endswith(".tmp.onnx"))
+    if only is not None:
+        files = [p for p in files if p.relative_to(folder).as_posix() in only]
     if zip_path.is_file() and all(p.stat().st_mtime <= zip_path.stat().st_mtime for p in files):
         return zip_path
     tmp = zip_path.with_suffix(".tmp")

@@ -2,15 +2,18 @@
 
 The weights come from ``model(idx, output_attentions=True).attentions`` (per layer [B, H, T, T]).
 The step-through recomputes one head from the block's own weights, stage by stage as the seeds
-write it (``q @ k^T * head_size**-0.5`` -> ``tril`` -> ``masked_fill(tril == 0, -inf)`` ->
-``softmax`` -> ``@ v``), and checks the result against the model's own computation.
+write it (``q = x W_Q``, ``k = x W_K`` -> ``q @ k^T * head_size**-0.5`` -> ``tril`` ->
+``masked_fill(tril == 0, -inf)`` -> ``softmax`` -> ``@ v``), and checks the result against the
+model's own computation.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,20 +31,53 @@ from .resources import get_model
 from .tokens import encode_prompt, token_labels
 from .validation import validate_int
 
-__all__ = ["EXAMPLE_PROMPTS", "Stage", "AttentionResult", "attention", "attention_weights", "line_view_html"]
+__all__ = ["EXAMPLE_PROMPTS", "Stage", "SalientHead", "salient_head", "AttentionResult", "attention", "attention_weights", "line_view_html"]
 
-EXAMPLE_PROMPTS = ("ROMEO:\nBut soft, what light through yonder window breaks?", "To be, or not to be, that is the question")
+# In the corpus's style (see generation.EXAMPLE_PROMPTS).
+EXAMPLE_PROMPTS = ("Romeo.\nBut soft! what light through yonder window breaks?", "To be, or not to be,--that is the question:--")
 
 
 @dataclass(frozen=True)
 class Stage:
-    """One step of the weighted aggregation for the chosen head."""
+    """One step of the weighted aggregation for the chosen head. Its figure is drawn when asked
+    for (the page shows one stage at a time: drawing all seven made every layer change slower)."""
 
     name: str
     code: str  # the seeds' line of PyTorch for this step
     caption: str
-    matrix: np.ndarray = field(repr=False)  # [T, T] (or [T, head_dim] for the output)
-    figure: go.Figure = field(repr=False)
+    matrix: np.ndarray = field(repr=False)  # [T, T] (or [T, head_dim] for q, k and the output)
+    draw: Callable[[], go.Figure] = field(repr=False, compare=False)
+
+    @property
+    def figure(self) -> go.Figure:
+        return self.draw()
+
+
+@dataclass(frozen=True)
+class SalientHead:
+    """A head whose pattern reads at a glance, found from the model's weights on a text."""
+
+    layer: int
+    head: int
+    kind: str  # "previous-token" or "first-token"
+    share: float  # mean weight a token gives that key
+    uniform: float  # the same mean for a uniform head (1 / (t + 1) per row): the baseline
+
+
+def salient_head(weights: np.ndarray) -> SalientHead:
+    """The head of ``weights`` [n_layer, n_head, T, T] that most exceeds a uniform head at
+    attending to the token just before (a previous-token head) or to the first token (the
+    "attention sink" many heads use as a no-op), as mean weight over the rows t >= 1."""
+    t = weights.shape[-1]
+    if t < 2:
+        return SalientHead(0, 0, "previous-token", 1.0, 1.0)
+    rows = np.arange(1, t)
+    uniform = float(np.mean(1.0 / (rows + 1)))
+    previous = weights[:, :, rows, rows - 1].mean(axis=-1)  # [n_layer, n_head]
+    first = weights[:, :, 1:, 0].mean(axis=-1)
+    kind, scores = max((("previous-token", previous), ("first-token", first)), key=lambda ks: ks[1].max())
+    layer, head = np.unravel_index(int(np.argmax(scores)), scores.shape)
+    return SalientHead(int(layer), int(head), kind, float(scores[layer, head]), uniform)
 
 
 @dataclass(frozen=True)
@@ -55,13 +91,26 @@ class AttentionResult:
     n_head: int
     weights: np.ndarray = field(repr=False)  # [n_layer, n_head, T, T], rows sum to 1
     head_figure: go.Figure = field(repr=False)
-    mean_figure: go.Figure = field(repr=False)
-    heads_figure: go.Figure = field(repr=False)  # every head of the chosen layer
-    lines_html: str = field(repr=False)  # the line view of the chosen layer (BertViz's head view)
     stages: list[Stage] = field(repr=False)
     weights_max_diff: float  # step-through weights vs the model's attentions for this head
     output_max_diff: float  # step-through (all heads, then W_O) vs the block's attention output
     notice: str
+
+    # Drawn when first asked for: the Compare tab shows only the chosen head.
+    @functools.cached_property
+    def mean_figure(self) -> go.Figure:
+        return _weights_figure(self.weights[self.layer].mean(axis=0), self.tokens,
+                               f"Layer {self.layer}: mean over the {self.n_head} heads")
+
+    @functools.cached_property
+    def heads_figure(self) -> go.Figure:
+        """Every head of the chosen layer."""
+        return _heads_grid(self.weights[self.layer], self.tokens, self.layer)
+
+    @functools.cached_property
+    def lines_html(self) -> str:
+        """The line view of the chosen layer (BertViz's head view)."""
+        return line_view_html(self.weights[self.layer], self.tokens, self.layer, self.head)
 
     def to_dict(self, decimals: int = 5) -> dict[str, Any]:
         """JSON-ready: tokens, the chosen head's and the layer's mean weights, the checks."""
@@ -206,40 +255,54 @@ def _step_through(model: GPT, ids: list[int], layer: int, head: int, tokens: lis
     weights_diff = float(np.max(np.abs(weights[head].numpy() - model_weights[layer, head])))
 
     h = head
-    scores_np, masked_np, weights_np, out_np = (m[h].numpy() for m in (wei, masked, weights, out))
+    q_np, k_np, scores_np, masked_np, weights_np, out_np = (m[h].numpy() for m in (q, k, wei, masked, weights, out))
     small = t <= CELL_VALUES_MAX_TOKENS
     masked_z, masked_text = _masked_display(masked_np)
+    c0 = h * d  # the head's columns of W_Q, W_K (c_attn holds W_Q | W_K | W_V, each [C, C])
     stages = [
-        Stage("1. scores", "wei = q @ k.transpose(-2, -1) * head_size**-0.5",
+        Stage("1. queries", f"q = x @ W_Q[:, {c0}:{c0 + d}]",
+              f"Each token's query: its vector x (after the block's LayerNorm, {c} numbers) times this head's "
+              f"columns of W_Q, {d} numbers saying what the token looks for.",
+              q_np,
+              lambda: heatmap(q_np, f"q = x W_Q, head {h} ({t} tokens × head_dim {d})", y_labels=tokens,
+                              x_title="head dimension", y_title="token", colorscale="RdBu", zmid=0.0)),
+        Stage("2. keys", f"k = x @ W_K[:, {c0}:{c0 + d}]",
+              f"Each token's key: the same x times this head's columns of W_K, {d} numbers saying what the token offers.",
+              k_np,
+              lambda: heatmap(k_np, f"k = x W_K, head {h} ({t} tokens × head_dim {d})", y_labels=tokens,
+                              x_title="head dimension", y_title="token", colorscale="RdBu", zmid=0.0)),
+        Stage("3. scores", "wei = q @ k.transpose(-2, -1) * head_size**-0.5",
               f"Each query's dot product with every key, scaled by 1/√{d} (head_size = {d}).",
               scores_np,
-              heatmap(scores_np, "Scores q·k / √d (future tokens not yet hidden)", x_labels=tokens, y_labels=tokens,
-                      x_title="key", y_title="query", colorscale="RdBu", zmid=0.0, cells=_cells(t))),
-        Stage("2. causal mask", "tril = torch.tril(torch.ones(T, T))",
+              lambda: heatmap(scores_np, "Scores q·k / √d (future tokens not yet hidden)", x_labels=tokens, y_labels=tokens,
+                              x_title="key", y_title="query", colorscale="RdBu", zmid=0.0, cells=_cells(t))),
+        Stage("4. causal mask", "tril = torch.tril(torch.ones(T, T))",
               "Lower-triangular ones: query t may look at keys 0..t only (a decoder never sees the future).",
               tril.numpy(),
-              heatmap(tril.numpy(), "tril: 1 = allowed, 0 = future", x_labels=tokens, y_labels=tokens,
-                      x_title="key", y_title="query", colorscale="Greys", zmin=0.0, zmax=1.0,
-                      cells=_cells(t, ".0f"))),
-        Stage("3. masked fill", "wei = wei.masked_fill(tril == 0, float('-inf'))",
+              lambda: heatmap(tril.numpy(), "tril: 1 = allowed, 0 = future", x_labels=tokens, y_labels=tokens,
+                              x_title="key", y_title="query", colorscale="Greys", zmin=0.0, zmax=1.0,
+                              cells=_cells(t, ".0f"))),
+        Stage("5. masked fill", "wei = wei.masked_fill(tril == 0, float('-inf'))",
               "Scores above the diagonal become −inf, so softmax gives them exactly zero weight.",
               masked_np,
-              heatmap(masked_z, "Masked scores (blank = −inf)", x_labels=tokens, y_labels=tokens, x_title="key",
-                      y_title="query", colorscale="RdBu", zmid=0.0, text=masked_text if small else None)),
-        Stage("4. softmax", "wei = F.softmax(wei, dim=-1)",
+              lambda: heatmap(masked_z, "Masked scores (blank = −inf)", x_labels=tokens, y_labels=tokens, x_title="key",
+                              y_title="query", colorscale="RdBu", zmid=0.0, text=masked_text if small else None)),
+        Stage("6. softmax", "wei = F.softmax(wei, dim=-1)",
               "Each row becomes weights that sum to 1; zeros above the diagonal.",
-              weights_np, _weights_figure(weights_np, tokens, "Attention weights (each row sums to 1)")),
-        Stage("5. weighted aggregation", "out = wei @ v",
+              weights_np, lambda: _weights_figure(weights_np, tokens, "Attention weights (each row sums to 1)")),
+        Stage("7. weighted aggregation", "out = wei @ v",
               f"Each output row is the weighted average of the value vectors (head_dim = {d}) of the tokens it attends to.",
               out_np,
-              heatmap(out_np, "Output: weights @ values", y_labels=tokens, x_title="head dimension",
-                      y_title="query", colorscale="RdBu", zmid=0.0)),
+              lambda: heatmap(out_np, "Output: weights @ values", y_labels=tokens, x_title="head dimension",
+                              y_title="query", colorscale="RdBu", zmid=0.0)),
     ]
     return stages, weights_diff, output_diff
 
 
-def attention(text: Any, layer: Any = 0, head: Any = 0, model: GPT | None = None) -> AttentionResult:
-    """Attention of the loaded model on ``text``: layer ``layer`` and head ``head`` (0-based)."""
+def attention(text: Any, layer: Any = 0, head: Any = 0, model: GPT | None = None, step_through: bool = True) -> AttentionResult:
+    """Attention of the loaded model on ``text``: layer ``layer`` and head ``head`` (0-based).
+    ``step_through=False``: no step-through (no stages, its checks NaN), for a page that shows
+    only the weights (Compare)."""
     model = model or get_model()
     cfg = model.config
     max_tokens = min(limits.MAX_ATTENTION_TOKENS, cfg.block_size)
@@ -248,14 +311,14 @@ def attention(text: Any, layer: Any = 0, head: Any = 0, model: GPT | None = None
     head = validate_int(head, name="head", minimum=0, maximum=cfg.n_head - 1)
     tokens = token_labels(ids)
     weights = attention_weights(model, ids)
-    stages, weights_diff, output_diff = _step_through(model, ids, layer, head, tokens, weights)
+    if step_through:
+        stages, weights_diff, output_diff = _step_through(model, ids, layer, head, tokens, weights)
+    else:
+        stages, weights_diff, output_diff = [], math.nan, math.nan
     notice = "" if len(ids) > 1 else "One token attends only to itself: type a longer text to see attention spread."
     return AttentionResult(
         text=text, ids=ids, tokens=tokens, layer=layer, head=head, n_layer=cfg.n_layer, n_head=cfg.n_head,
         weights=weights,
         head_figure=_weights_figure(weights[layer, head], tokens, f"Layer {layer}, head {head}: attention weights (zeros above the diagonal: causal mask)"),
-        mean_figure=_weights_figure(weights[layer].mean(axis=0), tokens, f"Layer {layer}: mean over the {cfg.n_head} heads"),
-        heads_figure=_heads_grid(weights[layer], tokens, layer),
-        lines_html=line_view_html(weights[layer], tokens, layer, head),
         stages=stages, weights_max_diff=weights_diff, output_max_diff=output_diff, notice=notice,
     )

@@ -29,7 +29,6 @@ from . import limits
 from .attention import AttentionResult, attention
 from .embeddings import ArithmeticResult, embedding_arithmetic
 from .generation import GeneratedStep, TokenChoice, candidates_figure
-from .next_token import probability_axis
 from .resources import get_model
 from .tokens import encode_prompt, token_text
 from .validation import InputError, validate_int
@@ -145,14 +144,11 @@ def next_token(prompt: Any, model: GPT, label: str, top_k: int = TOP_K) -> NextT
 
 
 def compare_next_token(prompt: Any, top_k: Any = TOP_K) -> list[NextToken]:
-    """Both models' next-token candidates, charted on the same probability axis (so that the
-    untrained model's flat 0.002 % bars look as flat as they are)."""
+    """Both models' next-token candidates, each charted on its own probability axis."""
     top_k = validate_int(top_k, name="top_k", minimum=1, maximum=limits.MAX_NEIGHBOURS)
-    results = [next_token(prompt, model, label, top_k) for label, model in _sides()]
-    top = max(c.probability for r in results for c in r.step.candidates)
-    for r in results:
-        r.figure.update_layout(xaxis=probability_axis(top))  # room for a label right of a bar near 100 %
-    return results
+    # Each chart on its own axis: on a shared one the untrained model's bars were invisible; on
+    # its own, ten equal bars labelled 0.002 % are the uniform guess the lesson is about.
+    return [next_token(prompt, model, label, top_k) for label, model in _sides()]
 
 
 def loss_summary(results: list[NextToken]) -> str:
@@ -186,7 +182,7 @@ def compare_attention(text: Any, layer: Any = 0, head: Any = 0) -> list[tuple[st
         cfg = model.config
         lay = validate_int(layer, name="layer", minimum=0, maximum=1_000)
         hd = validate_int(head, name="head", minimum=0, maximum=1_000)
-        r = attention(text, min(lay, cfg.n_layer - 1), min(hd, cfg.n_head - 1), model=model)
+        r = attention(text, min(lay, cfg.n_layer - 1), min(hd, cfg.n_head - 1), model=model, step_through=False)
         # A short title, so that two charts fit side by side (and one fits a phone's width).
         r.head_figure.update_layout(title=f"{label}: layer {r.layer}, head {r.head}")
         out.append((label, r))

@@ -41,6 +41,7 @@ __all__ = [
     "ProjectionResult",
     "ContextResult",
     "word_vector",
+    "word_or_expression",
     "embedding_arithmetic",
     "word_similarity",
     "pca_projection",
@@ -90,12 +91,15 @@ class WordVector:
     ids: list[int]
     pieces: list[str]
     vector: np.ndarray = field(repr=False)
+    expression: bool = False  # an expression's result (queen + man - woman), not one word
 
     @property
     def multi_token(self) -> bool:
-        return len(self.ids) > 1
+        return len(self.ids) > 1 and not self.expression
 
     def describe(self) -> str:
+        if self.expression:
+            return f"{self.word} → a vector computed from its words' embeddings"
         shown = " + ".join(f"'{p}' ({i})" for p, i in zip(self.pieces, self.ids))
         if self.multi_token:
             return f"{self.word} → {len(self.ids)} tokens {shown}: the mean of their embeddings"
@@ -222,12 +226,24 @@ class SimilarityResult:
         return {"a": self.a.word, "b": self.b.word, "similarity": self.similarity, "notice": self.notice}
 
 
+def word_or_expression(text: Any, *, leading_space: bool = True, model: GPT | None = None) -> WordVector:
+    """A word's embedding, or an expression's vector (``queen + man - woman``: the seeds'
+    cos(queen + man − woman, king)) when ``text`` holds an operator."""
+    model = model or get_model()
+    if isinstance(text, str) and any(op in text for op in "+-*"):
+        form = parse_expression(text)
+        words, vector = _combine(form, leading_space, model)
+        return WordVector(form.formula(), [i for w in words for i in w.ids], [p for w in words for p in w.pieces], vector, True)
+    return word_vector(text, leading_space=leading_space, model=model)
+
+
 def word_similarity(a: Any, b: Any, leading_space: Any = True, model: GPT | None = None) -> SimilarityResult:
-    """Cosine similarity of two words' embeddings (multi-token words: the mean of their tokens)."""
+    """Cosine similarity of two words' embeddings (multi-token words: the mean of their tokens;
+    either may be an expression such as ``queen + man - woman``)."""
     leading_space = validate_bool(leading_space, name="leading space")
     model = model or get_model()
-    wa = word_vector(a, leading_space=leading_space, model=model)
-    wb = word_vector(b, leading_space=leading_space, model=model)
+    wa = word_or_expression(a, leading_space=leading_space, model=model)
+    wb = word_or_expression(b, leading_space=leading_space, model=model)
     notice = " ".join(w.describe() for w in (wa, wb) if w.multi_token)
     return SimilarityResult(wa, wb, cosine(wa.vector, wb.vector), notice)
 
@@ -297,13 +313,15 @@ def pca_projection(
     hover = [v.describe() for v in vectors]
     if k == 2:
         placed = coords if result_coords is None else np.vstack([coords, result_coords[None, :]])
-        positions = _label_positions(placed, [*word_list, *([f"★ {formula}"] if formula else [])])
+        positions = _label_positions(placed, [*word_list, *([""] if formula else [])])  # the star: a point, no label
         traces = [go.Scatter(x=coords[:, 0], y=coords[:, 1], mode="markers+text", text=word_list,
                              textposition=positions[: len(word_list)], hovertext=hover, hoverinfo="text", name="words",
                              marker={"size": 9})]
         if result_coords is not None:
-            traces.append(go.Scatter(x=[result_coords[0]], y=[result_coords[1]], mode="markers+text", text=[f"★ {formula}"],
-                                     textposition=positions[-1], name=formula,
+            # The star named in the legend and the hover, not beside it: it lands next to the word
+            # it is about (queen) and its label covered that word.
+            traces.append(go.Scatter(x=[result_coords[0]], y=[result_coords[1]], mode="markers", name=f"★ {formula}",
+                                     hovertext=[f"★ {formula}"], hoverinfo="text",
                                      marker={"size": 16, "symbol": "star", "color": "crimson"}))
     else:
         # 3D labels cannot be placed apart (the view turns): small text on a large scene.

@@ -27,7 +27,7 @@ from .next_token import (
     next_token_distribution,
     probability_axis,
 )
-from .plots import base_layout
+from .plots import PERCENT_HOVER, base_layout, percent
 from .resources import PROVIDER_ENV, get_engine, get_scheduler
 from .tokens import decode, encode, token_text, visible_whitespace
 from .validation import InputError, validate_float, validate_int, validate_text
@@ -70,13 +70,15 @@ DEFAULTS: dict[str, Any] = {
     "num_samples": 1,
 }
 
-# In the corpus's style: a speaker's name in capitals, a colon, a new line, then the speech.
+# In the corpus's own style (tests/test_prompts.py checks them against the training text): the
+# speaker's name as the edition writes it, a full stop, alone on its line, then the speech. A
+# "ROMEO:" the model never saw costs it ~2 nats on the next words and starts it on blank space.
 EXAMPLE_PROMPTS: list[str] = [
-    "ROMEO:\nBut soft, what light through yonder window breaks?",
-    "First Citizen:\nBefore we proceed any further, hear me speak.",
-    "KING HENRY V:\nOnce more unto the breach, dear friends,",
-    "HAMLET:\nTo be, or not to be:",
-    "LADY MACBETH:\n",
+    "Romeo.\nBut soft! what light through yonder window breaks?",
+    "FIRST CITIZEN.\nBefore we proceed any further, hear me speak.",
+    "KING HENRY.\nOnce more unto the breach, dear friends, once more,",
+    "Ham.\nTo be, or not to be,--that is the question:--",
+    "LADY MACBETH.\n",
 ]
 
 TOP_CANDIDATES = 10  # candidates kept per step (the bar chart shows them all)
@@ -381,12 +383,12 @@ def candidates_figure(
     drawn_label = next(label for label, c in zip(labels, cands) if c.token_id == drawn_id)
 
     def shown(p: float | None) -> str:
-        return f"{p:.1%}" if p is not None else "not reported"
+        return percent(p) if p is not None else "not reported"
 
     fig.add_bar(
         x=[c.probability for c in cands], y=labels, orientation="h", name="model (temperature 1)",
         marker_color=MODEL_COLOUR, offsetgroup="model",
-        hovertemplate="%{y}<br>model probability %{x:.2%}<extra></extra>",
+        hovertemplate=f"%{{y}}<br>model probability %{{x:{PERCENT_HOVER}}}<extra></extra>",
     )
     # Two traces in one bar slot: the legend keeps one colour per meaning at every step (one
     # trace coloured bar by bar took its legend colour from whichever bar came first).
@@ -395,16 +397,16 @@ def candidates_figure(
         name="drawn from" + (f" ({settings.label()})" if settings else " (temperature, top-k, top-p)"),
         marker_color=SAMPLED_COLOUR, offsetgroup="sampled", text=[shown(c.sample_probability) for _, c in others],
         textposition="outside", cliponaxis=False, constraintext="none", textfont={"size": 11},
-        hovertemplate="%{y}<br>probability of being drawn %{x:.2%}<extra></extra>",
+        hovertemplate=f"%{{y}}<br>probability of being drawn %{{x:{PERCENT_HOVER}}}<extra></extra>",
     )
     fig.add_bar(
         x=[drawn_sample_probability], y=[drawn_label], orientation="h", name="the token drawn",
         marker_color=DRAWN_COLOUR, offsetgroup="sampled", text=[shown(drawn_sample_probability)],
         textposition="outside", cliponaxis=False, constraintext="none", textfont={"size": 11},
-        hovertemplate="%{y}: the token drawn<br>probability of being drawn %{x:.2%}<extra></extra>",
+        hovertemplate=f"%{{y}}: the token drawn<br>probability of being drawn %{{x:{PERCENT_HOVER}}}<extra></extra>",
     )
     peak = max([c.probability for c in cands] + [c.sample_probability or 0.0 for c in cands] + [drawn_sample_probability or 0.0])
-    p = f" (p = {drawn_sample_probability:.1%})" if drawn_sample_probability is not None else ""
+    p = f" (p = {percent(drawn_sample_probability)})" if drawn_sample_probability is not None else ""
     title = title or f"Step {step.index + 1}: drew “{visible_whitespace(step.token.text)}”{p}"
     base_layout(fig, title, height=max(320, 34 * len(cands) + 150))
     fig.update_layout(
@@ -424,9 +426,9 @@ def _model_only_figure(step: GeneratedStep, title: str | None) -> go.Figure:
     for name, colour, idx in (("probability (temperature 1)", SAMPLED_COLOUR, rest), ("the most likely (greedy choice)", DRAWN_COLOUR, top)):
         fig.add_bar(
             x=[cands[i].probability for i in idx], y=[labels[i] for i in idx], orientation="h", name=name,
-            marker_color=colour, offsetgroup="model", text=[f"{cands[i].probability:.1%}" for i in idx],
+            marker_color=colour, offsetgroup="model", text=[percent(cands[i].probability) for i in idx],
             textposition="outside", cliponaxis=False, constraintext="none", textfont={"size": 11},
-            hovertemplate="%{y}<br>probability %{x:.2%}<extra></extra>",
+            hovertemplate=f"%{{y}}<br>probability %{{x:{PERCENT_HOVER}}}<extra></extra>",
         )
     base_layout(fig, title or "Next token", height=max(300, 26 * len(cands) + 150))
     fig.update_layout(
@@ -479,7 +481,7 @@ def _token_html(text: str) -> str:
 
 def tokens_html(state: GenerationState) -> str:
     """The prompt, then each sample's generated tokens as spans shaded by the probability they
-    were drawn with (hover: step, id, probabilities), as Transformer Explainer colours its output."""
+    were drawn with (hover or tap: step, id, probabilities), as Transformer Explainer colours its output."""
     prompt = html.escape(state.params.prompt)
     parts = []
     for sample, steps in enumerate(state.steps):
@@ -487,13 +489,13 @@ def tokens_html(state: GenerationState) -> str:
         for step in steps:
             p = step.token.sample_probability if step.token.sample_probability is not None else step.token.probability
             title = (
-                f"step {step.index + 1} · id {step.token.token_id} · model p = {step.token.probability:.1%}"
-                + (f" · sampled p = {step.token.sample_probability:.1%}" if step.token.sample_probability is not None else "")
+                f"step {step.index + 1} · id {step.token.token_id} · model p = {percent(step.token.probability)}"
+                + (f" · sampled p = {percent(step.token.sample_probability)}" if step.token.sample_probability is not None else "")
             )
             spans.append(
                 f'<span class="gen-tok" data-sample="{sample}" data-step="{step.index + 1}" '
                 f'style="background: rgba(99, 102, 241, {0.08 + 0.5 * (1 - p):.2f})" '
-                f'title="{html.escape(title, quote=True)}">{_token_html(step.token.text)}</span>'
+                f'tabindex="0" data-tip="{html.escape(title, quote=True)}">{_token_html(step.token.text)}</span>'
             )
         header = f'<div class="gen-sample-title">Sample {sample + 1}</div>' if len(state.steps) > 1 else ""
         parts.append(f'<div class="gen-sample">{header}<span class="gen-prompt">{prompt}</span>{"".join(spans)}</div>')

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from export.sampling import sampling_distribution
 
 from . import limits
-from .plots import base_layout
+from .plots import PERCENT_HOVER, base_layout, percent
 from .resources import get_engine
 from .tokens import token_text, visible_whitespace
 from .validation import validate_float, validate_int
@@ -125,13 +125,13 @@ def distribution_figure(dist: NextTokenDistribution, settings: SamplingSettings,
     fig = go.Figure()
     fig.add_bar(
         x=model_p[top], y=labels, orientation="h", name="model (temperature 1)", marker_color=MODEL_COLOUR,
-        hovertemplate="%{y}<br>model probability %{x:.2%}<extra></extra>",
+        hovertemplate=f"%{{y}}<br>model probability %{{x:{PERCENT_HOVER}}}<extra></extra>",
     )
     fig.add_bar(
         x=sampled_p[top], y=labels, orientation="h", name="drawn from, with these settings", marker_color=SAMPLED_COLOUR,
-        text=[f"{p:.1%}" if p > 0 else "cut" for p in sampled_p[top]], textposition="outside", cliponaxis=False,
+        text=[percent(p) if p > 0 else "cut" for p in sampled_p[top]], textposition="outside", cliponaxis=False,
         constraintext="none", textfont={"size": 11},
-        hovertemplate="%{y}<br>probability with these settings %{x:.2%}<extra></extra>",
+        hovertemplate=f"%{{y}}<br>probability with these settings %{{x:{PERCENT_HOVER}}}<extra></extra>",
     )
     n_possible = int(np.count_nonzero(sampled_p))
     other = float(1.0 - sampled_p[int(top[-1])])
@@ -139,7 +139,7 @@ def distribution_figure(dist: NextTokenDistribution, settings: SamplingSettings,
     if settings.greedy or n_possible == 1:
         title += "; always the most likely"
     else:
-        title += f"; {other:.1%} of draws pick another than the most likely"
+        title += f"; {percent(other)} of draws pick another than the most likely"
     base_layout(fig, title, height=max(300, 26 * len(top) + 150))
     peak = float(max(model_p[top].max(), sampled_p[top].max()))
     fig.update_layout(
@@ -154,4 +154,6 @@ def probability_axis(peak: float) -> dict:
     100 % had its label cut off)."""
     if peak > 0.8:
         return {"range": [0, 1.22], "tickvals": [0, 0.25, 0.5, 0.75, 1.0], "tickformat": ".0%", "title": "probability"}
-    return {"range": [0, peak * 1.3 + 0.03], "tickformat": ".0%", "title": "probability"}
+    # Scaled to the peak, however small: an untrained model's bars (1/50,257 = 0.002 % each) fill
+    # the axis, equal, with ticks that say how small they are.
+    return {"range": [0, peak * 1.35], "tickformat": ".2~p", "title": "probability"}

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["PALETTE", "TEMPLATE", "TITLE_CHARS", "wrap_title", "token_ticks", "base_layout", "heatmap", "line_plot", "bar_plot"]
+__all__ = ["PERCENT_HOVER", "percent", "PALETTE", "TEMPLATE", "TITLE_CHARS", "wrap_title", "token_ticks", "base_layout", "heatmap", "line_plot", "bar_plot"]
 
 # Cycling pastel colours for token spans (light enough for dark text), as tiktokenizer does.
 PALETTE = (
@@ -22,6 +22,17 @@ TEMPLATE = "plotly_white"
 # 40 characters at the title's size) most were. Titles are wrapped at this many characters.
 TITLE_CHARS = 40
 TITLE_SIZE = 14
+# A probability in a hover: three significant digits, so that an untrained model's 1/50,257
+# reads 0.00199 %, not 0.00 % (d3's "p": a percentage to significant digits, "~": no trailing 0).
+PERCENT_HOVER = ".3~p"
+
+
+def percent(p: float) -> str:
+    """A probability as a percentage a learner can read at any size: one decimal from 1 %
+    (``12.3%``), two significant digits below (``0.12%``, an untrained model's ``0.002%``)."""
+    if p >= 0.01 or p <= 0:
+        return f"{p:.1%}" if p > 0 else "0%"
+    return np.format_float_positional(100 * p, precision=2, fractional=False, trim="-") + "%"
 
 
 def wrap_title(text: str, width: int = TITLE_CHARS) -> str:
@@ -82,16 +93,22 @@ def heatmap(
     cells: str | None = None,
     y_down: bool = True,
     height: int | None = None,
+    decimals: int | None = None,
 ) -> go.Figure:
     """A heatmap of ``z`` [rows, cols] with row 0 at the top (matrix convention) by default.
 
     Values printed in the cells: ``cells``, a d3 format such as ``".2f"`` (plotly formats the
     value; the JSON keeps full precision for the hover), or ``text``, one string per cell. Leave
-    both out where the cells are too small to read (the hover still gives every value)."""
+    both out where the cells are too small to read (the hover still gives every value).
+
+    ``decimals``: for large maps whose colour shows far less, the values are rounded and sent as
+    float32: plotly writes an array as base64, float64 at ~11 characters a cell that gzip barely
+    shrinks and 25x slower to encode; rounded float32 is ~7 that gzip takes to ~3 (a list of
+    JSON numbers is smaller still, but plotly validates it number by number: 0.3 s a map)."""
     z = np.asarray(z, dtype=np.float64)
     rows, cols = z.shape
     trace = go.Heatmap(
-        z=z,
+        z=z if decimals is None else np.round(z, decimals).astype(np.float32),
         x=np.arange(cols),
         y=np.arange(rows),
         colorscale=colorscale,

@@ -45,8 +45,11 @@ FORMULA_LINES = (
 )
 FORMULA_LATEX = r", \quad ".join(FORMULA_LINES)
 SEED_DIMS = (2, 4, 6, 8)  # seed 001 plots out[0, :, 2:10:2]
-# A heatmap of more cells than this is drawn with every k-th row/column (the table is exact).
-MAX_HEATMAP_CELLS = 512 * 512
+# A heatmap of more cells than this is drawn downsampled (see _downsampled; the table is exact):
+# a phone or a laptop shows little more, and each cell costs bytes on the wire and time to draw.
+MAX_HEATMAP_CELLS = 256 * 256
+MAX_HEATMAP_COLUMNS = 256
+LINES_WINDOW = 128  # positions the dimensions-over-positions plot opens on
 
 
 def frequencies(d_model: int, base: float) -> np.ndarray:
@@ -85,26 +88,40 @@ class PositionalResult:
         }
 
 
-def _strided(table: np.ndarray) -> tuple[np.ndarray, int]:
-    step = max(1, math.ceil(math.sqrt(table.size / MAX_HEATMAP_CELLS)))
-    return table[::step, ::step], step
+def _downsampled(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the heatmap draws of a table with more than MAX_HEATMAP_CELLS cells, without aliasing:
+    whole (sine, cosine) column pairs, every k-th pair past MAX_HEATMAP_COLUMNS (keeping every k-th
+    column kept only the even, sine, ones), and the positions averaged in blocks (a low-pass: a
+    dimension that turns faster than the block fades to 0 instead of drawing a false slow wave).
+    Returns (cells, first position of each row block, dimension of each column)."""
+    n, d = table.shape
+    pair_step = max(1, math.ceil(d / MAX_HEATMAP_COLUMNS))
+    cols = np.array([c for i in range(0, d, 2 * pair_step) for c in (i, i + 1) if c < d])
+    row_step = max(1, math.ceil(n * len(cols) / MAX_HEATMAP_CELLS))
+    starts = np.arange(0, n, row_step)
+    counts = np.diff(np.append(starts, n))[:, None]
+    cells = np.add.reduceat(table[:, cols].astype(np.float64), starts, axis=0) / counts
+    return cells, starts, cols
 
 
 def _table_heatmap(table: np.ndarray, title: str) -> go.Figure:
-    shown, step = _strided(table)
-    rows, cols = np.arange(0, table.shape[0], step), np.arange(0, table.shape[1], step)
-    if step > 1:
-        title += f" (every {step}th position and dimension drawn)"
+    shown, rows, cols = _downsampled(table)
+    row_step = int(rows[1] - rows[0]) if len(rows) > 1 else 1
+    notes = []
+    if len(cols) < table.shape[1]:
+        notes.append(f"{len(cols) // 2} of {table.shape[1] // 2} sin/cos pairs")
+    if row_step > 1:
+        notes.append(f"positions averaged {row_step} by {row_step}")
+    if notes:
+        title += f" (drawn: {', '.join(notes)})"
+    where = f"positions %{{y}}–+{row_step - 1} (mean)" if row_step > 1 else "position %{y}"
     fig = heatmap(
-        shown, title, x_title="dimension", y_title="position", colorscale="RdBu", zmid=0.0,
-        hover="position %{customdata[0]}<br>dimension %{customdata[1]}<br>value %{z:.4f}<extra></extra>",
-        customdata=np.stack(np.meshgrid(rows, cols, indexing="ij"), axis=-1),
+        shown, title, x_title="dimension", y_title="position", colorscale="RdBu", zmid=0.0, decimals=3,
+        hover=f"{where}<br>dimension %{{x}}<br>value %{{z:.3f}}<extra></extra>",
     )
-    # label ticks with the real indices of the drawn rows/columns
-    fig.update_xaxes(tickmode="array", tickvals=list(range(0, len(cols), max(1, len(cols) // 8))),
-                     ticktext=[str(c) for c in cols[:: max(1, len(cols) // 8)]])
-    fig.update_yaxes(tickmode="array", tickvals=list(range(0, len(rows), max(1, len(rows) // 8))),
-                     ticktext=[str(r) for r in rows[:: max(1, len(rows) // 8)]])
+    # The real indices on the axes: rows are evenly spaced, columns in (2i, 2i+1) pairs, which
+    # plotly draws as cells of equal width around each index.
+    fig.data[0].update(x=cols.tolist(), y=rows.tolist())
     return fig
 
 
@@ -154,8 +171,12 @@ def positional_encoding(d_model: Any = 20, n_positions: Any = 100, base: Any = 1
     wavelengths = 2 * math.pi / freqs
     positions = np.arange(n_positions)
 
-    lines = line_plot(positions, {f"dim {d}": table[:, d] for d in dims},
-                      f"PE over positions, dimensions {', '.join(map(str, dims))}", x_title="position", y_title="value")
+    title = f"PE over positions, dimensions {', '.join(map(str, dims))}"
+    if n_positions > LINES_WINDOW:  # past this the fast dimensions fill the plot as a solid block
+        title += f" (positions 0–{LINES_WINDOW - 1} shown: drag to pan, zoom out for all {n_positions})"
+    lines = line_plot(positions, {f"dim {d}": table[:, d] for d in dims}, title,
+                      x_title="position", y_title="value")
+    lines.update_xaxes(range=[0, min(n_positions, LINES_WINDOW) - 1])
     spectrum = go.Figure([
         go.Scatter(x=np.arange(0, d_model, 2), y=wavelengths, mode="lines+markers", name="wavelength 2π/f_i (positions)"),
         go.Scatter(x=np.arange(0, d_model, 2), y=freqs, mode="lines+markers", name="frequency f_i (radians/position)"),
@@ -167,8 +188,8 @@ def positional_encoding(d_model: Any = 20, n_positions: Any = 100, base: Any = 1
     m = min(n_positions, limits.MAX_SIMILARITY_POSITIONS)
     gram = table[:m].astype(np.float64) @ table[:m].astype(np.float64).T
     similarity = heatmap(gram, f"Dot product PE[p] · PE[q], first {m} positions (constant along diagonals)",
-                         x_title="position q", y_title="position p", colorscale="Viridis",
-                         hover="p %{y}, q %{x}<br>PE[p]·PE[q] = %{z:.3f}<extra></extra>")
+                         x_title="position q", y_title="position p", colorscale="Viridis", decimals=2,
+                         hover="p %{y}, q %{x}<br>PE[p]·PE[q] = %{z:.2f}<extra></extra>")
     offsets, spread = _offset_similarity(table, max_offset=limits.MAX_SIMILARITY_POSITIONS)
     return PositionalResult(
         d_model=d_model, n_positions=n_positions, base=base, dims=dims, table=table,
@@ -233,7 +254,7 @@ def model_position_table(model: GPT | None = None) -> ModelTableResult:
                  f"{np.mean(np.diag(cosine, far)):.2f}.")
     cosine_figure = heatmap(
         cosine, f"Cosine similarity between the model's position vectors, first {m} positions",
-        x_title="position q", y_title="position p", colorscale="RdBu", zmin=-1.0, zmax=1.0, zmid=0.0,
+        x_title="position q", y_title="position p", colorscale="RdBu", zmin=-1.0, zmax=1.0, zmid=0.0, decimals=3,
         hover="p %{y}, q %{x}<br>cos = %{z:.3f}<extra></extra>",
     )
     return ModelTableResult(cfg.pos_encoding, table, reference, diff, position_norm, token_norm, note, figure,

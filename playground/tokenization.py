@@ -147,7 +147,7 @@ def _tokens_by_span(tokens: list[TokenInfo], spans: list[Span]) -> list[list[Tok
 
 
 def _html(spans: list[Span], tokens_by_span: list[list[TokenInfo]], show_whitespace: bool) -> str:
-    """Coloured spans as HTML; every user character is escaped, the id in the hover title.
+    """Coloured spans as HTML, each with its id under it; every user character is escaped.
 
     Kept light, because a long text has tens of thousands of spans and the page's time goes into
     the HTML's size: colours are set by the page's CSS from ``data-c`` (0..7, ``s`` special), the
@@ -166,7 +166,10 @@ def _html(spans: list[Span], tokens_by_span: list[list[TokenInfo]], show_whitesp
         if any(not t.complete for t in toks):
             title += " · bytes " + " | ".join(t.bytes_hex for t in toks)
         colour = "s" if span.special else k % len(PALETTE)
-        parts.append(f'<span class="gpt-token" data-c="{colour}" title="{html.escape(title, quote=True)}">{shown}</span>')
+        # The id written under its token (as tiktokenizer pairs them); the tip (hover, or a tap,
+        # which focuses the span) repeats it with the bytes of a token that is not whole characters.
+        parts.append(f'<span class="gpt-token" data-c="{colour}" tabindex="0" data-tip="{html.escape(title, quote=True)}">'
+                     f'{shown}<sub class="gpt-id">{ids}</sub></span>')
     return '<div class="gpt-tokens">' + "".join(parts) + "</div>"
 
 

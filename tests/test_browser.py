@@ -143,7 +143,8 @@ def test_positional_encoding_tab(page):
     base.fill("10000")
     page.locator("#pe-run").click()
     page.wait_for_function("() => document.querySelector('#pe-summary').innerText.includes('base 10000')")
-    assert page.locator("#pe-model-note").inner_text().strip()
+    # the model's own table: drawn when the tab opened (not in the first page load)
+    page.wait_for_function("() => document.querySelector('#pe-model-note').innerText.trim().length > 0")
     page.locator("#pe-model-cosine .js-plotly-plot").wait_for()  # drawn, in the open accordion
     shot(page, "positional_encoding")
 
@@ -199,7 +200,7 @@ def test_attention_tab(page):
     page.locator("#att-run").click()
     page.wait_for_function("() => document.querySelector('#att-info').innerText.includes('tokens')")
     page.locator("#att-head-fig .js-plotly-plot").wait_for()
-    page.locator("#att-stage").get_by_text("3 · masked fill").click()
+    page.locator("#att-stage").get_by_text("5 · masked fill").click()
     page.wait_for_function("() => document.querySelector('#att-stage-md').innerText.includes('masked_fill')")
     shot(page, "attention")
 
@@ -209,12 +210,18 @@ def test_model_tab(page):
     params = page.locator("#model-params")
     params.get_by_text("total").first.wait_for()
     page.locator("#model-curves .js-plotly-plot").wait_for()
-    assert "input_ids" in page.locator("#model-graph").inner_text()
+    # the picture first, then the training; the downloads lead with the browser-sized folder
+    assert "blocks" in page.locator("#model-arch").inner_text()
+    downloads = page.locator("#model-downloads button").all_inner_texts()
+    assert "gpt-playground-browser.zip" in downloads[0] and all(re.search(r"\(\d+ MB\)", d) for d in downloads), downloads
     page.get_by_role("button", name=re.compile(r"model\.onnx")).wait_for()
     page.get_by_role("button", name=re.compile(r"gpt-playground-hub\.zip")).wait_for()
+    # the engineering folded away, there on a click
+    page.locator("#model-engineering").get_by_text("The engineering").click()
+    assert "input_ids" in page.locator("#model-graph").inner_text()
     assert "InferenceSession" in page.locator("#model-snippet").inner_text()
     with page.expect_download() as download:
-        page.get_by_role("button", name=re.compile(r"model_quantized\.onnx")).click()
+        page.get_by_role("button", name=re.compile(r"^⬇ model_quantized\.onnx")).click()
     path = download.value.path()
     assert Path(path).stat().st_size == (ROOT / "artifacts" / "hub" / "onnx" / "model_quantized.onnx").stat().st_size
     shot(page, "model")

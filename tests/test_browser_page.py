@@ -27,9 +27,7 @@ TABS = [
     ("Tokenization", "tokenization", "Embeddings"),
     ("Embeddings", "embeddings", "Positional encoding"),
     ("Positional encoding", "positional_encoding", "Attention"),
-    # Attention's closing link is in playground/ui/attention.py, owned by another change: it still
-    # leads to Text generation until it is pointed at Inside the model.
-    ("Attention", "attention", "Text generation"),
+    ("Attention", "attention", "Inside the model"),
     ("Inside the model", "inside", "Text generation"),
     ("Text generation", "text_generation", "Model"),
     ("Model", "model", "Compare"),
@@ -301,7 +299,7 @@ def test_attention_labels_cells_and_line_view(phone):
     layer = phone.locator("#att-layer input[type=number]")
     layer.fill("2")
     layer.press("Enter")
-    phone.wait_for_function("() => document.querySelector('#att-head-fig .gtitle').textContent.startsWith('Layer 2, head 0')")
+    phone.wait_for_function("() => document.querySelector('#att-head-fig .gtitle').textContent.startsWith('Layer 2, head ')")
 
     # A long text: the cells are left to the hover (sixty numbers would be noise).
     textbox(phone, "att-text").fill(" ".join(["the king spoke to the queen"] * 4))

@@ -107,7 +107,7 @@ def test_onnxruntime_snippet_runs_and_decodes_greedily(onnx_files, tmp_path):
     assert out.returncode == 0, out.stderr
 
     enc, model = get_tokenizer(), load_pretrained()
-    ids = enc.encode("ROMEO:")
+    ids = enc.encode("Romeo.\n")  # the snippet's prompt, in the corpus's style
     with torch.no_grad():
         ref = model.generate(torch.tensor([ids]), 10, temperature=0.0)[0].tolist()
     assert out.stdout.startswith(enc.decode(ref))

@@ -174,9 +174,11 @@ class _Page(HTMLParser):
 def test_user_text_is_escaped_in_the_tokenization_view():
     from playground.tokenization import tokenize
 
-    page = _Page(tokenize(ATTACK).html)
+    r = tokenize(ATTACK)
+    page = _Page(re.sub(r"<sub class=\"gpt-id\">[0-9 ]+</sub>", "", r.html))  # each token's id, set aside
     assert page.tags == {"div", "span"}  # no <img>, no <script>: only the view's own elements
     assert page.text == ATTACK  # and the user sees exactly what they typed, as text
+    assert r.html.count('<sub class="gpt-id">') == len(r.spans)  # one id label per token span
 
 
 def test_user_text_is_escaped_in_the_generation_view():

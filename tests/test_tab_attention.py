@@ -43,10 +43,12 @@ def test_tokens_are_the_tokenizer_pieces(result):
 
 def test_step_through_reproduces_the_model(result):
     names = [s.name for s in result.stages]
-    assert names == ["1. scores", "2. causal mask", "3. masked fill", "4. softmax", "5. weighted aggregation"]
+    assert names == ["1. queries", "2. keys", "3. scores", "4. causal mask", "5. masked fill", "6. softmax", "7. weighted aggregation"]
     assert result.weights_max_diff < 1e-5
     assert result.output_max_diff < 1e-4
-    scores, tril, masked, weights, out = (s.matrix for s in result.stages)
+    q, k, scores, tril, masked, weights, out = (s.matrix for s in result.stages)
+    d = get_model().config.d_model // get_model().config.n_head
+    np.testing.assert_allclose(scores, q @ k.T / np.sqrt(d), atol=1e-4)  # stage 3 from stages 1 and 2
     t = len(result.ids)
     np.testing.assert_array_equal(tril, np.tril(np.ones((t, t))))
     assert np.all(np.isneginf(masked[np.triu_indices(t, 1)]))
@@ -55,7 +57,8 @@ def test_step_through_reproduces_the_model(result):
     row = scores[-1]
     np.testing.assert_allclose(weights[-1], np.exp(row - row.max()) / np.exp(row - row.max()).sum(), atol=1e-6)
     assert out.shape == (t, get_model().config.d_model // get_model().config.n_head)
-    assert "masked_fill" in result.stages[2].code and "softmax" in result.stages[3].code
+    assert "masked_fill" in result.stages[4].code and "softmax" in result.stages[5].code
+    assert all(s.figure.data for s in result.stages)  # each stage draws its figure when asked
 
 
 def test_uniform_scores_give_the_seeds_running_average(small_model):
@@ -80,7 +83,7 @@ def test_uniform_scores_give_the_seeds_running_average(small_model):
     t = len(r.ids)
     assert t == 8
     seed_rows = [1.0, 0.5, 0.3333, 0.25, 0.2, 0.1667, 0.1429, 0.125]  # printed in seed 003
-    weights = r.stages[3].matrix
+    weights = r.stages[5].matrix
     np.testing.assert_allclose(np.diag(weights), seed_rows, atol=1e-4)
     np.testing.assert_allclose(weights[7], [0.125] * 8, atol=1e-4)
     assert r.output_max_diff < 1e-5
@@ -89,7 +92,7 @@ def test_uniform_scores_give_the_seeds_running_average(small_model):
     attn = small_model.blocks[1].attn.c_attn
     with torch.no_grad():
         v = torch.nn.functional.linear(captured["ln"], attn.weight[2 * c :], attn.bias[2 * c :])[:, :d].numpy()
-    np.testing.assert_allclose(r.stages[4].matrix, np.cumsum(v, axis=0) / np.arange(1, t + 1)[:, None], atol=1e-5)
+    np.testing.assert_allclose(r.stages[6].matrix, np.cumsum(v, axis=0) / np.arange(1, t + 1)[:, None], atol=1e-5)
 
 
 def test_single_token_notice():
@@ -159,3 +162,56 @@ def test_line_view_carries_the_causal_weights_of_every_head():
     for q, row in enumerate(data["weights"][3]):
         assert len(row) == q + 1 and sum(row) == pytest.approx(1.0, abs=3e-3)  # a softmax row, rounded
     np.testing.assert_allclose(data["weights"][3][5], r.weights[1, 3, 5, :6], atol=5e-4)
+
+
+def test_queries_and_keys_are_the_blocks_own_projections():
+    """Stages 1 and 2 against W_Q and W_K applied by hand to the block's LayerNorm output
+    (captured from the model's own forward pass by a hook)."""
+    model = get_model()
+    captured = {}
+
+    def keep_first(module, inputs, output):  # returns None: the output is left unchanged
+        captured.setdefault("ln", output[0].detach().clone())
+
+    hook = model.blocks[1].ln_1.register_forward_hook(keep_first)
+    try:
+        r = attention(PROMPT, layer=1, head=2)
+    finally:
+        hook.remove()
+    c = model.config.d_model
+    d = c // model.config.n_head
+    w, b = model.blocks[1].attn.c_attn.weight.detach(), model.blocks[1].attn.c_attn.bias.detach()
+    with torch.no_grad():
+        q = torch.nn.functional.linear(captured["ln"], w[:c], b[:c])[:, 2 * d : 3 * d].numpy()
+        k = torch.nn.functional.linear(captured["ln"], w[c : 2 * c], b[c : 2 * c])[:, 2 * d : 3 * d].numpy()
+    np.testing.assert_allclose(r.stages[0].matrix, q, atol=1e-5)
+    np.testing.assert_allclose(r.stages[1].matrix, k, atol=1e-5)
+    assert "W_Q" in r.stages[0].code and "W_K" in r.stages[1].code
+
+
+def test_salient_head_is_found_from_the_weights():
+    from playground.attention import salient_head
+
+    t, n_layer, n_head = 12, 3, 4
+    uniform = np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None]
+    weights = np.broadcast_to(uniform, (n_layer, n_head, t, t)).copy()
+    weights[2, 1] = np.eye(t, k=-1) + np.eye(t) * (np.arange(t) == 0)[:, None]  # token t looks at t - 1
+    found = salient_head(weights)
+    assert (found.layer, found.head, found.kind) == (2, 1, "previous-token") and found.share == 1.0
+    weights[2, 1] = uniform
+    weights[0, 3] = 0.0
+    weights[0, 3, :, 0] = 1.0  # every token looks at the first
+    found = salient_head(weights)
+    assert (found.layer, found.head, found.kind) == (0, 3, "first-token")
+    assert found.uniform == pytest.approx(np.mean(1 / np.arange(2, t + 1)))
+
+
+def test_the_page_opens_on_a_head_that_shows_something():
+    from playground.attention import EXAMPLE_PROMPTS, salient_head
+
+    r = attention(EXAMPLE_PROMPTS[0], 0, 0)
+    found = salient_head(r.weights)
+    assert found.share > 1.8 * found.uniform  # far from the pale, nearly uniform layer 0 head 0
+    w = r.weights[0, 0]
+    rows = np.arange(1, w.shape[0])
+    assert w[rows, rows - 1].mean() < found.share and w[1:, 0].mean() < found.share

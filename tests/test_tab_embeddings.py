@@ -208,7 +208,7 @@ def test_pca_default_list_2d_and_3d():
     r2 = pca_projection()
     assert r2.coords.shape == (len(DEFAULT_WORDS), 2) and r2.result_coords.shape == (2,)
     assert r2.explained_variance == sorted(r2.explained_variance, reverse=True)
-    assert any("★" in str(t.text) for t in r2.figure.data)
+    assert any("★" in str(t.name) for t in r2.figure.data)  # the star, named in the legend
     r3 = pca_projection("king, queen, man, woman", expression="", dims="3D")
     assert r3.coords.shape == (4, 3) and r3.result_coords is None
     assert r3.figure.data[0].type == "scatter3d"
@@ -266,3 +266,31 @@ def test_word_at_sentence_start_is_found_without_space():
 def test_contextual_refuses(args, fragment):
     with pytest.raises(InputError, match=fragment):
         contextual_embeddings(*args)
+
+
+def test_cosine_box_takes_the_seeds_expression_and_shows_the_vectors():
+    """cos(queen + man - woman, king), the seeds' own, against the embedding table by hand."""
+    from model import get_tokenizer
+    from playground.embeddings import word_similarity
+    from playground.resources import get_model
+    from playground.ui.embeddings import ui_similarity
+
+    wte = get_model().wte.weight.detach().numpy().astype(np.float64)
+    enc = get_tokenizer()
+    (queen,), (man,), (woman,), (king,) = (enc.encode(" " + w) for w in ("queen", "man", "woman", "king"))
+    v = wte[queen] + wte[man] - wte[woman]
+    expected = v @ wte[king] / np.linalg.norm(v) / np.linalg.norm(wte[king])
+    r = word_similarity("queen + man - woman", "king")
+    assert r.similarity == pytest.approx(expected, abs=1e-5) and r.a.expression
+    text = ui_similarity("king", "queen", True)
+    assert f"wte.weight[{king}]" in text and f"{wte[king][0]:.3f}" in text and "(256 numbers)" in text
+
+
+def test_pca_star_is_a_point_named_in_the_legend_not_a_label_over_queen():
+    from playground.embeddings import pca_projection
+
+    fig = pca_projection().figure
+    star = fig.data[-1]
+    assert star.mode == "markers" and star.name.startswith("★") and star.text is None
+    words = fig.data[0]
+    assert "queen" in list(words.text)

@@ -61,3 +61,33 @@ def test_error_messages_read_as_sentences_and_keep_names(message, shown):
     assert f"</b> {shown}<span" in out and 'role="alert"' in out and "last input that worked" in out
     assert error_html("", "") == ""
     assert "&lt;script&gt;" in error_html("Invalid input", "<script>")
+
+
+def test_architecture_picture_has_every_part_with_its_parameters():
+    from playground.model_info import architecture_html
+    from playground.resources import get_model
+
+    model = get_model()
+    c = model.config
+    html = architecture_html(model)
+    block = model.blocks[0]
+    per_block = sum(p.numel() for p in block.parameters())
+    attn = sum(p.numel() for p in block.attn.parameters())
+    mlp = sum(p.numel() for p in block.mlp.parameters())
+    assert f"× {c.n_layer} blocks, {per_block / 1e6:.2f} M parameters each" in html
+    assert f"{attn / 1e6:.2f} M" in html and f"{mlp / 1e6:.2f} M" in html
+    assert f"{(model.wte.weight.numel() + model.wpe.weight.numel()) / 1e6:.2f} M" in html
+    assert f"{c.n_head} heads × {c.head_dim}" in html and f"logits [T × {c.vocab_size:,}]" in html
+
+
+def test_the_browser_zip_holds_what_a_browser_loads(tmp_path):
+    import zipfile
+
+    from export import hub_dir
+    from export.hub import BROWSER_FILES, zip_hub
+
+    path = zip_hub(hub_dir(), tmp_path / "browser.zip", only=BROWSER_FILES)
+    with zipfile.ZipFile(path) as z:
+        names = {n.split("/", 1)[1] for n in z.namelist()}
+    assert names == set(BROWSER_FILES)
+    assert path.stat().st_size < 25e6 < (hub_dir() / "onnx" / "model.onnx").stat().st_size

@@ -81,17 +81,24 @@ def test_html_escapes_user_text():
     class Collect(HTMLParser):
         tags: list[str] = []
         data: list[str] = []
+        ids: list[str] = []
+        in_id = False
 
         def handle_starttag(self, tag, attrs):
             self.tags.append(tag)
+            self.in_id = tag == "sub"
+
+        def handle_endtag(self, tag):
+            self.in_id = False
 
         def handle_data(self, data):
-            self.data.append(data)
+            (self.ids if self.in_id else self.data).append(data)
 
     parser = Collect(convert_charrefs=True)
     parser.feed(r.html)
-    assert set(parser.tags) == {"div", "span"}  # no tag from the user's text survives
+    assert set(parser.tags) == {"div", "span", "sub"}  # no tag from the user's text survives (sub: the ids)
     assert "".join(parser.data) == text  # and the text itself is shown as typed
+    assert " ".join(parser.ids) == " ".join(map(str, r.ids))  # each token's id under it, in order
 
 
 def test_empty_text_is_a_notice_not_an_error():
@@ -178,7 +185,7 @@ def test_a_long_text_is_coloured_up_to_a_cap_and_counted_whole():
     import html as html_lib
     import re
 
-    shown = html_lib.unescape(re.sub(r"<[^>]+>", "", r.html))
+    shown = html_lib.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<sub[^>]*>[^<]*</sub>", "", r.html)))  # the ids aside
     assert shown == text
     assert 'class="gpt-rest"' not in tokenize("short").html
 

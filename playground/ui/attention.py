@@ -1,6 +1,6 @@
 """Attention tab: a BertViz-style line view (click a token, see what it attends to) beside the
 chosen head's heatmap, the mean over heads, every head of a layer, and the lesson's step-through
-on the prompt's own scores. Registers ``/attention``."""
+from the chosen head's queries and keys. The page opens on the example's clearest head. Registers ``/attention``."""
 
 from __future__ import annotations
 
@@ -20,12 +20,23 @@ def ui_attention(text, layer, head):
     """The figures for a prompt. The step-through follows in ui_stage, chained after this, so it
     shows the stage selected when the result arrives, even if the radio moved meanwhile."""
     r = att.attention(text, layer, head)
+    return r.lines_html, r.head_figure, r.mean_figure, r.heads_figure, r.stages, _info(r)
+
+
+def _info(r: att.AttentionResult, opened_on: att.SalientHead | None = None) -> str:
+    """The token count (and why the page opened on this head), then the checks folded away."""
+    why = ""
+    if opened_on is not None:
+        why = (f" The page opened on layer {opened_on.layer}, head {opened_on.head}, the clearest head on this text: a "
+               f"{opened_on.kind} head (each token gives the {'token just before it' if opened_on.kind == 'previous-token' else 'first token'} "
+               f"{opened_on.share:.0%} of its attention on average; a uniform head would give {opened_on.uniform:.0%}).")
     check = (
-        f"Step-through check: these weights match the model's own to {r.weights_max_diff:.1e}; "
-        f"the layer's output recomputed from all heads matches to {r.output_max_diff:.1e}."
+        "<details class=\"pg-how\"><summary>How we know these are the model's weights</summary>\n\n"
+        f"The step-through below recomputes this head from the block's own W_Q, W_K and W_V: its weights match the "
+        f"model's own (`output_attentions`) to {r.weights_max_diff:.1e}, and the layer's output recomputed from all "
+        f"heads and W_O matches the model's to {r.output_max_diff:.1e}.\n\n</details>"
     )
-    info = with_notice(f"{len(r.ids)} tokens. {check}", r.notice, sep=" ")
-    return r.lines_html, r.head_figure, r.mean_figure, r.heads_figure, r.stages, info
+    return with_notice(f"{len(r.ids)} tokens.{why}", r.notice, sep=" ") + "\n\n" + check
 
 
 def _stage_index(value, stages) -> int:
@@ -135,11 +146,17 @@ function draw() {
       });
     }
   }
+  // The selected token stays in view: the list scrolls (itself, not the page) to centre it.
+  const reveal = () => {
+    const top = y(sel.i) - scroller.clientHeight / 2;
+    scroller.scrollTop = Math.max(0, Math.min(top, scroller.scrollHeight - scroller.clientHeight));
+  };
   grid.addEventListener('click', (e) => {
     const t = e.target.closest('.att-tok');
     if (!t) return;
     sel = {side: t.dataset.side, i: Number(t.dataset.i)};
     render();
+    reveal();
   });
   chips.addEventListener('click', (e) => {
     const b = e.target.closest('button');
@@ -149,6 +166,8 @@ function draw() {
     render();
   });
   render();
+  // Drawn while its tab may be hidden (no height yet): centre the token once the list has a size.
+  new ResizeObserver(reveal).observe(scroller);
 }
 draw();
 watch('value', draw);
@@ -162,7 +181,11 @@ def build() -> None:
         "scores into weights (each row sums to 1) and the token takes the weighted average of their "
         "values. A decoder hides the future: everything above the diagonal is zero.",
     )
-    first = ui_attention(att.EXAMPLE_PROMPTS[0], 0, 0)  # the page opens with a result
+    # The page opens on the example's clearest head, found from the model's weights (layer 0,
+    # head 0 was nearly uniform: a pale square that taught nothing).
+    opening = att.salient_head(att.attention(att.EXAMPLE_PROMPTS[0], 0, 0).weights)
+    r = att.attention(att.EXAMPLE_PROMPTS[0], opening.layer, opening.head)
+    first = (r.lines_html, r.head_figure, r.mean_figure, r.heads_figure, r.stages, _info(r, opening))
     first_md, first_fig = ui_stage(first[4], 0)
     with gr.Column(elem_classes=SECTION):
         with gr.Row(equal_height=False):
@@ -170,8 +193,8 @@ def build() -> None:
                 text = text_with_examples(att.EXAMPLE_PROMPTS, label="Text", lines=3, elem_id="att-text")
                 error = error_slot("att-error")
             with gr.Column(scale=1, min_width=240):
-                layer = gr.Slider(0, cfg.n_layer - 1, value=0, step=1, label=f"Layer (0–{cfg.n_layer - 1})", elem_id="att-layer")
-                head = gr.Slider(0, cfg.n_head - 1, value=0, step=1, label=f"Head (0–{cfg.n_head - 1})", elem_id="att-head")
+                layer = gr.Slider(0, cfg.n_layer - 1, value=opening.layer, step=1, label=f"Layer (0–{cfg.n_layer - 1})", elem_id="att-layer")
+                head = gr.Slider(0, cfg.n_head - 1, value=opening.head, step=1, label=f"Head (0–{cfg.n_head - 1})", elem_id="att-head")
                 run = gr.Button("Show attention", variant="primary", elem_id="att-run")
         info = note(first[5], elem_id="att-info", result=True)
         plot = dict(show_label=False, elem_classes=RESULT)
@@ -182,18 +205,19 @@ def build() -> None:
                 head_fig = gr.Plot(first[1], label="Chosen head", elem_id="att-head-fig", **plot)
                 mean_fig = gr.Plot(first[2], label="Mean over heads", elem_id="att-mean-fig", **plot)
         heads_fig = gr.Plot(first[3], label="Every head of the layer", elem_id="att-heads-fig", **plot)
-    gr.Markdown("### Step by step: the lesson's weighted aggregation on this prompt's scores")
+    gr.Markdown("### Step by step: the chosen head, from its queries and keys to its output")
     stage_pick = gr.Radio(
-        [("1 · scores", 0), ("2 · tril", 1), ("3 · masked fill −inf", 2), ("4 · softmax", 3), ("5 · weights @ values", 4)],
+        [("1 · q = x W_Q", 0), ("2 · k = x W_K", 1), ("3 · q·kᵀ / √d", 2), ("4 · tril", 3), ("5 · masked fill −inf", 4),
+         ("6 · softmax", 5), ("7 · weights @ values", 6)],
         value=0, label="Stage", elem_id="att-stage",
     )
     stage_md = gr.Markdown(first_md, elem_id="att-stage-md")
     stage_fig = gr.Plot(first_fig, label="Stage", show_label=False, elem_id="att-stage-fig")
     stages = gr.State(first[4])
     next_tab(
-        "After the last layer, the last token's vector becomes a probability for every token of the "
-        "vocabulary: the next token is drawn from it.",
-        "Text generation",
+        "One head is one part of one layer: the next tab opens the whole forward pass, stage by stage, "
+        "on your own text.",
+        "Inside the model",
     )
 
     show_stage = dict(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gradio as gr
@@ -20,7 +20,7 @@ from ..validation import InputError
 from ..plots import PALETTE
 from .widgets import error_html
 
-__all__ = ["LIGHT", "HEAVY", "GENERATE", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "cap_waiting", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "THEME", "CSS", "JS"]
+__all__ = ["LIGHT", "HEAVY", "GENERATE", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "cap_waiting", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "on_tab_open", "THEME", "CSS", "JS"]
 
 log = logging.getLogger("playground")
 
@@ -139,6 +139,28 @@ def on_input(triggers: Any, fn: Callable, inputs: list, outputs: list, *, error:
     )
 
 
+def on_tab_open(fn: Any, outputs: Sequence[Any], **event: Any) -> None:
+    """Fill ``outputs`` with ``fn()`` the first time the tab being built is opened, not with the
+    page: heavy figures out of the first load (Gradio puts every initial value in the page).
+    Call inside the tab's ``build()``; ``event``: the event's options (concurrency...)."""
+    from gradio.context import get_render_context
+
+    tab = get_render_context()
+    while tab is not None and not isinstance(tab, gr.Tab):
+        tab = tab.parent
+    if tab is None:
+        raise RuntimeError("on_tab_open must be called while a gr.Tab is being built")
+    loaded = gr.State(False)
+
+    def fill(done: bool):
+        if done:
+            return (gr.skip(),) * len(outputs) + (True,)
+        values = fn()
+        return (*(values if len(outputs) > 1 else (values,)), True)
+
+    tab.select(user_errors(fill), [loaded], [*outputs, loaded], api_visibility="private", show_progress="minimal", **event)
+
+
 def cap_waiting(demo: gr.Blocks, concurrency_id: str, max_waiting: int) -> None:
     """Refuse a new event of ``concurrency_id`` while ``max_waiting`` of them already wait for a
     slot, exactly as Gradio refuses one past the queue's ``max_size`` (HTTP 503: the page shows
@@ -216,6 +238,24 @@ CSS = """
 .gpt-token:hover { outline: 2px solid var(--color-accent); }
 .gpt-token[data-c="s"] { background: #111827; color: #f9fafb; }
 .gpt-rest { color: var(--body-text-color-subdued); }
+.gpt-id { font-size: 0.62em; color: #4b5563; margin-left: 1px; vertical-align: -0.35em; user-select: none; }
+/* The Model tab's architecture picture (playground/model_info.architecture_html). */
+.pg-arch { display: flex; flex-direction: column; align-items: stretch; gap: 0; font-size: 0.9em; }
+.pg-arch-box { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 6px 10px;
+  background: var(--background-fill-secondary); display: flex; flex-wrap: wrap; gap: 2px 10px; align-items: baseline; }
+.pg-arch-box.emb { background: #fef3c7; } .pg-arch-box.attn { background: #e0e7ff; } .pg-arch-box.mlp { background: #dcfce7; }
+.pg-arch-box.add, .pg-arch-box.io { background: transparent; border-style: dashed; }
+.pg-arch-shape { font-family: var(--font-mono); font-size: 0.9em; color: var(--body-text-color-subdued); }
+.pg-arch-n { margin-left: auto; font-weight: 600; color: var(--color-accent); }
+.pg-arch-arrow { text-align: center; line-height: 1.3; color: var(--body-text-color-subdued); }
+.pg-arch-block { border: 2px solid var(--color-accent); border-radius: 10px; padding: 6px; display: flex;
+  flex-direction: column; gap: 4px; }
+.pg-arch-title { font-weight: 600; color: var(--color-accent); }
+/* A tip on hover and on a tap (a tap focuses an element with tabindex): phones have no hover. */
+[data-tip] { position: relative; }
+[data-tip]:hover::after, [data-tip]:focus::after { content: attr(data-tip); position: absolute; left: 0; top: 100%;
+  z-index: 30; background: #111827; color: #f9fafb; font: 12px/1.4 var(--font); padding: 2px 6px; border-radius: 4px;
+  white-space: nowrap; pointer-events: none; }
 """ + "".join(f'.gpt-token[data-c="{i}"] {{ background: {c}; }}\n' for i, c in enumerate(PALETTE)) + """
 
 /* Nothing may widen the page past the screen: flex items default to their content's width, so

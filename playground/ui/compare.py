@@ -11,7 +11,7 @@ from ..resources import get_model
 from .common import FORWARD_CONCURRENCY, HEAVY, user_errors
 from .widgets import neighbours_table, next_tab, note
 
-PROMPT = "ROMEO: What say you to"
+PROMPT = "Romeo.\nWhat say you to"  # in the corpus's style (see generation.EXAMPLE_PROMPTS)
 WORD = "king"
 SENTENCE = "The king is dead, long live the king"
 
@@ -53,7 +53,7 @@ def build() -> None:
     gr.Markdown("### The same prompt: which token comes next?")
     first = ui_compare_next_token(PROMPT)
     with gr.Row(equal_height=False):
-        prompt = gr.Textbox(PROMPT, label="Prompt", scale=3, elem_id="cmp-prompt")
+        prompt = gr.Textbox(PROMPT, label="Prompt", lines=2, scale=3, elem_id="cmp-prompt")
         run_next = gr.Button("Compare next tokens", variant="primary", scale=1, elem_id="cmp-next-run")
     loss = gr.Markdown(first[2], elem_id="cmp-loss")
     with gr.Row(equal_height=False):

@@ -20,9 +20,23 @@ def ui_arithmetic(expression, top_k, exclude_inputs, leading_space):
     return with_notice(head, r.notice), r.rows(), r.figure
 
 
+def _vector_line(w: emb.WordVector) -> str:
+    """The vector itself, as the seeds print it: the lookup, then its first and last numbers."""
+    v = w.vector
+    shown = ", ".join(f"{x:.3f}" for x in v[:6]) + ", …, " + ", ".join(f"{x:.3f}" for x in v[-2:])
+    if w.expression:
+        lookup = w.word
+    elif len(w.ids) == 1:
+        lookup = f"wte.weight[{w.ids[0]}]"
+    else:
+        lookup = f"wte.weight[[{', '.join(map(str, w.ids))}]].mean(0)"
+    return f"`{lookup}` = [{shown}] ({v.size} numbers)"
+
+
 def ui_similarity(a, b, leading_space):
     r = emb.word_similarity(a, b, leading_space)
-    text = f"cos(**{r.a.word}**, **{r.b.word}**) = **{r.similarity:.4f}**  \n{r.a.describe()}; {r.b.describe()}"
+    text = (f"cos(**{r.a.word}**, **{r.b.word}**) = **{r.similarity:.4f}**  \n{r.a.describe()}; {r.b.describe()}\n\n"
+            f"- {_vector_line(r.a)}\n- {_vector_line(r.b)}")
     return with_notice(text, r.notice)
 
 
@@ -88,7 +102,7 @@ def build() -> None:
 
     with gr.Accordion("Cosine similarity of two words", open=True), gr.Column(elem_classes=SECTION):
         with gr.Row(equal_height=False):
-            word_a = gr.Textbox(value="king", label="Word A", elem_id="sim-a", min_width=120)
+            word_a = gr.Textbox(value="king", label="Word A (or an expression: queen + man - woman)", elem_id="sim-a", min_width=120)
             word_b = gr.Textbox(value="queen", label="Word B", elem_id="sim-b", min_width=120)
             sim_run = gr.Button("Compare", elem_id="sim-run", scale=0, min_width=120)
         sim_error = error_slot("sim-error")

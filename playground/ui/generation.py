@@ -82,6 +82,15 @@ element.addEventListener('click', (e) => {
 """
 
 
+# On a phone the output is a screen and a half below the Generate button: bring it into view
+# (only when it is not already, so a wide page does not move).
+SHOW_OUTPUT_JS = """() => {
+  const el = document.querySelector('#gen-stats');
+  const r = el && el.getBoundingClientRect();
+  if (r && (r.top > window.innerHeight * 0.6 || r.bottom < 0)) el.scrollIntoView({behavior: 'smooth', block: 'start'});
+}"""
+
+
 def ui_generate(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples):
     last_ui = last_chart = 0.0
     for state in _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples):
@@ -233,7 +242,7 @@ def build() -> None:
             )
             note(
                 "Each generated token is shaded by how unlikely it was when drawn (darker = less "
-                "likely; hover for its id and probabilities). Click a token, or pick a step, to see "
+                "likely; hover or tap for its id and probabilities). Click a token, or pick a step, to see "
                 "what the model hesitated between.",
             )
             with gr.Row():
@@ -266,6 +275,8 @@ def build() -> None:
         step_btn.click, ui_next_token, [prompt, temperature, top_k, top_p, seed], [prompt, *shown], error=error,
         concurrency_id=GENERATE, concurrency_limit=GENERATION_CONCURRENCY, show_progress="minimal",
     )
+    for trigger in (run.click, step_btn.click):
+        trigger(None, js=SHOW_OUTPUT_JS, api_visibility="private", queue=False)
     # No triggers: on page load and whenever one of its inputs changes (a slider while it moves).
     on_input(
         None, ui_live, [prompt, temperature, top_k, top_p], [live], error=live_error,

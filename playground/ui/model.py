@@ -1,5 +1,6 @@
-"""Model tab: architecture and parameter counts, training curves, the ONNX graph, downloads (each
-file, and the whole Hub folder as one zip) and how to run it with each client. Everything is
+"""Model tab: the architecture as a picture with its parameter counts, the training curves, the
+downloads (the browser-sized folder first, then the whole Hub folder, then each file, each with
+its size), and folded away the ONNX graph and how to run it with each client. Everything is
 computed once, when the page is built."""
 
 from __future__ import annotations
@@ -16,16 +17,27 @@ from .widgets import next_tab, note
 LABELS = {"fp32": "fp32", "quantized": "8-bit weights (browsers)", "int8": "8-bit integer (native CPU)"}
 
 
+def _download(path: Path, what: str, **button) -> gr.DownloadButton:
+    size = path.stat().st_size / 1e6
+    return gr.DownloadButton(f"⬇ {what} ({size:.0f} MB)", value=str(path), **button)
+
+
 def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None:
-    """``onnx_files``: {"fp32", "quantized", "int8": path} of the exported files, and optionally "zip":
-    the whole Hub folder as one archive (``playground.ui.startup.prepare_onnx``); ``training_log``:
-    the model's training_log.json (default: the shipped model's)."""
+    """``onnx_files``: {"fp32", "quantized", "int8": path} of the exported files, and optionally "zip"
+    (the whole Hub folder as one archive) and "browser_zip" (its browser-sized part:
+    ``playground.ui.startup.prepare_onnx``); ``training_log``: the model's training_log.json
+    (default: the shipped model's). The tab reads top to bottom as a learner asks: what the network
+    is, how it learned, how to take it home; the engineering (graph, operators, clients) folded."""
     model = get_model()
-    archive = onnx_files.get("zip")
-    files = {LABELS.get(key, key): path for key, path in onnx_files.items() if key != "zip"}
-    gr.Markdown(model_info.architecture_markdown(model))
+    archive, browser = onnx_files.get("zip"), onnx_files.get("browser_zip")
+    files = {LABELS.get(key, key): path for key, path in onnx_files.items() if key not in ("zip", "browser_zip")}
+
+    gr.Markdown("### The network")
     with gr.Row(equal_height=False):
-        with gr.Column(scale=1, min_width=360):
+        with gr.Column(scale=1, min_width=320):
+            gr.HTML(model_info.architecture_html(model), elem_id="model-arch")
+        with gr.Column(scale=1, min_width=320):
+            gr.Markdown(model_info.architecture_markdown(model))
             gr.Dataframe(
                 value=model_info.architecture_rows(model),
                 headers=["part", "parameters", "share"],
@@ -36,53 +48,59 @@ def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None
                 max_height=2000,  # every row shown: the table is short, an inner scroll hid its last rows
                 elem_id="model-params",
             )
-        with gr.Column(scale=1, min_width=360):
-            log_path = training_log or model_info.TRAINING_LOG
-            log = model_info.load_training_log(log_path)
-            gr.Plot(model_info.training_figure(log), label="Training curves", elem_id="model-curves")
-            note(model_info.training_note(log, shipped=Path(log_path) == model_info.TRAINING_LOG), elem_id="model-curves-note")
 
-    gr.Markdown("### The ONNX graph the app runs")
+    gr.Markdown("### How it learned")
+    log_path = training_log or model_info.TRAINING_LOG
+    log = model_info.load_training_log(log_path)
+    gr.Plot(model_info.training_figure(log), label="Training curves", elem_id="model-curves")
+    note(model_info.training_note(log, shipped=Path(log_path) == model_info.TRAINING_LOG), elem_id="model-curves-note")
+
+    gr.Markdown("### Take it home")
     if link := hub_link.published_markdown():  # the published model repository, when the setting names one
         gr.Markdown(link, elem_id="model-hub-link")
-    summaries = {label: model_info.onnx_summary(path) for label, path in files.items()}
-    labels = list(summaries)
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=1, min_width=360):
-            pick = gr.Radio(labels, value=labels[0], label="File", elem_id="model-file")
-            graph = gr.Markdown(model_info.onnx_markdown(summaries[labels[0]]), elem_id="model-graph")
-            with gr.Row():
-                for path in files.values():
-                    size = path.stat().st_size / 1e6
-                    gr.DownloadButton(f"⬇ {path.name} ({size:.0f} MB)", value=str(path), variant="secondary")
-                if archive is not None:
-                    size = archive.stat().st_size / 1e6
-                    gr.DownloadButton(f"⬇ {archive.name}: the whole folder ({size:.0f} MB)", value=str(archive),
-                                      variant="primary", elem_id="model-zip")
-        with gr.Column(scale=1, min_width=360):
-            ops = gr.Plot(model_info.operators_figure(summaries[labels[0]]), label="Operator counts", elem_id="model-ops")
-    pick.change(
-        lambda label: (model_info.onnx_markdown(summaries[label]), model_info.operators_figure(summaries[label]))
-        if label in summaries
-        else (gr.skip(), gr.skip()),
-        inputs=[pick],
-        outputs=[graph, ops],
-        api_visibility="private",
-        queue=False,
-    )
-    gr.Markdown(
-        "### Run it yourself\n"
-        "The zip holds a Hugging Face Hub folder (`gpt-playground/`): `config.json`, `tokenizer.json`, "
-        "`onnx/model.onnx` (fp32), `onnx/model_quantized.onnx` (8-bit weights computed in float32: a quarter "
-        "of the download, the same greedy text in the browser as natively; transformers.js `dtype: \"q8\"`), "
-        "`onnx/model_int8.onnx` (8-bit integer products: about twice fp32's speed natively on a CPU; "
-        "not for the browser), `model.safetensors` and a model card. Inputs `input_ids`, `attention_mask`, "
-        "`position_ids` and an empty key/value cache per layer; outputs the `logits` and the updated cache "
-        "(`present.*`): Hugging Face Optimum's decoder interface, so these clients load it as it is."
-    )
-    for i, (client, (language, code)) in enumerate(model_info.client_snippets().items()):
-        gr.Code(code, language="javascript" if language == "js" else language, label=client, interactive=False,
-                elem_id="model-snippet" if i == 0 else None)
+    with gr.Row(elem_id="model-downloads"):
+        if browser is not None:  # what a browser loads (transformers.js, dtype "q8"): first, the smallest
+            _download(browser, f"{browser.name}: config, tokenizer, model_quantized.onnx, for a browser",
+                      variant="primary", elem_id="model-browser-zip")
+        if archive is not None:
+            _download(archive, f"{archive.name}: the whole folder, every format", variant="secondary", elem_id="model-zip")
+        for label, path in files.items():
+            _download(path, f"{path.name}, {label}", variant="secondary")
+
+    with gr.Accordion("The engineering: the ONNX graph, its operators and the clients that run it", open=False,
+                      elem_id="model-engineering"):
+        summaries = {label: model_info.onnx_summary(path) for label, path in files.items()}
+        labels = list(summaries)
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=1, min_width=360):
+                pick = gr.Radio(labels, value=labels[0], label="File", elem_id="model-file")
+                graph = gr.Markdown(model_info.onnx_markdown(summaries[labels[0]]), elem_id="model-graph")
+            with gr.Column(scale=1, min_width=360):
+                ops = gr.Plot(model_info.operators_figure(summaries[labels[0]]), label="Operator counts", elem_id="model-ops")
+        pick.change(
+            lambda label: (model_info.onnx_markdown(summaries[label]), model_info.operators_figure(summaries[label]))
+            if label in summaries
+            else (gr.skip(), gr.skip()),
+            inputs=[pick],
+            outputs=[graph, ops],
+            api_visibility="private",
+            queue=False,
+        )
+        gr.Markdown(
+            "### Run it yourself\n"
+            "The browser zip holds what transformers.js loads (`dtype: \"q8\"`): `config.json`, the tokenizer "
+            "files and `onnx/model_quantized.onnx`. The whole-folder zip holds the Hugging Face Hub folder "
+            "(`gpt-playground/`): `config.json`, `tokenizer.json`, "
+            "`onnx/model.onnx` (fp32), `onnx/model_quantized.onnx` (8-bit weights computed in float32: a quarter "
+            "of the download, the same greedy text in the browser as natively; transformers.js `dtype: \"q8\"`), "
+            "`onnx/model_int8.onnx` (8-bit integer products: about twice fp32's speed natively on a CPU; "
+            "not for the browser), `model.safetensors` and a model card. Inputs `input_ids`, `attention_mask`, "
+            "`position_ids` and an empty key/value cache per layer; outputs the `logits` and the updated cache "
+            "(`present.*`): Hugging Face Optimum's decoder interface, so these clients load it as it is."
+        )
+        for i, (client, (language, code)) in enumerate(model_info.client_snippets().items()):
+            gr.Code(code, language="javascript" if language == "js" else language, label=client, interactive=False,
+                    elem_id="model-snippet" if i == 0 else None)
     next_tab(
         "Training is what gave all these numbers their meaning: see the same architecture before it, "
         "beside the trained model.",

@@ -8,7 +8,8 @@ import gradio as gr
 
 from .. import limits
 from .. import positional as pe
-from .common import LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
+from .common import LIGHT, LIGHT_CONCURRENCY, on_input, on_tab_open, user_errors
+from ..resources import get_model
 from .widgets import RESULT, SECTION, error_slot, next_tab, note
 
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
@@ -26,6 +27,11 @@ def _summary(r: pe.PositionalResult) -> str:
 def ui_positional(d_model, n_positions, base, dims):
     r = pe.positional_encoding(d_model, n_positions, base, dims)
     return _summary(r), r.heatmap, r.lines, r.spectrum, r.similarity, r.offsets
+
+
+def ui_model_table():
+    t = pe.model_position_table()
+    return t.note, t.figure, t.reference_figure, t.cosine_figure
 
 
 def api_positional_encoding(d_model: int, n_positions: int, base: float) -> dict:
@@ -64,13 +70,15 @@ def build() -> None:
         offsets = gr.Plot(first[5], label="Similarity against offset", elem_id="pe-offsets", **plot)
 
     with gr.Accordion("The model's own table", open=True):
-        t = pe.model_position_table()
-        gr.Markdown(t.note, elem_id="pe-model-note")
+        # Drawn when the tab opens (three 256 x 256 maps: most of the page's weight otherwise).
+        model_note = gr.Markdown(elem_id="pe-model-note")
         with gr.Row(equal_height=False):
-            gr.Plot(t.figure, label="Model", show_label=False)
-            if t.reference_figure is not None:
-                gr.Plot(t.reference_figure, label="Sinusoidal, same shape", show_label=False)
-        gr.Plot(t.cosine_figure, label="Which positions the model treats as alike", show_label=False, elem_id="pe-model-cosine")
+            model_fig = gr.Plot(label="Model", show_label=False, elem_id="pe-model-table")
+            reference_fig = gr.Plot(label="Sinusoidal, same shape", show_label=False, elem_id="pe-model-reference",
+                                    visible=get_model().config.pos_encoding == "learned")
+        cosine_fig = gr.Plot(label="Which positions the model treats as alike", show_label=False, elem_id="pe-model-cosine")
+    on_tab_open(ui_model_table, [model_note, model_fig, reference_fig, cosine_fig],
+                concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
     next_tab(
         "Token vector plus position vector is what each layer reads: there, every token gathers "
         "information from the tokens before it, weighted by attention.",

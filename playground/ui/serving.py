@@ -57,6 +57,7 @@ from gradio.server_messages import ProcessCompletedMessage
 from gradio.state_holder import SessionState, StateHolder
 
 from .. import limits
+from .compression import gzip_middleware
 
 __all__ = [
     "MAX_SESSIONS",
@@ -776,6 +777,7 @@ def launch_options(demo: gr.Blocks, allowed: Sequence[Path], readers: ResultRead
         app_kwargs={
             "middleware": [
                 Middleware(BodySizeLimit, max_bytes=limits.MAX_REQUEST_BYTES),
+                gzip_middleware(),  # the page and JSON, gzipped (compression.py)
                 Middleware(RouteGuard, demo=demo, allowed=allowed),
                 Middleware(TrackReaders, demo=demo, readers=readers),  # after RouteGuard: refused GETs read nothing
             ],

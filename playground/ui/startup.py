@@ -18,12 +18,13 @@ def _console_progress(fraction: float, text: str) -> None:
 
 
 def prepare_onnx() -> dict[str, Path]:
-    """``{"fp32", "quantized", "int8", "zip": path}``: the three ONNX files of artifacts/hub/ and the
-    whole folder as one zip, exporting first what is missing or stale (a minute or two on a CPU;
+    """``{"fp32", "quantized", "int8", "zip", "browser_zip": path}``: the three ONNX files of
+    artifacts/hub/, the whole folder as one zip and the browser-sized part of it (config, tokenizer,
+    model_quantized.onnx) as another, exporting first what is missing or stale (a minute or two on a CPU;
     progress is printed). artifacts/ becomes Gradio's static path, so the Model tab's download
     buttons serve the files in place (no copy into Gradio's cache)."""
     from export import ARTIFACTS_DIR, ensure_onnx, hub_dir
-    from export.hub import zip_hub
+    from export.hub import BROWSER_FILES, BROWSER_ZIP_NAME, zip_hub
 
     t0 = time.perf_counter()
     building = False
@@ -48,8 +49,9 @@ def prepare_onnx() -> dict[str, Path]:
     if building:
         print(f"ONNX files built in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     archive = zip_hub(hub_dir())  # built once; rebuilt only when a file of the folder is newer
+    browser = zip_hub(hub_dir(), hub_dir().parent / BROWSER_ZIP_NAME, only=BROWSER_FILES)
     gr.set_static_paths([str(ARTIFACTS_DIR)])
-    return {**{key: Path(path) for key, path in paths.items()}, "zip": archive}
+    return {**{key: Path(path) for key, path in paths.items()}, "zip": archive, "browser_zip": browser}
 
 
 def warm_up_in_background() -> None:
@@ -61,7 +63,7 @@ def warm_up_in_background() -> None:
         try:
             from ..generation import prepare, run
 
-            for _ in run(prepare("ROMEO:", 1, 1.0, 1, 1.0, 0)):
+            for _ in run(prepare("Romeo.\n", 1, 1.0, 1, 1.0, 0)):
                 pass
         except Exception as err:  # noqa: BLE001 -- a user request will report it properly
             print(f"engine warm-up failed: {err}", file=sys.stderr, flush=True)
@@ -75,7 +77,7 @@ def prepare_model(source) -> dict[str, Path]:
     artifacts/models/ (or a hub folder's own), zipped, and served as the Model tab's downloads;
     the shared resources then load that model."""
     from export import ARTIFACTS_DIR
-    from export.hub import zip_hub
+    from export.hub import BROWSER_FILES, zip_hub
 
     from ..model_source import prepare_onnx_files
     from ..resources import use_model
@@ -91,6 +93,7 @@ def prepare_model(source) -> dict[str, Path]:
     zip_path = (source.out_dir or hub.parent) / f"{source.name.replace('/', '-')}-hub.zip"
     zip_path.parent.mkdir(parents=True, exist_ok=True)
     archive = zip_hub(hub, zip_path)
+    browser = zip_hub(hub, zip_path.with_name(zip_path.name.replace("-hub.zip", "-browser.zip")), only=BROWSER_FILES)
     gr.set_static_paths([str(ARTIFACTS_DIR), str(hub)])
     use_model(source.weights_dir, paths)
-    return {**{key: Path(path) for key, path in paths.items()}, "zip": archive}
+    return {**{key: Path(path) for key, path in paths.items()}, "zip": archive, "browser_zip": browser}

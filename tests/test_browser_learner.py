@@ -1,0 +1,209 @@
+"""Headless Chromium on the launched app, as a learner meets it (issue 24): the positional
+heatmap at the seeds' 1024 x 512 keeps its sine and cosine columns; on a 390 px phone every tab
+is one tap away, Generate brings its output into view and a tap shows a token's details; token
+ids sit beside their tokens; an untrained model's candidates read 0.002 %; the Attention tab
+opens on a head that shows something, keeps the selected token in view and folds its checks
+away; and the first page load is at most 600 KB on the wire with ``Accept-Encoding: gzip``."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import httpx
+import numpy as np
+import pytest
+
+from test_browser import browser_page, open_tab, shots_dir, textbox  # noqa: F401 -- fixture reused
+from test_browser_page import PHONE
+
+pytestmark = pytest.mark.browser
+
+FIRST_LOAD_MAX_BYTES = 600_000
+
+
+# One browser per test (Playwright's sync API runs one at a time: a laptop and a phone fixture
+# alive together in one module would nest them).
+@pytest.fixture
+def page(app_server, shots_dir):
+    with browser_page(app_server, shots_dir, viewport={"width": 1280, "height": 900}) as pg:
+        yield pg
+
+
+@pytest.fixture
+def phone(app_server, shots_dir):
+    with browser_page(app_server, shots_dir, viewport=PHONE, is_mobile=True, has_touch=True) as pg:
+        yield pg
+
+
+def plot_data(page, elem_id: str) -> list[dict]:
+    """The traces plotly drew in ``#elem_id`` (x, y, text, and a heatmap's first row of z), as
+    plotly holds them once decoded (``_fullData``: the sent base64 arrays as numbers)."""
+    return page.evaluate(
+        f"""() => document.querySelector('#{elem_id} .js-plotly-plot')._fullData.map(t => ({{
+            x: t.x && Array.from(t.x), y: t.y && Array.from(t.y), text: t.text && Array.from(t.text),
+            z0: t.z && t.z[0] ? Array.from(t.z[0]) : null}}))"""
+    )
+
+
+def test_positional_heatmap_at_1024_by_512_keeps_sine_and_cosine(page):
+    from playground.positional import positional_encoding
+
+    open_tab(page, "Positional")
+    page.locator("#pe-dmodel input[type=number]").fill("512")
+    page.locator("#pe-npos input[type=number]").fill("1024")
+    t0 = time.perf_counter()
+    page.locator("#pe-run").click()
+    page.wait_for_function("() => document.querySelector('#pe-summary').innerText.includes('1024 positions × 512')")
+    page.wait_for_function("() => (document.querySelector('#pe-heatmap .gtitle') || {}).textContent?.includes('1024')")
+    print(f"\nPE 1024 x 512 drawn {time.perf_counter() - t0:.1f} s after the click")
+    (trace,) = plot_data(page, "pe-heatmap")
+    cols = np.array(trace["x"])
+    assert np.sum(cols % 2 == 0) == np.sum(cols % 2 == 1) > 100  # sine and cosine columns, in pairs
+    np.testing.assert_array_equal(cols[1::2], cols[0::2] + 1)
+    # the drawn first row: the mean of positions 0 and 1 of each column, from the formula itself
+    table = positional_encoding(512, 1024, 10000).table.astype(np.float64)
+    expected = table[: int(trace["y"][1]), cols].mean(axis=0)
+    np.testing.assert_allclose(trace["z0"], expected, atol=2e-3)
+    # no white half: the cosine columns are drawn (cos near 1 at the first positions)
+    assert np.mean(trace["z0"][1::2]) > 0.7 and np.mean(np.abs(trace["z0"][0::2])) < 0.2
+    title = page.locator("#pe-heatmap .gtitle").text_content()
+    assert "sin/cos pairs" in title and "th" not in title.split("(")[-1]
+    assert not page.errors, page.errors
+
+
+def test_every_tab_one_tap_away_on_a_phone(phone):
+    tabs = phone.get_by_role("tab")
+    n = tabs.count()
+    assert n >= 7
+    assert not phone.get_by_role("button", name="More tabs").is_visible()
+    names = []
+    for i in range(n):
+        box = tabs.nth(i).bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] and box["height"] > 0, box
+        names.append(tabs.nth(i).inner_text())
+    for name in names[1:] + names[:1]:  # one tap each, the first one last
+        phone.get_by_role("tab", name=name).tap()
+        phone.get_by_role("tab", name=name, selected=True).wait_for()
+    assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+
+
+def test_generate_brings_the_output_into_view_on_a_phone(phone):
+    open_tab(phone, "Text generation")
+    phone.evaluate("() => window.scrollTo(0, 0)")
+    phone.locator("#gen-max input[type=number]").fill("8")
+    phone.locator("#gen-run").tap()
+    phone.wait_for_function("() => document.querySelector('#gen-stats').innerText.includes('stopped by')", timeout=120_000)
+    phone.wait_for_function(
+        "() => { const r = document.querySelector('#gen-stats').getBoundingClientRect();"
+        " return r.top >= 0 && r.top < window.innerHeight; }"
+    )
+    # a tap on a generated token shows what a hover shows: its id and probabilities
+    token = phone.locator("#gen-output .gen-tok").first
+    token.tap()
+    tip = token.evaluate("t => getComputedStyle(t, '::after').content")
+    assert re.search(r"id \d+ · model p = [\d.]+%", tip), tip
+
+
+def test_token_ids_beside_their_tokens_without_hover(phone):
+    open_tab(phone, "Tokenization")
+    textbox(phone, "tok-text").fill("hello everyone")
+    phone.locator("#tok-run").tap()
+    phone.wait_for_function("() => document.querySelectorAll('#tok-spans .gpt-token').length === 2")
+    ids = phone.locator("#tok-spans .gpt-id")
+    assert ids.all_inner_texts() == ["31373", "2506"]  # the seeds' ids for "hello everyone"
+    for i in range(2):
+        box = ids.nth(i).bounding_box()
+        assert box and box["width"] > 0 and box["y"] < PHONE["height"] * 3
+        assert ids.nth(i).is_visible()
+    # the id sits with its own token: the token's box holds it
+    span = phone.locator("#tok-spans .gpt-token").nth(1).bounding_box()
+    id_box = ids.nth(1).bounding_box()
+    assert span["x"] <= id_box["x"] and id_box["x"] + id_box["width"] <= span["x"] + span["width"] + 1
+
+
+def test_untrained_model_reads_0_002_percent(page):
+    open_tab(page, "Compare")
+    page.locator("#cmp-next-b .js-plotly-plot").wait_for()
+    bars = [(t, x) for trace in plot_data(page, "cmp-next-b") for t, x in zip(trace["text"] or [], trace["x"])]
+    assert len(bars) >= 5, bars
+    uniform = 1 / 50257  # 0.00199 %: a uniform guess over the vocabulary
+    for label, p in bars:
+        # near uniform (the top of an untrained model's candidates: a few times 1/V at most) ...
+        assert uniform <= p < 5 * uniform, bars
+        # ... and printed to two significant digits, not rounded away
+        assert label.endswith("%") and abs(float(label[:-1]) - 100 * p) <= 0.05 * 100 * p, bars
+    labels = [label for label, _ in bars]
+    assert all(t != "0.0%" for t in labels)
+    # the bars are drawn, not invisible slivers
+    widths = page.locator("#cmp-next-b .bars .point path").evaluate_all("ps => ps.map(p => p.getBoundingClientRect().width)")
+    assert widths and min(widths) > 20, widths
+
+
+def test_attention_opens_on_a_clear_head_keeps_the_token_in_view_and_folds_the_checks(page):
+    from playground.attention import EXAMPLE_PROMPTS, attention, salient_head
+
+    found = salient_head(attention(EXAMPLE_PROMPTS[0], 0, 0).weights)
+    open_tab(page, "Attention")
+    assert page.locator("#att-layer input[type=number]").input_value() == str(found.layer)
+    assert page.locator("#att-head input[type=number]").input_value() == str(found.head)
+    info = page.locator("#att-info")
+    assert f"{found.kind} head" in info.inner_text()
+    details = info.locator("details")
+    assert details.count() == 1 and details.get_attribute("open") is None
+    assert "e-0" not in info.locator("p").first.inner_text()  # no 1.5e-08 in the visible text
+    details.locator("summary").click()
+    assert re.search(r"\d\.\de-\d\d", details.inner_text())
+
+    # a long text: the selected (last) token is in the list's view, and so is one clicked
+    textbox(page, "att-text").fill(" ".join(["the king spoke to the queen of the land"] * 6))
+    page.locator("#att-run").click()
+    page.wait_for_function("() => document.querySelector('#att-info').innerText.startsWith('54 tokens')")
+
+    def chosen_in_view() -> bool:
+        return page.evaluate(
+            """() => { const s = document.querySelector('#att-lines .att-scroll').getBoundingClientRect();
+                       const c = document.querySelector('#att-lines .att-tok.chosen').getBoundingClientRect();
+                       return c.top >= s.top - 1 && c.bottom <= s.bottom + 1; }"""
+        )
+
+    page.wait_for_function("() => document.querySelector('#att-lines .att-tok.chosen')")
+    assert chosen_in_view()
+    page.locator("#att-lines .att-k .att-tok").nth(40).click()
+    assert chosen_in_view()
+    # the step-through starts from the chosen head's queries
+    page.locator("#att-stage").get_by_text("1 · q = x W_Q").click()
+    page.wait_for_function("() => document.querySelector('#att-stage-md').innerText.includes('W_Q')")
+    assert not page.errors, page.errors
+
+
+def test_first_load_at_most_600_kb_gzipped(app_server):
+    """Every request the page makes to open (as Chromium records it), fetched again with
+    ``Accept-Encoding: gzip`` only; the bytes on the wire summed."""
+    from playwright.sync_api import sync_playwright
+
+    from test_browser import ARGS, CHROMIUM
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        pg = browser.new_page(viewport={"width": 1280, "height": 900})
+        urls: list[str] = []
+        pg.on("requestfinished", lambda r: urls.append(r.url) if r.method == "GET" else None)
+        pg.goto(app_server.url, wait_until="load")
+        pg.get_by_role("tab", name=re.compile("Tokenization"), selected=True).wait_for()
+        pg.wait_for_load_state("load")
+        browser.close()
+    assert app_server.url in urls
+    static = [u for u in urls if "/heartbeat" not in u and "/queue/data" not in u]
+    total, sizes = 0, {}
+    with httpx.Client(headers={"Accept-Encoding": "gzip"}, timeout=30) as client:
+        for url in static:
+            with client.stream("GET", url) as r:
+                for _ in r.iter_raw():
+                    pass
+                sizes[url] = r.num_bytes_downloaded
+                if url == app_server.url:
+                    assert r.headers.get("content-encoding") == "gzip"
+            total += sizes[url]
+    print(f"\nfirst load: {len(static)} requests, {total / 1000:.0f} kB on the wire (gzip); the page itself {sizes[app_server.url] / 1000:.0f} kB")
+    assert total <= FIRST_LOAD_MAX_BYTES, sorted(sizes.items(), key=lambda kv: -kv[1])[:5]
