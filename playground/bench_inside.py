@@ -19,9 +19,9 @@ from playground import limits, resources
 from playground.tokens import decode, encode
 
 BASE = (
-    "ROMEO:\nBut soft, what light through yonder window breaks? It is the east, and Juliet is the sun. "
-    "Arise, fair sun, and kill the envious moon, Who is already sick and pale with grief, That thou her maid "
-    "art far more fair than she"
+    "Romeo.\nBut soft! what light through yonder window breaks?\nIt is the east, and Juliet is the sun!--\n"
+    "Arise, fair sun, and kill the envious moon,\nWho is already sick and pale with grief,\n"
+    "That thou her maid art far more fair than she:\n"
 )
 
 

@@ -45,10 +45,12 @@ __all__ = [
     "gelu_tanh",
 ]
 
+# In the corpus's own style (a speaker alone on its line, the edition's punctuation): text the
+# model was trained to read, so its losses show surprise at words, not at an unfamiliar layout.
 EXAMPLE_TEXTS = (
-    "ROMEO:\nBut soft, what light through yonder window breaks? It is the east, and Juliet is the sun.",
-    "To be, or not to be, that is the question",
-    "The king is dead, long live the king",
+    "Romeo.\nBut soft! what light through yonder window breaks?\nIt is the east, and Juliet is the sun!",
+    "To be, or not to be,--that is the question:--",
+    "Friends, Romans, countrymen, lend me your ears;",
 )
 LENS_K = 5  # next tokens the logit lens lists per layer
 TOP_K = 10  # candidates listed at the output

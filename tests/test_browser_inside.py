@@ -16,7 +16,7 @@ from test_browser_page import PHONE, assert_stale, open_tab, page_width, wait_fo
 pytestmark = pytest.mark.browser
 
 DESKTOP = {"width": 1280, "height": 900}
-TEXT = "JULIET:\nO Romeo, Romeo! wherefore art thou Romeo? Deny thy father and refuse thy name"
+TEXT = "Juliet.\nO Romeo, Romeo! wherefore art thou Romeo?\nDeny thy father and refuse thy name;"
 
 
 def info(page) -> str:

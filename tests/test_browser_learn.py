@@ -42,9 +42,9 @@ def start_watch_stop(page, width: int, shot: str, steps_before_shot: int) -> Non
     page.wait_for_timeout(1500)
     assert points(page) == n1
     # The stopped run's model continues a prompt.
-    page.locator("#learn-prompt textarea").fill("ROMEO:\n")
+    page.locator("#learn-prompt textarea").fill("Romeo.\n")
     page.locator("#learn-try").click()
-    page.wait_for_function("() => document.querySelector('#learn-try-out').innerText.startsWith('ROMEO:')")
+    page.wait_for_function("() => document.querySelector('#learn-try-out').innerText.startsWith('Romeo.')")
     assert len(page.locator("#learn-try-out").inner_text()) > 100
     assert page_width(page) <= width
     assert not page.errors, page.errors

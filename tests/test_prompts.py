@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from model import get_tokenizer
-from playground import attention, generation
-from playground.ui import compare
+from playground import attention, generation, inside
+from playground.ui import compare, learn
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", ROOT / "docs" / "app.md", ROOT / "export" / "hub.py"]
@@ -24,7 +24,7 @@ SPEAKER_COLON = re.compile(r"^[A-Z][A-Za-z ]*[A-Za-z]:(\s|$)")
 
 
 def tab_prompts() -> list[str]:
-    return [*generation.EXAMPLE_PROMPTS, *attention.EXAMPLE_PROMPTS, compare.PROMPT]
+    return [*generation.EXAMPLE_PROMPTS, *attention.EXAMPLE_PROMPTS, *inside.EXAMPLE_TEXTS, compare.PROMPT, learn.PROMPT]
 
 
 def doc_prompts() -> list[str]:

@@ -26,6 +26,9 @@ API_EVERY_S = 1.0
 STOP_WAIT_S = 5.0  # the most the Stop view waits for the run to end
 
 
+PROMPT = "Romeo.\n"  # a speaker as the training text writes one: the run has seen this layout
+
+
 def _view(state: learn.RunState | None, previous: learn.RunState | None = None):
     return (
         learn.status_markdown(state),
@@ -139,7 +142,7 @@ def build() -> None:
             samples = gr.HTML(learn.samples_html(None), elem_id="learn-samples", elem_classes=RESULT)
             with gr.Column(elem_classes=SECTION):
                 prompt = gr.Textbox(
-                    "ROMEO:\n", label="Try your model: a prompt", lines=2, max_lines=6, elem_id="learn-prompt",
+                    PROMPT, label="Try your model: a prompt", lines=2, max_lines=6, elem_id="learn-prompt",
                     info=f"when a run has ended, the model it trained writes {learn.CONTINUE_CHARS} characters after it",
                 )
                 try_button = gr.Button("Continue with your model", elem_id="learn-try")
