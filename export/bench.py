@@ -103,7 +103,7 @@ def torch_recompute(model) -> Generate:
     def run(prompt: list[int], n: int) -> list[int]:
         idx = torch.tensor([prompt])
         for _ in range(n):
-            hidden = model(idx[:, -model.config.block_size :], return_hidden=True)
+            hidden = model(idx[:, -model.config.block_size :], head=False).hidden
             logits = F.linear(hidden[:, -1, :], model.lm_head.weight)
             idx = torch.cat([idx, logits.argmax(-1, keepdim=True)], dim=1)
         return idx[0, len(prompt) :].tolist()

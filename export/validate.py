@@ -74,7 +74,7 @@ def check_parity(model: GPT, engine: Engine, shapes: list[tuple[int, int]], tol:
     worst = 0.0
     for batch, length in shapes:
         ids = rng.integers(0, engine.vocab_size, (batch, length), dtype=np.int64)
-        ref = model(torch.from_numpy(ids))[0].numpy()
+        ref = model(torch.from_numpy(ids)).logits.numpy()
         worst = max(worst, float(np.abs(_full_logits(engine, ids) - ref).max()))
     shape_text = ", ".join(f"{b}x{t}" for b, t in shapes)
     name = f"{engine.path.name} vs PyTorch logits ({shape_text})"

@@ -48,7 +48,7 @@ def evaluate_loss(model: GPT, data: np.ndarray, max_windows: int = 0, batch_size
     device = next(model.parameters()).device
     total, count = 0.0, 0
     for x, y in window_batches(data, model.config.block_size, max_windows, batch_size):
-        logits, _ = model(torch.from_numpy(x).to(device))
+        logits = model(torch.from_numpy(x).to(device)).logits
         total += F.cross_entropy(logits.float().flatten(0, 1), torch.from_numpy(y).to(device).flatten(), reduction="sum").item()
         count += y.size
     model.train(was_training)

@@ -16,7 +16,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import NamedTuple, Optional, Union
+from typing import NamedTuple
 
 import torch
 import torch.nn as nn
@@ -167,14 +167,13 @@ class Block(nn.Module):
 
 
 class GPTOutput(NamedTuple):
-    logits: torch.Tensor  # [B, T, V]
-    loss: torch.Tensor | None
-    past_key_values: KVCache | None  # per layer (key, value), each [B, H, P+T, D]
-    attentions: tuple[torch.Tensor, ...] | None  # per layer [B, H, T, P+T]
+    """What :meth:`GPT.forward` returns, whatever its flags (the fields a flag did not ask for are None)."""
 
-
-# What GPT.forward returns, by its flags (see its docstring).
-ForwardResult = Union[tuple[torch.Tensor, Optional[torch.Tensor]], GPTOutput, torch.Tensor]
+    logits: torch.Tensor | None  # [B, T, V]; None with head=False
+    loss: torch.Tensor | None  # cross-entropy with the targets, when given
+    past_key_values: KVCache | None  # use_cache: per layer (key, value), each [B, H, P+T, D]
+    attentions: tuple[torch.Tensor, ...] | None  # output_attentions: per layer [B, H, T, P+T]
+    hidden: torch.Tensor | None = None  # [B, T, C]: the last hidden state (after ln_f), the head's input
 
 
 class GPT(nn.Module):
@@ -232,15 +231,14 @@ class GPT(nn.Module):
         position_ids: torch.Tensor | None = None,  # [B, T] position of each new token
         use_cache: bool = False,
         output_attentions: bool = False,
-        return_hidden: bool = False,
-    ) -> ForwardResult:
-        """Three results, by the flags:
+        head: bool = True,
+    ) -> GPTOutput:
+        """One :class:`GPTOutput` (logits, loss, cache, attention weights, last hidden state);
+        ``use_cache`` and ``output_attentions`` fill their fields, as in transformers.
 
-        - plain calls: ``(logits [B, T, V], loss or None)``, as nanoGPT;
-        - ``use_cache`` or ``output_attentions``: a :class:`GPTOutput` (the cache, the weights);
-        - ``return_hidden``: only the final hidden states [B, T, C] (after ln_f, before the
-          head), so that training can score a vocabulary subset through ``forward``, the one
-          call DistributedDataParallel synchronises gradients for.
+        ``head=False`` skips the output head (``logits`` is None) and leaves ``hidden``, so that
+        training can score a vocabulary subset through ``forward``, the one call
+        DistributedDataParallel synchronises gradients for.
 
         ``attention_mask`` and ``position_ids`` follow Hugging Face: with neither, positions
         continue after the cache (P, P+1, ...); with only a mask, each row counts its own tokens
@@ -278,21 +276,20 @@ class GPT(nn.Module):
             presents.append(present)
             attentions.append(weights)
         x = self.ln_f(x)  # [B, T, C]: the last hidden state
-        if return_hidden:
-            return x
-        logits = self.lm_head(x)  # [B, T, V]
+        logits = self.lm_head(x) if head else None  # [B, T, V]
 
         loss = None
         if targets is not None:
+            if logits is None:
+                raise ValueError("targets need the output head: call forward with head=True")
             loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1)
-        if use_cache or output_attentions:
-            return GPTOutput(
-                logits,
-                loss,
-                tuple(presents) if use_cache else None,
-                tuple(attentions) if output_attentions else None,
-            )
-        return logits, loss
+        return GPTOutput(
+            logits,
+            loss,
+            tuple(presents) if use_cache else None,
+            tuple(attentions) if output_attentions else None,
+            x,
+        )
 
     @torch.no_grad()
     def generate(

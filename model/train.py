@@ -126,7 +126,7 @@ def lm_loss(
     vocabulary it also keeps a little probability on tokens the training data never shows.
     ``forward`` is the model or its DDP wrapper (which all-reduces the gradients).
     """
-    h = forward(x, return_hidden=True)  # [B, T, C]
+    h = forward(x, head=False).hidden  # [B, T, C]
     if vocab is None:
         logits, targets = model.lm_head(h), y  # [B, T, V]
     else:

@@ -129,7 +129,7 @@ class NextToken:
 def next_token(prompt: Any, model: GPT, label: str, top_k: int = TOP_K) -> NextToken:
     """The ``top_k`` most probable next tokens of ``model`` after ``prompt`` (temperature 1)."""
     ids = encode_prompt(prompt, name="prompt", max_chars=limits.MAX_ATTENTION_CHARS, max_tokens=model.config.block_size)
-    logits = model(torch.tensor([ids], dtype=torch.long))[0][0].float()  # [T, V]
+    logits = model(torch.tensor([ids], dtype=torch.long)).logits[0].float()  # [T, V]
     logp = torch.log_softmax(logits, dim=-1)
     loss = float(-logp[:-1].gather(1, torch.tensor(ids[1:])[:, None]).mean()) if len(ids) > 1 else None
     p_next = logp[-1].exp()

@@ -449,7 +449,7 @@ def contextual_embeddings(
         if start < 0:
             raise InputError(f"{name} does not contain the word {word!r} as whole tokens; use the word exactly as written there")
         span = list(range(start, start + len(needle)))
-        hidden = model(torch.tensor([ids]), return_hidden=True)[0]  # [T, C] after ln_f
+        hidden = model(torch.tensor([ids]), head=False).hidden[0]  # [T, C] after ln_f
         sentences.append(sentence)
         id_lists.append(needle)
         positions.append(span)

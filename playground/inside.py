@@ -202,7 +202,7 @@ def forward_pass(model: GPT, ids: list[int]) -> ForwardPass:
     ranks = (logits[:-1] > next_logits[:, None]).sum(-1) + 1
     # The model's own forward pass (its modules, its fused attention kernel) up to the last
     # hidden state; the output head after it is the same matmul with the same E.
-    reference = model(idx[None], return_hidden=True)[0]
+    reference = model(idx[None], head=False).hidden[0]
     return ForwardPass(
         model=model, ids=list(ids), tokens=token_labels(ids), tok_emb=_np(tok), pos_emb=_np(pos), x0=_np(tok + pos),
         layers=layers, lnf_mean=_np(mf), lnf_std=_np(sf), h=_np(h), top_ids=top_ids.numpy().copy(),

@@ -40,7 +40,7 @@ def hf_logits(hf_model, idx: torch.Tensor) -> torch.Tensor:
 
 def our_logits(model: GPT, idx: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
-        return model(idx)[0]
+        return model(idx).logits
 
 
 @pytest.fixture

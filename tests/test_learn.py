@@ -63,7 +63,7 @@ def test_proper_start_is_ln_v(proper, corpus):
     # The same number from the model's own loss (GPT.forward's cross-entropy) on step 0's batch.
     model = learn.build_model(QUICK, corpus.vocab_size)
     x, y = get_batch(corpus.train, 0, learn.train_config(QUICK), model.config.block_size, 0, 1)
-    _, ref = model(x, y)
+    ref = model(x, y).loss
     assert loss == pytest.approx(ref.item(), abs=1e-4)
     assert [s for s, _ in proper.losses] == list(range(30)) and proper.step == 30
     assert proper.tokens == 30 * learn.BATCH_SIZE * 64

@@ -18,7 +18,7 @@ import tiktoken.load
 import torch
 from torch.nn import functional as F
 
-from model import EOT_ID, GPT, GPTConfig, get_tokenizer, positional_encoding
+from model import EOT_ID, GPT, GPTConfig, GPTOutput, get_tokenizer, positional_encoding
 from model.data import fetch_shakespeare, read_text
 from model.tokenizer import GPT2_PATTERN, RANKS_PATH
 from model.evaluate import evaluate_loss
@@ -186,12 +186,29 @@ def test_plain_call_returns_logits_and_cross_entropy(small_model):
     idx = torch.randint(0, 50257, (2, 16), generator=g)
     targets = torch.randint(0, 50257, (2, 16), generator=g)
     out = small_model(idx, targets)
-    assert isinstance(out, tuple) and len(out) == 2
-    logits, loss = out
+    assert isinstance(out, GPTOutput) and out.past_key_values is None and out.attentions is None
+    logits, loss = out.logits, out.loss
     assert logits.shape == (2, 16, 50257)
     expected = F.cross_entropy(logits.reshape(-1, 50257), targets.reshape(-1))
     torch.testing.assert_close(loss, expected)
-    assert small_model(idx)[1] is None
+    assert small_model(idx).loss is None
+
+
+def test_one_output_type_whatever_the_flags(small_model):
+    """forward always returns a GPTOutput; the flags only fill its fields. head=False skips the
+    output head, and its hidden state is the head's input: the head applied to it gives the logits."""
+    idx = torch.randint(0, 50257, (1, 8), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        calls = [small_model(idx), small_model(idx, use_cache=True), small_model(idx, output_attentions=True), small_model(idx, head=False)]
+    assert all(isinstance(out, GPTOutput) for out in calls)
+    plain, cached, weighted, hidden_only = calls
+    assert plain.past_key_values is None and cached.past_key_values is not None and len(cached.past_key_values) == small_model.config.n_layer
+    assert plain.attentions is None and weighted.attentions is not None
+    assert hidden_only.logits is None and hidden_only.hidden.shape == (1, 8, small_model.config.d_model)
+    with torch.no_grad():
+        torch.testing.assert_close(small_model.lm_head(hidden_only.hidden), plain.logits, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="head=True"):
+        small_model(idx, idx, head=False)
 
 
 def test_kv_cache_matches_full_forward(small_model):

@@ -241,7 +241,7 @@ def test_static_vs_contextual():
     pos = r.positions[0][0]
     assert ids_a[pos] == enc.encode(" bear")[0]
     with torch.no_grad():
-        hidden = get_model()(torch.tensor([ids_a]), return_hidden=True)[0, pos].numpy()
+        hidden = get_model()(torch.tensor([ids_a]), head=False).hidden[0, pos].numpy()
     static = wte(" bear")
     cos = float(hidden @ static / np.linalg.norm(hidden) / np.linalg.norm(static))
     assert r.static_vs_contextual[0] == pytest.approx(cos, abs=1e-5)
