@@ -30,6 +30,7 @@ SPACE_FILES = (
     "requirements.txt",
     "playground/**/*.py",
     "playground/assets/*.npz",
+    "playground/ui/static/*",
     "model/**/*.py",
     "model/gpt2.tiktoken",
     "model/ranks/*.tiktoken",

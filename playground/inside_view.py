@@ -21,7 +21,7 @@ from .inside import InsideResult
 from .plots import base_layout
 from .tokens import token_text, visible_token, visible_whitespace
 
-__all__ = ["STAGES", "PANELS", "map_html", "panels", "residual_figure", "info_markdown", "CSS"]
+__all__ = ["STAGES", "PANELS", "map_html", "panels", "residual_figure", "info_markdown"]
 
 # (anchor, number, title) of the panels, in the map's order.
 STAGES = (
@@ -402,66 +402,3 @@ def info_markdown(r: InsideResult) -> str:
         f"Check: the last hidden state computed here stage by stage matches the model's own forward pass to "
         f"{fp.hidden_max_diff:.1e}."
     )
-
-
-CSS = """
-/* The Inside the model tab (playground/inside_view.py writes the HTML). */
-.ins-map { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; }
-.ins-box { display: flex; flex-direction: column; padding: 6px 10px; border-radius: 8px; text-decoration: none !important;
-  border: 1px solid var(--border-color-primary); background: var(--background-fill-secondary); color: var(--body-text-color) !important;
-  font-size: 0.85em; line-height: 1.35; min-width: 0; }
-.ins-box:hover { outline: 2px solid var(--color-accent); }
-.ins-box b { font-size: 1.05em; }
-.ins-box span { color: var(--body-text-color-subdued); overflow-wrap: anywhere; }
-.ins-box.ins-current { border-color: var(--color-accent); box-shadow: 0 0 0 1px var(--color-accent); }
-.ins-arrow { color: var(--body-text-color-subdued); }
-.ins-block { border: 2px dashed var(--border-color-primary); border-radius: 10px; padding: 6px; min-width: 0; }
-.ins-block-title { font-size: 0.8em; color: var(--body-text-color-subdued); margin-bottom: 4px; }
-.ins-flow { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; }
-.ins-chip { display: inline-block; min-width: 1.4em; text-align: center; border-radius: 4px; margin: 1px;
-  border: 1px solid var(--border-color-primary); font-size: 0.9em; }
-.ins-chip.ins-on { background: var(--color-accent); color: #fff; border-color: var(--color-accent); }
-.ins-panel { margin: 4px 0 10px; scroll-margin-top: 12px; }
-.ins-panel h3 { margin: 6px 0 4px; }
-.ins-up { font-size: 0.7em; font-weight: 400; margin-left: 8px; text-decoration: none !important; }
-.ins-panel p { margin: 4px 0; line-height: 1.5; overflow-wrap: anywhere; }
-.ins-code code { font-size: 0.85em; white-space: pre-wrap; overflow-wrap: anywhere; }
-.ins-tok { font-family: var(--font-mono); background: var(--background-fill-secondary); border: 1px solid var(--border-color-primary);
-  border-radius: 4px; padding: 0 3px; white-space: pre; }
-.ins-strip { display: flex; align-items: flex-start; gap: 6px; margin: 3px 0; }
-.ins-strip-label { flex: 0 0 6.5em; font-size: 0.78em; font-family: var(--font-mono); color: var(--body-text-color-subdued);
-  text-align: right; overflow-wrap: anywhere; }
-.ins-cells { display: flex; flex-wrap: wrap; gap: 3px; min-width: 0; flex: 1 1 auto; }
-.ins-seg { display: inline-flex; flex-wrap: wrap; align-items: center; border: 1px solid transparent; border-radius: 3px; }
-.ins-seg.ins-on { border-color: #f97316; box-shadow: 0 0 0 1px #f97316; }
-.ins-seg-label { font-size: 0.65em; font-weight: 500; color: var(--body-text-color-subdued); padding: 0 2px; }
-.ins-cells i { display: inline-block; width: 4px; height: 16px; }
-.ins-table-wrap { max-height: 420px; overflow: auto; max-width: 100%; }
-.ins-table { font-size: 0.85em; border-collapse: collapse; width: 100%; }
-.ins-table td, .ins-table th { padding: 2px 6px; border-bottom: 1px solid var(--border-color-primary); text-align: left;
-  white-space: normal; overflow-wrap: anywhere; }
-.ins-table td:nth-child(2) { font-family: var(--font-mono); }
-.ins-bar { position: relative; min-width: 6em; }
-.ins-bar span { position: absolute; left: 0; top: 3px; bottom: 3px; background: rgba(99, 102, 241, 0.35); border-radius: 2px; }
-.ins-bar em { position: relative; font-style: normal; }
-.ins-masked td { color: var(--body-text-color-subdued); font-style: italic; }
-.ins-hit td, .ins-cand.ins-hit { outline: 2px solid #f97316; outline-offset: -2px; }
-.ins-row-on { background: var(--background-fill-secondary); font-weight: 600; }
-.ins-lens td:first-child { white-space: nowrap; font-size: 0.9em; }
-.ins-cand { display: inline-block; margin: 1px 3px 1px 0; padding: 0 5px; border-radius: 4px; font-family: var(--font-mono);
-  background: var(--background-fill-secondary); white-space: pre; }
-.ins-cand em { font-style: normal; font-family: var(--font); font-size: 0.85em; color: var(--body-text-color-subdued); }
-.ins-loss-text { font-family: var(--font-mono); white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.9;
-  padding: 8px 10px; border-radius: 8px; border: 1px solid var(--border-color-primary); margin: 6px 0; }
-.ins-lt { border-radius: 3px; padding: 1px 0; color: #111827; cursor: pointer; }
-.ins-lt:hover { outline: 1px solid var(--color-accent); }
-.ins-lt.ins-first { color: var(--body-text-color-subdued); }
-.ins-lt.ins-on { outline: 2px solid #f97316; }
-@media (max-width: 700px) {
-  .ins-arrow { display: none; }
-  .ins-box { flex: 1 1 40%; }
-  .ins-strip { flex-direction: column; gap: 1px; }
-  .ins-strip-label { flex: none; text-align: left; }
-  .ins-cells i { width: 3px; height: 14px; }
-}
-"""

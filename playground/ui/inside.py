@@ -13,10 +13,10 @@ from .. import inside as ins
 from .. import inside_view as view
 from ..resources import get_model
 from ..validation import validate_int
-from .common import FORWARD_CONCURRENCY, HEAVY, on_input, user_errors
+from .common import FORWARD_CONCURRENCY, HEAVY, on_input, static_text, user_errors
 from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples
 
-CSS = view.CSS
+CSS = static_text("inside.css")  # the classes inside_view writes
 
 
 # What each output shows depends on: a control change redraws only the outputs it changes.
