@@ -3,7 +3,7 @@ light tabs in between. Reports the p50/p95 latency of both kinds of call and eve
 
     python -m tests.load_test                 # launches app.py on a free loopback port
     python -m tests.load_test --clients 16 --generations 10 --tokens 12
-    python -m tests.load_test --table         # README's table: 1 and 16 clients, the engine alone
+    python -m tests.load_test --table         # the throughput table (docs/export.md): 1 and 16 clients, the engine alone
     python -m tests.load_test --abandoned     # 6 abandoned 512-token jobs, then one normal generation
     python -m tests.load_test --abandoned --url http://127.0.0.1:7860/   # against a running app
 
@@ -140,7 +140,7 @@ def run_load(url: str, clients: int = 16, generations: int = 10, new_tokens: int
     return report
 
 
-# --- The throughput table (README, "Many users at once") -------------------------------------------
+# --- The throughput table (docs/export.md, "Many users at once") -------------------------------------------
 
 TABLE_PROMPT = "ROMEO:"
 TABLE_SETTINGS = (0.8, 50, 0.95)  # temperature, top-k, top-p: the app's defaults
@@ -477,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=12)
     parser.add_argument("--time-limit", type=float, default=900)
     parser.add_argument("--table", action="store_true",
-                        help="README's throughput table instead: 1 and 16 clients x 8 generations of 64 tokens, and the engine alone")
+                        help="the throughput table of docs/export.md instead: 1 and 16 clients x 8 generations of 64 tokens, and the engine alone")
     parser.add_argument(
         "--abandoned", type=int, nargs="?", const=6, metavar="N",
         help="instead: N (default 6) abandoned 512-token generations with a 4,000-character prompt, then time a "
