@@ -141,7 +141,7 @@ def test_sixteen_clients_at_once_get_every_answer(app_server, client):
 
 @pytest.mark.parametrize("kind", ["gradio_client", "sse"])
 def test_the_load_tables_clients_count_what_they_received(app_server, client, kind):
-    """The README's load table (``load_test --table``) in small: 2 users of each client kind, 2
+    """The load table of docs/export.md (``load_test --table``) in small: 2 users of each client kind, 2
     generations of 5 tokens each: every token counted, each time to first token inside its
     latency, the /tokenize prober answered, and the event-stream client reads what gradio_client
     reads (the same seeded text)."""
