@@ -64,6 +64,8 @@ __all__ = [
     "UNREAD_RESULT_WAIT_S",
     "MAX_UNREAD_BYTES",
     "READER_GRACE_S",
+    "STALLED_SEND_S",
+    "STALLED_CLOSE_S",
     "LeanSessionState",
     "BoundedStateHolder",
     "BodySizeLimit",
@@ -333,14 +335,30 @@ async def _sweep(queue: Any, readers: ResultReaders | None = None) -> None:
 # --- work nobody reads --------------------------------------------------------------------------
 
 
+# A result stream whose last write has waited this long is not being read: the client's socket
+# and ours are full (a reader that stopped reading, or reads a few bytes a minute), so its work
+# is stopped as if its stream were closed. A reader keeping up never waits more than a network
+# round trip or two; this is short enough that, with a sweep a second, such work stops within 5 s.
+STALLED_SEND_S = 2.0
+# ... and one whose write has waited this long is closed, which frees what it holds (a result
+# being written: a 1024 x 1024 table is ~17 MB of JSON).
+STALLED_CLOSE_S = 10.0
+
+
+class StalledReader(Exception):
+    """A result stream's client has read nothing for :data:`STALLED_CLOSE_S` seconds."""
+
+
 class ResultReaders:
     """The result streams open now, per session, as :class:`TrackReaders` counts them: the
     page's and gradio_client's ``GET /gradio_api/queue/data?session_hash=...``, a hand-written
     client's ``GET /gradio_api/call/<endpoint>/<event_id>`` (Gradio streams a session's messages,
-    all its events', to whichever of them is open)."""
+    all its events', to whichever of them is open). A stream whose write has waited
+    :data:`STALLED_SEND_S` or more does not count: its client stopped reading."""
 
     def __init__(self) -> None:
         self.open: Counter[str] = Counter()
+        self.blocked: dict[int, tuple[str, float]] = {}  # stream -> (session, when its pending write began)
 
     def opened(self, session: str) -> None:
         self.open[session] += 1
@@ -350,11 +368,22 @@ class ResultReaders:
         if self.open[session] <= 0:
             del self.open[session]
 
+    def writing(self, stream: int, session: str, since: float) -> None:
+        """Stream ``stream`` of ``session`` began a write at ``since`` (``time.monotonic()``)."""
+        self.blocked[stream] = (session, since)
+
+    def written(self, stream: int) -> None:
+        self.blocked.pop(stream, None)
+
+    def stalled(self, session: str, now: float) -> int:
+        """How many of ``session``'s streams have waited :data:`STALLED_SEND_S` or more on a write."""
+        return sum(1 for s, since in list(self.blocked.values()) if s == session and now - since >= STALLED_SEND_S)
+
     def reading(self, session: str, submitted: float, now: float) -> bool:
         """Whether a result of ``session`` submitted at ``submitted`` (``time.monotonic()``) has
-        a reader, or may still get one: a stream is open, or :data:`READER_GRACE_S` has not
-        passed yet."""
-        return self.open[session] > 0 or now - submitted < READER_GRACE_S
+        a reader, or may still get one: a stream is open and not stalled, or
+        :data:`READER_GRACE_S` has not passed yet."""
+        return self.open[session] > self.stalled(session, now) or now - submitted < READER_GRACE_S
 
 
 def unread_events(queue: Any, readers: ResultReaders, now: float) -> list[Any]:
@@ -397,9 +426,25 @@ async def stop_unread_work(queue: Any, readers: ResultReaders, now: float) -> li
     return stopped
 
 
+def _caused_by(err: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``err`` is ``kind``, is caused by one, or is an exception group holding one."""
+    seen: set[int] = set()
+    todo = [err]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, kind):
+            return True
+        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+    return False
+
+
 class TrackReaders:
     """ASGI middleware: counts the result streams open per session in ``readers`` (a stream is
-    open from its request until its response ends: finished, or the client gone)."""
+    open from its request until its response ends: finished, or the client gone), and notes
+    the writes each is waiting on (a stalled reader)."""
 
     def __init__(self, app: Callable, demo: gr.Blocks, readers: ResultReaders):
         self.app = app
@@ -430,10 +475,28 @@ class TrackReaders:
         if session is None:
             await self.app(scope, receive, send)
             return
+        stream = id(scope)
+
+        async def watched_send(message: dict) -> None:
+            self.readers.writing(stream, session, time.monotonic())
+            try:
+                # Waits while the client's socket and ours are full.
+                await asyncio.wait_for(send(message), STALLED_CLOSE_S)
+            except asyncio.TimeoutError:
+                raise StalledReader(session) from None
+            finally:
+                self.readers.written(stream)
+
         self.readers.opened(session)
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, watched_send)
+        except Exception as err:  # noqa: BLE001 -- Starlette may wrap it in an exception group
+            if not _caused_by(err, StalledReader):
+                raise
+            log.info("closed a result stream whose client read nothing for %g s", STALLED_CLOSE_S)
+            # Returning with the response unfinished makes the server close the connection.
         finally:
+            self.readers.written(stream)
             self.readers.closed(session)
 
 
