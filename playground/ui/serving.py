@@ -14,12 +14,15 @@ to read stays in the queue for good. Here:
 - a finished result nobody has read is dropped after :data:`UNREAD_RESULT_WAIT_S` seconds, and
   past :data:`MAX_UNREAD_BYTES` of them at once (:func:`drop_unread_results`), and
   freed memory is handed back to the system every few seconds (glibc's ``malloc_trim``);
-- work nobody reads is stopped: an event whose session has no result stream open
+- work nobody reads is stopped: an event whose session has no result stream open (or only
+  streams whose writes have waited :data:`STALLED_SEND_S`: a client that stopped reading)
   :data:`READER_GRACE_S` seconds after it was submitted (a POST to ``/gradio_api/call/<endpoint>``
   whose GET never came, a ``queue/join`` without ``queue/data``) leaves the queue unrun, or, if
   it is streaming (a generation), stops at its next update; a late reader is told why
-  (:class:`ResultReaders`, :func:`stop_unread_work`). A client that closes its stream is
-  stopped by Gradio itself;
+  (:class:`ResultReaders`, :func:`stop_unread_work`); a stream whose write has waited
+  :data:`STALLED_CLOSE_S` is closed. A client that closes its stream is stopped by Gradio itself;
+- a session id is a short token (:data:`SESSION_HASH`), and a result stream is opened only for
+  a session the queue holds (:class:`RouteGuard`, :func:`refuse_malformed`);
 - a request body over :data:`playground.limits.MAX_REQUEST_BYTES` is refused with HTTP 413 before
   it is read (:class:`BodySizeLimit`);
 - wrong argument counts get a message naming the parameters, and an error inside Gradio's own
@@ -29,8 +32,12 @@ to read stays in the queue for good. Here:
 - only ``artifacts/`` is served as files, a ``Range`` header Gradio cannot parse is ignored
   (RFC 9110 allows it: the whole file is sent), deep links and the monitoring page are off.
 
+Below HTTP, connections are bounded by :mod:`playground.ui.connections` (header timeout,
+connections per address and in all, rate-limited log lines).
+
 Every piece is installed by :func:`harden` (at build time) and :func:`launch_options` (the
-arguments of ``demo.launch``); tests/test_abuse.py checks the behaviour on a launched app.
+arguments of ``demo.launch``); tests/test_abuse.py and tests/test_public_load.py check the
+behaviour on a launched app.
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ from gradio.server_messages import ProcessCompletedMessage
 from gradio.state_holder import SessionState, StateHolder
 
 from .. import limits
+from . import connections
 
 __all__ = [
     "MAX_SESSIONS",
@@ -79,6 +87,8 @@ __all__ = [
     "event_problem",
     "arity_problem",
     "refuse_malformed",
+    "SESSION_HASH",
+    "session_problem",
     "explain_errors",
     "harden",
     "launch_options",
@@ -577,6 +587,21 @@ _CALL_POST = re.compile(rf"{API}/(call/v2|call|run|api)/([^/]+)/?")
 _CALL_GET = re.compile(rf"{API}/call/(?:v2/)?([^/]+)/([^/]+)/?")
 
 
+# A session id is a short token: the page makes ~11 base-36 characters, gradio_client a UUID (36).
+SESSION_HASH = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_QUEUE_DATA = f"{API}/queue/data"
+_HEARTBEAT = f"{API}/heartbeat/"
+
+
+def session_problem(session: Any) -> str | None:
+    """Why ``session`` cannot be a session id, or None."""
+    if isinstance(session, str) and SESSION_HASH.fullmatch(session):
+        return None
+    shown = f"{len(session):,} characters" if isinstance(session, str) else type(session).__name__
+    return (f"session_hash must be a short token: 1 to 64 letters, digits, '-' or '_' (got {shown}); "
+            "the page and gradio_client make one for you.")
+
+
 def _usable_range(value: bytes) -> bool:
     match = _SINGLE_RANGE.fullmatch(value.decode("latin-1").strip())
     if match is None:
@@ -647,6 +672,21 @@ class RouteGuard:
             value = _header(scope, b"range")
             if value is not None and not _usable_range(value):
                 scope = dict(scope, headers=[(k, v) for k, v in scope["headers"] if k.lower() != b"range"])
+        elif method == "GET" and (path.rstrip("/") == _QUEUE_DATA or path.startswith(_HEARTBEAT)):
+            if path.startswith(_HEARTBEAT):
+                session = path[len(_HEARTBEAT):]
+            else:
+                from starlette.datastructures import QueryParams
+
+                session = QueryParams(scope.get("query_string", b"")).get("session_hash")
+            if problem := session_problem(session):
+                await _json_response(400, problem)(scope, receive, send)
+                return
+            if not path.startswith(_HEARTBEAT) and session not in self.demo._queue.pending_messages_per_session:
+                detail = (f"No session {session} in the queue: POST /gradio_api/queue/join first (its results "
+                          "stream here), or the session's results were already read or dropped unread.")
+                await _json_response(404, detail)(scope, receive, send)
+                return
         elif path.rstrip("/") == f"{API}/deep_link":
             await _json_response(404, "Deep links are off in this app.")(scope, receive, send)
             return
@@ -742,7 +782,7 @@ def arity_problem(fn: Any, data: Any) -> str | None:
 
 def refuse_malformed(demo: gr.Blocks) -> None:
     """Refuse, when it arrives, a request for an event that does not exist or runs only in the
-    page: HTTP 400 with a message naming the endpoints (Gradio answered a bare 500, or ran it and
+    page, or whose session id is not a short token: HTTP 400 with a message naming the endpoints (Gradio answered a bare 500, or ran it and
     answered ``{"error": null}``). Wraps the queue's ``push`` (Gradio 6.31 internals) after
     ``demo.queue()``."""
     queue = demo._queue
@@ -750,6 +790,8 @@ def refuse_malformed(demo: gr.Blocks) -> None:
 
     async def push_checked(body: Any, request: Any, username: Any):
         if body.fn_index is not None and (problem := event_problem(demo, body.fn_index)):
+            return False, problem, "error"
+        if body.session_hash is not None and (problem := session_problem(body.session_hash)):
             return False, problem, "error"
         return await push(body, request, username)
 
@@ -829,11 +871,16 @@ def launch_options(demo: gr.Blocks, allowed: Sequence[Path], readers: ResultRead
     @asynccontextmanager
     async def lifespan(app: Any):
         bound_sessions(app)
-        sweeper = asyncio.create_task(_sweep(demo._queue, readers))
+        connections.rate_limit_logs()
+        tasks = [
+            asyncio.create_task(connections.install_when_started(demo)),  # header timeout, connection caps
+            asyncio.create_task(_sweep(demo._queue, readers)),
+        ]
         try:
             yield
         finally:
-            sweeper.cancel()
+            for task in tasks:
+                task.cancel()
 
     return dict(
         app_kwargs={
