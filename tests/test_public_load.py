@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import resource
 import select
 import socket
 import threading
@@ -29,6 +28,7 @@ from playground.ui import connections, serving
 
 API = "gradio_api"
 PER_ADDRESS, IN_ALL = 24, 48  # the guarded app's connection limits
+EVENTS_PER_ADDRESS = 6  # ... and requests waiting or running per client address
 PROBE_ARGS = ["ROMEO:", 32, 0.8, 50, 0.95, 1]
 PROMPT_300 = LONG_PROMPT[:1_350]  # about 300 GPT-2 tokens
 
@@ -82,9 +82,10 @@ def _refused(socks: list[socket.socket], wait_s: float = 1.0) -> list[socket.soc
     return [s for s in readable if _closed(s, 0.5)]
 
 
-def generate(base: str, args: list, timeout: float = 300) -> dict:
-    """POST /gradio_api/call/generate and read its stream to the end: the final result."""
-    with httpx.Client(timeout=timeout) as http:
+def generate(base: str, args: list, timeout: float = 300, source: str = "127.0.0.1") -> dict:
+    """POST /gradio_api/call/generate from address ``source`` and read its stream to the end:
+    the final result."""
+    with httpx.Client(timeout=timeout, transport=httpx.HTTPTransport(local_address=source)) as http:
         r = http.post(f"{base}{API}/call/generate", json={"data": args})
         assert r.status_code == 200, r.text
         text = http.get(f"{base}{API}/call/generate/{r.json()['event_id']}").text
@@ -93,10 +94,11 @@ def generate(base: str, args: list, timeout: float = 300) -> dict:
     return json.loads(events[-1][1])[0]
 
 
-def probe_s(base: str) -> float:
-    """Seconds a normal 32-token generation takes, from its POST to its last token."""
+def probe_s(base: str, source: str = "127.0.0.9") -> float:
+    """Seconds a normal 32-token generation takes, from its POST to its last token (from another
+    client's address than the tests' abuse)."""
     t0 = time.perf_counter()
-    out = generate(base, PROBE_ARGS)
+    out = generate(base, PROBE_ARGS, source=source)
     assert out["new_tokens"] == 32 and out["finished"] is True
     return time.perf_counter() - t0
 
@@ -105,6 +107,7 @@ def probe_s(base: str) -> float:
 def guarded_app(tmp_path_factory) -> Iterator[AppServer]:
     server = launch(tmp_path_factory.mktemp("guarded") / "app.log", extra_env={
         "PLAYGROUND_MAX_CONNECTIONS": str(IN_ALL), "PLAYGROUND_MAX_CONNECTIONS_PER_ADDRESS": str(PER_ADDRESS),
+        serving.MAX_EVENTS_PER_ADDRESS_ENV: str(EVENTS_PER_ADDRESS),
     })
     generate(server.url, PROBE_ARGS)  # the engine is open
     yield server
@@ -193,7 +196,6 @@ def test_20000_idle_connections_then_a_generation_within_5_s(guarded_app):
     """20,000 connections from one address, held idle: past the cap each is closed at once (no
     file descriptor kept, a rate-limited log line); once they are gone a 32-token generation
     takes at most 5 s, and the log stays small."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     log_before = len(guarded_app.log())
     held: list[socket.socket] = []
     opened = 0
@@ -205,27 +207,31 @@ def test_20000_idle_connections_then_a_generation_within_5_s(guarded_app):
                 opened += 1
             except OSError:
                 time.sleep(0.01)  # the listen backlog is full for a moment
-            if len(held) >= min(1_000, soft // 2):
-                readable, _, _ = select.select(held, [], [], 0)
-                for s in readable:  # refused by the server: read end-of-file, close our end
-                    held.remove(s)
-                    s.close()
-                assert len(held) < min(1_000, soft // 2), "the server kept more connections than its cap"
+            if len(held) >= 500:  # let the server catch up: past the cap each one is closed at once
+                settle = time.perf_counter() + 15
+                while len(held) > 2 * PER_ADDRESS and time.perf_counter() < settle:
+                    readable, _, _ = select.select(held, [], [], 0.2)
+                    for s in readable:  # closed by the server: end-of-file; close our end
+                        held.remove(s)
+                        s.close()
+                assert len(held) <= 2 * PER_ADDRESS, f"the server kept {len(held)} connections from one address"
         assert opened == 20_000, f"only {opened} connections in 240 s"
     finally:
         for s in held:
             s.close()
     assert probe_s(guarded_app.url) <= 5.0
     assert len(guarded_app.log()) - log_before < 200_000  # bytes: rate-limited lines, no tracebacks
-    assert hard >= 0
 
 
 # --- work nobody reads ------------------------------------------------------------------------------
 
 
-def _open_never_read(base: str, seed: int, read_first: int = 0) -> socket.socket:
-    """POST a 512-token generation, open its result stream, read ``read_first`` bytes, then stop."""
+def _open_never_read(base: str, seed: int, read_first: int = 0) -> socket.socket | None:
+    """POST a 512-token generation, open its result stream, read ``read_first`` bytes, then stop
+    (None: the POST was refused as busy)."""
     r = httpx.post(f"{base}{API}/call/generate", json={"data": [LONG_PROMPT, 512, 0.8, 50, 0.95, seed]}, timeout=30)
+    if r.status_code == 503:
+        return None
     host, port = base.split("//")[1].rstrip("/").split(":")
     sock = socket.create_connection((host, int(port)), timeout=30)
     sock.sendall(f"GET /{API}/call/generate/{r.json()['event_id']} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
@@ -237,21 +243,30 @@ def _open_never_read(base: str, seed: int, read_first: int = 0) -> socket.socket
 
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["never-read", "read-then-stalled", "call", "join"])
-def test_abandoned_generations_stop_and_a_new_one_takes_at_most_5_s(guarded_app, how):
-    """20 generations of 512 tokens (the batch holds 16 rows) abandoned one way; once the app's
-    deadlines for noticing have passed (the reader grace, a stalled write, a sweep) a normal
-    32-token generation takes at most 5 s: nothing abandoned still holds the batch."""
+def test_abandoned_generations_and_a_new_one_within_5_s(guarded_app, how):
+    """20 generations of 512 tokens (the batch holds 16 rows) from one address, abandoned one way:
+    past EVENTS_PER_ADDRESS they are refused as busy; those not refused are stopped once noticed
+    (POST- and join-only: the reader grace; a stream whose socket fills: a stalled write), and a
+    stream that is open but never fills its socket runs on in its share. Once the deadlines for
+    noticing have passed, a normal 32-token generation from another client takes at most 5 s."""
     base = guarded_app.url
     sockets: list[socket.socket] = []
+    refused = 0
     t0 = time.monotonic()
     try:
         for seed in range(20):
             if how in ("call", "join"):
-                abandon(base, how, seed=seed)
+                try:
+                    abandon(base, how, seed=seed)
+                except httpx.HTTPStatusError as err:
+                    assert err.response.status_code == 503 and "Busy" in err.response.text, err.response.text
+                    refused += 1
+            elif (sock := _open_never_read(base, seed, 0 if how == "never-read" else 2_000)) is not None:
+                sockets.append(sock)
             else:
-                sockets.append(_open_never_read(base, seed, 0 if how == "never-read" else 2_000))
-        # The deadline under test: noticed within the grace (a stream not opened) or within
-        # STALLED_SEND_S once the sockets are full, plus a sweep.
+                refused += 1
+        assert refused == 20 - EVENTS_PER_ADDRESS
+        # The deadlines under test: the grace (a stream never opened) or a stalled write, plus a sweep.
         time.sleep(max(0.0, t0 + serving.READER_GRACE_S + serving.STALLED_SEND_S + 2 - time.monotonic()))
         assert probe_s(base) <= 5.0
     finally:
@@ -270,7 +285,8 @@ def test_memory_comes_back_after_three_rounds_of_16_long_generations(guarded_app
     before = _rss_mb(pid)
     for round_ in range(3):
         with ThreadPoolExecutor(16) as pool:
-            outs = list(pool.map(lambda seed: generate(base, [PROMPT_300, 512, 0.8, 50, 0.95, seed + 16 * round_]), range(16)))
+            outs = list(pool.map(lambda i: generate(base, [PROMPT_300, 512, 0.8, 50, 0.95, i + 16 * round_],
+                                                    source=f"127.0.0.{20 + i}"), range(16)))  # 16 clients
         assert all(out["finished"] for out in outs)
     time.sleep(30)
     after = _rss_mb(pid)

@@ -618,6 +618,7 @@ class RouteGuard:
       than one valid range of bytes is ignored, so the whole file is sent (Gradio answered 500
       to two ranges);
     - ``/gradio_api/deep_link``: off (404); sessions keep no values to link to;
+    - ``/gradio_api/upload``: off (413) unless ``uploads``; no tab takes a file;
     - ``/gradio_api/call|run|api/<name>``: an unknown or private name gets 404 naming the
       endpoints, instead of a bare 500; the keyword form (``call/v2``) answers a bad argument
       with 400 and Gradio's message, instead of a bare 500;
@@ -625,9 +626,10 @@ class RouteGuard:
       already read, or dropped unread) gets 404 saying so, instead of an SSE ``"404: Not Found"``.
     """
 
-    def __init__(self, app: Callable, demo: gr.Blocks, allowed: Sequence[Path]):
+    def __init__(self, app: Callable, demo: gr.Blocks, allowed: Sequence[Path], uploads: bool = False):
         self.app = app
         self.demo = demo
+        self.uploads = uploads
         self.allowed = [Path(p).resolve() for p in allowed]
         self.endpoints = sorted(
             fn.api_name for fn in demo.fns.values() if fn.fn is not None and fn.api_visibility == "public"
@@ -687,6 +689,12 @@ class RouteGuard:
                           "stream here), or the session's results were already read or dropped unread.")
                 await _json_response(404, detail)(scope, receive, send)
                 return
+        elif path.rstrip("/") == f"{API}/upload" and not self.uploads:
+            # Gradio's max_file_size=0 still let an empty file through: 1,000 of them were 1,000
+            # files in its shared temporary folder.
+            detail = "Uploads are off: no tab of this app takes a file."
+            await _json_response(413, detail, headers={"Connection": "close"})(scope, receive, send)
+            return
         elif path.rstrip("/") == f"{API}/deep_link":
             await _json_response(404, "Deep links are off in this app.")(scope, receive, send)
             return
@@ -780,20 +788,64 @@ def arity_problem(fn: Any, data: Any) -> str | None:
     return f"{_event_name(fn)} takes {len(names)} argument{plural} ({', '.join(names) or 'none'}); this request sent {len(data)}."
 
 
+def _env_count(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if raw.isdigit() and 1 <= int(raw) <= 100_000:
+        return int(raw)
+    if raw:
+        log.warning("%s=%r is not a whole number from 1 to 100000: using %d", name, raw, default)
+    return default
+
+
+# Requests queued or running at once from one client address: one client that submits and never
+# reads (or reads too slowly for its socket ever to fill) holds at most this many of the batch's
+# 16 rows and the queue's places. The page makes a few at once, a script as many as its threads.
+MAX_EVENTS_PER_ADDRESS_ENV = "PLAYGROUND_MAX_EVENTS_PER_ADDRESS"
+MAX_EVENTS_PER_ADDRESS = _env_count(MAX_EVENTS_PER_ADDRESS_ENV, 32)
+
+
+class EventsPerAddress:
+    """The events each client address has in the queue (waiting or running)."""
+
+    def __init__(self) -> None:
+        self.events: dict[str, set[str]] = {}
+
+    def pending(self, queue: Any, address: str) -> int:
+        live = {e for e in self.events.get(address, ()) if e in queue.event_ids_to_events}
+        if live:
+            self.events[address] = live
+        else:
+            self.events.pop(address, None)
+        return len(live)
+
+    def add(self, address: str, event_id: str) -> None:
+        self.events.setdefault(address, set()).add(event_id)
+
+
 def refuse_malformed(demo: gr.Blocks) -> None:
     """Refuse, when it arrives, a request for an event that does not exist or runs only in the
-    page, or whose session id is not a short token: HTTP 400 with a message naming the endpoints (Gradio answered a bare 500, or ran it and
+    page, or whose session id is not a short token: HTTP 400 with a message naming the endpoints;
+    past :data:`MAX_EVENTS_PER_ADDRESS` requests waiting or running from one client address,
+    HTTP 503 "Busy" with a message (Gradio answered a bare 500, or ran it and
     answered ``{"error": null}``). Wraps the queue's ``push`` (Gradio 6.31 internals) after
     ``demo.queue()``."""
     queue = demo._queue
     push = queue.push
+    per_address = EventsPerAddress()
 
     async def push_checked(body: Any, request: Any, username: Any):
         if body.fn_index is not None and (problem := event_problem(demo, body.fn_index)):
             return False, problem, "error"
         if body.session_hash is not None and (problem := session_problem(body.session_hash)):
             return False, problem, "error"
-        return await push(body, request, username)
+        address = getattr(getattr(request, "client", None), "host", None) or "?"
+        if (pending := per_address.pending(queue, address)) >= MAX_EVENTS_PER_ADDRESS:
+            return False, (f"Busy: {pending} requests from your address are already waiting or running (at most "
+                           f"{MAX_EVENTS_PER_ADDRESS}); read their results, or wait for one to finish."), "queue_full"
+        success, event_id, state = await push(body, request, username)
+        if success:
+            per_address.add(address, event_id)
+        return success, event_id, state
 
     queue.push = push_checked
 
