@@ -24,6 +24,7 @@ import pytest
 from app_server import AppServer, launch, stop
 from load_test import LONG_PROMPT, abandon
 from playground.ui import connections, serving
+from test_orphaned_work import _wait
 
 API = "gradio_api"
 PER_ADDRESS, IN_ALL = 24, 48  # the guarded app's connection limits
@@ -35,14 +36,6 @@ PROMPT_300 = LONG_PROMPT[:1_350]  # about 300 GPT-2 tokens
 def _rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as status:
         return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS"))
-
-
-def _wait(predicate, timeout: float, what: str) -> None:
-    t0 = time.perf_counter()
-    while not predicate():
-        if time.perf_counter() - t0 > timeout:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def _host_port(server: AppServer) -> tuple[str, int]:

@@ -798,10 +798,13 @@ def _env_count(name: str, default: int) -> int:
 
 
 # Requests queued or running at once from one client address: one client that submits and never
-# reads (or reads too slowly for its socket ever to fill) holds at most this many of the batch's
-# 16 rows and the queue's places. The page makes a few at once, a script as many as its threads.
+# reads (or reads too slowly for its socket ever to fill) holds at most this many places. The page
+# makes a few at once, a script as many as its threads; the default stays above what the queue
+# holds for generations (16 running, 24 waiting), which a load test from one machine fills. A
+# server reached directly can set it lower (PLAYGROUND_MAX_EVENTS_PER_ADDRESS); behind a proxy
+# every client has the proxy's address.
 MAX_EVENTS_PER_ADDRESS_ENV = "PLAYGROUND_MAX_EVENTS_PER_ADDRESS"
-MAX_EVENTS_PER_ADDRESS = _env_count(MAX_EVENTS_PER_ADDRESS_ENV, 32)
+MAX_EVENTS_PER_ADDRESS = _env_count(MAX_EVENTS_PER_ADDRESS_ENV, 64)
 
 
 class EventsPerAddress:
