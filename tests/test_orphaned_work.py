@@ -257,6 +257,24 @@ def test_a_client_that_stops_reading_its_open_stream_is_stopped_within_5_s(small
     _wait(lambda: event_id not in READERS.open and not READERS.blocked, 10, "the stream to be uncounted")
 
 
+def test_a_slow_reader_is_neither_stopped_nor_closed(small_app):
+    """A client on a slow link: it reads 32 KB every quarter second, far slower than /blobs
+    writes, for twice STALLED_CLOSE_S. Its writes wait, but go out: its work keeps running and
+    its connection stays open."""
+    tag = "slow-reader"
+    r = httpx.post(f"{small_app}{API}/call/blobs", json={"data": [tag, FOREVER]}, timeout=30)
+    sock = _stalled_reader(small_app, f"/{API}/call/blobs/{r.json()['event_id']}", 0)
+    try:
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 2 * STALLED_CLOSE_S:
+            assert sock.recv(32_768), "the server closed a slow reader's stream"
+            time.sleep(0.25)
+        assert not RUNS[tag]["closed"], RUNS[tag]
+    finally:
+        sock.close()
+    _wait(lambda: RUNS[tag]["closed"], 30, "the job to stop once its reader left")
+
+
 def test_readers_are_counted_per_session_while_their_stream_is_open(small_app):
     session = _join(small_app, "counted", int(2 * GRACE_S / TICK_S))
     counted: list[int] = []

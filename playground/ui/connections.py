@@ -10,6 +10,8 @@ ones took a launched app offline: every request timed out, and the log grew by 3
   :data:`MAX_CONNECTIONS_PER_ADDRESS` from one client address (``PLAYGROUND_MAX_CONNECTIONS`` and
   ``PLAYGROUND_MAX_CONNECTIONS_PER_ADDRESS`` change them: behind a proxy every client has the
   proxy's address): past either a new connection is closed at once, before anything is read;
+- what a response still has to write on each connection can be read (:func:`write_backlog`:
+  a result stream that is slowly going out is not one whose reader stopped);
 - log lines are rate-limited: past :data:`LOG_BURST` lines of one kind in a minute the rest
   are counted and said in one line (:class:`RateLimitedLog`).
 
@@ -77,6 +79,34 @@ class _Counts:
 
 
 COUNTS = _Counts()
+# The open connections' transports by the client's (address, port), as an ASGI scope's "client"
+# names them: how much of what a response wrote still waits to go out (write_backlog).
+TRANSPORTS: dict[tuple, Any] = {}
+
+
+def _kernel_backlog(transport: Any) -> int:
+    """Bytes the kernel holds to send on the transport's socket and the client has not yet
+    acknowledged (Linux's SIOCOUTQ; 0 elsewhere). A client takes data only as its program reads:
+    once its buffer is full this stops shrinking."""
+    try:
+        import fcntl
+        import struct
+        import termios
+
+        sock = transport.get_extra_info("socket")
+        return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+    except (ImportError, AttributeError, OSError, ValueError):
+        return 0
+
+
+def write_backlog(client: Any) -> int | None:
+    """Bytes connection ``client`` (an ASGI scope's ``client``) still has to deliver: the
+    server's buffer and the kernel's; None when unknown (the guarded protocol is not installed)."""
+    transport = TRANSPORTS.get(tuple(client)) if client else None
+    try:
+        return None if transport is None else int(transport.get_write_buffer_size()) + _kernel_backlog(transport)
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return None
 
 
 def _guarded(base: type) -> type:
@@ -97,6 +127,8 @@ def _guarded(base: type) -> type:
                 return
             self._address = address
             super().connection_made(transport)
+            if self.client:
+                TRANSPORTS[tuple(self.client)] = transport
             self._arm_header_timer()
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -104,6 +136,8 @@ def _guarded(base: type) -> type:
                 return  # refused: uvicorn never knew of it
             COUNTS.leave(self._address)
             self._address = None
+            if self.client:
+                TRANSPORTS.pop(tuple(self.client), None)
             self._disarm_header_timer()
             super().connection_lost(exc)
 

@@ -345,14 +345,16 @@ async def _sweep(queue: Any, readers: ResultReaders | None = None) -> None:
 # --- work nobody reads --------------------------------------------------------------------------
 
 
-# A result stream whose last write has waited this long is not being read: the client's socket
-# and ours are full (a reader that stopped reading, or reads a few bytes a minute), so its work
-# is stopped as if its stream were closed. A reader keeping up never waits more than a network
+# A result stream whose last write has waited this long without progress is not being read: the
+# client's socket and ours are full (a reader that stopped reading, or reads a few bytes a
+# minute), so its work is stopped as if its stream were closed. A reader keeping up never waits more than a network
 # round trip or two; this is short enough that, with a sweep a second, such work stops within 5 s.
 STALLED_SEND_S = 2.0
-# ... and one whose write has waited this long is closed, which frees what it holds (a result
-# being written: a 1024 x 1024 table is ~17 MB of JSON).
+# ... and one whose write has made no progress for this long is closed, which frees what it holds
+# (a result being written: a 1024 x 1024 table is ~17 MB of JSON). A write going out slowly (the
+# server's buffer for the connection shrinking, checked every PROGRESS_EVERY_S) is never stalled.
 STALLED_CLOSE_S = 10.0
+PROGRESS_EVERY_S = 0.5
 
 
 class StalledReader(Exception):
@@ -488,13 +490,26 @@ class TrackReaders:
         stream = id(scope)
 
         async def watched_send(message: dict) -> None:
-            self.readers.writing(stream, session, time.monotonic())
+            since = time.monotonic()
+            self.readers.writing(stream, session, since)
+            backlog = connections.write_backlog(scope.get("client"))
+            pending = asyncio.ensure_future(send(message))  # waits while the client's socket and ours are full
             try:
-                # Waits while the client's socket and ours are full.
-                await asyncio.wait_for(send(message), STALLED_CLOSE_S)
-            except asyncio.TimeoutError:
-                raise StalledReader(session) from None
+                while True:
+                    done, _ = await asyncio.wait({pending}, timeout=PROGRESS_EVERY_S)
+                    if done:
+                        pending.result()
+                        return
+                    now_backlog = connections.write_backlog(scope.get("client"))
+                    if now_backlog is not None and backlog is not None and now_backlog < backlog:
+                        since = time.monotonic()  # going out, slowly: a reader, on a slow link
+                        self.readers.writing(stream, session, since)
+                    backlog = now_backlog
+                    if time.monotonic() - since >= STALLED_CLOSE_S:
+                        raise StalledReader(session)
             finally:
+                if not pending.done():
+                    pending.cancel()
                 self.readers.written(stream)
 
         self.readers.opened(session)
