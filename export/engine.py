@@ -6,7 +6,8 @@
     for step in engine.stream(prompt_ids, 50, temperature=0.8, top_k=40, seed=1):
         print(step.token_ids[0], step.candidates[0][:3], step.tokens_per_s)
 
-``Engine.load(path=None, provider="auto", threads=None, spin=True)`` opens one ``InferenceSession``;
+``Engine.load(path=None, provider="auto", threads=None, spin=True, arena="shrink-prefill")`` opens
+one ``InferenceSession`` (``arena``: how its CPU memory is allocated, :data:`ARENAS`);
 ``widened()`` the same file on every core (4 at most, extra threads asleep between calls) for the
 decoding loop's wide calls, or None on CUDA or one core.
 Attributes: ``provider`` (the provider really in use, e.g. "CPUExecutionProvider"),
