@@ -54,6 +54,10 @@ CACHE_ALIGN = 16
 # other cores to Gradio and the light tabs; many users decoding together are the app's main work.
 # Measured by ``python -m export.bench --streams-only`` (docs/export.md, "Continuous batching").
 WIDE_MIN_TOKENS = 4
+# Prompt tokens read in one graph call (requests admitted together share calls up to this; one
+# longer request has a call of its own). The graph returns the logits of every position it
+# reads, 201 KB per token, so this bounds a prefill's largest buffer to about 100 MB.
+MAX_PREFILL_TOKENS = 512
 
 
 class Busy(RuntimeError):
@@ -131,33 +135,47 @@ class Batch:
                        stop_at_eot, notice, n_candidates, finished=np.zeros(num_samples, dtype=bool))
 
     def add(self, *seqs: Request) -> None:
-        """Prefill requests in one graph call, each padded to end on a multiple of ``align``
-        columns (a shorter one by that multiple more: every row keeps its bits, see CACHE_ALIGN);
-        their rows join the batch at once if the cache's length is such a multiple too (or the
-        batch is empty), else on the first step where it is. They draw from the step after they join.
+        """Prefill requests, each padded to end on a multiple of ``align`` columns (a shorter
+        one by that multiple more: every row keeps its bits, see CACHE_ALIGN); their rows join
+        the batch at once if the cache's length is such a multiple too (or the batch is empty),
+        else on the first step where it is. They draw from the step after they join.
 
-        Sixteen users who click together were prefilled one by one, 3-4 ms each on this machine's
-        2 cores, while the batch waited."""
-        if not seqs:
-            return
-        own = [-(-s.length // self.align) * self.align for s in seqs]  # each one's aligned length
-        width, rows = max(own), sum(s.n for s in seqs)
-        ids = np.full((rows, width), self.engine.eot_id, dtype=np.int64)
-        mask = np.zeros((rows, width), dtype=np.int64)
-        starts = np.cumsum([0] + [s.n for s in seqs])
-        for seq, a in zip(seqs, starts):
-            ids[a : a + seq.n, width - seq.length :] = seq.window
-            mask[a : a + seq.n, width - seq.length :] = 1
-        positions = np.maximum(mask.cumsum(axis=1) - 1, 0)
-        logits, present = self._forward(ids, self.engine.empty_cache(rows), mask, positions)
-        if len(seqs) > 1:
-            present = self._numpy(present)
-        for seq, a, length in zip(seqs, starts, own):
-            seq.logits = logits[a : a + seq.n]
-            mine = present if len(seqs) == 1 else self._device(
-                [np.ascontiguousarray(p[a : a + seq.n, :, width - length :]) for p in present])
-            self.joining.append((seq, mine))
+        A request's samples share one prompt, so one row of it is read and its cache repeated;
+        requests admitted together are read in as few graph calls as MAX_PREFILL_TOKENS allows
+        (sixteen users who click together were prefilled one by one, 3-4 ms each, while the batch
+        waited; all in one call, a 16 x 256-token call's logits alone took 823 MB, which
+        onnxruntime's arena then kept)."""
+        chunk: list[Request] = []
+        for seq in seqs:
+            if chunk and (len(chunk) + 1) * self._aligned(max(seq.length, *(s.length for s in chunk))) > MAX_PREFILL_TOKENS:
+                self._prefill(chunk)
+                chunk = []
+            chunk.append(seq)
+        if chunk:
+            self._prefill(chunk)
         self.join_ready()
+
+    def _aligned(self, length: int) -> int:
+        return -(-length // self.align) * self.align
+
+    def _prefill(self, seqs: list[Request]) -> None:
+        """One graph call reading one row of each request; each joins with its rows' cache."""
+        own = [self._aligned(s.length) for s in seqs]
+        width = max(own)
+        ids = np.full((len(seqs), width), self.engine.eot_id, dtype=np.int64)
+        mask = np.zeros((len(seqs), width), dtype=np.int64)
+        for r, seq in enumerate(seqs):
+            ids[r, width - seq.length :] = seq.window[0]
+            mask[r, width - seq.length :] = 1
+        positions = np.maximum(mask.cumsum(axis=1) - 1, 0)
+        logits, present = self._forward(ids, self.engine.empty_cache(len(seqs)), mask, positions, prefill=True)
+        if len(seqs) > 1 or seqs[0].n > 1:
+            present = self._numpy(present)
+        for r, (seq, length) in enumerate(zip(seqs, own)):
+            seq.logits = np.repeat(logits[r : r + 1], seq.n, axis=0)
+            mine = present if len(seqs) == 1 and seq.n == 1 else self._device(
+                [np.repeat(p[r : r + 1, :, width - length :], seq.n, axis=0) for p in present])
+            self.joining.append((seq, mine))
 
     def remove(self, leaving: Sequence[Request]) -> None:
         """Take requests out of the batch and drop the padding nobody needs any more."""
@@ -245,10 +263,12 @@ class Batch:
         self.add(*full)
         self.join_ready()
 
-    def _forward(self, ids: np.ndarray, past: list, mask: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, list]:
+    def _forward(
+        self, ids: np.ndarray, past: list, mask: np.ndarray, positions: np.ndarray, prefill: bool = False
+    ) -> tuple[np.ndarray, list]:
         """One graph call, on ``wide`` when it has WIDE_MIN_TOKENS tokens or more."""
         engine = self.wide if self.wide is not None and ids.size >= WIDE_MIN_TOKENS else self.engine
-        return engine.forward(ids, past, mask, positions)
+        return engine.forward(ids, past, mask, positions, prefill)
 
     def join_ready(self) -> None:
         """Prefilled requests enter the cache if it is empty or its length is a multiple of

@@ -21,7 +21,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +30,7 @@ import onnx
 import torch
 import torch.nn.functional as F
 
-from .engine import DEFAULT_CPU_THREADS, Engine
+from .engine import ARENAS, DEFAULT_ARENA, DEFAULT_CPU_THREADS, Engine
 from .naming import ROOT
 
 Generate = Callable[[list[int], int], list[int]]  # (prompt ids, new tokens) -> new ids
@@ -149,6 +149,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--streams", type=int, nargs="*", default=[1, 4, 16],
                     help="concurrent streams for the batched-decoding table (int8 engine, export.batching.Scheduler)")
     ap.add_argument("--streams-only", action="store_true", help="print only the concurrent-streams table")
+    ap.add_argument("--arenas", nargs="*", choices=ARENAS, default=[],
+                    help="onnxruntime CPU arenas to set beside the default in the streams table (Engine.load's arena)")
+    ap.add_argument("--memory", action="store_true",
+                    help="print only the memory table: RSS of the app's loop under 16 long generations, per arena "
+                         "(the default and --arenas), each in a process of its own")
     ap.add_argument("--context-only", action="store_true",
                     help="print only the full-context table (decoding after a full context against a short prompt)")
     args = ap.parse_args(argv)
@@ -181,11 +186,15 @@ def main(argv: list[str] | None = None) -> int:
     n_new = min(args.tokens, block - len(prompt) + 1)  # the last new token needs no position
     long_prompt = (enc.encode(Path(ROOT / "README.md").read_text()) * 10)[:min(100, block)]
 
+    arenas = list(dict.fromkeys([DEFAULT_ARENA, *args.arenas]))
+    if args.memory:
+        print(memory_table(paths["int8"], arenas, args.threads), flush=True)
+        return 0
     int8 = Engine.load(paths["int8"], "cpu", args.threads)
     wide = int8.widened()
     if not args.context_only and args.streams:
         print(steps_table(int8, wide, sorted({1, *args.streams})), flush=True)
-        print(streams_table(int8, prompt, args.streams, args.reps, wide), flush=True)
+        print(streams_table(int8, prompt, args.streams, args.reps, wide, arenas[1:]), flush=True)
     if not args.streams_only:
         print(context_table(int8, prompt, block, args.reps, wide), flush=True)
     if args.streams_only or args.context_only:
@@ -267,12 +276,14 @@ def steps_table(engine: Engine, wide: Engine | None, rows: list[int], cache: int
     return "\n".join(lines)
 
 
-def streams_table(engine: Engine, prompt: list[int], streams: list[int], reps: int, wide: Engine | None = None) -> str:
+def streams_table(
+    engine: Engine, prompt: list[int], streams: list[int], reps: int, wide: Engine | None = None, arenas: Sequence[str] = ()
+) -> str:
     """Aggregate tokens/s of ``n`` concurrent streams in one continuous batch, for each n in
     ``streams``: each stream samples STREAM_TOKENS tokens with the app's settings and reads the
     candidates as the app does; repetitions alternate the stream counts (and, with ``wide``, the
-    loop on ``engine`` alone and the app's loop, whose wide calls run on ``wide``), medians are
-    reported."""
+    loop on ``engine`` alone and the app's loop, whose wide calls run on ``wide``; with
+    ``arenas``, the app's loop on sessions with each of those CPU arenas), medians are reported."""
     from concurrent.futures import ThreadPoolExecutor
 
     from .batching import Scheduler
@@ -280,6 +291,9 @@ def streams_table(engine: Engine, prompt: list[int], streams: list[int], reps: i
     loops = {f"{engine.threads} thread": Scheduler(engine, max_rows=max(streams))}
     if wide is not None:
         loops[f"the app's: {wide.threads} threads from 4 tokens a call"] = Scheduler(engine, max_rows=max(streams), wide=wide)
+    for arena in arenas:
+        other = Engine.load(engine.path, "cpu", engine.threads, arena=arena)
+        loops[f"the app's, arena {arena}"] = Scheduler(other, max_rows=max(streams), wide=other.widened())
 
     def one(scheduler: Scheduler, seed: int) -> int:
         return sum(1 for _ in scheduler.stream(prompt, STREAM_TOKENS, seed=seed, stop_at_eot=False, **STREAM_SAMPLING))
@@ -307,6 +321,62 @@ def streams_table(engine: Engine, prompt: list[int], streams: list[int], reps: i
              "|---|---|---|---|---|"]
     lines += [f"| {name} | {n} | {rate[name, n]:.0f} | {rate[name, n] / base:.2f} | {rate[name, n] / n:.0f} |"
               for name in loops for n in streams]
+    return "\n".join(lines)
+
+
+MEMORY_ROWS, MEMORY_PROMPT, MEMORY_TOKENS, MEMORY_ROUNDS = 16, 300, 512, 3  # issue 28's reproduction
+
+
+def _rss_mb() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmRSS"))
+
+
+def memory_rounds(path: Path, arena: str, threads: int) -> list[int]:
+    """RSS (MB) of a fresh process running the app's loop on ``path`` with ``arena``: after one
+    short warm-up generation, then after each of MEMORY_ROUNDS rounds of MEMORY_ROWS concurrent
+    MEMORY_TOKENS-token generations from MEMORY_PROMPT-token prompts (past the context: every
+    request is cut, then re-read a quarter at a time), glibc's free memory handed back each time."""
+    import ctypes
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .batching import Scheduler
+
+    trim = ctypes.CDLL("libc.so.6").malloc_trim
+    engine = Engine.load(path, "cpu", threads, arena=arena)
+    scheduler = Scheduler(engine, max_rows=MEMORY_ROWS, wide=engine.widened())
+    rng = np.random.default_rng(0)
+
+    def one(seed: int) -> int:
+        prompt = rng.integers(0, engine.vocab_size - 1, MEMORY_PROMPT).tolist()
+        return sum(1 for _ in scheduler.stream(prompt, MEMORY_TOKENS, seed=seed, stop_at_eot=False, **STREAM_SAMPLING))
+
+    one(0)
+    trim(0)
+    rss = [_rss_mb()]
+    for _ in range(MEMORY_ROUNDS):
+        with ThreadPoolExecutor(MEMORY_ROWS) as pool:
+            assert sum(pool.map(one, range(MEMORY_ROWS))) == MEMORY_ROWS * MEMORY_TOKENS
+        trim(0)
+        rss.append(_rss_mb())
+    scheduler.close()
+    return rss
+
+
+def memory_table(path: Path, arenas: Sequence[str], threads: int) -> str:
+    """:func:`memory_rounds` for each arena, each in a fresh process (Linux: /proc, glibc)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    lines = [f"\nmemory of the app's loop ({path.name}; {MEMORY_ROWS} concurrent generations of {MEMORY_TOKENS} tokens "
+             f"from {MEMORY_PROMPT}-token prompts, {MEMORY_ROUNDS} rounds; RSS in MB, a fresh process per arena):",
+             "| arena | after warm-up | " + " | ".join(f"round {i + 1}" for i in range(MEMORY_ROUNDS)) + " | growth | seconds |",
+             "|---|---|" + "---|" * MEMORY_ROUNDS + "---|---|"]
+    for arena in arenas:
+        t = time.perf_counter()
+        with context.Pool(1) as pool:
+            rss = pool.apply(memory_rounds, (path, arena, threads))
+        lines.append(f"| {arena} | " + " | ".join(f"{r:,}" for r in rss) + f" | {rss[-1] - rss[0]:+,} | {time.perf_counter() - t:.0f} |")
     return "\n".join(lines)
 
 

@@ -6,7 +6,8 @@
     for step in engine.stream(prompt_ids, 50, temperature=0.8, top_k=40, seed=1):
         print(step.token_ids[0], step.candidates[0][:3], step.tokens_per_s)
 
-``Engine.load(path=None, provider="auto", threads=None, spin=True)`` opens one ``InferenceSession``;
+``Engine.load(path=None, provider="auto", threads=None, spin=True, arena="shrink-prefill")`` opens
+one ``InferenceSession`` (``arena``: how its CPU memory is allocated, :data:`ARENAS`);
 ``widened()`` the same file on every core (4 at most, extra threads asleep between calls) for the
 decoding loop's wide calls, or None on CUDA or one core.
 Attributes: ``provider`` (the provider really in use, e.g. "CPUExecutionProvider"),
@@ -75,6 +76,13 @@ from .sampling import Shown, check_controls
 # box whose other core is busy a second thread mostly waits (755 tok/s with 1 thread against
 # 100-125 with 2 while a training run shared the machine). The app serves several users at once.
 DEFAULT_CPU_THREADS = 1
+# How a session allocates the CPU memory of a graph call: "on" is onnxruntime's arena (its
+# default), which keeps the largest buffers every (batch, length) shape has needed and never
+# gives them back; "shrink" keeps the arena but hands its free regions back after every call,
+# "shrink-prefill" after the calls that read a prompt (a request's first and largest); "off" allocates and frees each buffer with the system allocator. docs/export.md ("Memory")
+# compares them.
+ARENAS = ("on", "off", "shrink", "shrink-prefill")
+DEFAULT_ARENA = "shrink-prefill"
 
 
 class Candidate(NamedTuple):
@@ -151,6 +159,8 @@ class Engine:
         # On CUDA the cache stays on the device between steps (I/O binding); CPU needs no copies.
         self._device = "cuda" if self.provider == CUDA else "cpu"
         self.io_binding = self.provider == CUDA if io_binding is None else io_binding
+        self.arena: str = "on"  # set by load()
+        self._run_options: ort.RunOptions | None = None
         # How many of the oldest tokens leave at once when the context fills. 1 recomputes the
         # whole window at every new token, exactly as PyTorch's GPT.generate (the export's
         # checks use it), at ~block_size times a cached step's cost; a quarter of the context
@@ -161,11 +171,12 @@ class Engine:
     @classmethod
     def load(
         cls, path: str | Path | None = None, provider: str = "auto", threads: int | None = None, io_binding: bool | None = None,
-        spin: bool = True,
+        spin: bool = True, arena: str = DEFAULT_ARENA,
     ) -> "Engine":
         """Open ``path`` (default artifacts/hub/onnx/model.onnx). provider: "auto", "cpu" or "cuda".
         ``spin=False``: onnxruntime's extra threads sleep between calls instead of busy-waiting
-        for the next one (for a session used now and then beside other work)."""
+        for the next one (for a session used now and then beside other work). ``arena``: how
+        the CPU memory of a call is allocated, one of :data:`ARENAS`."""
         path = Path(path) if path is not None else hub_dir() / FP32_NAME
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found: build it with `python -m export`")
@@ -173,6 +184,8 @@ class Engine:
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ValueError(f"threads must be a positive integer or None, not {threads!r}")
         threads = threads or DEFAULT_CPU_THREADS
+        if arena not in ARENAS:
+            raise ValueError(f"arena must be one of {', '.join(ARENAS)}, not {arena!r}")
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads
@@ -181,8 +194,15 @@ class Engine:
         options.log_severity_level = 3  # provider fallbacks are reported through `provider`
         if not spin:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.enable_cpu_mem_arena = arena != "off"
+        run_options = None
+        if arena.startswith("shrink"):
+            run_options = ort.RunOptions()
+            run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
-        return cls(session, path, threads, io_binding)
+        engine = cls(session, path, threads, io_binding)
+        engine.arena, engine._run_options = arena, run_options
+        return engine
 
     def widened(self, max_threads: int = 4) -> "Engine | None":
         """The same file on every core (``max_threads`` at most), its extra threads asleep between
@@ -191,7 +211,7 @@ class Engine:
         cores = min(os.cpu_count() or 1, max_threads)
         if self.provider == CUDA or cores < 2:
             return None
-        return Engine.load(self.path, provider="cpu", threads=cores, spin=False)
+        return Engine.load(self.path, provider="cpu", threads=cores, spin=False, arena=self.arena)
 
     def __repr__(self) -> str:
         return f"Engine({self.path.name}, provider={self.provider}, threads={self.threads}, block_size={self.block_size})"
@@ -213,13 +233,16 @@ class Engine:
         return int(first.shape[2] if isinstance(first, np.ndarray) else first.shape()[2])
 
     def run(
-        self, ids: np.ndarray, past: list, attention_mask: np.ndarray | None = None, position_ids: np.ndarray | None = None
+        self, ids: np.ndarray, past: list, attention_mask: np.ndarray | None = None, position_ids: np.ndarray | None = None,
+        prefill: bool = False,
     ) -> tuple[np.ndarray, list]:
         """One graph call: ids [B, T] and the cache (past length P) -> (logits [B, T, V], new cache).
 
         ``attention_mask`` [B, P+T] (1 = token, 0 = padding) defaults to all ones, and
         ``position_ids`` [B, T] to P, P+1, ... for every row: give both for a padded batch.
+        ``prefill``: the call reads a prompt (the arena "shrink-prefill" shrinks after it).
         """
+        run_options = self._run_options if self.arena == "shrink" or (prefill and self.arena == "shrink-prefill") else None
         ids = np.ascontiguousarray(ids, dtype=np.int64)
         B, T = ids.shape
         P = self.cache_length(past)
@@ -233,7 +256,7 @@ class Engine:
             POSITION_IDS: np.ascontiguousarray(position_ids, dtype=np.int64),
         }
         if not self.io_binding:
-            outputs = self.session.run(self._output_names, {**feeds, **dict(zip(self.past_names, past))})
+            outputs = self.session.run(self._output_names, {**feeds, **dict(zip(self.past_names, past))}, run_options)
             return outputs[0], outputs[1:]
         binding = self.session.io_binding()
         for name, value in feeds.items():
@@ -243,15 +266,16 @@ class Engine:
         binding.bind_output(LOGITS, "cpu")
         for name in self._output_names[1:]:
             binding.bind_output(name, self._device)
-        self.session.run_with_iobinding(binding)
+        self.session.run_with_iobinding(binding, run_options)
         outputs = binding.get_outputs()
         return outputs[0].numpy(), list(outputs[1:])
 
     def forward(
-        self, ids: np.ndarray, past: list, attention_mask: np.ndarray | None = None, position_ids: np.ndarray | None = None
+        self, ids: np.ndarray, past: list, attention_mask: np.ndarray | None = None, position_ids: np.ndarray | None = None,
+        prefill: bool = False,
     ) -> tuple[np.ndarray, list]:
         """:meth:`run`, keeping only the last position's logits: (logits [B, V], new cache)."""
-        logits, present = self.run(ids, past, attention_mask, position_ids)
+        logits, present = self.run(ids, past, attention_mask, position_ids, prefill)
         return logits[:, -1, :], present
 
     # -- generation --------------------------------------------------------------------------

@@ -48,7 +48,8 @@ _MAX_INT_DIGITS = 4_300
 def format_number(number: float | int) -> str:
     """A number as a message shows it: short whatever its size (``1e+308``, not 309 digits)."""
     if isinstance(number, float):
-        return f"{number:g}"
+        shown = f"{number:g}"
+        return shown if float(shown) == number else repr(number)  # 1.0000001, not "1"
     digits = str(abs(number))
     if len(digits) <= 15:
         return str(number)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ GRACE_S = 1.0  # the small app's grace period (the app's own: serving.READER_GRA
 TICK_S = 0.02
 FOREVER = 3_000  # ticks: a minute or more, far past every wait below, if nothing stops it
 STOPPED = "Stopped: nobody opened this request's result stream"
+STALLED_CLOSE_S = 4.0  # the small app's; the app's own: serving.STALLED_CLOSE_S
 
 
 def _wait(predicate, timeout: float, what: str) -> None:
@@ -59,6 +61,15 @@ def ticks(tag: str, n: int) -> Iterator[int]:
         run["closed"] = True
 
 
+BLOB = "x" * 65_536  # one update of /blobs: a reader that stops fills the sockets in a few ticks
+
+
+def blobs(tag: str, n: int) -> Iterator[str]:
+    """``ticks``, each update a 64 KB string."""
+    for _ in ticks(tag, n):
+        yield BLOB
+
+
 @pytest.fixture(scope="module")
 def small_app(tmp_path_factory) -> Iterator[str]:
     """A one-endpoint app (``/ticks``, one at a time) served with the app's serving options,
@@ -66,8 +77,10 @@ def small_app(tmp_path_factory) -> Iterator[str]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(serving, "READER_GRACE_S", GRACE_S)
         mp.setattr(serving, "SWEEP_EVERY_S", 0.2)
+        mp.setattr(serving, "STALLED_CLOSE_S", STALLED_CLOSE_S)
         with gr.Blocks(analytics_enabled=False) as demo:
             gr.api(ticks, api_name="ticks", concurrency_limit=1, concurrency_id="ticks")
+            gr.api(blobs, api_name="blobs", concurrency_limit=4, concurrency_id="blobs")
         demo.queue()
         serving.harden(demo)
         port = free_port()
@@ -198,6 +211,68 @@ def test_a_client_that_opens_its_stream_then_leaves_is_stopped(small_app):
                 break
     _wait(lambda: RUNS["leaves"]["closed"], 30, "the job to stop")
     _stopped_early("leaves")
+
+
+def _stalled_reader(base: str, path: str, read_first: int = 0) -> socket.socket:
+    """A raw client that sends GET ``path``, reads ``read_first`` bytes, then reads nothing."""
+    host, port = base.split("//")[1].rstrip("/").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=30)
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    got = 0
+    while got < read_first:
+        got += len(sock.recv(min(65_536, read_first - got)))
+    return sock
+
+
+def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
+    """Whether the server closes ``sock`` within ``timeout`` (reading what it had sent)."""
+    sock.settimeout(timeout)
+    t0 = time.perf_counter()
+    try:
+        while time.perf_counter() - t0 < timeout:
+            if not sock.recv(1 << 20):
+                return True
+    except (ConnectionResetError, TimeoutError, socket.timeout) as err:
+        return isinstance(err, ConnectionResetError)
+    return False
+
+
+@pytest.mark.parametrize("how", ["never-read", "read-then-stalled"])
+def test_a_client_that_stops_reading_its_open_stream_is_stopped_within_5_s(small_app, how):
+    """A stream opened and never read (or read a while, then not): once its writes wait
+    (serving.STALLED_SEND_S), its work stops at the next sweep, and the server later closes the
+    connection (STALLED_CLOSE_S), freeing what it held."""
+    tag = f"stalled-{how}"
+    r = httpx.post(f"{small_app}{API}/call/blobs", json={"data": [tag, FOREVER]}, timeout=30)
+    event_id = r.json()["event_id"]
+    sock = _stalled_reader(small_app, f"/{API}/call/blobs/{event_id}", 0 if how == "never-read" else 300_000)
+    try:
+        # The sockets fill within a few ticks; then the write waits STALLED_SEND_S, then a sweep.
+        fill_s = 1.0
+        _wait(lambda: RUNS.get(tag, {}).get("closed"), fill_s + 5, "the stalled reader's work to stop")
+        assert not RUNS[tag]["finished"]
+        assert _closed_by_server(sock, STALLED_CLOSE_S + 5)
+    finally:
+        sock.close()
+    _wait(lambda: event_id not in READERS.open and not READERS.blocked, 10, "the stream to be uncounted")
+
+
+def test_a_slow_reader_is_neither_stopped_nor_closed(small_app):
+    """A client on a slow link: it reads 32 KB every quarter second, far slower than /blobs
+    writes, for twice STALLED_CLOSE_S. Its writes wait, but go out: its work keeps running and
+    its connection stays open."""
+    tag = "slow-reader"
+    r = httpx.post(f"{small_app}{API}/call/blobs", json={"data": [tag, FOREVER]}, timeout=30)
+    sock = _stalled_reader(small_app, f"/{API}/call/blobs/{r.json()['event_id']}", 0)
+    try:
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 2 * STALLED_CLOSE_S:
+            assert sock.recv(32_768), "the server closed a slow reader's stream"
+            time.sleep(0.25)
+        assert not RUNS[tag]["closed"], RUNS[tag]
+    finally:
+        sock.close()
+    _wait(lambda: RUNS[tag]["closed"], 30, "the job to stop once its reader left")
 
 
 def test_readers_are_counted_per_session_while_their_stream_is_open(small_app):

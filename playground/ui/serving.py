@@ -14,12 +14,15 @@ to read stays in the queue for good. Here:
 - a finished result nobody has read is dropped after :data:`UNREAD_RESULT_WAIT_S` seconds, and
   past :data:`MAX_UNREAD_BYTES` of them at once (:func:`drop_unread_results`), and
   freed memory is handed back to the system every few seconds (glibc's ``malloc_trim``);
-- work nobody reads is stopped: an event whose session has no result stream open
+- work nobody reads is stopped: an event whose session has no result stream open (or only
+  streams whose writes have waited :data:`STALLED_SEND_S`: a client that stopped reading)
   :data:`READER_GRACE_S` seconds after it was submitted (a POST to ``/gradio_api/call/<endpoint>``
   whose GET never came, a ``queue/join`` without ``queue/data``) leaves the queue unrun, or, if
   it is streaming (a generation), stops at its next update; a late reader is told why
-  (:class:`ResultReaders`, :func:`stop_unread_work`). A client that closes its stream is
-  stopped by Gradio itself;
+  (:class:`ResultReaders`, :func:`stop_unread_work`); a stream whose write has waited
+  :data:`STALLED_CLOSE_S` is closed. A client that closes its stream is stopped by Gradio itself;
+- a session id is a short token (:data:`SESSION_HASH`), and a result stream is opened only for
+  a session the queue holds (:class:`RouteGuard`, :func:`refuse_malformed`);
 - a request body over :data:`playground.limits.MAX_REQUEST_BYTES` is refused with HTTP 413 before
   it is read (:class:`BodySizeLimit`);
 - wrong argument counts get a message naming the parameters, and an error inside Gradio's own
@@ -29,8 +32,12 @@ to read stays in the queue for good. Here:
 - only ``artifacts/`` is served as files, a ``Range`` header Gradio cannot parse is ignored
   (RFC 9110 allows it: the whole file is sent), deep links and the monitoring page are off.
 
+Below HTTP, connections are bounded by :mod:`playground.ui.connections` (header timeout,
+connections per address and in all, rate-limited log lines).
+
 Every piece is installed by :func:`harden` (at build time) and :func:`launch_options` (the
-arguments of ``demo.launch``); tests/test_abuse.py checks the behaviour on a launched app.
+arguments of ``demo.launch``); tests/test_abuse.py and tests/test_public_load.py check the
+behaviour on a launched app.
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ from gradio.server_messages import ProcessCompletedMessage
 from gradio.state_holder import SessionState, StateHolder
 
 from .. import limits
+from . import connections
 from .compression import gzip_middleware
 
 __all__ = [
@@ -65,6 +73,8 @@ __all__ = [
     "UNREAD_RESULT_WAIT_S",
     "MAX_UNREAD_BYTES",
     "READER_GRACE_S",
+    "STALLED_SEND_S",
+    "STALLED_CLOSE_S",
     "LeanSessionState",
     "BoundedStateHolder",
     "BodySizeLimit",
@@ -78,6 +88,8 @@ __all__ = [
     "event_problem",
     "arity_problem",
     "refuse_malformed",
+    "SESSION_HASH",
+    "session_problem",
     "explain_errors",
     "harden",
     "launch_options",
@@ -334,14 +346,32 @@ async def _sweep(queue: Any, readers: ResultReaders | None = None) -> None:
 # --- work nobody reads --------------------------------------------------------------------------
 
 
+# A result stream whose last write has waited this long without progress is not being read: the
+# client's socket and ours are full (a reader that stopped reading, or reads a few bytes a
+# minute), so its work is stopped as if its stream were closed. A reader keeping up never waits more than a network
+# round trip or two; this is short enough that, with a sweep a second, such work stops within 5 s.
+STALLED_SEND_S = 2.0
+# ... and one whose write has made no progress for this long is closed, which frees what it holds
+# (a result being written: a 1024 x 1024 table is ~17 MB of JSON). A write going out slowly (the
+# server's buffer for the connection shrinking, checked every PROGRESS_EVERY_S) is never stalled.
+STALLED_CLOSE_S = 10.0
+PROGRESS_EVERY_S = 0.5
+
+
+class StalledReader(Exception):
+    """A result stream's client has read nothing for :data:`STALLED_CLOSE_S` seconds."""
+
+
 class ResultReaders:
     """The result streams open now, per session, as :class:`TrackReaders` counts them: the
     page's and gradio_client's ``GET /gradio_api/queue/data?session_hash=...``, a hand-written
     client's ``GET /gradio_api/call/<endpoint>/<event_id>`` (Gradio streams a session's messages,
-    all its events', to whichever of them is open)."""
+    all its events', to whichever of them is open). A stream whose write has waited
+    :data:`STALLED_SEND_S` or more does not count: its client stopped reading."""
 
     def __init__(self) -> None:
         self.open: Counter[str] = Counter()
+        self.blocked: dict[int, tuple[str, float]] = {}  # stream -> (session, when its pending write began)
 
     def opened(self, session: str) -> None:
         self.open[session] += 1
@@ -351,11 +381,22 @@ class ResultReaders:
         if self.open[session] <= 0:
             del self.open[session]
 
+    def writing(self, stream: int, session: str, since: float) -> None:
+        """Stream ``stream`` of ``session`` began a write at ``since`` (``time.monotonic()``)."""
+        self.blocked[stream] = (session, since)
+
+    def written(self, stream: int) -> None:
+        self.blocked.pop(stream, None)
+
+    def stalled(self, session: str, now: float) -> int:
+        """How many of ``session``'s streams have waited :data:`STALLED_SEND_S` or more on a write."""
+        return sum(1 for s, since in list(self.blocked.values()) if s == session and now - since >= STALLED_SEND_S)
+
     def reading(self, session: str, submitted: float, now: float) -> bool:
         """Whether a result of ``session`` submitted at ``submitted`` (``time.monotonic()``) has
-        a reader, or may still get one: a stream is open, or :data:`READER_GRACE_S` has not
-        passed yet."""
-        return self.open[session] > 0 or now - submitted < READER_GRACE_S
+        a reader, or may still get one: a stream is open and not stalled, or
+        :data:`READER_GRACE_S` has not passed yet."""
+        return self.open[session] > self.stalled(session, now) or now - submitted < READER_GRACE_S
 
 
 def unread_events(queue: Any, readers: ResultReaders, now: float) -> list[Any]:
@@ -398,9 +439,25 @@ async def stop_unread_work(queue: Any, readers: ResultReaders, now: float) -> li
     return stopped
 
 
+def _caused_by(err: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``err`` is ``kind``, is caused by one, or is an exception group holding one."""
+    seen: set[int] = set()
+    todo = [err]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, kind):
+            return True
+        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+    return False
+
+
 class TrackReaders:
     """ASGI middleware: counts the result streams open per session in ``readers`` (a stream is
-    open from its request until its response ends: finished, or the client gone)."""
+    open from its request until its response ends: finished, or the client gone), and notes
+    the writes each is waiting on (a stalled reader)."""
 
     def __init__(self, app: Callable, demo: gr.Blocks, readers: ResultReaders):
         self.app = app
@@ -431,10 +488,41 @@ class TrackReaders:
         if session is None:
             await self.app(scope, receive, send)
             return
+        stream = id(scope)
+
+        async def watched_send(message: dict) -> None:
+            since = time.monotonic()
+            self.readers.writing(stream, session, since)
+            backlog = connections.write_backlog(scope.get("client"))
+            pending = asyncio.ensure_future(send(message))  # waits while the client's socket and ours are full
+            try:
+                while True:
+                    done, _ = await asyncio.wait({pending}, timeout=PROGRESS_EVERY_S)
+                    if done:
+                        pending.result()
+                        return
+                    now_backlog = connections.write_backlog(scope.get("client"))
+                    if now_backlog is not None and backlog is not None and now_backlog < backlog:
+                        since = time.monotonic()  # going out, slowly: a reader, on a slow link
+                        self.readers.writing(stream, session, since)
+                    backlog = now_backlog
+                    if time.monotonic() - since >= STALLED_CLOSE_S:
+                        raise StalledReader(session)
+            finally:
+                if not pending.done():
+                    pending.cancel()
+                self.readers.written(stream)
+
         self.readers.opened(session)
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, watched_send)
+        except Exception as err:  # noqa: BLE001 -- Starlette may wrap it in an exception group
+            if not _caused_by(err, StalledReader):
+                raise
+            log.info("closed a result stream whose client read nothing for %g s", STALLED_CLOSE_S)
+            # Returning with the response unfinished makes the server close the connection.
         finally:
+            self.readers.written(stream)
             self.readers.closed(session)
 
 
@@ -515,6 +603,21 @@ _CALL_POST = re.compile(rf"{API}/(call/v2|call|run|api)/([^/]+)/?")
 _CALL_GET = re.compile(rf"{API}/call/(?:v2/)?([^/]+)/([^/]+)/?")
 
 
+# A session id is a short token: the page makes ~11 base-36 characters, gradio_client a UUID (36).
+SESSION_HASH = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_QUEUE_DATA = f"{API}/queue/data"
+_HEARTBEAT = f"{API}/heartbeat/"
+
+
+def session_problem(session: Any) -> str | None:
+    """Why ``session`` cannot be a session id, or None."""
+    if isinstance(session, str) and SESSION_HASH.fullmatch(session):
+        return None
+    shown = f"{len(session):,} characters" if isinstance(session, str) else type(session).__name__
+    return (f"session_hash must be a short token: 1 to 64 letters, digits, '-' or '_' (got {shown}); "
+            "the page and gradio_client make one for you.")
+
+
 def _usable_range(value: bytes) -> bool:
     match = _SINGLE_RANGE.fullmatch(value.decode("latin-1").strip())
     if match is None:
@@ -531,6 +634,7 @@ class RouteGuard:
       than one valid range of bytes is ignored, so the whole file is sent (Gradio answered 500
       to two ranges);
     - ``/gradio_api/deep_link``: off (404); sessions keep no values to link to;
+    - ``/gradio_api/upload``: off (413) unless ``uploads``; no tab takes a file;
     - ``/gradio_api/call|run|api/<name>``: an unknown or private name gets 404 naming the
       endpoints, instead of a bare 500; the keyword form (``call/v2``) answers a bad argument
       with 400 and Gradio's message, instead of a bare 500;
@@ -538,9 +642,10 @@ class RouteGuard:
       already read, or dropped unread) gets 404 saying so, instead of an SSE ``"404: Not Found"``.
     """
 
-    def __init__(self, app: Callable, demo: gr.Blocks, allowed: Sequence[Path]):
+    def __init__(self, app: Callable, demo: gr.Blocks, allowed: Sequence[Path], uploads: bool = False):
         self.app = app
         self.demo = demo
+        self.uploads = uploads
         self.allowed = [Path(p).resolve() for p in allowed]
         self.endpoints = sorted(
             fn.api_name for fn in demo.fns.values() if fn.fn is not None and fn.api_visibility == "public"
@@ -585,6 +690,27 @@ class RouteGuard:
             value = _header(scope, b"range")
             if value is not None and not _usable_range(value):
                 scope = dict(scope, headers=[(k, v) for k, v in scope["headers"] if k.lower() != b"range"])
+        elif method == "GET" and (path.rstrip("/") == _QUEUE_DATA or path.startswith(_HEARTBEAT)):
+            if path.startswith(_HEARTBEAT):
+                session = path[len(_HEARTBEAT):]
+            else:
+                from starlette.datastructures import QueryParams
+
+                session = QueryParams(scope.get("query_string", b"")).get("session_hash")
+            if problem := session_problem(session):
+                await _json_response(400, problem)(scope, receive, send)
+                return
+            if not path.startswith(_HEARTBEAT) and session not in self.demo._queue.pending_messages_per_session:
+                detail = (f"No session {session} in the queue: POST /gradio_api/queue/join first (its results "
+                          "stream here), or the session's results were already read or dropped unread.")
+                await _json_response(404, detail)(scope, receive, send)
+                return
+        elif path.rstrip("/") == f"{API}/upload" and not self.uploads:
+            # Gradio's max_file_size=0 still let an empty file through: 1,000 of them were 1,000
+            # files in its shared temporary folder.
+            detail = "Uploads are off: no tab of this app takes a file."
+            await _json_response(413, detail, headers={"Connection": "close"})(scope, receive, send)
+            return
         elif path.rstrip("/") == f"{API}/deep_link":
             await _json_response(404, "Deep links are off in this app.")(scope, receive, send)
             return
@@ -678,18 +804,67 @@ def arity_problem(fn: Any, data: Any) -> str | None:
     return f"{_event_name(fn)} takes {len(names)} argument{plural} ({', '.join(names) or 'none'}); this request sent {len(data)}."
 
 
+def _env_count(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if raw.isdigit() and 1 <= int(raw) <= 100_000:
+        return int(raw)
+    if raw:
+        log.warning("%s=%r is not a whole number from 1 to 100000: using %d", name, raw, default)
+    return default
+
+
+# Requests queued or running at once from one client address: one client that submits and never
+# reads (or reads too slowly for its socket ever to fill) holds at most this many places. The page
+# makes a few at once, a script as many as its threads; the default stays above what the queue
+# holds for generations (16 running, 24 waiting), which a load test from one machine fills. A
+# server reached directly can set it lower (PLAYGROUND_MAX_EVENTS_PER_ADDRESS); behind a proxy
+# every client has the proxy's address.
+MAX_EVENTS_PER_ADDRESS_ENV = "PLAYGROUND_MAX_EVENTS_PER_ADDRESS"
+MAX_EVENTS_PER_ADDRESS = _env_count(MAX_EVENTS_PER_ADDRESS_ENV, 64)
+
+
+class EventsPerAddress:
+    """The events each client address has in the queue (waiting or running)."""
+
+    def __init__(self) -> None:
+        self.events: dict[str, set[str]] = {}
+
+    def pending(self, queue: Any, address: str) -> int:
+        live = {e for e in self.events.get(address, ()) if e in queue.event_ids_to_events}
+        if live:
+            self.events[address] = live
+        else:
+            self.events.pop(address, None)
+        return len(live)
+
+    def add(self, address: str, event_id: str) -> None:
+        self.events.setdefault(address, set()).add(event_id)
+
+
 def refuse_malformed(demo: gr.Blocks) -> None:
     """Refuse, when it arrives, a request for an event that does not exist or runs only in the
-    page: HTTP 400 with a message naming the endpoints (Gradio answered a bare 500, or ran it and
+    page, or whose session id is not a short token: HTTP 400 with a message naming the endpoints;
+    past :data:`MAX_EVENTS_PER_ADDRESS` requests waiting or running from one client address,
+    HTTP 503 "Busy" with a message (Gradio answered a bare 500, or ran it and
     answered ``{"error": null}``). Wraps the queue's ``push`` (Gradio 6.31 internals) after
     ``demo.queue()``."""
     queue = demo._queue
     push = queue.push
+    per_address = EventsPerAddress()
 
     async def push_checked(body: Any, request: Any, username: Any):
         if body.fn_index is not None and (problem := event_problem(demo, body.fn_index)):
             return False, problem, "error"
-        return await push(body, request, username)
+        if body.session_hash is not None and (problem := session_problem(body.session_hash)):
+            return False, problem, "error"
+        address = getattr(getattr(request, "client", None), "host", None) or "?"
+        if (pending := per_address.pending(queue, address)) >= MAX_EVENTS_PER_ADDRESS:
+            return False, (f"Busy: {pending} requests from your address are already waiting or running (at most "
+                           f"{MAX_EVENTS_PER_ADDRESS}); read their results, or wait for one to finish."), "queue_full"
+        success, event_id, state = await push(body, request, username)
+        if success:
+            per_address.add(address, event_id)
+        return success, event_id, state
 
     queue.push = push_checked
 
@@ -767,11 +942,16 @@ def launch_options(demo: gr.Blocks, allowed: Sequence[Path], readers: ResultRead
     @asynccontextmanager
     async def lifespan(app: Any):
         bound_sessions(app)
-        sweeper = asyncio.create_task(_sweep(demo._queue, readers))
+        connections.rate_limit_logs()
+        tasks = [
+            asyncio.create_task(connections.install_when_started(demo)),  # header timeout, connection caps
+            asyncio.create_task(_sweep(demo._queue, readers)),
+        ]
         try:
             yield
         finally:
-            sweeper.cancel()
+            for task in tasks:
+                task.cancel()
 
     return dict(
         app_kwargs={

@@ -1,0 +1,244 @@
+"""What one TCP connection may hold, below HTTP: the server Gradio starts (uvicorn, HTTP/1.1 by
+h11) keeps an idle connection for ever until its first request, waits for ever for a request's
+headers, and accepts connections until the process runs out of file descriptors (20,000 idle
+ones took a launched app offline: every request timed out, and the log grew by 386 MB). Here:
+
+- a connection must send its request's headers within :data:`HEADER_TIMEOUT_S` of opening (or of
+  its previous response, on a kept-alive connection), else it is closed; an idle kept-alive
+  connection is closed after uvicorn's own 5 s;
+- at most :data:`MAX_CONNECTIONS` connections are open at once, at most
+  :data:`MAX_CONNECTIONS_PER_ADDRESS` from one client address (``PLAYGROUND_MAX_CONNECTIONS`` and
+  ``PLAYGROUND_MAX_CONNECTIONS_PER_ADDRESS`` change them: behind a proxy every client has the
+  proxy's address): past either a new connection is closed at once, before anything is read;
+- what a response still has to write on each connection can be read (:func:`write_backlog`:
+  a result stream that is slowly going out is not one whose reader stopped);
+- log lines are rate-limited: past :data:`LOG_BURST` lines of one kind in a minute the rest
+  are counted and said in one line (:class:`RateLimitedLog`).
+
+uvicorn has no setting for the first three (``limit_concurrency`` answers 503 only once a
+request has been read, counting every client together). Its protocol class is the one place
+where a connection is seen before its request: :class:`GuardedH11Protocol` extends the one
+uvicorn uses, and :func:`install` puts it on the running server's config, which uvicorn reads
+for every new connection. That reaches into uvicorn's internals (tested with
+:data:`TESTED_UVICORN`), so :func:`install` checks the names it uses and, on any other
+version, says so on the console and leaves the server as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections import Counter
+from typing import Any
+
+log = logging.getLogger("playground")
+
+TESTED_UVICORN = "0.54.0"
+HEADER_TIMEOUT_S = 10.0
+
+
+def _env_int(name: str, default: int, low: int, high: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if raw.isdigit() and low <= int(raw) <= high:
+        return int(raw)
+    log.warning("%s=%r is not a whole number from %d to %d: using %d", name, raw, low, high, default)
+    return default
+
+
+# Each connection costs a file descriptor and ~10 KB; a page holds 2-4, a script 1.
+MAX_CONNECTIONS = _env_int("PLAYGROUND_MAX_CONNECTIONS", 1_000, 16, 100_000)
+MAX_CONNECTIONS_PER_ADDRESS = _env_int("PLAYGROUND_MAX_CONNECTIONS_PER_ADDRESS", 64, 4, 100_000)
+LOG_BURST = 20  # lines of one kind per minute before they are only counted
+
+
+class _Counts:
+    """Open connections, in all and per client address."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.per_address: Counter[str] = Counter()
+        self.refused = 0
+
+    def admit(self, address: str) -> bool:
+        if self.total >= MAX_CONNECTIONS or self.per_address[address] >= MAX_CONNECTIONS_PER_ADDRESS:
+            self.refused += 1
+            return False
+        self.total += 1
+        self.per_address[address] += 1
+        return True
+
+    def leave(self, address: str) -> None:
+        self.total -= 1
+        self.per_address[address] -= 1
+        if self.per_address[address] <= 0:
+            del self.per_address[address]
+
+
+COUNTS = _Counts()
+# The open connections' transports by the client's (address, port), as an ASGI scope's "client"
+# names them: how much of what a response wrote still waits to go out (write_backlog).
+TRANSPORTS: dict[tuple, Any] = {}
+
+
+def _kernel_backlog(transport: Any) -> int:
+    """Bytes the kernel holds to send on the transport's socket and the client has not yet
+    acknowledged (Linux's SIOCOUTQ; 0 elsewhere). A client takes data only as its program reads:
+    once its buffer is full this stops shrinking."""
+    try:
+        import fcntl
+        import struct
+        import termios
+
+        sock = transport.get_extra_info("socket")
+        return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+    except (ImportError, AttributeError, OSError, ValueError):
+        return 0
+
+
+def write_backlog(client: Any) -> int | None:
+    """Bytes connection ``client`` (an ASGI scope's ``client``) still has to deliver: the
+    server's buffer and the kernel's; None when unknown (the guarded protocol is not installed)."""
+    transport = TRANSPORTS.get(tuple(client)) if client else None
+    try:
+        return None if transport is None else int(transport.get_write_buffer_size()) + _kernel_backlog(transport)
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return None
+
+
+def _guarded(base: type) -> type:
+    """``base`` (uvicorn's H11Protocol) with the header timeout and the connection caps."""
+
+    class GuardedH11Protocol(base):  # type: ignore[misc, valid-type]
+        _address: str | None = None
+        _header_timer: asyncio.TimerHandle | None = None
+        _timed_scope: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            peer = transport.get_extra_info("peername")
+            address = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+            if not COUNTS.admit(address):
+                log.warning("refused a connection from %s: %d open in all, %d from it (limits %d, %d)", address,
+                            COUNTS.total, COUNTS.per_address[address], MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS)
+                transport.abort()  # before anything is read: no request, no task, no file descriptor kept
+                return
+            self._address = address
+            super().connection_made(transport)
+            if self.client:
+                TRANSPORTS[tuple(self.client)] = transport
+            self._arm_header_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._address is None:
+                return  # refused: uvicorn never knew of it
+            COUNTS.leave(self._address)
+            self._address = None
+            if self.client:
+                TRANSPORTS.pop(tuple(self.client), None)
+            self._disarm_header_timer()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.scope is not None and self.scope is not self._timed_scope:  # a request's headers are in
+                self._timed_scope = self.scope
+                self._disarm_header_timer()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm_header_timer()  # the next request's headers have as long
+
+        def _arm_header_timer(self) -> None:
+            self._disarm_header_timer()
+            self._header_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._headers_too_slow)
+
+        def _disarm_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            if not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete):
+                self.transport.abort()
+
+    return GuardedH11Protocol
+
+
+class RateLimitedLog(logging.Filter):
+    """At most ``burst`` records per minute of each (logger, message template); the rest are
+    counted, and the next record let through says how many were left out."""
+
+    def __init__(self, burst: int = LOG_BURST, window_s: float = 60.0) -> None:
+        super().__init__()
+        self.burst, self.window_s = burst, window_s
+        self.windows: dict[tuple[str, str], tuple[float, int, int]] = {}  # key -> (start, let through, left out)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, str(record.msg)[:200])
+        now = time.monotonic()
+        start, passed, dropped = self.windows.get(key, (now, 0, 0))
+        if now - start >= self.window_s:
+            if dropped:
+                record.msg = f"{record.msg} [{dropped} more like this in the last {self.window_s:g} s left out of the log]"
+            start, passed, dropped = now, 0, 0
+        if passed >= self.burst:
+            self.windows[key] = (start, passed, dropped + 1)
+            return False
+        self.windows[key] = (start, passed + 1, dropped)
+        if len(self.windows) > 10_000:  # distinct templates are few; a flood of distinct ones is cut here
+            self.windows.clear()
+        return True
+
+
+LOGGERS = ("uvicorn.error", "uvicorn.access", "uvicorn", "playground", "gradio", "asyncio")
+
+
+def rate_limit_logs(burst: int = LOG_BURST) -> RateLimitedLog:
+    """Put one :class:`RateLimitedLog` on the loggers a flood of bad clients makes talk."""
+    limiter = RateLimitedLog(burst)
+    for name in LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RateLimitedLog) for f in logger.filters):
+            logger.addFilter(limiter)
+    return limiter
+
+
+def install(server: Any) -> bool:
+    """Serve new connections of ``server`` (Gradio's uvicorn server, ``demo.server``) with the
+    guarded protocol. False, said on the console, when uvicorn is not the version this was
+    tested with or its protocol is not the one extended."""
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    config = getattr(server, "config", None)
+    needed = ("connection_made", "connection_lost", "data_received", "on_response_complete")
+    if (
+        uvicorn.__version__ != TESTED_UVICORN
+        or config is None
+        or getattr(config, "http_protocol_class", None) is not H11Protocol
+        or not all(hasattr(H11Protocol, name) for name in needed)
+    ):
+        log.warning(
+            "connection limits are off: they extend uvicorn %s's HTTP protocol, and this is uvicorn %s with %s",
+            TESTED_UVICORN, uvicorn.__version__, getattr(config, "http_protocol_class", None),
+        )
+        return False
+    config.http_protocol_class = _guarded(H11Protocol)
+    return True
+
+
+async def install_when_started(demo: Any, timeout_s: float = 30.0) -> bool:
+    """:func:`install` as soon as ``demo.launch`` has made its server (run from the app's
+    lifespan, which starts before Gradio keeps the server in ``demo.server``)."""
+    t0 = time.monotonic()
+    while getattr(demo, "server", None) is None:
+        if time.monotonic() - t0 > timeout_s:
+            log.warning("connection limits are off: the server did not start within %g s", timeout_s)
+            return False
+        await asyncio.sleep(0.01)
+    return install(demo.server)
