@@ -41,15 +41,22 @@ def window_batches(data: np.ndarray, block_size: int, max_windows: int = 0, batc
 
 
 @torch.no_grad()
-def evaluate_loss(model: GPT, data: np.ndarray, max_windows: int = 0, batch_size: int = 16) -> float:
-    """Mean cross-entropy (nats/token, full vocabulary, float32) over :func:`window_rows`."""
+def evaluate_loss(model: GPT, data: np.ndarray, max_windows: int = 0, batch_size: int = 16, chunk_rows: int = 2) -> float:
+    """Mean cross-entropy (nats/token, full vocabulary, float32) over :func:`window_rows`.
+
+    The output head runs ``chunk_rows`` windows at a time on the batch's last hidden states, so
+    at most ``chunk_rows * block_size`` rows of float32 logits exist at once (a batch's 16 x 256 x
+    50,257 would be 823 MB)."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     total, count = 0.0, 0
     for x, y in window_batches(data, model.config.block_size, max_windows, batch_size):
-        logits = model(torch.from_numpy(x).to(device)).logits
-        total += F.cross_entropy(logits.float().flatten(0, 1), torch.from_numpy(y).to(device).flatten(), reduction="sum").item()
+        hidden = model(torch.from_numpy(x).to(device), head=False).hidden  # [b, T, C]
+        targets = torch.from_numpy(y).to(device)
+        for i in range(0, len(hidden), chunk_rows):
+            logits = model.lm_head(hidden[i : i + chunk_rows]).float()  # [chunk, T, V]
+            total += F.cross_entropy(logits.flatten(0, 1), targets[i : i + chunk_rows].flatten(), reduction="sum").item()
         count += y.size
     model.train(was_training)
     return total / count

@@ -89,6 +89,9 @@ PRESETS: dict[str, tuple[GPTConfig, TrainConfig]] = {
 }
 
 
+PRINT_EVERY = 10  # steps between progress-bar updates (each one waits for the device)
+
+
 def lr_at(step: int, tc: TrainConfig) -> float:
     """Linear warmup, then cosine decay from lr to min_lr."""
     if step < tc.warmup_steps:
@@ -192,25 +195,36 @@ class Run:
     val: np.ndarray
     out: Path
     log: list[dict]
-    best: float = float("inf")  # lowest validation loss so far (its weights are model.safetensors)
+    best: float = float("inf")  # lowest validation estimate so far (its weights are model.safetensors)
+    softmax_tokens: int = 0  # the widest softmax of the training loss's steps since the last evaluation
 
 
 def evaluate(run: Run, step: int, train_loss: float, tok_s: float, elapsed_s: float) -> None:
-    """Score the held-out split, append to the log and save the checkpoints (the best one too)."""
+    """Score the held-out split, append to the log and save the checkpoints (the best one too).
+
+    The best checkpoint is chosen on the same ``eval_windows`` windows at every evaluation, so
+    that like is compared with like; the last evaluation also scores every window of the split
+    (``val_loss_all``), the run's result, which chooses nothing."""
     mc, tc = run.model.config, run.tc
-    # The last evaluation always covers the whole validation split: it is the run's result.
-    windows = val_windows(len(run.val), mc.block_size, 0 if step == tc.max_steps else tc.eval_windows)
+    windows = val_windows(len(run.val), mc.block_size, tc.eval_windows)
     val_loss = evaluate_loss(run.model, run.val, windows)
     entry = {
         "step": step,
         "tokens": step * tc.batch_size * mc.block_size,
         "train_loss": None if math.isnan(train_loss) else round(train_loss, 4),  # JSON has no NaN
+        # The training loss's softmax (the widest of the window's steps): over the tokens the
+        # training text contains, a subset whose loss reads lower than the full vocabulary's, or
+        # over all of them.
+        "train_softmax_tokens": run.softmax_tokens or None,
         "val_loss": round(val_loss, 4),
         "val_windows": windows,
         "lr": lr_at(max(step - 1, 0), tc),
         "tokens_per_s": round(tok_s, 1),
         "elapsed_s": round(elapsed_s, 1),
     }
+    if step == tc.max_steps:
+        entry["val_loss_all"] = round(evaluate_loss(run.model, run.val), 4)
+        entry["val_windows_all"] = val_windows(len(run.val), mc.block_size)
     run.log.append(entry)
     if val_loss < run.best:
         run.best = val_loss
@@ -220,7 +234,8 @@ def evaluate(run: Run, step: int, train_loss: float, tok_s: float, elapsed_s: fl
     (run.out / "training_log.json").write_text(json.dumps(run.log, indent=1) + "\n")
     state = {"step": step, "best_val_loss": run.best, "elapsed_s": entry["elapsed_s"], "train_config": asdict(tc)}
     (run.out / "state.json").write_text(json.dumps(state, indent=2) + "\n")
-    tqdm.write(f"step {step}: train {train_loss:.3f}  val {val_loss:.3f}  ({tok_s:.0f} tok/s)")
+    every = f", all windows {entry['val_loss_all']:.3f}" if "val_loss_all" in entry else ""
+    tqdm.write(f"step {step}: train {train_loss:.3f}  val {val_loss:.3f}{every}  ({tok_s:.0f} tok/s)")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -253,6 +268,9 @@ def main(argv: list[str] | None = None) -> dict:
             device = f"cuda:{torch.cuda.current_device()}"
     if device == "cpu":
         torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 1) // world))
+    else:  # nanoGPT's GPU set-up: TF32 matmuls and convolutions on Ampere and later
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     master = rank == 0
 
     mc, tc = PRESETS[args.preset]
@@ -269,7 +287,9 @@ def main(argv: list[str] | None = None) -> dict:
     val = np.fromfile(args.data / "val.bin", dtype=np.uint16)
     torch.manual_seed(tc.seed)
     model = GPT(mc).to(device)
-    opt = torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(0.9, tc.beta2))
+    # Fused AdamW (one kernel for every parameter) where the device has it: CUDA.
+    fused = {"fused": True} if device.startswith("cuda") else {}
+    opt = torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(0.9, tc.beta2), **fused)
     step, log, best, elapsed0 = 0, [], float("inf"), 0.0
     if args.resume:
         load_weights(model, out / "last.safetensors")
@@ -296,8 +316,8 @@ def main(argv: list[str] | None = None) -> dict:
     model.train()
     t_start = time.time()
     bar = tqdm(total=tc.max_steps, initial=step, disable=args.quiet or not master, unit="step", dynamic_ncols=True)
-    window_loss, window_n, window_t = 0.0, 0, time.time()
-    losses = []
+    window_loss, window_n, window_t = torch.zeros((), device=device), 0, time.time()
+    losses: list[torch.Tensor] = []  # on the device: read back only at evaluations and every PRINT_EVERY steps
     run = Run(model, opt, tc, val, out, log, best)
 
     def elapsed() -> float:
@@ -308,21 +328,27 @@ def main(argv: list[str] | None = None) -> dict:
     while step < tc.max_steps:
         lr = lr_at(step, tc)
         nll = train_step(ddp, model, opt, train, step, tc, device, rank, world, vocab, remap, subset_until=full_from)
+        run.softmax_tokens = max(run.softmax_tokens, len(vocab) if step < full_from else mc.vocab_size)
         step += 1
         loss_value = nll
         if world > 1:
             dist.all_reduce(loss_value)
             loss_value /= world
-        losses.append(loss_value.item())
-        window_loss += losses[-1]
+        losses.append(loss_value)
+        window_loss += loss_value
         window_n += 1
-        tok_s = window_n * tokens_per_step / max(1e-9, time.time() - window_t)
-        bar.set_postfix(loss=f"{losses[-1]:.3f}", lr=f"{lr:.1e}", tok_s=f"{tok_s:.0f}")
         bar.update(1)
+        # .item() waits for the device: once every PRINT_EVERY steps, not at every step.
+        if step % PRINT_EVERY == 0:
+            tok_s = window_n * tokens_per_step / max(1e-9, time.time() - window_t)
+            bar.set_postfix(loss=f"{loss_value.item():.3f}", lr=f"{lr:.1e}", tok_s=f"{tok_s:.0f}")
         if master and (step % tc.eval_interval == 0 or step == tc.max_steps):
-            evaluate(run, step, window_loss / window_n, tok_s, elapsed())
-            window_loss, window_n, window_t = 0.0, 0, time.time()
+            tok_s = window_n * tokens_per_step / max(1e-9, time.time() - window_t)
+            evaluate(run, step, (window_loss / window_n).item(), tok_s, elapsed())
+            window_loss, window_n, window_t = torch.zeros((), device=device), 0, time.time()
+            run.softmax_tokens = 0
     bar.close()
+    losses = torch.stack(losses).tolist() if losses else []
     if master and args.losses_json:
         args.losses_json.write_text(json.dumps(losses) + "\n")
     if world > 1:

@@ -143,7 +143,9 @@ def _finite(x: Any) -> bool:
 def training_figure(log: list[dict[str, Any]]) -> go.Figure:
     """Train and validation loss (nats per token) against training tokens seen."""
     fig = go.Figure()
-    for key, name, color in (("train_loss", "train loss", "#6366f1"), ("val_loss", "validation loss", "#e4572e")):
+    traces = [("train_loss", train_label(log), "#6366f1"), ("val_loss", "validation loss", "#e4572e"),
+              ("val_loss_all", "validation, every window (the result)", "#16a34a")]
+    for key, name, color in traces:
         points = [(e["tokens"], e[key]) for e in log if _finite(e.get(key)) and _finite(e.get("tokens"))]
         if points:
             fig.add_scatter(
@@ -166,6 +168,17 @@ def training_figure(log: list[dict[str, Any]]) -> go.Figure:
         legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"},
     )
     return fig
+
+
+def train_label(log: list[dict[str, Any]]) -> str:
+    """The training curve's name, saying what its softmax ran over when the log records it
+    (``train_softmax_tokens``): a loss over the training text's tokens only reads lower than the
+    validation loss over all of them, a gap that is not overfitting."""
+    sizes = [e["train_softmax_tokens"] for e in log if isinstance(e.get("train_softmax_tokens"), int)]
+    if not sizes or min(sizes) == max(sizes):
+        return "train loss" if not sizes else f"train loss (softmax over {sizes[0]:,} tokens)"
+    until = max(e["step"] for e in log if e.get("train_softmax_tokens") == min(sizes))
+    return f"train loss (softmax over the {min(sizes):,} training tokens until step {until:,}, then {max(sizes):,})"
 
 
 def training_note(log: list[dict[str, Any]], *, shipped: bool = False) -> str:

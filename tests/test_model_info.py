@@ -64,6 +64,22 @@ def test_training_figure_plots_train_and_val_loss_against_tokens(tmp_path):
     assert "tokens" in fig.layout.xaxis.title.text
 
 
+def test_a_new_runs_log_labels_the_subset_loss_and_shows_the_result_apart():
+    """model.train logs what the training loss's softmax ran over and, at the last step, the
+    loss on every validation window: the curve says the first, the figure shows the second as a
+    point of its own instead of a drop in the validation curve."""
+    log = [
+        {"step": 0, "tokens": 0, "train_loss": None, "train_softmax_tokens": None, "val_loss": 10.9},
+        {"step": 250, "tokens": 1_000, "train_loss": 6.1, "train_softmax_tokens": 19_219, "val_loss": 6.3},
+        {"step": 500, "tokens": 2_000, "train_loss": 5.2, "train_softmax_tokens": 50_257, "val_loss": 5.5, "val_loss_all": 5.4},
+    ]
+    traces = {t.name: t for t in model_info.training_figure(log).data}
+    train = [name for name in traces if name.startswith("train loss")]
+    assert train == ["train loss (softmax over the 19,219 training tokens until step 250, then 50,257)"]
+    assert list(traces["validation loss"].y) == [10.9, 6.3, 5.5]
+    assert list(traces["validation, every window (the result)"].y) == [5.4]
+
+
 def test_missing_training_log_gives_an_explaining_figure(tmp_path):
     assert model_info.load_training_log(tmp_path / "none.json") == []
     fig = model_info.training_figure([])

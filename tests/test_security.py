@@ -51,12 +51,37 @@ def _refused_paths() -> list[str]:
     ]
 
 
+GUARD_SAYS = "only the ONNX downloads"  # the app's own refusal (serving.RouteGuard), not Gradio's
+
+
 @pytest.mark.parametrize("path", _refused_paths())
-@pytest.mark.parametrize("route", ["gradio_api/file=", "gradio_api/file/", "file="])
+@pytest.mark.parametrize("route", ["gradio_api/file=", "gradio_api/file/"])  # Gradio 6's two file routes
 def test_no_file_outside_artifacts_is_served(app_server, route, path):
     r = httpx.get(app_server.url + route + path, timeout=30)
     assert r.status_code in (403, 404), f"{route}{path} -> {r.status_code}: {r.text[:200]}"
     assert "root:" not in r.text and "import gradio" not in r.text
+
+
+def test_gradios_shared_cache_is_not_served(app_server):
+    """The case the guard exists for: Gradio serves any file in its cache folder (shared by every
+    Gradio app on the machine, and holding other users' files on a public server); this app
+    serves only its downloads, so a file put there is refused, by the app's guard."""
+    import secrets
+
+    from gradio.utils import get_upload_folder
+
+    folder = Path(get_upload_folder()) / f"pg-test-{secrets.token_hex(4)}"
+    folder.mkdir(parents=True)
+    secret = folder / "secret.txt"
+    secret.write_text("someone else's file")
+    try:
+        for route in ("gradio_api/file=", "gradio_api/file/"):
+            r = httpx.get(app_server.url + route + str(secret), timeout=30)
+            assert r.status_code == 403 and GUARD_SAYS in r.text, f"{route} -> {r.status_code}: {r.text[:200]}"
+            assert "someone else" not in r.text
+    finally:
+        secret.unlink()
+        folder.rmdir()
 
 
 @pytest.mark.parametrize("name", ["hub/onnx/model.onnx", "hub/onnx/model_quantized.onnx", "gpt-playground-hub.zip"])
@@ -128,11 +153,27 @@ def test_no_eval_exec_or_pickle_in_the_code(path):
     assert not found, f"{path.relative_to(ROOT)}: {found}"
 
 
-def test_weights_are_read_with_safetensors():
-    from model import load_pretrained
+def test_weights_are_read_with_safetensors(tmp_path, monkeypatch):
+    """load_pretrained reads the shipped safetensors without pickle, and a folder that holds only
+    a pickled checkpoint is refused with a message, its pickle never opened."""
+    import pickle
 
-    source = Path(load_pretrained.__code__.co_filename).read_text()
-    assert "safetensors" in source
+    import torch
+
+    from model import WEIGHTS_DIR, load_pretrained
+
+    def no_pickle(*args, **kwargs):
+        raise AssertionError("pickle used to load weights")
+
+    monkeypatch.setattr(torch, "load", no_pickle)
+    monkeypatch.setattr(pickle, "load", no_pickle)
+    monkeypatch.setattr(pickle, "loads", no_pickle)
+    assert load_pretrained(WEIGHTS_DIR).num_parameters() > 0
+    (tmp_path / "config.json").write_text((WEIGHTS_DIR / "config.json").read_text())
+    for name in ("pytorch_model.bin", "model.pt"):
+        (tmp_path / name).write_bytes(b"not opened")
+    with pytest.raises(FileNotFoundError, match="model.safetensors"):
+        load_pretrained(tmp_path)
 
 
 # --- dependencies ---------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from model import get_tokenizer, load_pretrained
 ROOT = Path(__file__).resolve().parent.parent
 # Exact comparisons: full float32 matmuls (no bf16 autocast), one thread, no progress bar.
 EXACT = ["--preset", "tiny", "--bf16", "false", "--threads", "1", "--quiet"]
-LOG_KEYS = {"step", "tokens", "train_loss", "val_loss", "val_windows", "lr", "tokens_per_s", "elapsed_s"}
+LOG_KEYS = {"step", "tokens", "train_loss", "train_softmax_tokens", "val_loss", "val_windows", "lr", "tokens_per_s", "elapsed_s"}
 
 
 def write_corpus(folder: Path, works: int = 3, lines: int = 120) -> Path:
@@ -84,8 +84,20 @@ def test_tiny_preset_end_to_end(tiny_run):
         assert (out / name).is_file(), name
     log = json.loads((out / "training_log.json").read_text(), parse_constant=reject_nan)
     assert [e["step"] for e in log] == list(range(0, tc.max_steps + 1, tc.eval_interval))
-    for entry in log:
+    for entry in log[:-1]:
         assert set(entry) == LOG_KEYS
+    assert set(log[-1]) == LOG_KEYS | {"val_loss_all", "val_windows_all"}  # the run's result: every window
+    # The best checkpoint is chosen on the same windows at every evaluation, like with like.
+    assert {e["val_windows"] for e in log} == {tc.eval_windows}
+    assert log[-1]["val_windows_all"] > tc.eval_windows and log[-1]["val_loss_all"] > 0
+    # The training loss says what its softmax ran over: the training text's tokens until
+    # full_vocab_frac of the steps remain, then all 50,257.
+    full_from = int(tc.max_steps * (1 - tc.full_vocab_frac))
+    for entry in log[1:]:
+        subset_only = entry["step"] <= full_from
+        assert (entry["train_softmax_tokens"] < 50257) == subset_only, entry
+    assert log[0]["train_softmax_tokens"] is None
+    for entry in log:
         assert entry["tokens"] == entry["step"] * tc.batch_size * 32
         assert entry["elapsed_s"] >= 0 and entry["tokens_per_s"] >= 0
     assert log[0]["train_loss"] is None and abs(log[0]["val_loss"] - math.log(50257)) < 0.15
@@ -119,10 +131,17 @@ def test_best_checkpoint_loads_and_scores_its_logged_loss(tiny_run, tiny_data):
     loss = evaluate.evaluate_loss(model, val, max_windows=best["val_windows"])
     assert loss == pytest.approx(result["best_val_loss"], abs=1e-5)
     assert result["best_val_loss"] == pytest.approx(best["val_loss"], abs=1e-4)
-    # periodic evaluations sample the split; the last one, the run's result, covers all of it
+    # every evaluation scores the same sample of the split (the choice of the best); the last one
+    # also scores all of it, the run's result, which the last weights give
     every = (len(val) - 1) // 32
     assert every > train.PRESETS["tiny"][1].eval_windows
-    assert [e["val_windows"] for e in log] == [train.PRESETS["tiny"][1].eval_windows] * (len(log) - 1) + [every]
+    assert [e["val_windows"] for e in log] == [train.PRESETS["tiny"][1].eval_windows] * len(log)
+    assert log[-1]["val_windows_all"] == every
+    last = load_pretrained(out)
+    from model.checkpoint import load_weights
+
+    load_weights(last, out / "last.safetensors")
+    assert evaluate.evaluate_loss(last, val) == pytest.approx(log[-1]["val_loss_all"], abs=1e-4)
     state = json.loads((out / "state.json").read_text())
     assert state["step"] == train.PRESETS["tiny"][1].max_steps
 
