@@ -495,12 +495,13 @@ def test_many_small_unread_results_are_kept():
 
 
 def test_big_results_nobody_reads_are_dropped_and_a_late_reader_told_why(app_server):
-    """Four 1024 x 1024 tables nobody reads, then the newest one read: the others (~100 MB)
-    pass the budget, so the oldest go, and whoever comes for one late is told why."""
+    """Six of the largest tables (the first 512 of 1024 x 1024, ~17 MB of Python objects each)
+    nobody reads, then the newest one read: the others (~85 MB) pass the budget, so the oldest
+    go, and whoever comes for one late is told why."""
     base = app_server.url
     posted = [
         httpx.post(f"{base}{API}/call/positional_encoding", json={"data": [1024, 1024, 10000]}, timeout=30).json()["event_id"]
-        for _ in range(4)
+        for _ in range(6)
     ]
     newest = httpx.get(f"{base}{API}/call/positional_encoding/{posted[-1]}", timeout=120)  # the others ran beside it
     assert "event: complete" in newest.text
@@ -617,7 +618,7 @@ def _soak_requests(base: str) -> list:
         return Client(base, verbose=False).predict("a new client", api_name="/tokenize")["n_tokens"]
 
     kinds = [
-        (6, raw("positional_encoding", [1024, 1024, 10000])),  # ~34 MB of Python objects each
+        (6, raw("positional_encoding", [1024, 1024, 10000])),  # ~17 MB of Python objects each (the table cap)
         (4, unread("positional_encoding", [1024, 1024, 10000])),
         (30, raw("tokenize", [long_text])),
         (20, unread("tokenize", [long_text])),

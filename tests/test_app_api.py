@@ -154,6 +154,19 @@ def test_positional_encoding_matches_the_seeds_table_d512(client):
     assert t[1023][-1] == pytest.approx(0.99438, abs=1e-4)
 
 
+def test_positional_encoding_answers_are_capped_and_say_so(client):
+    """An answer carries at most limits.MAX_TABLE_VALUES values: the seeds' whole 1024 x 512 table,
+    and of a 1024 x 1024 one its first 512 positions, with a note saying so."""
+    from playground import limits
+
+    seeds = client.predict(512, 1024, 10000, api_name="/positional_encoding")
+    assert seeds["table_rows"] == len(seeds["table"]) == 1024 and "note" not in seeds
+    big = client.predict(1024, 1024, 10000, api_name="/positional_encoding")
+    assert big["table_rows"] == len(big["table"]) == limits.MAX_TABLE_VALUES // 1024 == 512
+    assert big["n_positions"] == 1024 and "first 512 of 1024 positions" in big["note"]
+    assert big["table"][511][0] == pytest.approx(math.sin(511), abs=1e-6)
+
+
 def test_positional_encoding_refuses_odd_d_model(client):
     with pytest.raises(AppError, match="even"):
         client.predict(21, 10, 10000, api_name="/positional_encoding")

@@ -21,7 +21,7 @@ from ..validation import InputError
 from ..plots import PALETTE
 from .widgets import error_html
 
-__all__ = ["LIGHT", "HEAVY", "GENERATE", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "cap_waiting", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "on_tab_open", "THEME", "CSS", "JS"]
+__all__ = ["LIGHT", "HEAVY", "GENERATE", "EXPENSIVE", "EXPENSIVE_CONCURRENCY", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "cap_waiting", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "on_tab_open", "THEME", "CSS", "JS"]
 
 log = logging.getLogger("playground")
 
@@ -31,6 +31,10 @@ log = logging.getLogger("playground")
 LIGHT = "light"  # tokenization, positional encoding, model info
 HEAVY = "forward"  # embeddings, attention: one PyTorch forward pass
 GENERATE = "generate"  # the ONNX engine, streaming
+# Big answers: building and sending megabytes of JSON holds the interpreter for most of a second,
+# so a few of them at once would starve every other tab; one at a time, each under a cost cap.
+EXPENSIVE = "expensive"  # /positional_encoding's table (limits.MAX_TABLE_VALUES)
+EXPENSIVE_CONCURRENCY = 1
 
 # Sized for a small Space (2 vCPUs). Generations share one decoding loop (continuous batching,
 # export/batching.py): a handler only waits for its tokens, so as many run as the batch has rows.

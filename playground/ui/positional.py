@@ -8,7 +8,7 @@ import gradio as gr
 
 from .. import limits
 from .. import positional as pe
-from .common import LIGHT, LIGHT_CONCURRENCY, on_input, on_tab_open, user_errors
+from .common import EXPENSIVE, EXPENSIVE_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, on_tab_open, user_errors
 from ..resources import get_model
 from .widgets import RESULT, SECTION, error_slot, next_tab, note
 
@@ -36,10 +36,21 @@ def ui_model_table():
 
 def api_positional_encoding(d_model: int, n_positions: int, base: float) -> dict:
     """The sinusoidal table PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] =
-    cos(pos / base^(2i/d_model)). Returns `table` ([n_positions][d_model], 6 decimals),
-    `frequencies`, `wavelengths`, `formula`. Limits: d_model even, 2-1024; n_positions
-    1-1024; base 2-1,000,000 (the paper's is 10000)."""
-    return pe.positional_encoding(d_model, n_positions, base).to_dict()
+    cos(pos / base^(2i/d_model)). Returns `table` ([rows][d_model], 6 decimals: every position
+    up to 524,288 values, the seeds' whole 1024 x 512 table; past that its first positions),
+    `table_rows` (how many), `frequencies`, `wavelengths`, `formula`, and `note` when the table
+    was cut. Limits: d_model even, 2-1024; n_positions 1-1024; base 2-1,000,000 (the paper's is
+    10000)."""
+    result = pe.positional_encoding(d_model, n_positions, base)
+    rows = min(result.n_positions, limits.MAX_TABLE_VALUES // result.d_model)
+    out = result.to_dict(max_rows=rows)
+    out["table_rows"] = rows
+    if rows < result.n_positions:
+        out["note"] = (
+            f"The table holds the first {rows} of {result.n_positions} positions: an answer carries at most "
+            f"{limits.MAX_TABLE_VALUES:,} values (the formula above gives any row)."
+        )
+    return out
 
 
 def build() -> None:
@@ -100,5 +111,5 @@ def build() -> None:
     )
     gr.api(
         user_errors(api_positional_encoding), api_name="positional_encoding",
-        concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY,
+        concurrency_id=EXPENSIVE, concurrency_limit=EXPENSIVE_CONCURRENCY,
     )
