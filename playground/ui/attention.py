@@ -9,7 +9,7 @@ import gradio as gr
 from .. import attention as att
 from ..resources import get_model
 from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, user_errors
-from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples, with_notice
+from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples, with_notice
 
 
 def _stage_md(stage: att.Stage) -> str:
@@ -193,8 +193,7 @@ def build() -> None:
                 text = text_with_examples(att.EXAMPLE_PROMPTS, label="Text", lines=3, elem_id="att-text")
                 error = error_slot("att-error")
             with gr.Column(scale=1, min_width=240):
-                layer = gr.Slider(0, cfg.n_layer - 1, value=opening.layer, step=1, label=f"Layer (0–{cfg.n_layer - 1})", elem_id="att-layer")
-                head = gr.Slider(0, cfg.n_head - 1, value=opening.head, step=1, label=f"Head (0–{cfg.n_head - 1})", elem_id="att-head")
+                layer, head = layer_head_sliders(cfg.n_layer, cfg.n_head, prefix="att", layer=opening.layer, head=opening.head)
                 run = gr.Button("Show attention", variant="primary", elem_id="att-run")
         info = note(first[5], elem_id="att-info", result=True)
         plot = dict(show_label=False, elem_classes=RESULT)

@@ -121,11 +121,11 @@ def neighbours_table(value: Any, *, label: str, elem_id: str, max_rows: int, **k
     )
 
 
-def layer_head_sliders(n_layer: int, n_head: int, *, prefix: str) -> tuple[gr.Slider, gr.Slider]:
-    """A layer and a head slider (0-based, their ranges in their labels), ids ``<prefix>-layer``
-    and ``<prefix>-head``."""
-    layer = gr.Slider(0, n_layer - 1, value=0, step=1, label=f"Layer (0–{n_layer - 1})", elem_id=f"{prefix}-layer")
-    head = gr.Slider(0, n_head - 1, value=0, step=1, label=f"Head (0–{n_head - 1})", elem_id=f"{prefix}-head")
+def layer_head_sliders(n_layer: int, n_head: int, *, prefix: str, layer: int = 0, head: int = 0) -> tuple[gr.Slider, gr.Slider]:
+    """A layer and a head slider (0-based, their ranges in their labels) opening on ``layer`` and
+    ``head``, ids ``<prefix>-layer`` and ``<prefix>-head``."""
+    layer = gr.Slider(0, n_layer - 1, value=layer, step=1, label=f"Layer (0–{n_layer - 1})", elem_id=f"{prefix}-layer")
+    head = gr.Slider(0, n_head - 1, value=head, step=1, label=f"Head (0–{n_head - 1})", elem_id=f"{prefix}-head")
     return layer, head
 
 
