@@ -340,6 +340,22 @@ def test_only_work_nobody_reads_past_the_grace_is_chosen():
     assert serving.unread_events(queue, readers, now=g / 2) == []  # within everyone's grace
 
 
+def test_a_write_that_waits_with_nothing_waiting_for_the_client_is_not_stalled(monkeypatch):
+    """A write pending past STALLED_SEND_S counts as a client that stopped reading only while
+    bytes wait for that client; with none waiting the event loop was busy (a loaded machine),
+    and the reader keeps its work. Unknown (no guarded protocol): counted, as before."""
+    backlog = {("127.0.0.1", 1): 0, ("127.0.0.1", 2): 65_536}
+    monkeypatch.setattr(serving.connections, "write_backlog", lambda client: backlog.get(client))
+    readers = serving.ResultReaders()
+    late = serving.STALLED_SEND_S + 1
+    readers.writing(1, "busy-loop", 0.0, ("127.0.0.1", 1))
+    readers.writing(2, "not-reading", 0.0, ("127.0.0.1", 2))
+    readers.writing(3, "unknown", 0.0, None)
+    assert readers.stalled("busy-loop", late) == 0
+    assert readers.stalled("not-reading", late) == 1 and readers.stalled("unknown", late) == 1
+    assert readers.stalled("not-reading", serving.STALLED_SEND_S / 2) == 0  # not yet
+
+
 # --- the launched app: real generations -------------------------------------------------------------
 
 

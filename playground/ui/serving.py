@@ -371,7 +371,8 @@ class ResultReaders:
 
     def __init__(self) -> None:
         self.open: Counter[str] = Counter()
-        self.blocked: dict[int, tuple[str, float]] = {}  # stream -> (session, when its pending write began)
+        # stream -> (session, when its pending write began, its connection's client address)
+        self.blocked: dict[int, tuple[str, float, Any]] = {}
 
     def opened(self, session: str) -> None:
         self.open[session] += 1
@@ -381,16 +382,22 @@ class ResultReaders:
         if self.open[session] <= 0:
             del self.open[session]
 
-    def writing(self, stream: int, session: str, since: float) -> None:
-        """Stream ``stream`` of ``session`` began a write at ``since`` (``time.monotonic()``)."""
-        self.blocked[stream] = (session, since)
+    def writing(self, stream: int, session: str, since: float, client: Any = None) -> None:
+        """Stream ``stream`` of ``session`` (on connection ``client``) began a write at ``since``
+        (``time.monotonic()``)."""
+        self.blocked[stream] = (session, since, client)
 
     def written(self, stream: int) -> None:
         self.blocked.pop(stream, None)
 
     def stalled(self, session: str, now: float) -> int:
-        """How many of ``session``'s streams have waited :data:`STALLED_SEND_S` or more on a write."""
-        return sum(1 for s, since in list(self.blocked.values()) if s == session and now - since >= STALLED_SEND_S)
+        """How many of ``session``'s streams have waited :data:`STALLED_SEND_S` or more on a write
+        with bytes still waiting for their client. A write that waited with nothing waiting
+        (the event loop was busy, on a loaded machine) is not the client's doing."""
+        return sum(
+            1 for s, since, client in list(self.blocked.values())
+            if s == session and now - since >= STALLED_SEND_S and connections.write_backlog(client) != 0
+        )
 
     def reading(self, session: str, submitted: float, now: float) -> bool:
         """Whether a result of ``session`` submitted at ``submitted`` (``time.monotonic()``) has
@@ -492,8 +499,9 @@ class TrackReaders:
 
         async def watched_send(message: dict) -> None:
             since = time.monotonic()
-            self.readers.writing(stream, session, since)
-            backlog = connections.write_backlog(scope.get("client"))
+            client = scope.get("client")
+            self.readers.writing(stream, session, since, client)
+            backlog = connections.write_backlog(client)
             pending = asyncio.ensure_future(send(message))  # waits while the client's socket and ours are full
             try:
                 while True:
@@ -501,10 +509,12 @@ class TrackReaders:
                     if done:
                         pending.result()
                         return
-                    now_backlog = connections.write_backlog(scope.get("client"))
-                    if now_backlog is not None and backlog is not None and now_backlog < backlog:
-                        since = time.monotonic()  # going out, slowly: a reader, on a slow link
-                        self.readers.writing(stream, session, since)
+                    now_backlog = connections.write_backlog(client)
+                    if now_backlog == 0 or (now_backlog is not None and backlog is not None and now_backlog < backlog):
+                        # Nothing waiting for the client (the loop was busy), or going out slowly:
+                        # a reader, on a slow link or a loaded machine.
+                        since = time.monotonic()
+                        self.readers.writing(stream, session, since, client)
                     backlog = now_backlog
                     if time.monotonic() - since >= STALLED_CLOSE_S:
                         raise StalledReader(session)
