@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import statistics
 import time
@@ -59,9 +60,11 @@ def actions() -> list[Action]:
     from .attention import EXAMPLE_PROMPTS
     from .generation import EXAMPLE_PROMPTS as PROMPTS
     from .resources import get_model
-    from .ui import attention, compare, embeddings, generation, positional, tokenization
+    from .bench_inside import text_of
+    from .ui import attention, compare, embeddings, generation, inside, positional, tokenization
 
     cfg = get_model().config
+    fresh = itertools.count()  # Inside keeps its last passes: each run a new text, as a learner typing
     long_text = ("Romeo.\nBut soft! what light through yonder window breaks?\n" * 400)[: limits.MAX_TEXT_CHARS]
     return [
         Action("Tokenization", f"tokenize {limits.MAX_TEXT_CHARS:,} characters",
@@ -73,6 +76,8 @@ def actions() -> list[Action]:
         Action("Positional encoding", "the model's own table (tab opened)", positional.ui_model_table),
         Action("Attention", f"layer change (to layer {cfg.n_layer - 1}) on the example",
                lambda: attention.ui_attention(EXAMPLE_PROMPTS[0], cfg.n_layer - 1, 0)),
+        Action("Inside the model", f"a new {limits.MAX_INSIDE_TOKENS}-token text (the whole pass)",
+               lambda: inside.ui_run(text_of(limits.MAX_INSIDE_TOKENS, next(fresh)), cfg.n_layer - 1, 0)),
         Action("Text generation", "next-token chart under the settings",
                lambda: generation.ui_live(PROMPTS[0], 0.8, 50, 0.95)),
         Action("Text generation", "Next token (one step)",

@@ -211,7 +211,7 @@ def test_two_learners_through_the_api_and_a_generation_meanwhile(client):
     waiting = _wait_for(second, lambda o: o["status"] == "waiting", 30, "the second learner to wait")
     assert "1st in line" in waiting["message"], waiting
     t0 = time.perf_counter()
-    generated = client.predict("ROMEO:", 16, 0.0, 0, 1.0, 0, api_name="/generate")
+    generated = client.predict("Romeo.\n", 16, 0.0, 0, 1.0, 0, api_name="/generate")
     generate_s = time.perf_counter() - t0
     assert generated["finished"] and generated["new_tokens"] == 16
     assert generate_s < 10, generate_s
