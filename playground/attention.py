@@ -232,7 +232,7 @@ def _masked_display(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _step_through(model: GPT, ids: list[int], layer: int, head: int, tokens: list[str], model_weights: np.ndarray):
     """Recompute layer ``layer``'s attention from its weights; returns (stages, weights diff, output diff)."""
     idx = torch.tensor([ids], dtype=torch.long)
-    x = model.wte(idx) + model.position_table()[: len(ids)]
+    x = model.embed(idx, torch.arange(len(ids)))
     for block in model.blocks[:layer]:
         x = block(x)[0]
     block = model.blocks[layer]

@@ -91,7 +91,7 @@ class ForwardPass:
     model: GPT = field(repr=False)
     ids: list[int]
     tokens: list[str]
-    tok_emb: np.ndarray = field(repr=False)  # [T, C] rows of E (wte)
+    tok_emb: np.ndarray = field(repr=False)  # [T, C] rows of E (wte), times sqrt(d_model) with scale_embedding
     pos_emb: np.ndarray = field(repr=False)  # [T, C] rows of the position table
     x0: np.ndarray = field(repr=False)  # [T, C] tok_emb + pos_emb: the first block's input
     layers: list[LayerTrace] = field(repr=False)
@@ -164,7 +164,7 @@ def forward_pass(model: GPT, ids: list[int]) -> ForwardPass:
     T, C, H, D = len(ids), cfg.d_model, cfg.n_head, cfg.head_dim
     idx = torch.tensor(ids, dtype=torch.long)
     E = model.wte.weight  # [V, C]: the embedding table, and (transposed) the output head
-    tok = E[idx]
+    tok = E[idx] * (math.sqrt(C) if cfg.scale_embedding else 1.0)  # the paper's sqrt(d_model), when the model uses it
     pos = model.position_table()[:T]
     x = tok + pos
     causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
