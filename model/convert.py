@@ -8,12 +8,19 @@ projections as ``Conv1D`` with weights [in, out] where ``nn.Linear`` stores [out
 transposed), and GPT-2 has only learned positions, so a sinusoidal model exports its table
 ``positional_encoding(block_size, d_model)`` as ``wpe``. An imported checkpoint becomes a
 ``pos_encoding="learned"`` model. Neither direction needs transformers: only json + safetensors.
+
+A model with ``scale_embedding`` (token embeddings times s = sqrt(d_model)) has no GPT-2 flag, but
+an exact GPT-2 twin: run its residual stream divided by s. Positions become ``wpe / s``, every
+projection that writes into the stream (``c_proj``, weight and bias) is divided by s, and the
+LayerNorm epsilon by s^2; each LayerNorm then sees its input divided by s and gives the same
+output, so the logits (computed from ln_f's output with the tied ``wte``) are unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,6 +54,12 @@ def name_map(n_layer: int) -> Iterator[tuple[str, str, bool]]:
         yield f"ln_f.{p}", f"ln_f.{p}", False
 
 
+def residual_scale(config: GPTConfig) -> float:
+    """s: how much larger our residual stream is than its GPT-2 twin's (sqrt(d_model) with
+    ``scale_embedding``, else 1)."""
+    return math.sqrt(config.d_model) if config.scale_embedding else 1.0
+
+
 def hf_config(config: GPTConfig) -> dict:
     """A GPT2Config (as JSON) describing the same network."""
     eot = EOT_ID if config.vocab_size > EOT_ID else None
@@ -63,7 +76,7 @@ def hf_config(config: GPTConfig) -> dict:
         "resid_pdrop": config.dropout,
         "embd_pdrop": config.dropout,
         "attn_pdrop": config.dropout,
-        "layer_norm_epsilon": config.layer_norm_eps,
+        "layer_norm_epsilon": config.layer_norm_eps / residual_scale(config) ** 2,
         "initializer_range": 0.02,
         "scale_attn_weights": True,
         "scale_attn_by_inverse_layer_idx": False,
@@ -86,15 +99,18 @@ def to_hf(model_dir: Path, out: Path, dtype: torch.dtype | None = torch.float32)
             raise FileNotFoundError(f"{p} not found: our model folder holds config.json + model.safetensors (python -m model.train writes one)")
     config = GPTConfig.from_json(model_dir / "config.json")
     ours = load_file(str(model_dir / "model.safetensors"))
+    s = residual_scale(config)
     state = {}
     for our_name, hf_name, transpose in name_map(config.n_layer):
-        t = ours[our_name]
-        state[f"transformer.{hf_name}"] = (t.t() if transpose else t).contiguous()
+        t = ours[our_name].float()
+        if ".c_proj." in our_name:
+            t = t / s
+        state[f"transformer.{hf_name}"] = (t.t() if transpose else t).to(ours[our_name].dtype).contiguous()
     if config.pos_encoding == "learned":
-        wpe = ours["wpe.weight"]
+        wpe = ours["wpe.weight"].float()
     else:
-        wpe = positional_encoding(config.block_size, config.d_model).to(ours["wte.weight"].dtype)
-    state["transformer.wpe.weight"] = wpe.contiguous()
+        wpe = positional_encoding(config.block_size, config.d_model)
+    state["transformer.wpe.weight"] = (wpe / s).to(ours["wte.weight"].dtype).contiguous()
     if dtype is not None:
         state = {k: v.to(dtype) for k, v in state.items()}
     # lm_head.weight is left out: tie_word_embeddings makes transformers share wte, as we do.

@@ -27,9 +27,11 @@ def randomise_vectors(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
-def random_ours(pos_encoding: str, seed: int = 0) -> GPT:
+def random_ours(pos_encoding: str, seed: int = 0, scale_embedding: bool = False) -> GPT:
     torch.manual_seed(seed)
-    config = GPTConfig(vocab_size=VOCAB, block_size=24, n_layer=2, n_head=4, d_model=32, pos_encoding=pos_encoding)
+    config = GPTConfig(
+        vocab_size=VOCAB, block_size=24, n_layer=2, n_head=4, d_model=32, pos_encoding=pos_encoding, scale_embedding=scale_embedding
+    )
     return randomise_vectors(GPT(config)).eval()
 
 
@@ -48,9 +50,11 @@ def idx() -> torch.Tensor:
     return torch.randint(0, VOCAB, (3, 24), generator=torch.Generator().manual_seed(1))
 
 
-@pytest.mark.parametrize("pos_encoding", ["sinusoidal", "learned"])
-def test_to_hf_gives_the_same_logits(tmp_path, idx, pos_encoding):
-    ours = random_ours(pos_encoding)
+@pytest.mark.parametrize("pos_encoding,scale_embedding", [("sinusoidal", False), ("learned", False), ("sinusoidal", True), ("learned", True)])
+def test_to_hf_gives_the_same_logits(tmp_path, idx, pos_encoding, scale_embedding):
+    """Also a model whose token embeddings are scaled by sqrt(d_model): its GPT-2 twin runs the
+    residual stream divided by that scale (see model.convert)."""
+    ours = random_ours(pos_encoding, scale_embedding=scale_embedding)
     hf_dir = to_hf(save_pretrained(ours, tmp_path / "ours"), tmp_path / "hf")
     hf_model, info = transformers.GPT2LMHeadModel.from_pretrained(hf_dir, output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
