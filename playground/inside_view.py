@@ -151,15 +151,21 @@ def _embedding(r: InsideResult) -> str:
     scale = float(np.abs(fp.x0[t]).max())
     kind = ("the learned position table (a row per position, trained with the model)" if cfg.pos_encoding == "learned"
             else "the sinusoidal table (sin and cos of pos / 10000^(2i/d_model))")
+    if cfg.scale_embedding:  # "Attention Is All You Need", section 3.4
+        code, row, times = "x = wte(idx) * sqrt(d_model) + pos_table[:T]    # (T, d_model)", f"√{C} · E[{fp.ids[t]}]", (
+            f", multiplied by √d_model = {math.sqrt(C):.0f} as in “Attention Is All You Need” (so that it is not drowned "
+            f"by the position row it is added to)")
+    else:
+        code, row, times = "x = wte(idx) + pos_table[:T]    # (T, d_model)", f"E[{fp.ids[t]}]", ""
     return _section("embedding", (
-        _code("x = wte(idx) + pos_table[:T]    # (T, d_model)")
+        _code(code)
         + _p(f"Token {t} {_tok(r, t)} is id <b>{fp.ids[t]}</b>: its vector is row {fp.ids[t]} of the embedding table E "
-             f"{_shape(f'{cfg.vocab_size:,}', C)}. Position {t} adds row {t} of {kind}. Every token of the text "
+             f"{_shape(f'{cfg.vocab_size:,}', C)}{times}. Position {t} adds row {t} of {kind}. Every token of the text "
              f"gets one row: the block's input has shape {_shape(T, C)}.")
-        + strip(fp.tok_emb[t], f"E[{fp.ids[t]}]", scale=scale)
+        + strip(fp.tok_emb[t], row, scale=scale)
         + strip(fp.pos_emb[t], f"+ P[{t}]", scale=scale)
         + strip(fp.x0[t], "= x", scale=scale)
-        + _p(f"First values: E[{fp.ids[t]}] = {_vec(fp.tok_emb[t])}, P[{t}] = {_vec(fp.pos_emb[t])}, "
+        + _p(f"First values: {row} = {_vec(fp.tok_emb[t])}, P[{t}] = {_vec(fp.pos_emb[t])}, "
              f"x = {_vec(fp.x0[t])}")
     ))
 

@@ -227,7 +227,8 @@ def model_position_table(model: GPT | None = None) -> ModelTableResult:
     diff = float(np.max(np.abs(table - reference)))
     wte = model.wte.weight.detach().float().cpu().numpy()
     seen = _seen_token_ids(len(wte))
-    token_norm = float(np.linalg.norm(wte[seen], axis=1).mean())
+    # What is added to the positions: the rows of E, times sqrt(d_model) for a model that scales them.
+    token_norm = float(np.linalg.norm(wte[seen], axis=1).mean()) * (math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0)
     position_norm = float(np.linalg.norm(table, axis=1).mean())
     norms = (f"Its rows have a mean length of **{position_norm:.2f}**; the token embeddings it is added to, "
              f"**{token_norm:.2f}**.")

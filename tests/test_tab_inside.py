@@ -42,7 +42,9 @@ def recompose_logits(fp: ins.ForwardPass) -> torch.Tensor:
     T, C, H, D = len(fp.ids), cfg.d_model, cfg.n_head, cfg.head_dim
     E = model.wte.weight
     x = _t(fp.tok_emb) + _t(fp.pos_emb)
-    torch.testing.assert_close(_t(fp.tok_emb), E[torch.tensor(fp.ids)], rtol=0, atol=0)
+    scale = math.sqrt(C) if cfg.scale_embedding else 1.0  # "Attention Is All You Need", section 3.4
+    torch.testing.assert_close(_t(fp.tok_emb), E[torch.tensor(fp.ids)] * scale, rtol=0, atol=0)
+    torch.testing.assert_close(_t(fp.pos_emb), model.position_table()[:T], rtol=0, atol=0)
     for layer, (tr, block) in enumerate(zip(fp.layers, model.blocks)):
         torch.testing.assert_close(_t(tr.x_in), x, rtol=0, atol=1e-6, msg=f"layer {layer}: x_in")
         ln1 = (x - _t(tr.ln1_mean)[:, None]) / _t(tr.ln1_std)[:, None] * block.ln_1.weight + block.ln_1.bias
@@ -76,6 +78,20 @@ def test_stages_recompose_the_models_logits(result):
     assert fp.hidden_max_diff <= 1e-5
 
 
+@pytest.mark.parametrize("pos_encoding", ["sinusoidal", "learned"])
+def test_a_model_with_scaled_embeddings_recomposes_too(pos_encoding):
+    """Token embeddings times sqrt(d_model) (GPTConfig.scale_embedding), whichever the positions."""
+    from model import GPT, GPTConfig
+
+    torch.manual_seed(0)
+    config = GPTConfig(block_size=64, n_layer=2, n_head=2, d_model=32, pos_encoding=pos_encoding, scale_embedding=True)
+    model = GPT(config).eval()
+    fp = inside(TEXT, model=model).fp
+    with torch.inference_mode():
+        reference = model(torch.tensor([fp.ids])).logits[0]
+    assert float((recompose_logits(fp) - reference).abs().max()) <= 1e-5
+
+
 @torch.inference_mode()
 def test_every_layer_matches_the_models_own_modules(result):
     """The stream after each block and the attention weights, against the model's modules run as
@@ -83,7 +99,8 @@ def test_every_layer_matches_the_models_own_modules(result):
     fp, model = result.fp, get_model()
     idx = torch.tensor([fp.ids])
     out = model(idx, output_attentions=True)
-    x = model.wte(idx) + model.position_table()[: len(fp.ids)]
+    scale = math.sqrt(model.config.d_model) if model.config.scale_embedding else 1.0
+    x = model.wte(idx) * scale + model.position_table()[: len(fp.ids)]
     for layer, (tr, block) in enumerate(zip(fp.layers, model.blocks)):
         np.testing.assert_allclose(tr.weights, out.attentions[layer][0].numpy(), atol=1e-5, err_msg=f"layer {layer}")
         np.testing.assert_allclose(tr.ln1_out, block.ln_1(x)[0].numpy(), atol=1e-5)
