@@ -15,9 +15,9 @@ import torch
 
 from model import GPT, get_tokenizer, load_pretrained
 from model.evaluate import val_windows, window_batches
+from runtime.engine import Engine, left_pad
 
 from .build import Progress
-from .engine import Engine, left_pad
 
 LOGIT_TOL = 1e-4  # max |logit difference| allowed between ORT fp32 and PyTorch
 # The 8-bit file: 0.33 on the shipped model; a broken graph (e.g. a fusion that misreads the

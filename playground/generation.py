@@ -33,8 +33,8 @@ from .tokens import decode, encode, token_text, visible_whitespace
 from .validation import InputError, validate_float, validate_int, validate_text
 
 if TYPE_CHECKING:
-    from export.batching import Scheduler
-    from export.engine import Engine
+    from runtime.batching import Scheduler
+    from runtime.engine import Engine
 
 __all__ = [
     "DEFAULTS",

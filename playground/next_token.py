@@ -4,7 +4,7 @@ The model gives one probability per token of the vocabulary; temperature T resha
 softmax(logits / T) (T = 0: all of it on the most likely token, greedy), top-k keeps the k most
 likely tokens, top-p the smallest set whose probabilities add up to p. The distribution is
 computed once per context with the app's own onnxruntime engine, then reshaped for any setting
-with the engine's own sampling code (``export.sampling``), so what the page shows is what the
+with the engine's own sampling code (``runtime.sampling``), so what the page shows is what the
 engine draws from. No Gradio here.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from export.sampling import sampling_distribution
+from runtime.sampling import sampling_distribution
 
 from . import limits
 from .plots import PERCENT_HOVER, base_layout, percent
@@ -92,7 +92,7 @@ class NextTokenDistribution:
 
     def probabilities(self, settings: SamplingSettings | None = None) -> np.ndarray:
         """[V]: the model's probabilities, or the distribution the engine draws from with
-        ``settings`` (temperature, then top-k, then top-p, as ``export.sampling`` does)."""
+        ``settings`` (temperature, then top-k, then top-p, as ``runtime.sampling`` does)."""
         if settings is None:
             return np.exp(self.log_probs)
         args = settings.engine_args(self.vocab_size)

@@ -321,7 +321,7 @@ def run_phase(url: str, clients: int, generations: int, tokens: int, kind: str =
 def engine_alone(generations: int, tokens: int) -> float:
     """Tokens/s of the int8 engine alone in this process (no app, no HTTP), the same generations
     one after the other: what one client could get at best."""
-    from export.engine import Engine
+    from runtime.engine import Engine
     from export.naming import INT8_NAME, hub_dir
     from model import get_tokenizer
 

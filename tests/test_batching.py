@@ -1,4 +1,4 @@
-"""Continuous batching (export/batching.py): requests that join and leave a shared decoding loop
+"""Continuous batching (runtime/batching.py): requests that join and leave a shared decoding loop
 get the same tokens as alone, settings and seeds stay per request, cancelled requests leave at
 once, and the batch's bounds hold."""
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from conftest import TINY
-from export.batching import Batch, Busy, Scheduler
-from export.engine import Engine
+from runtime.batching import Batch, Busy, Scheduler
+from runtime.engine import Engine
 
 # (prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples): different lengths (one
 # longer than the tiny model's 32-token context, so it is cut and slides inside the batch), every

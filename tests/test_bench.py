@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from export.bench import main, weight_bytes_per_token
+from benchmarks.bench import main, weight_bytes_per_token
 from model import load_pretrained
 
 

@@ -30,7 +30,7 @@ import pytest
 import torch
 
 from export import ensure_onnx, hub_dir
-from export.engine import Engine
+from runtime.engine import Engine
 from model import get_tokenizer, load_pretrained
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from export import providers
 from conftest import TINY
-from export.engine import Candidate, DecodeStep, Engine, left_pad
-from export.sampling import choose, sampling_distribution
 from model import EOT_ID, load_pretrained
+from runtime import providers
+from runtime.engine import Candidate, DecodeStep, Engine, left_pad
+from runtime.sampling import choose, sampling_distribution
 
 PROMPT = [464, 3290, 286, 262, 995]
 

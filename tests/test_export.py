@@ -19,7 +19,7 @@ from onnx import numpy_helper
 from model import save_pretrained
 from export import ensure_onnx, inspect_onnx
 from export.build import stale_files
-from export.engine import Engine, left_pad
+from runtime.engine import Engine, left_pad
 from export.hub import HUB_FILES, zip_hub
 from export.metadata import sha256_file
 from export.onnx_export import IR_VERSION

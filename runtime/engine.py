@@ -1,6 +1,6 @@
 """Text generation on the exported ONNX GPT with onnxruntime, shared by the app and the benchmark.
 
-    from export.engine import Engine
+    from runtime.engine import Engine
     engine = Engine.load()                      # artifacts/hub/onnx/model.onnx, CUDA if usable else CPU
     ids = engine.generate(prompt_ids, 50)       # greedy: list[int] of new token ids
     for step in engine.stream(prompt_ids, 50, temperature=0.8, top_k=40, seed=1):
@@ -67,11 +67,11 @@ import numpy as np
 import onnxruntime as ort
 
 from .batching import Batch
-from .naming import ATTENTION_MASK, FP32_NAME, INPUT_IDS, LOGITS, POSITION_IDS, hub_dir, past_names, present_names
+from .interface import ATTENTION_MASK, INPUT_IDS, LOGITS, POSITION_IDS, past_names, present_names
 from .providers import CUDA, requested_providers
 from .sampling import Shown, check_controls
 
-# Measured with `python -m export.bench` on the project's 2-core EPYC (docs/export.md, "Benchmark"): on an
+# Measured with `python -m benchmarks.bench` on the project's 2-core EPYC (docs/export.md, "Benchmark"): on an
 # idle machine two threads decode int8 1.34x faster but at 68 % of the tokens per CPU-second; on a
 # box whose other core is busy a second thread mostly waits (755 tok/s with 1 thread against
 # 100-125 with 2 while a training run shared the machine). The app serves several users at once.
@@ -170,14 +170,15 @@ class Engine:
 
     @classmethod
     def load(
-        cls, path: str | Path | None = None, provider: str = "auto", threads: int | None = None, io_binding: bool | None = None,
+        cls, path: str | Path, provider: str = "auto", threads: int | None = None, io_binding: bool | None = None,
         spin: bool = True, arena: str = DEFAULT_ARENA,
     ) -> "Engine":
-        """Open ``path`` (default artifacts/hub/onnx/model.onnx). provider: "auto", "cpu" or "cuda".
+        """Open the ONNX file ``path`` (``python -m export`` writes them, ``export.artifact_paths()``
+        says where). provider: "auto", "cpu" or "cuda".
         ``spin=False``: onnxruntime's extra threads sleep between calls instead of busy-waiting
         for the next one (for a session used now and then beside other work). ``arena``: how
         the CPU memory of a call is allocated, one of :data:`ARENAS`."""
-        path = Path(path) if path is not None else hub_dir() / FP32_NAME
+        path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found: build it with `python -m export`")
         providers = requested_providers(provider)
@@ -207,7 +208,7 @@ class Engine:
     def widened(self, max_threads: int = 4) -> "Engine | None":
         """The same file on every core (``max_threads`` at most), its extra threads asleep between
         calls (spinning ones kept the other cores busy while the loop drew tokens): for the
-        decoding loop's wide calls (export.batching.WIDE_MIN_TOKENS). None on CUDA or one core."""
+        decoding loop's wide calls (runtime.batching.WIDE_MIN_TOKENS). None on CUDA or one core."""
         cores = min(os.cpu_count() or 1, max_threads)
         if self.provider == CUDA or cores < 2:
             return None
@@ -349,7 +350,7 @@ class Engine:
         self, ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot, n_candidates=None
     ) -> Iterator[DecodeStep]:
         """Yield a :class:`DecodeStep` per new position: one request alone in a decoding batch
-        (the same loop :class:`export.batching.Scheduler` runs for many)."""
+        (the same loop :class:`runtime.batching.Scheduler` runs for many)."""
         batch = Batch(self)
         request = batch.new_sequence(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot, n_candidates)
         batch.add(request)

@@ -1,6 +1,6 @@
 """Continuous batching: one decoding loop serves every running generation, as vLLM and TGI do.
 
-    from export.batching import Scheduler
+    from runtime.batching import Scheduler
     scheduler = Scheduler(engine, max_rows=16)
     for step in scheduler.stream(prompt_ids, 50, temperature=0.8, top_k=40, seed=1):
         print(step.token_ids[0])            # the same Steps as Engine.stream, request by request
@@ -52,7 +52,7 @@ CACHE_ALIGN = 16
 # Graph calls of this many tokens or more (a step of 4+ rows, a prompt's prefill) run on the
 # Scheduler's ``wide`` engine when it has one. One user's lone row stays on one thread, leaving the
 # other cores to Gradio and the light tabs; many users decoding together are the app's main work.
-# Measured by ``python -m export.bench --streams-only`` (docs/export.md, "Continuous batching").
+# Measured by ``python -m benchmarks.bench --streams-only`` (docs/export.md, "Continuous batching").
 WIDE_MIN_TOKENS = 4
 # Prompt tokens read in one graph call (requests admitted together share calls up to this; one
 # longer request has a call of its own). The graph returns the logits of every position it

@@ -1,4 +1,4 @@
-"""Sampling against greedy decoding, side by side in one run: ``python -m export.bench_sampling``.
+"""Sampling against greedy decoding, side by side in one run: ``python -m benchmarks.bench_sampling``.
 
 Each row decodes the same number of tokens from the same prompt with the app's CPU file
 (``model_int8.onnx``, one thread), greedy and with the sampling settings people use; the
@@ -16,8 +16,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from . import sampling
-from .engine import Engine
+from export import ensure_onnx
+from runtime import sampling
+from runtime.engine import Engine
 
 SETTINGS = [  # (label, temperature, top_k, top_p)
     ("greedy", 0.0, None, None),
@@ -57,7 +58,7 @@ def sampler(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m export.bench_sampling", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_sampling", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokens", type=int, default=200)
     ap.add_argument("--reps", type=int, default=5)
@@ -65,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from model import get_tokenizer
 
-    from . import ensure_onnx
 
     engine = Engine.load(ensure_onnx()["int8"], "cpu", args.threads)
     prompt = get_tokenizer().encode("ROMEO:")
