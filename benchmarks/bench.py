@@ -35,6 +35,8 @@ from export.naming import ROOT
 from export.validate import onnx_loss
 from runtime.batching import Scheduler
 from runtime.engine import ARENAS, DEFAULT_ARENA, DEFAULT_CPU_THREADS, Engine
+from runtime.generate import generate
+from runtime.params import SamplingParams
 
 Generate = Callable[[list[int], int], list[int]]  # (prompt ids, new tokens) -> new ids
 
@@ -89,7 +91,7 @@ def copy_bandwidth(threads: int, mbytes: int = 256, reps: int = 7) -> Bandwidth:
 
 
 def engine_generate(engine: Engine) -> Generate:
-    return lambda prompt, n: engine.generate(prompt, n, stop_at_eot=False)
+    return lambda prompt, n: generate(engine, prompt, SamplingParams(n, stop_at_eot=False))
 
 
 def torch_cached(model: torch.nn.Module) -> Generate:
@@ -251,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 STREAM_TOKENS = 64  # new tokens per stream in the concurrent-streams table
-STREAM_SAMPLING = {"temperature": 0.8, "top_k": 50, "top_p": 0.95}  # the app's defaults
+STREAM_SAMPLING = {"temperature": 0.8, "top_k": 50, "top_p": 0.95, "stop_at_eot": False}  # the app's defaults, every token
 
 
 def steps_table(engine: Engine, wide: Engine | None, rows: list[int], cache: int = 64, reps: int = 30) -> str:
@@ -287,7 +289,6 @@ def streams_table(
     ``arenas``, the app's loop on sessions with each of those CPU arenas), medians are reported."""
     from concurrent.futures import ThreadPoolExecutor
 
-
     loops = {f"{engine.threads} thread": Scheduler(engine, max_rows=max(streams))}
     if wide is not None:
         loops[f"the app's: {wide.threads} threads from 4 tokens a call"] = Scheduler(engine, max_rows=max(streams), wide=wide)
@@ -296,7 +297,7 @@ def streams_table(
         loops[f"the app's, arena {arena}"] = Scheduler(other, max_rows=max(streams), wide=other.widened())
 
     def one(scheduler: Scheduler, seed: int) -> int:
-        return sum(1 for _ in scheduler.stream(prompt, STREAM_TOKENS, seed=seed, stop_at_eot=False, **STREAM_SAMPLING))
+        return sum(1 for _ in scheduler.stream(prompt, SamplingParams(STREAM_TOKENS, seed=seed, **STREAM_SAMPLING)))
 
     times: dict[tuple[str, int], list[float]] = {(name, n): [] for name in loops for n in streams}
     try:
@@ -340,7 +341,6 @@ def memory_rounds(path: Path, arena: str, threads: int) -> list[int]:
     import ctypes
     from concurrent.futures import ThreadPoolExecutor
 
-
     trim = ctypes.CDLL("libc.so.6").malloc_trim
     engine = Engine.load(path, "cpu", threads, arena=arena)
     scheduler = Scheduler(engine, max_rows=MEMORY_ROWS, wide=engine.widened())
@@ -348,7 +348,7 @@ def memory_rounds(path: Path, arena: str, threads: int) -> list[int]:
 
     def one(seed: int) -> int:
         prompt = rng.integers(0, engine.vocab_size - 1, MEMORY_PROMPT).tolist()
-        return sum(1 for _ in scheduler.stream(prompt, MEMORY_TOKENS, seed=seed, stop_at_eot=False, **STREAM_SAMPLING))
+        return sum(1 for _ in scheduler.stream(prompt, SamplingParams(MEMORY_TOKENS, seed=seed, **STREAM_SAMPLING)))
 
     one(0)
     trim(0)
@@ -390,10 +390,10 @@ def context_table(engine: Engine, prompt: list[int], block_size: int, reps: int,
     full = (prompt * block_size)[: block_size - 1]
     scheduler = Scheduler(engine, wide=wide) if wide is not None else None
     loops = {f"{engine.path.name}, {engine.threads} thread": lambda ids, seed: len(
-        engine.generate(ids, n_new, seed=seed, stop_at_eot=False, **STREAM_SAMPLING))}
+        generate(engine, ids, SamplingParams(n_new, seed=seed, **STREAM_SAMPLING)))}
     if scheduler is not None:
         loops[f"the app's loop (prefills on {wide.threads} threads)"] = lambda ids, seed: sum(
-            1 for _ in scheduler.stream(ids, n_new, seed=seed, stop_at_eot=False, n_candidates=None, **STREAM_SAMPLING))
+            1 for _ in scheduler.stream(ids, SamplingParams(n_new, seed=seed, n_candidates=None, **STREAM_SAMPLING)))
     times: dict[tuple[str, str], list[float]] = {}
     try:
         for rep in range(reps + 1):  # the first is a warm-up

@@ -19,6 +19,8 @@ import numpy as np
 from export import ensure_onnx
 from runtime import sampling
 from runtime.engine import Engine
+from runtime.generate import generate, stream
+from runtime.params import SamplingParams
 
 SETTINGS = [  # (label, temperature, top_k, top_p)
     ("greedy", 0.0, None, None),
@@ -76,10 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     def run(t, k, p, call, name) -> float:
         with sampler(name):
             cpu = time.process_time()
+            params = SamplingParams(args.tokens, t, k, p, seed=1, stop_at_eot=False)
             if call == "generate":
-                n = len(engine.generate(prompt, args.tokens, t, k, p, seed=1, stop_at_eot=False))
+                n = len(generate(engine, prompt, params))
             else:
-                n = sum(1 for _ in engine.stream(prompt, args.tokens, t, k, p, seed=1, stop_at_eot=False))
+                n = sum(1 for _ in stream(engine, prompt, params))
             return n / max(time.process_time() - cpu, 1e-9)
 
     rates: dict[str, list[float]] = {r[0]: [] for r in rows}

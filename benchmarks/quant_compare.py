@@ -44,6 +44,8 @@ from export.naming import ROOT
 from export.quantize import folded_matmul, quantize_int8
 from export.validate import onnx_loss
 from runtime.engine import Engine
+from runtime.generate import generate
+from runtime.params import SamplingParams
 
 
 def per_tensor_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.NodeProto]:
@@ -113,11 +115,11 @@ def native_rates(paths: dict[str, Path], prompt: list[int], tokens: int, reps: i
     times: dict[str, list[float]] = {name: [] for name in engines}
     ids = {}
     for engine in engines.values():
-        engine.generate(prompt, 4, stop_at_eot=False)
+        generate(engine, prompt, SamplingParams(4, stop_at_eot=False))
     for _ in range(reps):
         for name, engine in engines.items():
             start = time.process_time()
-            ids[name] = engine.generate(prompt, tokens, stop_at_eot=False)
+            ids[name] = generate(engine, prompt, SamplingParams(tokens, stop_at_eot=False))
             times[name].append(time.process_time() - start)
     return {name: tokens / statistics.median(t) for name, t in times.items()}, ids
 
@@ -147,7 +149,7 @@ def agreement(paths: dict[str, Path], prompts: list[list[int]], tokens: int) -> 
     result = {}
     for name, path in paths.items():
         engine = Engine.load(path, provider="cpu")
-        agree = [next((i for i, (a, b) in enumerate(zip(engine.generate(p, tokens, stop_at_eot=False), w)) if a != b), tokens)
+        agree = [next((i for i, (a, b) in enumerate(zip(generate(engine, p, SamplingParams(tokens, stop_at_eot=False)), w)) if a != b), tokens)
                  for p, w in zip(prompts, web[str(path)]["ids"])]
         result[name] = (sum(a == tokens for a in agree), sum(agree) / (tokens * len(prompts)))
     return result

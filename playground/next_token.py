@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from runtime.generate import stream
+from runtime.params import SamplingParams
 from runtime.sampling import sampling_distribution
 
 from . import limits
@@ -105,7 +107,7 @@ def next_token_distribution(context_ids: list[int], engine: Any = None) -> NextT
     engine reads a longer context): the full next-token distribution, through its public
     ``stream`` API (greedy, one token, every candidate)."""
     engine = engine or get_engine()
-    step = next(iter(engine.stream(list(context_ids), 1, temperature=0.0, n_candidates=engine.vocab_size)))
+    step = next(stream(engine, list(context_ids), SamplingParams(1, n_candidates=engine.vocab_size)))
     probs = np.zeros(engine.vocab_size, dtype=np.float64)
     for c in step.candidates[0]:
         probs[c.token_id] = c.prob

@@ -22,7 +22,7 @@ from model import GPT, get_tokenizer, load_pretrained
 
 from . import limits
 
-if TYPE_CHECKING:  # onnxruntime is imported only when the engine is first opened
+if TYPE_CHECKING:  # annotations only
     from runtime.batching import Scheduler
     from runtime.engine import Engine
 

@@ -1,75 +1,43 @@
-"""Text generation on the exported ONNX GPT with onnxruntime, shared by the app and the benchmark.
+"""One onnxruntime session on the exported ONNX GPT: graph calls and their cache. Generation is
+built on it (``runtime.generate``, ``runtime.batching``); this module knows nothing of sampling.
 
-    from runtime.engine import Engine
-    engine = Engine.load()                      # artifacts/hub/onnx/model.onnx, CUDA if usable else CPU
-    ids = engine.generate(prompt_ids, 50)       # greedy: list[int] of new token ids
-    for step in engine.stream(prompt_ids, 50, temperature=0.8, top_k=40, seed=1):
-        print(step.token_ids[0], step.candidates[0][:3], step.tokens_per_s)
+    from runtime.engine import Engine, left_pad
+    engine = Engine.load("artifacts/hub/onnx/model_int8.onnx")   # CUDA if usable, else the CPU
+    ids, mask, positions = left_pad([prompt_a, prompt_b])
+    logits, cache = engine.forward(ids, engine.empty_cache(2), mask, positions)  # last position's logits
 
-``Engine.load(path=None, provider="auto", threads=None, spin=True, arena="shrink-prefill")`` opens
+``Engine.load(path, provider="auto", threads=None, spin=True, arena="shrink-prefill")`` opens
 one ``InferenceSession`` (``arena``: how its CPU memory is allocated, :data:`ARENAS`);
 ``widened()`` the same file on every core (4 at most, extra threads asleep between calls) for the
 decoding loop's wide calls, or None on CUDA or one core.
 Attributes: ``provider`` (the provider really in use, e.g. "CPUExecutionProvider"),
-``block_size`` (context length), ``vocab_size``, ``n_layer``, ``path``, ``metadata`` (the file's
-metadata_props), ``threads`` (intra-op threads on CPU).
+``block_size`` (context length), ``vocab_size``, ``n_layer``, ``eot_id``, ``path``, ``metadata``
+(the file's metadata_props), ``threads`` (intra-op threads on CPU), ``context_shift`` (how a full
+context slides, see ``Engine.__init__``).
 
-``generate(prompt_ids, max_new_tokens, temperature=0.0, top_k=None, top_p=None, seed=None,
-num_samples=1, stop_at_eot=True)`` returns the new token ids: ``list[int]`` when num_samples is 1,
-else ``list[list[int]]`` (one list per sample, lengths may differ). temperature 0 is greedy; top_k
-keeps the k most likely tokens; top_p keeps the smallest most-likely set with mass >= p; the
-same seed repeats a run. A sample stops after emitting ``<|endoftext|>`` (included in its ids)
-or after max_new_tokens. Several samples run as one batch.
-
-``stream(...)`` takes the same arguments plus ``n_candidates=10`` and yields one :class:`Step`
-per new position, with these fields (lists are indexed by sample):
-
-- ``index``: 0 for the first new token, 1 for the next, ...
-- ``token_ids``: ``list[int | None]``, the new token per sample (None once that sample finished)
-- ``token_probs``: ``list[float | None]``, the model's probability (softmax at temperature 1) of it
-  (None throughout with ``n_candidates=None``: a caller that shows neither probabilities nor
-  candidates saves a softmax over the vocabulary per token and sample)
-- ``candidates``: ``list[list[Candidate]]``, the ``n_candidates`` most likely tokens, each
-  ``Candidate(token_id, prob, sample_prob)``: ``prob`` from the model at temperature 1,
-  ``sample_prob`` from the distribution actually sampled (after temperature, top-k, top-p;
-  greedy puts 1.0 on the argmax). Empty for a finished sample.
-- ``finished``: ``list[bool]``, True from the step where the sample stopped (EOT or max_new_tokens)
-- ``ttft_s``: seconds from the call to the first new token (prompt processing included)
-- ``elapsed_s``: seconds since the call; ``tokens_per_s``: new positions per second so far,
-  ``(index + 1) / elapsed_s``
-- ``prompt_tokens_dropped``: how many leading prompt tokens were cut to fit the context
-- ``notice``: a sentence for the user, or None: set on the first step when the prompt was cut, and
-  on the step where the context filled up (from then on the oldest ``context_shift`` tokens are
-  dropped at once and the rest prefilled anew, see ``Engine.__init__``)
-
-Lower level, for batching of your own: ``forward(ids, cache, attention_mask, position_ids)`` is one
-graph call returning the last position's logits and the new cache, ``run(...)`` the same with the
-logits of every position, ``empty_cache(batch)`` the cache to start from, and
-``left_pad(prompts)`` a batch of prompts of different lengths as ``(ids, attention_mask,
-position_ids)``: padded positions get no attention weight, so each row continues its own prompt
-exactly as it would alone.
+``forward(ids, cache, attention_mask, position_ids)`` is one graph call returning the last
+position's logits and the new cache, ``run(...)`` the same with the logits of every position,
+``empty_cache(batch)`` the cache to start from, ``to_device(arrays)`` a cache built in numpy where
+the session keeps it, and ``left_pad(prompts)`` a batch of prompts of different lengths as
+``(ids, attention_mask, position_ids)``: padded positions get no attention weight, so each row
+continues its own prompt exactly as it would alone.
 
 Thread safety: one engine may serve many threads at once. ``InferenceSession.run`` is
-thread-safe, and every call keeps its cache, RNG and timing in local variables.
+thread-safe, and every call keeps its cache in local variables.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import onnxruntime as ort
 
-from .batching import Batch
 from .interface import ATTENTION_MASK, INPUT_IDS, LOGITS, POSITION_IDS, past_names, present_names
 from .providers import CUDA, requested_providers
-from .sampling import Shown, check_controls
 
 # Measured with `python -m benchmarks.bench` on the project's 2-core EPYC (docs/export.md, "Benchmark"): on an
 # idle machine two threads decode int8 1.34x faster but at 68 % of the tokens per CPU-second; on a
@@ -85,26 +53,6 @@ ARENAS = ("on", "off", "shrink", "shrink-prefill")
 DEFAULT_ARENA = "shrink-prefill"
 
 
-class Candidate(NamedTuple):
-    token_id: int
-    prob: float  # the model's probability (softmax at temperature 1)
-    sample_prob: float  # probability under the distribution actually sampled from
-
-
-@dataclass(frozen=True)
-class DecodeStep:
-    """One new position of the decoding loop, before probabilities and timing are worked out."""
-
-    tokens: np.ndarray  # [N] int64: the token chosen per row (EOT for a finished row)
-    live: np.ndarray  # [N] bool: rows whose token counts (a finished row keeps running in the batch)
-    finished: np.ndarray  # [N] bool: rows done after this step
-    logits: np.ndarray  # [N, V]: what the token was chosen from
-    notice: str | None
-    t0: float  # perf_counter() at the call
-    kept: list | None = None  # per row, the (ids, probabilities) it was drawn from (None: greedy)
-    shown: list[Shown | None] | None = None  # per row, its top candidates (sampling.top_candidates) or None
-
-
 def left_pad(prompts: Sequence[Sequence[int]], pad_id: int = 50256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Prompts of different lengths as one batch: ``ids`` [B, T] left-padded with ``pad_id``,
     ``attention_mask`` [B, T] (0 on padding) and ``position_ids`` [B, T] (each row counts from 0
@@ -118,22 +66,6 @@ def left_pad(prompts: Sequence[Sequence[int]], pad_id: int = 50256) -> tuple[np.
         ids[row, T - len(p) :] = p
         mask[row, T - len(p) :] = 1
     return ids, mask, np.maximum(mask.cumsum(axis=1) - 1, 0)
-
-
-@dataclass(frozen=True)
-class Step:
-    """One new position of :meth:`Engine.stream`; see the module docstring for each field."""
-
-    index: int
-    token_ids: list[int | None]
-    token_probs: list[float | None]
-    candidates: list[list[Candidate]]
-    finished: list[bool]
-    ttft_s: float
-    elapsed_s: float
-    tokens_per_s: float
-    prompt_tokens_dropped: int
-    notice: str | None
 
 
 class Engine:
@@ -222,10 +154,14 @@ class Engine:
     def empty_cache(self, batch: int) -> list:
         """The cache of past length 0 for ``batch`` rows: numpy arrays on the CPU path,
         device-resident OrtValues with I/O binding."""
-        empty = np.zeros((batch, self.n_head, 0, self.head_dim), dtype=np.float32)
-        if self.io_binding:
-            return [ort.OrtValue.ortvalue_from_numpy(empty, self._device, 0) for _ in self.past_names]
-        return [empty] * len(self.past_names)
+        return self.to_device([np.zeros((batch, self.n_head, 0, self.head_dim), dtype=np.float32)] * len(self.past_names))
+
+    def to_device(self, cache: list[np.ndarray]) -> list:
+        """A cache built in numpy (a batch's rows put together) where this engine keeps it between
+        calls: as it is on the CPU path, device-resident OrtValues with I/O binding."""
+        if not self.io_binding:
+            return cache
+        return [ort.OrtValue.ortvalue_from_numpy(p, self._device, 0) for p in cache]
 
     @staticmethod
     def cache_length(past: list) -> int:
@@ -278,104 +214,3 @@ class Engine:
         """:meth:`run`, keeping only the last position's logits: (logits [B, V], new cache)."""
         logits, present = self.run(ids, past, attention_mask, position_ids, prefill)
         return logits[:, -1, :], present
-
-    # -- generation --------------------------------------------------------------------------
-
-    def generate(
-        self,
-        prompt_ids: Sequence[int],
-        max_new_tokens: int,
-        temperature: float = 0.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        seed: int | None = None,
-        num_samples: int = 1,
-        stop_at_eot: bool = True,
-    ) -> list[int] | list[list[int]]:
-        """New token ids (see the module docstring)."""
-        ids = self._check(prompt_ids, max_new_tokens, temperature, top_k, top_p, num_samples)
-        out: list[list[int]] = [[] for _ in range(num_samples)]
-        for step in self._decode(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot):
-            for sample, token, ok in zip(out, step.tokens.tolist(), step.live):
-                if ok:
-                    sample.append(token)
-        return out[0] if num_samples == 1 else out
-
-    def stream(
-        self,
-        prompt_ids: Sequence[int],
-        max_new_tokens: int,
-        temperature: float = 0.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        seed: int | None = None,
-        num_samples: int = 1,
-        stop_at_eot: bool = True,
-        n_candidates: int | None = 10,
-    ) -> Iterator[Step]:
-        """Yield a :class:`Step` per new position (see the module docstring).
-
-        Arguments are checked at the call, before the first step is asked for.
-        """
-        ids = self._check(prompt_ids, max_new_tokens, temperature, top_k, top_p, num_samples)
-        self._check_candidates(n_candidates)
-        dropped = max(0, len(ids) - self.block_size)
-        steps = self._decode(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot, n_candidates)
-        return self._details(steps, dropped)
-
-    def _check(self, prompt_ids, max_new_tokens, temperature, top_k, top_p, num_samples) -> np.ndarray:
-        """The prompt as int64 ids, after checking every argument (ValueError with a plain message)."""
-        check_controls(max_new_tokens, temperature, top_k, top_p, num_samples, self.vocab_size)
-        if isinstance(prompt_ids, (str, bytes)):
-            raise ValueError("prompt_ids must be token ids, not text: encode it first (model.get_tokenizer().encode)")
-        try:
-            ids = np.asarray(list(prompt_ids))
-        except TypeError:
-            raise ValueError(f"prompt_ids must be a sequence of token ids, not {type(prompt_ids).__name__}") from None
-        if ids.size == 0:
-            raise ValueError(f"prompt_ids is empty: give at least one token (e.g. {self.eot_id}, <|endoftext|>, to start from nothing)")
-        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
-            raise ValueError("prompt_ids must be a flat sequence of integer token ids")
-        if ids.min() < 0 or ids.max() >= self.vocab_size:
-            raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {ids.min()}..{ids.max()}")
-        return ids.astype(np.int64)
-
-    def _check_candidates(self, n_candidates: int | None) -> None:
-        if n_candidates is None:
-            return
-        if isinstance(n_candidates, bool) or not isinstance(n_candidates, int) or not 0 <= n_candidates <= self.vocab_size:
-            raise ValueError(f"n_candidates must be an integer from 0 to {self.vocab_size} or None, not {n_candidates!r}")
-
-    def _decode(
-        self, ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot, n_candidates=None
-    ) -> Iterator[DecodeStep]:
-        """Yield a :class:`DecodeStep` per new position: one request alone in a decoding batch
-        (the same loop :class:`runtime.batching.Scheduler` runs for many)."""
-        batch = Batch(self)
-        request = batch.new_sequence(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot, n_candidates)
-        batch.add(request)
-        while batch.active:
-            for _, step in batch.step():
-                yield step
-
-    def _details(self, steps, dropped) -> Iterator[Step]:
-        """Turn raw decoding steps into :class:`Step` objects with probabilities and timing."""
-        ttft = 0.0
-        try:
-            for index, step in enumerate(steps):
-                tokens, live = step.tokens, step.live
-                elapsed = time.perf_counter() - step.t0
-                ttft = ttft or elapsed
-                token_ids: list[int | None] = [int(t) if ok else None for t, ok in zip(tokens, live)]
-                token_probs: list[float | None] = [None] * len(tokens)
-                candidates: list[list[Candidate]] = [[] for _ in tokens]
-                for r, shown in enumerate(step.shown or ()):
-                    if shown is None:
-                        continue
-                    top, probs, sample, p_token = shown
-                    token_probs[r] = p_token
-                    candidates[r] = [Candidate(int(t), float(p), float(q)) for t, p, q in zip(top, probs, sample)]
-                yield Step(index, token_ids, token_probs, candidates, step.finished.tolist(), ttft, elapsed,
-                           (index + 1) / elapsed, dropped, step.notice)
-        finally:
-            steps.close()  # a stream closed early cancels its request at once
