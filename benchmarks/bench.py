@@ -385,7 +385,6 @@ def context_table(engine: Engine, prompt: list[int], block_size: int, reps: int,
     read anew once per quarter, instead of at every token. On ``engine`` alone and, with
     ``wide``, in the app's loop (a Scheduler whose prefills run on ``wide``); repetitions
     alternate, medians are reported."""
-
     n_new = block_size * 3 // 4  # after a short prompt this never fills the context
     full = (prompt * block_size)[: block_size - 1]
     scheduler = Scheduler(engine, wide=wide) if wide is not None else None

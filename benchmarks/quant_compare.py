@@ -110,7 +110,6 @@ CANDIDATES = {
 
 def native_rates(paths: dict[str, Path], prompt: list[int], tokens: int, reps: int) -> tuple[dict[str, float], dict[str, list[int]]]:
     """Greedy tokens per CPU-second on 1 thread (median of alternating reps), and the ids."""
-
     engines = {name: Engine.load(path, provider="cpu", threads=1) for name, path in paths.items()}
     times: dict[str, list[float]] = {name: [] for name in engines}
     ids = {}
@@ -139,7 +138,6 @@ def web_rates(paths: dict[str, Path], prompt: list[int], tokens: int, reps: int)
 def agreement(paths: dict[str, Path], prompts: list[list[int]], tokens: int) -> dict[str, tuple[int, float]] | None:
     """Native onnxruntime against onnxruntime-web on many prompts: (prompts whose greedy ids agree
     for all ``tokens``, share of tokens generated before the first disagreement) per file."""
-
     script = ROOT / "tests" / "clients" / "ort_web_greedy.mjs"
     if not (ROOT / "node_modules" / "onnxruntime-web").is_dir() or shutil.which("node") is None:
         return None
