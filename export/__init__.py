@@ -1,12 +1,12 @@
-"""ONNX export of the GPT, the Hub-ready folder around it, the onnxruntime engine, the benchmark.
+"""The build pipeline: the GPT as ONNX files, the Hub-ready folder around them, their checks and their upload.
 
     python -m export          # writes artifacts/hub/ (ONNX fp32 + two 8-bit, config, tokenizer, card), validated
-    python -m export.bench    # tokens/s of this engine against PyTorch and transformers
     python -m export --publish USER/NAME    # ... then upload artifacts/hub/ as that model repository
     python -m export.space USER/SPACE       # the app as a Hugging Face Space (--dry-run DIR: the files into DIR)
 
 From Python: ``ensure_onnx()`` builds what is missing or stale and returns the ONNX paths,
-``inspect_onnx(path)`` describes a graph, ``export.engine.Engine`` generates text.
+``inspect_onnx(path)`` describes a graph. The files are run by runtime/ (``runtime.engine.Engine``)
+and measured by benchmarks/.
 """
 
 from __future__ import annotations

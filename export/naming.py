@@ -1,4 +1,4 @@
-"""Where the exported files go, and the ONNX graph's interface: Hugging Face Optimum's GPT-2 decoder.
+"""Where the exported files go (the graph's interface, input and output names, is runtime/interface.py).
 
 ``artifacts/hub/`` is one folder laid out as a Hugging Face Hub model repository; the app and the
 engine run its ONNX files in place: ``onnx/model.onnx`` (fp32), ``onnx/model_quantized.onnx``
@@ -43,29 +43,7 @@ def artifacts_dir(environ: Mapping[str, str] = os.environ, root: Path = ROOT, st
 ARTIFACTS_DIR = artifacts_dir()
 HUB_ZIP_NAME = "gpt-playground-hub.zip"  # the whole folder as one download (the app's Model tab)
 
-INPUT_IDS = "input_ids"
-ATTENTION_MASK = "attention_mask"
-POSITION_IDS = "position_ids"
-LOGITS = "logits"
-
-# Dimension names: transformers.js sizes its empty cache from them (only "batch_size" becomes
-# the batch, every other name 0), Optimum's exporter writes the same.
-BATCH = "batch_size"
-SEQ = "sequence_length"
-PAST = "past_sequence_length"
-TOTAL = "past_sequence_length + sequence_length"
-
 
 def hub_dir(out_dir: Path | None = None) -> Path:
     """The Hub folder inside ``out_dir`` (default artifacts/)."""
     return (Path(out_dir) if out_dir is not None else ARTIFACTS_DIR) / HUB_DIRNAME
-
-
-def past_names(n_layer: int) -> list[str]:
-    """``past_key_values.{i}.key`` / ``.value`` for each layer, in graph input order."""
-    return [f"past_key_values.{i}.{kind}" for i in range(n_layer) for kind in ("key", "value")]
-
-
-def present_names(n_layer: int) -> list[str]:
-    """``present.{i}.key`` / ``.value`` for each layer, in graph output order."""
-    return [f"present.{i}.{kind}" for i in range(n_layer) for kind in ("key", "value")]

@@ -14,11 +14,11 @@ import onnx
 import torch
 
 from model import GPT
-
-from .metadata import set_metadata
-from .naming import (
+from runtime.interface import (
     ATTENTION_MASK, BATCH, INPUT_IDS, LOGITS, PAST, POSITION_IDS, SEQ, TOTAL, past_names, present_names,
 )
+
+from .metadata import set_metadata
 
 OPSET = 20  # Gelu(approximate="tanh") is a single op from opset 20 on
 # onnx 1.23 writes IR 14 by default, which onnxruntime 1.31 refuses (it reads up to 13); IR 10

@@ -25,7 +25,7 @@ In both, the embedding lookup reads the int8 table, ``Gather(W_q, ids) * Gather(
 and the output head multiplies by ``Transpose(W_q)``, which onnxruntime folds into a constant when
 it loads the file, so the file stores the table once.
 
-Why these and not others (docs/export.md has the measurements, ``python -m export.quant_compare``
+Why these and not others (docs/export.md has the measurements, ``python -m benchmarks.quant_compare``
 repeats them): MatMulNBits (onnxruntime's contrib op, the project's first format) quantizes
 activations only natively (``accuracy_level=4``), so the browser gave other ids at a fifth of
 fp32's speed; weight-only DequantizeLinear + MatMul dequantizes every weight on every call (5x
@@ -162,7 +162,7 @@ def quantize_files(fp32_path: Path, outputs: Mapping[Path, tuple[MatMulBuilder, 
 
 
 def quantize_int8(fp32_path: Path, out_path: Path, metadata: dict[str, str], matmul: MatMulBuilder | None = None) -> Path:
-    """One 8-bit file (default: the integer format); ``python -m export.quant_compare`` passes
+    """One 8-bit file (default: the integer format); ``python -m benchmarks.quant_compare`` passes
     other ``matmul`` builders to measure the alternatives."""
     quantize_files(fp32_path, {out_path: (matmul or integer_matmul, metadata)})
     return out_path

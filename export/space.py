@@ -38,6 +38,7 @@ SPACE_FILES = (
     "model/weights/model.safetensors",
     "model/weights/training_log.json",
     "export/**/*.py",
+    "runtime/**/*.py",
 )
 CARD = "README.md"  # the Space's configuration (front matter) and its page
 LFS_LIMIT = 10 * 1000 * 1000  # the Hub refuses plain-git files past 10 MB, and binary files of any size

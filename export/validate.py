@@ -15,9 +15,11 @@ import torch
 
 from model import GPT, get_tokenizer, load_pretrained
 from model.evaluate import val_windows, window_batches
+from runtime.engine import Engine, left_pad
+from runtime.generate import generate
+from runtime.params import SamplingParams
 
 from .build import Progress
-from .engine import Engine, left_pad
 
 LOGIT_TOL = 1e-4  # max |logit difference| allowed between ORT fp32 and PyTorch
 # The 8-bit file: 0.33 on the shipped model; a broken graph (e.g. a fusion that misreads the
@@ -129,7 +131,7 @@ def check_greedy_text(model: GPT, engine: Engine, n_tokens: int) -> Check:
     prompt = get_tokenizer().encode(PROMPT)[-engine.block_size // 4 :]
     shift, engine.context_shift = engine.context_shift, 1  # slide one token at a time, as PyTorch does
     try:
-        ours = engine.generate(prompt, n_tokens, stop_at_eot=False)
+        ours = generate(engine, prompt, SamplingParams(n_tokens, stop_at_eot=False))
     finally:
         engine.context_shift = shift
     ref = model.generate(torch.tensor([prompt]), n_tokens, temperature=0.0)[0, len(prompt) :].tolist()

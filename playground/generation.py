@@ -12,11 +12,15 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import plotly.graph_objects as go
 
 from model.tokenizer import EOT_ID
+from runtime.batching import Scheduler
+from runtime.engine import Engine
+from runtime.generate import stream as runtime_stream
+from runtime.params import SamplingParams
 
 from . import limits
 from .next_token import (
@@ -31,10 +35,6 @@ from .plots import PERCENT_HOVER, base_layout, percent
 from .resources import PROVIDER_ENV, get_engine, get_scheduler
 from .tokens import decode, encode, token_text, visible_whitespace
 from .validation import InputError, validate_float, validate_int, validate_text
-
-if TYPE_CHECKING:
-    from export.batching import Scheduler
-    from export.engine import Engine
 
 __all__ = [
     "DEFAULTS",
@@ -283,16 +283,11 @@ def generate(
     state.stop_reasons = ["stopped"] * n
     if params.notice:
         state.notices.append(params.notice)
-    stream = (scheduler or engine).stream(
-        params.prompt_ids,
-        max_new_tokens=params.max_new_tokens,
-        temperature=params.temperature,
-        top_k=None if params.top_k == 0 or params.top_k >= engine.vocab_size else params.top_k,
-        top_p=None if params.top_p >= 1.0 else params.top_p,
-        seed=params.seed,
-        num_samples=n,
-        n_candidates=n_candidates,
+    sampling = SamplingParams(
+        params.max_new_tokens, **sampling_settings(params).engine_args(engine.vocab_size), seed=params.seed,
+        num_samples=n, n_candidates=n_candidates,
     )
+    stream = scheduler.stream(params.prompt_ids, sampling) if scheduler else runtime_stream(engine, params.prompt_ids, sampling)
     try:
         for event in stream:
             state.ttft_s, state.elapsed_s = event.ttft_s, event.elapsed_s

@@ -62,7 +62,7 @@ MIN_SAMPLES, MAX_SAMPLES = 1, 4
 # stop reason "time limit" and a notice, so no request (or abandoned job) holds a slot for long.
 # 4 samples x 512 tokens take ~20 s on the 2-core CPU with another generation running.
 GENERATION_BUDGET_S = 60.0
-# Continuous batching (export/batching.py): samples decoding together in one loop. Each holds up
+# Continuous batching (runtime/batching.py): samples decoding together in one loop. Each holds up
 # to the context's 256 positions of cache (3 MiB for the shipped model), so the batch's cache
 # stays under 50 MiB; a generation that does not fit waits for rows to free up (first come,
 # first served), and past MAX_WAITING_REQUESTS waiting ones a new one is told to try again.

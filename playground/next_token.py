@@ -4,7 +4,7 @@ The model gives one probability per token of the vocabulary; temperature T resha
 softmax(logits / T) (T = 0: all of it on the most likely token, greedy), top-k keeps the k most
 likely tokens, top-p the smallest set whose probabilities add up to p. The distribution is
 computed once per context with the app's own onnxruntime engine, then reshaped for any setting
-with the engine's own sampling code (``export.sampling``), so what the page shows is what the
+with the engine's own sampling code (``runtime.sampling``), so what the page shows is what the
 engine draws from. No Gradio here.
 """
 
@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from export.sampling import sampling_distribution
+from runtime.generate import stream
+from runtime.params import SamplingParams
+from runtime.sampling import sampling_distribution
 
 from . import limits
 from .plots import PERCENT_HOVER, base_layout, percent
@@ -92,7 +94,7 @@ class NextTokenDistribution:
 
     def probabilities(self, settings: SamplingSettings | None = None) -> np.ndarray:
         """[V]: the model's probabilities, or the distribution the engine draws from with
-        ``settings`` (temperature, then top-k, then top-p, as ``export.sampling`` does)."""
+        ``settings`` (temperature, then top-k, then top-p, as ``runtime.sampling`` does)."""
         if settings is None:
             return np.exp(self.log_probs)
         args = settings.engine_args(self.vocab_size)
@@ -105,7 +107,7 @@ def next_token_distribution(context_ids: list[int], engine: Any = None) -> NextT
     engine reads a longer context): the full next-token distribution, through its public
     ``stream`` API (greedy, one token, every candidate)."""
     engine = engine or get_engine()
-    step = next(iter(engine.stream(list(context_ids), 1, temperature=0.0, n_candidates=engine.vocab_size)))
+    step = next(stream(engine, list(context_ids), SamplingParams(1, n_candidates=engine.vocab_size)))
     probs = np.zeros(engine.vocab_size, dtype=np.float64)
     for c in step.candidates[0]:
         probs[c.token_id] = c.prob

@@ -22,9 +22,9 @@ from model import GPT, get_tokenizer, load_pretrained
 
 from . import limits
 
-if TYPE_CHECKING:  # onnxruntime is imported only when the engine is first opened
-    from export.batching import Scheduler
-    from export.engine import Engine
+if TYPE_CHECKING:  # annotations only
+    from runtime.batching import Scheduler
+    from runtime.engine import Engine
 
 __all__ = [
     "ResourceError",
@@ -124,7 +124,7 @@ def requested_provider() -> str:
 def _usable_provider(requested: str) -> str:
     """``requested``, except "cuda" on a machine where CUDA is unusable: "cpu", said once."""
     global _cuda_fallback_said
-    from export import providers
+    from runtime import providers
 
     if requested != "cuda" or providers.cuda_usable():
         return requested
@@ -139,7 +139,7 @@ def planned_provider() -> tuple[str, str | None]:
     """(the onnxruntime provider generation runs on, as the settings and this machine give it;
     why CUDA is not used although ``PLAYGROUND_PROVIDER=cuda`` asked for it, else None), known
     before the engine opens, for the page."""
-    from export import providers
+    from runtime import providers
 
     requested = requested_provider()
     if requested == "cpu":
@@ -151,11 +151,12 @@ def planned_provider() -> tuple[str, str | None]:
 def open_engine(path: str | Path | None = None, provider: str | None = None) -> Engine:
     """An onnxruntime engine on ``path`` (default artifacts/hub/onnx/model.onnx); a missing or unreadable
     file raises :class:`ResourceError` naming the command that rebuilds it."""
-    from export.engine import Engine
+    from export.naming import FP32_NAME, hub_dir
+    from runtime.engine import Engine
 
     provider = _usable_provider(provider or requested_provider())
     try:
-        return Engine.load(path, provider=provider)
+        return Engine.load(path if path is not None else hub_dir() / FP32_NAME, provider=provider)
     except FileNotFoundError:
         raise ResourceError(
             "the ONNX model file is missing: build it with `python -m export` (or restart the app, which builds it)"
@@ -205,7 +206,8 @@ def get_engine() -> Engine:
     if _engine is None:
         with _engine_lock:
             if _engine is None:
-                from export import artifact_paths, providers
+                from export import artifact_paths
+                from runtime import providers
 
                 provider = _usable_provider(requested_provider())
                 on_gpu = provider == "cuda" or (provider == "auto" and providers.cuda_usable())
@@ -225,7 +227,7 @@ def get_scheduler() -> Scheduler:
         if _scheduler is None or _scheduler.engine is not engine:
             if _scheduler is not None:
                 _scheduler.close()
-            from export.batching import Scheduler
+            from runtime.batching import Scheduler
 
             _scheduler = Scheduler(
                 engine, max_rows=limits.MAX_BATCH_ROWS, max_waiting=limits.MAX_WAITING_REQUESTS, wide=engine.widened()
@@ -235,7 +237,7 @@ def get_scheduler() -> Scheduler:
 
 def budget_cpu() -> int:
     """Share the cores between the app's three kinds of work: the decoding loop (one onnxruntime
-    thread, export.engine.DEFAULT_CPU_THREADS), PyTorch's forward passes (attention, contextual
+    thread, runtime.engine.DEFAULT_CPU_THREADS), PyTorch's forward passes (attention, contextual
     embeddings) and Gradio's event loop with the light tabs. PyTorch gets every core but the
     loop's: by default it would take all of them and a forward pass would stall generations and
     light calls alike. Returns PyTorch's thread count."""

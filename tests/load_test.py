@@ -321,16 +321,18 @@ def run_phase(url: str, clients: int, generations: int, tokens: int, kind: str =
 def engine_alone(generations: int, tokens: int) -> float:
     """Tokens/s of the int8 engine alone in this process (no app, no HTTP), the same generations
     one after the other: what one client could get at best."""
-    from export.engine import Engine
     from export.naming import INT8_NAME, hub_dir
     from model import get_tokenizer
+    from runtime.engine import Engine
+    from runtime.generate import generate
+    from runtime.params import SamplingParams
 
     engine = Engine.load(hub_dir() / INT8_NAME, provider="cpu")
     prompt = get_tokenizer().encode(TABLE_PROMPT)
-    engine.generate(prompt, 8)
+    generate(engine, prompt, SamplingParams(8))
     t0, n = time.perf_counter(), 0
     for i in range(generations):
-        n += len(engine.generate(prompt, tokens, *TABLE_SETTINGS, seed=i, stop_at_eot=False))
+        n += len(generate(engine, prompt, SamplingParams(tokens, *TABLE_SETTINGS, seed=i, stop_at_eot=False)))
     return n / (time.perf_counter() - t0)
 
 

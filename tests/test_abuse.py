@@ -28,7 +28,7 @@ import pytest
 from gradio_client.exceptions import AppError
 
 from export.build import artifact_paths
-from export.sampling import choose, sampling_distribution, softmax
+from runtime.sampling import choose, sampling_distribution, softmax
 from playground import limits
 from playground.ui import serving
 from playground.validation import InputError, format_number, parse_int_list, validate_float, validate_int

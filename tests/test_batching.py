@@ -1,4 +1,4 @@
-"""Continuous batching (export/batching.py): requests that join and leave a shared decoding loop
+"""Continuous batching (runtime/batching.py): requests that join and leave a shared decoding loop
 get the same tokens as alone, settings and seeds stay per request, cancelled requests leave at
 once, and the batch's bounds hold."""
 
@@ -12,18 +12,20 @@ import numpy as np
 import pytest
 
 from conftest import TINY
-from export.batching import Batch, Busy, Scheduler
-from export.engine import Engine
+from runtime.batching import Batch, Busy, Request, Scheduler
+from runtime.engine import Engine
+from runtime.generate import generate
+from runtime.params import SamplingParams
 
-# (prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples): different lengths (one
-# longer than the tiny model's 32-token context, so it is cut and slides inside the batch), every
-# sampling control, several samples.
+# (prompt, SamplingParams(max_new_tokens, temperature, top_k, top_p, seed, num_samples)): different
+# lengths (one longer than the tiny model's 32-token context, so it is cut and slides inside the
+# batch), every sampling control, several samples.
 REQUESTS = [
-    ([464, 3290, 286, 262, 995], 40, 0.0, None, None, None, 1),
-    ([40, 716], 25, 0.8, 40, None, 7, 1),
-    (list(range(1000, 1040)), 30, 1.0, None, 0.9, 3, 2),
-    ([50256], 12, 1.3, 5, 0.95, 11, 3),
-    ([318, 257, 1332, 286, 262, 1842, 1080, 13, 632, 318], 50, 0.7, None, None, 5, 1),
+    ([464, 3290, 286, 262, 995], SamplingParams(40, 0.0, None, None, None, 1, stop_at_eot=False)),
+    ([40, 716], SamplingParams(25, 0.8, 40, None, 7, 1, stop_at_eot=False)),
+    (list(range(1000, 1040)), SamplingParams(30, 1.0, None, 0.9, 3, 2, stop_at_eot=False)),
+    ([50256], SamplingParams(12, 1.3, 5, 0.95, 11, 3, stop_at_eot=False)),
+    ([318, 257, 1332, 286, 262, 1842, 1080, 13, 632, 318], SamplingParams(50, 0.7, None, None, 5, 1, stop_at_eot=False)),
 ]
 
 
@@ -32,15 +34,14 @@ def engine(tiny_export) -> Engine:
     return Engine.load(tiny_export.paths["fp32"], provider="cpu")
 
 
-def alone(engine: Engine, request) -> list[list[int]]:
-    prompt, n, temperature, top_k, top_p, seed, samples = request
-    out = engine.generate(prompt, n, temperature, top_k, top_p, seed, num_samples=samples, stop_at_eot=False)
-    return out if samples > 1 else [out]
+def alone(engine: Engine, prompt: list[int], params: SamplingParams) -> list[list[int]]:
+    out = generate(engine, prompt, params)
+    return out if params.num_samples > 1 else [out]
 
 
 @pytest.mark.parametrize("wide", [False, True], ids=["one engine", "wide calls on two threads"])
 def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine, tiny_export, wide, monkeypatch):
-    """Alone is Engine.generate on one thread; in the batch, with a ``wide`` engine (the app's on
+    """Alone is runtime.generate on one thread; in the batch, with a ``wide`` engine (the app's on
     more than one core), prefills and steps of 4 rows or more run on two threads: the same tokens."""
     calls = {"narrow": 0, "wide": 0}
     wide_engine = Engine.load(tiny_export.paths["fp32"], provider="cpu", threads=2, spin=False) if wide else None
@@ -56,9 +57,9 @@ def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine,
     step, rows_seen, padded = 0, [], False
     while step <= max(joins) or batch.active:
         for i in joins.get(step, []):
-            prompt, n, temperature, top_k, top_p, seed, samples = REQUESTS[i]
-            seqs[i] = batch.new_sequence(np.array(prompt), n, temperature, top_k, top_p, seed, samples, False)
-            got[i] = [[] for _ in range(samples)]
+            prompt, params = REQUESTS[i]
+            seqs[i] = Request.new(np.array(prompt), params, engine.block_size)
+            got[i] = [[] for _ in range(params.num_samples)]
         batch.add(*(seqs[i] for i in joins.get(step, [])))
         rows_seen.append(batch.rows)
         padded |= len({s.length for s in batch.seqs}) > 1
@@ -73,15 +74,16 @@ def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine,
     if wide:  # prefills and steps of many rows went wide, lone rows' steps did not
         assert calls["wide"] >= len(joins) and calls["narrow"] > 0
     for i, request in enumerate(REQUESTS):
-        assert got[i] == alone(engine, request), f"request {i} changed in the batch"
+        assert got[i] == alone(engine, *request), f"request {i} changed in the batch"
 
 
 def test_a_full_context_slides_inside_the_batch_as_alone(engine):
     """A row whose context fills is read anew on its own while its neighbours keep their cache."""
     long, short = list(range(2000, 2000 + TINY.block_size - 2)), [464, 3290]
     batch = Batch(engine)
-    a = batch.new_sequence(np.array(long), 20, 0.0, None, None, None, 1, False)
-    b = batch.new_sequence(np.array(short), 20, 0.9, None, None, 1, 1, False)
+    greedy, sampled = SamplingParams(20, stop_at_eot=False), SamplingParams(20, 0.9, seed=1, stop_at_eot=False)
+    a = Request.new(np.array(long), greedy, engine.block_size)
+    b = Request.new(np.array(short), sampled, engine.block_size)
     batch.add(a)
     batch.add(b)
     tokens = {id(a): [], id(b): []}
@@ -91,17 +93,17 @@ def test_a_full_context_slides_inside_the_batch_as_alone(engine):
             tokens[id(seq)].append(int(step.tokens[0]))
             notices.append(step.notice)
     assert any(n and "context is full" in n for n in notices)
-    assert [tokens[id(a)]] == alone(engine, (long, 20, 0.0, None, None, None, 1))
-    assert [tokens[id(b)]] == alone(engine, (short, 20, 0.9, None, None, 1, 1))
+    assert [tokens[id(a)]] == alone(engine, long, greedy)
+    assert [tokens[id(b)]] == alone(engine, short, sampled)
 
 
 def test_concurrent_streams_share_the_loop_and_match_alone(engine):
     scheduler = Scheduler(engine, max_rows=16)
     try:
         def run(request):
-            prompt, n, temperature, top_k, top_p, seed, samples = request
-            out = [[] for _ in range(samples)]
-            for step in scheduler.stream(prompt, n, temperature, top_k, top_p, seed, samples, stop_at_eot=False):
+            prompt, params = request
+            out = [[] for _ in range(params.num_samples)]
+            for step in scheduler.stream(prompt, params):
                 for row, token in enumerate(step.token_ids):
                     if token is not None:
                         out[row].append(token)
@@ -111,8 +113,8 @@ def test_concurrent_streams_share_the_loop_and_match_alone(engine):
         with ThreadPoolExecutor(len(REQUESTS)) as pool:
             results = list(pool.map(run, REQUESTS * 2))
         for request, result in zip(REQUESTS * 2, results):
-            assert result == alone(engine, request)
-        tokens = sum(r[1] for r in REQUESTS) * 2
+            assert result == alone(engine, *request)
+        tokens = sum(params.max_new_tokens for _, params in REQUESTS) * 2
         assert scheduler.steps < tokens  # many requests' tokens came out of one graph call
     finally:
         scheduler.close()
@@ -123,7 +125,7 @@ def test_a_closed_stream_leaves_the_batch_at_the_next_step(engine, monkeypatch):
     forward = engine.forward
     monkeypatch.setattr(engine, "forward", lambda *a: (time.sleep(0.005), forward(*a))[1])
     try:
-        stream = scheduler.stream([464, 3290], 500, 0.8, None, None, 1, num_samples=2, stop_at_eot=False)
+        stream = scheduler.stream([464, 3290], SamplingParams(500, 0.8, seed=1, num_samples=2, stop_at_eot=False))
         next(stream), next(stream)
         assert scheduler.running_rows == 2
         stream.close()
@@ -150,16 +152,16 @@ def test_the_batch_stays_within_its_rows_and_the_waiting_line_is_bounded(engine,
     monkeypatch.setattr(engine, "forward", slow)
     try:
         with pytest.raises(ValueError, match="num_samples must be at most 3"):
-            scheduler.stream([464], 5, num_samples=4)
-        first = scheduler.stream([464], 400, 0.0, stop_at_eot=False, num_samples=2)
+            scheduler.stream([464], SamplingParams(5, num_samples=4))
+        first = scheduler.stream([464], SamplingParams(400, stop_at_eot=False, num_samples=2))
         next(first)  # two rows running: a 2-sample request must wait for room
-        second = scheduler.stream([40, 716], 10, 0.7, seed=3, num_samples=2)
+        second = scheduler.stream([40, 716], SamplingParams(10, 0.7, seed=3, num_samples=2))
         with pytest.raises(Busy, match="try again"):
-            scheduler.stream([40], 10)  # the one waiting place is taken
+            scheduler.stream([40], SamplingParams(10))  # the one waiting place is taken
         first.close()
         got = [s.token_ids for s in second]
         assert len(got) == 10 and max(widest) <= 3
-        assert [t[0] for t in got] == alone(engine, ([40, 716], 10, 0.7, None, None, 3, 2))[0][: len(got)]
+        assert [t[0] for t in got] == alone(engine, [40, 716], SamplingParams(10, 0.7, seed=3, num_samples=2, stop_at_eot=False))[0][: len(got)]
     finally:
         scheduler.close()
 
@@ -167,11 +169,11 @@ def test_the_batch_stays_within_its_rows_and_the_waiting_line_is_bounded(engine,
 def test_bad_arguments_are_refused_at_the_call(engine):
     scheduler = Scheduler(engine)
     try:
-        with pytest.raises(ValueError, match="temperature"):
-            scheduler.stream([464], 5, temperature=-1)
-        with pytest.raises(ValueError, match="n_candidates"):
-            scheduler.stream([464], 5, n_candidates=-1)
-        assert [len(s.token_ids) for s in scheduler.stream([464], 3)] == [1, 1, 1]  # still serving
+        with pytest.raises(ValueError, match="prompt_ids is empty"):
+            scheduler.stream([], SamplingParams(5))
+        with pytest.raises(ValueError, match="token ids must be in"):
+            scheduler.stream([-1], SamplingParams(5))
+        assert [len(s.token_ids) for s in scheduler.stream([464], SamplingParams(3))] == [1, 1, 1]  # still serving
     finally:
         scheduler.close()
 
@@ -190,8 +192,8 @@ def test_an_engine_error_reaches_every_running_request_and_the_loop_goes_on(engi
     monkeypatch.setattr(engine, "forward", flaky)
     try:
         with pytest.raises(RuntimeError, match="graph failed"):
-            list(scheduler.stream([464, 3290], 10))
+            list(scheduler.stream([464, 3290], SamplingParams(10)))
         broken.clear()
-        assert len(list(scheduler.stream([464, 3290], 4))) == 4
+        assert len(list(scheduler.stream([464, 3290], SamplingParams(4)))) == 4
     finally:
         scheduler.close()

@@ -30,8 +30,10 @@ import pytest
 import torch
 
 from export import ensure_onnx, hub_dir
-from export.engine import Engine
 from model import get_tokenizer, load_pretrained
+from runtime.engine import Engine
+from runtime.generate import generate
+from runtime.params import SamplingParams
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = Path(__file__).resolve().parent / "clients"
@@ -65,7 +67,7 @@ def engine_ids(hub, prompt_ids) -> dict[str, list[list[int]]]:
     out = {}
     for key, name in FILES.items():
         engine = Engine.load(hub / name, provider="cpu")
-        out[key] = [engine.generate(ids, N_TOKENS, stop_at_eot=False) for ids in prompt_ids]
+        out[key] = [generate(engine, ids, SamplingParams(N_TOKENS, stop_at_eot=False)) for ids in prompt_ids]
     assert out["fp32"][0] != out["fp32"][1]  # two prompts that really continue differently
     return out
 

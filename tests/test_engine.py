@@ -8,11 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from export import providers
 from conftest import TINY
-from export.engine import Candidate, DecodeStep, Engine, left_pad
-from export.sampling import choose, sampling_distribution
 from model import EOT_ID, load_pretrained
+from runtime import providers
+from runtime.batching import Request
+from runtime.engine import Engine, left_pad
+from runtime.generate import decode, generate, stream
+from runtime.params import SamplingParams
+from runtime.sampling import choose, sampling_distribution
+from runtime.steps import Candidate, DecodeStep
 
 PROMPT = [464, 3290, 286, 262, 995]
 
@@ -54,31 +58,31 @@ def test_engine_reports_the_provider_really_in_use(engine, tiny_export):
 
 
 def test_greedy_matches_pytorch(engine, torch_model):
-    ours = engine.generate(PROMPT, 20, stop_at_eot=False)
+    ours = generate(engine, PROMPT, SamplingParams(20, stop_at_eot=False))
     ref = torch_model.generate(torch.tensor([PROMPT]), 20, temperature=0.0)[0, len(PROMPT) :].tolist()
     assert ours == ref
 
 
 def test_seeded_sampling_repeats_and_seeds_differ(engine):
-    a = engine.generate(PROMPT, 12, temperature=1.0, seed=7, stop_at_eot=False)
-    b = engine.generate(PROMPT, 12, temperature=1.0, seed=7, stop_at_eot=False)
-    c = engine.generate(PROMPT, 12, temperature=1.0, seed=8, stop_at_eot=False)
+    a = generate(engine, PROMPT, SamplingParams(12, temperature=1.0, seed=7, stop_at_eot=False))
+    b = generate(engine, PROMPT, SamplingParams(12, temperature=1.0, seed=7, stop_at_eot=False))
+    c = generate(engine, PROMPT, SamplingParams(12, temperature=1.0, seed=8, stop_at_eot=False))
     assert a == b and a != c
 
 
 def test_top_k_1_and_tiny_temperature_are_greedy(engine):
-    greedy = engine.generate(PROMPT, 10, stop_at_eot=False)
-    assert engine.generate(PROMPT, 10, temperature=1.5, top_k=1, seed=3, stop_at_eot=False) == greedy
-    assert engine.generate(PROMPT, 10, temperature=1e-6, seed=3, stop_at_eot=False) == greedy
+    greedy = generate(engine, PROMPT, SamplingParams(10, stop_at_eot=False))
+    assert generate(engine, PROMPT, SamplingParams(10, temperature=1.5, top_k=1, seed=3, stop_at_eot=False)) == greedy
+    assert generate(engine, PROMPT, SamplingParams(10, temperature=1e-6, seed=3, stop_at_eot=False)) == greedy
 
 
 def test_several_samples_run_as_one_batch(engine):
-    samples = engine.generate(PROMPT, 8, temperature=1.0, seed=5, num_samples=3, stop_at_eot=False)
+    samples = generate(engine, PROMPT, SamplingParams(8, temperature=1.0, seed=5, num_samples=3, stop_at_eot=False))
     assert len(samples) == 3 and all(len(s) == 8 for s in samples)
     assert len({tuple(s) for s in samples}) > 1  # independent draws, not one sample copied
-    assert engine.generate(PROMPT, 8, temperature=1.0, seed=5, num_samples=3, stop_at_eot=False) == samples
+    assert generate(engine, PROMPT, SamplingParams(8, temperature=1.0, seed=5, num_samples=3, stop_at_eot=False)) == samples
     # Greedy samples are all the greedy continuation.
-    assert engine.generate(PROMPT, 5, num_samples=2, stop_at_eot=False) == [engine.generate(PROMPT, 5, stop_at_eot=False)] * 2
+    assert generate(engine, PROMPT, SamplingParams(5, num_samples=2, stop_at_eot=False)) == [generate(engine, PROMPT, SamplingParams(5, stop_at_eot=False))] * 2
 
 
 def test_top_p_keeps_the_smallest_set_above_p():
@@ -103,7 +107,7 @@ def test_top_k_and_temperature_shape_the_distribution():
 
 
 def test_stream_yields_tokens_candidates_and_timing(engine):
-    steps = list(engine.stream(PROMPT, 6, temperature=0.8, top_k=5, seed=1, n_candidates=5, stop_at_eot=False))
+    steps = list(stream(engine, PROMPT, SamplingParams(6, temperature=0.8, top_k=5, seed=1, n_candidates=5, stop_at_eot=False)))
     assert [s.index for s in steps] == list(range(6))
     assert steps[-1].finished == [True] and not any(s.finished[0] for s in steps[:-1])
     for s in steps:
@@ -115,16 +119,16 @@ def test_stream_yields_tokens_candidates_and_timing(engine):
         assert abs(sum(c.sample_prob for c in cands) - 1) < 1e-9
         assert s.token_probs[0] == pytest.approx(next(c.prob for c in cands if c.token_id == token))
         assert s.ttft_s == steps[0].ttft_s > 0 and s.tokens_per_s > 0 and s.notice is None
-    assert [s.token_ids[0] for s in steps] == engine.generate(PROMPT, 6, temperature=0.8, top_k=5, seed=1, stop_at_eot=False)
+    assert [s.token_ids[0] for s in steps] == generate(engine, PROMPT, SamplingParams(6, temperature=0.8, top_k=5, seed=1, stop_at_eot=False))
 
 
 def test_a_stream_without_candidates_skips_the_probabilities_not_the_tokens(engine):
     args = dict(temperature=0.8, top_k=5, seed=1, stop_at_eot=False)
-    bare = list(engine.stream(PROMPT, 6, n_candidates=None, **args))
-    assert [s.token_ids for s in bare] == [s.token_ids for s in engine.stream(PROMPT, 6, n_candidates=5, **args)]
+    bare = list(stream(engine, PROMPT, SamplingParams(6, n_candidates=None, **args)))
+    assert [s.token_ids for s in bare] == [s.token_ids for s in stream(engine, PROMPT, SamplingParams(6, n_candidates=5, **args))]
     assert all(s.token_probs == [None] and s.candidates == [[]] for s in bare)
     with pytest.raises(ValueError, match="or None"):
-        engine.stream(PROMPT, 6, n_candidates=-1)
+        stream(engine, PROMPT, SamplingParams(6, n_candidates=-1))
 
 
 def test_stops_at_end_of_text(engine, monkeypatch):
@@ -140,10 +144,10 @@ def test_stops_at_end_of_text(engine, monkeypatch):
         return logits, present
 
     monkeypatch.setattr(engine, "forward", eot_later)
-    a, b = engine.generate(PROMPT, 10, num_samples=2)
+    a, b = generate(engine, PROMPT, SamplingParams(10, num_samples=2))
     assert len(a) == 10 and b[-1] == EOT_ID and len(b) == 3
     calls.clear()
-    steps = list(engine.stream(PROMPT, 10, num_samples=2))
+    steps = list(stream(engine, PROMPT, SamplingParams(10, num_samples=2)))
     assert steps[2].finished == [False, True] and steps[3].token_ids[1] is None and steps[3].candidates[1] == []
 
 
@@ -151,7 +155,7 @@ def test_long_prompt_keeps_the_last_tokens_and_says_so(engine, torch_model):
     prompt = list(range(100, 100 + TINY.block_size + 8))
     shift, engine.context_shift = engine.context_shift, 1  # one token at a time, as PyTorch slides
     try:
-        steps = list(engine.stream(prompt, 3, stop_at_eot=False))
+        steps = list(stream(engine, prompt, SamplingParams(3, stop_at_eot=False)))
     finally:
         engine.context_shift = shift
     assert steps[0].prompt_tokens_dropped == 8 and "8 were dropped" in steps[0].notice
@@ -166,7 +170,7 @@ def test_a_full_context_drops_a_quarter_at_once_then_decodes_with_the_cache(engi
     assert 1 < shift < block
     prompt = [int(t) for t in np.random.default_rng(0).integers(100, 5000, block)]
     n = 2 * shift + 3  # fills and shifts twice
-    steps = list(engine.stream(prompt, n, stop_at_eot=False))
+    steps = list(stream(engine, prompt, SamplingParams(n, stop_at_eot=False)))
     seq, start, ref = list(prompt), 0, []
     for _ in range(n):
         if len(seq) - start > block:
@@ -180,23 +184,23 @@ def test_a_full_context_drops_a_quarter_at_once_then_decodes_with_the_cache(engi
 
 
 def test_bad_arguments_are_rejected_with_clear_messages(engine, tmp_path):
+    for prompt_ids, message in (([], "prompt_ids is empty"), ("hello", "not text"), ([TINY.vocab_size], "token ids must be in")):
+        with pytest.raises(ValueError, match=message):
+            generate(engine, prompt_ids, SamplingParams(3))
+        with pytest.raises(ValueError, match=message):
+            stream(engine, prompt_ids, SamplingParams(3))  # checked at the call, not at the first step
     cases = [
-        (dict(prompt_ids=[], max_new_tokens=3), "prompt_ids is empty"),
-        (dict(prompt_ids="hello", max_new_tokens=3), "not text"),
-        (dict(prompt_ids=[TINY.vocab_size], max_new_tokens=3), "token ids must be in"),
-        (dict(prompt_ids=[1], max_new_tokens=0), "max_new_tokens must be a positive integer"),
-        (dict(prompt_ids=[1], max_new_tokens=3, temperature=-0.1), "temperature must be"),
-        (dict(prompt_ids=[1], max_new_tokens=3, top_k=0), "top_k must be"),
-        (dict(prompt_ids=[1], max_new_tokens=3, top_p=1.5), "top_p must be"),
-        (dict(prompt_ids=[1], max_new_tokens=3, num_samples=0), "num_samples must be"),
+        (dict(max_new_tokens=0), "max_new_tokens must be a positive integer"),
+        (dict(max_new_tokens=3, temperature=-0.1), "temperature must be"),
+        (dict(max_new_tokens=3, temperature=float("nan")), "temperature must be"),
+        (dict(max_new_tokens=3, top_k=0), "top_k must be"),
+        (dict(max_new_tokens=3, top_p=1.5), "top_p must be"),
+        (dict(max_new_tokens=3, num_samples=0), "num_samples must be"),
+        (dict(max_new_tokens=3, n_candidates=-1), "n_candidates"),
     ]
     for kwargs, message in cases:
         with pytest.raises(ValueError, match=message):
-            engine.generate(**kwargs)
-        with pytest.raises(ValueError, match=message):
-            engine.stream(**kwargs)  # checked at the call, not at the first step
-    with pytest.raises(ValueError, match="n_candidates"):
-        engine.stream([1], 3, n_candidates=-1)
+            SamplingParams(**kwargs)  # checked once, where the settings are made
     with pytest.raises(FileNotFoundError, match="python -m export"):
         Engine.load(tmp_path / "missing.onnx")
     with pytest.raises(ValueError, match="threads"):
@@ -205,15 +209,15 @@ def test_bad_arguments_are_rejected_with_clear_messages(engine, tmp_path):
 
 def test_one_engine_serves_many_threads(engine):
     seeds = list(range(6))
-    expected = [engine.generate(PROMPT, 8, temperature=1.0, seed=s, stop_at_eot=False) for s in seeds]
+    expected = [generate(engine, PROMPT, SamplingParams(8, temperature=1.0, seed=s, stop_at_eot=False)) for s in seeds]
     with ThreadPoolExecutor(max_workers=3) as pool:
-        got = list(pool.map(lambda s: engine.generate(PROMPT, 8, temperature=1.0, seed=s, stop_at_eot=False), seeds))
+        got = list(pool.map(lambda s: generate(engine, PROMPT, SamplingParams(8, temperature=1.0, seed=s, stop_at_eot=False)), seeds))
     assert got == expected
 
 
 def test_io_binding_path_gives_the_same_tokens(engine):
     bound = Engine.load(engine.path, provider="cpu", io_binding=True)
-    assert bound.generate(PROMPT, 10, stop_at_eot=False) == engine.generate(PROMPT, 10, stop_at_eot=False)
+    assert generate(bound, PROMPT, SamplingParams(10, stop_at_eot=False)) == generate(engine, PROMPT, SamplingParams(10, stop_at_eot=False))
 
 
 # -- batches of different lengths (the interface batching builds on) ---------------------------
@@ -243,7 +247,7 @@ def test_forward_with_rows_of_different_lengths_matches_each_row_alone(engine, t
         mask = np.concatenate([mask, np.ones((len(prompts), 1), np.int64)], axis=1)
         logits, past = engine.forward(nxt[:, None], past, mask, positions[:, -1:] + t + 1)
     for prompt, row in zip(prompts, rows):
-        assert row == engine.generate(prompt, 8, stop_at_eot=False)
+        assert row == generate(engine, prompt, SamplingParams(8, stop_at_eot=False))
         assert row == torch_model.generate(torch.tensor([prompt]), 8, temperature=0.0)[0, len(prompt) :].tolist()
 
 
@@ -256,7 +260,8 @@ def test_run_gives_every_positions_logits(engine):
 
 
 def test_decode_steps_are_named_fields(engine):
-    steps = list(engine._decode(np.array(PROMPT), 3, 0.0, None, None, None, 2, False))
+    request = Request.new(np.array(PROMPT), SamplingParams(3, num_samples=2, stop_at_eot=False), engine.block_size)
+    steps = list(decode(engine, request))
     assert all(isinstance(s, DecodeStep) for s in steps) and len(steps) == 3
     assert steps[0].tokens.shape == (2,) and steps[0].logits.shape == (2, TINY.vocab_size)
     assert steps[-1].finished.all() and steps[0].live.all() and steps[0].notice is None

@@ -19,12 +19,14 @@ from onnx import numpy_helper
 from model import save_pretrained
 from export import ensure_onnx, inspect_onnx
 from export.build import stale_files
-from export.engine import Engine, left_pad
 from export.hub import HUB_FILES, zip_hub
 from export.metadata import sha256_file
 from export.onnx_export import IR_VERSION
 from export.validate import INT8_PAD_TOL, LOGIT_TOL, check_padded_batch, check_parity, check_size, format_table, run_checks
 from model import GPT, load_pretrained
+from runtime.engine import Engine, left_pad
+from runtime.generate import generate
+from runtime.params import SamplingParams
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,7 +110,7 @@ def test_left_padded_batch_is_exact_in_every_file(tiny_export, key):
             got[row].append(int(nxt[row]))
         mask = np.concatenate([mask, np.ones((2, 1), np.int64)], 1)
         logits, past = engine.forward(nxt[:, None], past, mask, positions[:, -1:] + t + 1)
-    assert got == [engine.generate(p, 6, stop_at_eot=False) for p in prompts]
+    assert got == [generate(engine, p, SamplingParams(6, stop_at_eot=False)) for p in prompts]
 
 
 def test_metadata_describes_the_source(tiny_export):

@@ -86,7 +86,7 @@ def test_missing_weights_stop_the_start_with_the_command_that_fixes_it(tmp_path,
 @pytest.fixture
 def fresh_fallback(monkeypatch):
     monkeypatch.setattr(resources, "_cuda_fallback_said", False)
-    from export import providers
+    from runtime import providers
 
     monkeypatch.setattr(providers, "cuda_usable", lambda: False)  # as on a machine without a GPU
 

@@ -1,4 +1,4 @@
-"""The sampler (export/sampling.py) against the reference it replaced: a full sort of all 50,257
+"""The sampler (runtime/sampling.py) against the reference it replaced: a full sort of all 50,257
 probabilities at every step. Same distribution on many logits, same draws for the same seed."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from export.sampling import choose, nucleus, sampling_distribution, softmax, top_k_ids
+from runtime.sampling import choose, nucleus, sampling_distribution, softmax, top_k_ids
 
 V = 50_257
 
@@ -82,7 +82,7 @@ def test_a_batch_of_settings_draws_each_row_from_its_own_distribution():
     the tokens and probabilities of the full-sort reference under that row's settings, and draws
     the token an inverse-CDF draw of the reference gives for the row's uniform (the reference is
     independent of the sampler: a mix-up of rows, uniforms or settings shows)."""
-    from export.sampling import Settings, choose_rows
+    from runtime.sampling import Settings, choose_rows
 
     logits = np.concatenate([many_logits(31), many_logits(32)])
     settings = [Settings(0.8, 50, 0.95), Settings(0.0, None, None), Settings(1.0, None, 0.9), Settings(1.5, 40, None),
@@ -120,7 +120,7 @@ def test_the_same_seed_draws_the_same_tokens_as_the_reference():
 def test_the_candidates_shown_equal_the_dense_distributions(seed):
     """The chart's top tokens, model and sampling probabilities, worked out from what the draw
     kept, equal the ones read off the full softmax and the full sampling distribution."""
-    from export.sampling import candidates, top_candidates
+    from runtime.sampling import candidates, top_candidates
 
     logits = many_logits(seed)
     model = softmax(logits)
@@ -141,7 +141,7 @@ def test_the_candidates_shown_equal_the_dense_distributions(seed):
 def test_the_float32_route_keeps_the_full_sorts_set():
     """top-p from float32 exponentials (float64 for the candidates only) keeps exactly the full
     sort's tokens with its probabilities, and is the route taken for a language model's rows."""
-    from export.sampling import nucleus_from_logits
+    from runtime.sampling import nucleus_from_logits
 
     rows = [*many_logits(21), *many_logits(22)]
     taken = 0
@@ -161,7 +161,7 @@ def test_the_float32_route_keeps_the_full_sorts_set():
 def test_a_cut_too_close_for_float32_is_decided_as_the_full_sort_does():
     """p a billionth either side of the mass of the n most likely tokens: far closer than a float32
     total can tell (~1e-7), so the float64 total decides: n tokens kept just below, n + 1 just above."""
-    from export.sampling import nucleus_from_logits
+    from runtime.sampling import nucleus_from_logits
 
     row = many_logits(23)[2]  # peaked: a few likely tokens over a long tail
     probs = softmax(row[None])[0]

@@ -126,7 +126,7 @@ def _dotted(node: ast.AST) -> str:
 
 def test_the_sources_are_found():
     names = {p.relative_to(ROOT).as_posix() for p in SOURCES}
-    assert {"app.py", "playground/expressions.py", "export/engine.py", "model/gpt.py"} <= names
+    assert {"app.py", "playground/expressions.py", "runtime/engine.py", "model/gpt.py"} <= names
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.relative_to(ROOT).as_posix())

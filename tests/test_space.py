@@ -1,7 +1,7 @@
 """The hosted Space (issue 27): the deploy command's file set (export/space.py), the folder it
 writes started the way a Space starts it, where the built files live (export/naming.py), the
 published model repository (export/publish.py, playground/hub_link.py), and what the page says
-when CUDA was asked for and cannot be used (export/providers.py). No network: nothing is uploaded."""
+when CUDA was asked for and cannot be used (runtime/providers.py). No network: nothing is uploaded."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export import naming, providers, space
+from export import naming, space
 from export.naming import FP32_NAME, INT8_NAME, QUANTIZED_NAME
 from export.publish import MODEL_REPO_ENV, check_repo_id, hub_upload_files
+from import_graph import import_graph, module_files, reachable
+from runtime import providers
 
 ROOT = Path(__file__).resolve().parent.parent
 LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
@@ -56,9 +58,13 @@ def test_the_space_takes_the_app_and_leaves_the_rest():
     for needed in ("app.py", "requirements.txt", "README.md", "model/weights/model.safetensors", "model/weights/config.json",
                    "model/weights/training_log.json", "model/gpt2.tiktoken", "playground/assets/train_token_counts.npz"):
         assert needed in files, needed
-    # Every module of the three packages the app imports, whatever their layout becomes.
-    packages = {name for name in tracked if name.endswith(".py") and name.split("/")[0] in ("playground", "model", "export")}
+    # Every module of the four packages the app imports, whatever their layout becomes.
+    packages = {name for name in tracked if name.endswith(".py") and name.split("/")[0] in ("playground", "model", "export", "runtime")}
     assert packages <= set(files), sorted(packages - set(files))
+    # And every module the app can import (at module level or in a function) wherever it lives.
+    needed = {module_files()[name].relative_to(ROOT).as_posix() for name in reachable(import_graph(), "app")}
+    assert {"runtime/engine.py", "export/build.py", "model/gpt.py"} <= needed
+    assert needed <= set(files), sorted(needed - set(files))
     for left_out in ("tests/", "data/", ".ci/", "package", "requirements-dev.txt", "pytest.ini", "artifacts/"):
         assert not [name for name in files if name.startswith(left_out)], left_out
     # The README is the Space's page: the pictures and pages it links to go with it.

@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-from export.batching import Busy
+from runtime.batching import Busy
 
 from .. import limits
 from ..resources import ResourceError
@@ -37,7 +37,7 @@ EXPENSIVE = "expensive"  # /positional_encoding's table (limits.MAX_TABLE_VALUES
 EXPENSIVE_CONCURRENCY = 1
 
 # Sized for a small Space (2 vCPUs). Generations share one decoding loop (continuous batching,
-# export/batching.py): a handler only waits for its tokens, so as many run as the batch has rows.
+# runtime/batching.py): a handler only waits for its tokens, so as many run as the batch has rows.
 GENERATION_CONCURRENCY = limits.MAX_BATCH_ROWS
 FORWARD_CONCURRENCY = 2
 LIGHT_CONCURRENCY = 8

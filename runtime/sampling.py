@@ -2,28 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-
-
-def check_controls(
-    max_new_tokens: int, temperature: float, top_k: int | None, top_p: float | None, num_samples: int, vocab_size: int
-) -> None:
-    """Raise ValueError with a plain message for any control outside its range."""
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be a positive integer, not {max_new_tokens!r}")
-    if not isinstance(temperature, (int, float)) or not math.isfinite(temperature) or temperature < 0:
-        raise ValueError(f"temperature must be a number >= 0 (0 = greedy), not {temperature!r}")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or not 1 <= top_k):
-        raise ValueError(f"top_k must be a positive integer or None, not {top_k!r}")
-    if top_p is not None and (not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):
-        raise ValueError(f"top_p must be in (0, 1] or None, not {top_p!r}")
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or not 1 <= num_samples <= 64:
-        raise ValueError(f"num_samples must be an integer from 1 to 64, not {num_samples!r}")
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

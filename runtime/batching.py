@@ -1,9 +1,10 @@
 """Continuous batching: one decoding loop serves every running generation, as vLLM and TGI do.
 
-    from export.batching import Scheduler
+    from runtime.batching import Scheduler
+    from runtime.params import SamplingParams
     scheduler = Scheduler(engine, max_rows=16)
-    for step in scheduler.stream(prompt_ids, 50, temperature=0.8, top_k=40, seed=1):
-        print(step.token_ids[0])            # the same Steps as Engine.stream, request by request
+    for step in scheduler.stream(prompt_ids, SamplingParams(50, temperature=0.8, top_k=40, seed=1)):
+        print(step.token_ids[0])            # the same Steps as runtime.generate.stream, request by request
 
 A request is prefilled on its own and joins the batch at the next step; a finished or cancelled
 one (its stream closed) leaves it at once. Rows of different lengths share one graph call through
@@ -13,8 +14,8 @@ continues exactly as it would alone (up to float rounding in the attention's sum
 per request: temperature, top-k, top-p, seed (each request draws from its own RNG, as alone),
 max tokens, stop at ``<|endoftext|>``.
 
-:class:`Batch` is the loop's state without threads (``Engine.generate`` and ``Engine.stream``
-run one request through it); :class:`Scheduler` runs a Batch on a thread of its own and hands
+:class:`Batch` is the loop's state without threads (``runtime.generate`` runs one request
+through it); :class:`Scheduler` runs a Batch on a thread of its own and hands
 each request's steps to the thread that reads them. The loop calls the model, draws the tokens
 and works out, row by row, the candidates and probabilities the page shows (``top_candidates``).
 """
@@ -24,16 +25,15 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .sampling import Settings, choose_rows, top_candidates
-
-if TYPE_CHECKING:
-    from .engine import DecodeStep, Engine, Step
+from .engine import Engine
+from .params import SamplingParams, check_prompt
+from .sampling import choose_rows, top_candidates
+from .steps import DecodeStep, Step, to_steps
 
 # Rows (samples) decoding at once. Each holds up to block_size positions of cache (3 MiB for the
 # shipped model at its full 256-token context), so 16 rows keep the cache under 50 MiB; and one
@@ -52,7 +52,7 @@ CACHE_ALIGN = 16
 # Graph calls of this many tokens or more (a step of 4+ rows, a prompt's prefill) run on the
 # Scheduler's ``wide`` engine when it has one. One user's lone row stays on one thread, leaving the
 # other cores to Gradio and the light tabs; many users decoding together are the app's main work.
-# Measured by ``python -m export.bench --streams-only`` (docs/export.md, "Continuous batching").
+# Measured by ``python -m benchmarks.bench --streams-only`` (docs/export.md, "Continuous batching").
 WIDE_MIN_TOKENS = 4
 # Prompt tokens read in one graph call (requests admitted together share calls up to this; one
 # longer request has a call of its own). The graph returns the logits of every position it
@@ -69,14 +69,10 @@ class Request:
     """One request's rows in a :class:`Batch`: its settings, RNG and where it has got to."""
 
     window: np.ndarray  # [N, L]: the tokens its rows see (the last block_size at most)
-    max_new_tokens: int
-    temperature: float
-    top_k: int | None
-    top_p: float | None
+    params: SamplingParams
     rng: np.random.Generator
-    stop_at_eot: bool
     notice: str | None  # for its next step (the prompt was cut, the context filled up)
-    n_candidates: int | None = None  # top tokens shown per step (None: no candidates, no probabilities)
+    dropped: int = 0  # leading prompt tokens cut to fit the context
     t0: float = field(default_factory=time.perf_counter)
     index: int = 0  # new tokens so far
     logits: np.ndarray | None = None  # [N, V]: what its next token is drawn from
@@ -85,6 +81,18 @@ class Request:
     slid: bool = False  # the context has filled up once
     cancelled: bool = False  # its reader is gone: it leaves at the next step
     sink: queue.SimpleQueue | None = None  # where the Scheduler puts its steps
+
+    @classmethod
+    def new(cls, ids: np.ndarray, params: SamplingParams, block_size: int) -> "Request":
+        """A request's rows (``ids`` checked by ``runtime.params.check_prompt``), not yet in a batch."""
+        dropped = max(0, len(ids) - block_size)
+        notice = (
+            f"The prompt has {len(ids)} tokens but the model sees only the last {block_size}: "
+            f"the first {dropped} were dropped." if dropped else None
+        )
+        window = np.tile(ids[-block_size:], (params.num_samples, 1))
+        return cls(window, params, np.random.default_rng(params.seed), notice, dropped,
+                   finished=np.zeros(params.num_samples, dtype=bool))
 
     @property
     def n(self) -> int:
@@ -102,7 +110,7 @@ class Batch:
     Rows are grouped by request, in ``seqs`` order; row r holds its ``length`` real positions at
     the right end of the cache, padding (attention_mask 0) before them."""
 
-    def __init__(self, engine: "Engine", align: int = CACHE_ALIGN, wide: "Engine | None" = None) -> None:
+    def __init__(self, engine: Engine, align: int = CACHE_ALIGN, wide: Engine | None = None) -> None:
         self.engine = engine
         self.wide = wide  # the same model on more threads, for graph calls of WIDE_MIN_TOKENS or more
         self.align = align
@@ -118,21 +126,6 @@ class Batch:
     @property
     def rows(self) -> int:
         return sum(s.n for s in self.active)
-
-    def new_sequence(
-        self, ids: np.ndarray, max_new_tokens: int, temperature: float, top_k: int | None, top_p: float | None,
-        seed: int | None, num_samples: int, stop_at_eot: bool, n_candidates: int | None = None,
-    ) -> Request:
-        """A request's rows (ids already checked by ``Engine._check``), not yet in the batch."""
-        block_size = self.engine.block_size
-        dropped = max(0, len(ids) - block_size)
-        notice = (
-            f"The prompt has {len(ids)} tokens but the model sees only the last {block_size}: "
-            f"the first {dropped} were dropped." if dropped else None
-        )
-        window = np.tile(ids[-block_size:], (num_samples, 1))
-        return Request(window, max_new_tokens, float(temperature), top_k, top_p, np.random.default_rng(seed),
-                       stop_at_eot, notice, n_candidates, finished=np.zeros(num_samples, dtype=bool))
 
     def add(self, *seqs: Request) -> None:
         """Prefill requests, each padded to end on a multiple of ``align`` columns (a shorter
@@ -173,7 +166,7 @@ class Batch:
             present = self._numpy(present)
         for r, (seq, length) in enumerate(zip(seqs, own)):
             seq.logits = np.repeat(logits[r : r + 1], seq.n, axis=0)
-            mine = present if len(seqs) == 1 and seq.n == 1 else self._device(
+            mine = present if len(seqs) == 1 and seq.n == 1 else self.engine.to_device(
                 [np.repeat(p[r : r + 1, :, width - length :], seq.n, axis=0) for p in present])
             self.joining.append((seq, mine))
 
@@ -193,36 +186,34 @@ class Batch:
         past = self._numpy(self.past)
         P = past[0].shape[2]
         cut = (P - max(s.length for s in self.seqs)) // self.align * self.align  # keeps every row's alignment
-        self.past = self._device([np.ascontiguousarray(p[rows][:, :, cut:]) for p in past])
+        self.past = self.engine.to_device([np.ascontiguousarray(p[rows][:, :, cut:]) for p in past])
 
-    def step(self) -> list[tuple[Request, "DecodeStep"]]:
+    def step(self) -> list[tuple[Request, DecodeStep]]:
         """Draw every request's next tokens, let the finished ones leave, and run the model once
         for the rest (a request whose context is full is read anew on its own instead).
 
         The candidates shown for the rows that ask for them are worked out here too, not by each
         request's reader: sixteen readers doing it contended with the loop (and each other) for
         the GIL."""
-        from .engine import DecodeStep  # engine imports this module
-
         eot = self.engine.eot_id
         rows = [row for s in self.seqs for row in s.logits]
-        settings = [Settings(s.temperature, s.top_k, s.top_p) for s in self.seqs for _ in range(s.n)]
-        u = [s.rng.random(s.n) if s.temperature != 0 else np.zeros(s.n) for s in self.seqs]
+        settings = [s.params.settings for s in self.seqs for _ in range(s.n)]
+        u = [np.zeros(s.n) if s.params.greedy else s.rng.random(s.n) for s in self.seqs]
         all_tokens, all_kept = choose_rows(rows, settings, np.concatenate(u))
         starts = np.cumsum([0] + [s.n for s in self.seqs])
         out, leaving = [], []
         for seq, a in zip(self.seqs, starts):
             tokens, kept = all_tokens[a : a + seq.n], all_kept[a : a + seq.n]
-            live = ~seq.finished
-            shown = [top_candidates(seq.logits[i], seq.n_candidates, int(tokens[i]), kept[i])
-                     if seq.n_candidates is not None and live[i] else None for i in range(seq.n)]
+            live, params = ~seq.finished, seq.params
+            shown = [top_candidates(seq.logits[i], params.n_candidates, int(tokens[i]), kept[i])
+                     if params.n_candidates is not None and live[i] else None for i in range(seq.n)]
             tokens[seq.finished] = eot
-            if seq.stop_at_eot:
+            if params.stop_at_eot:
                 seq.finished = seq.finished | (tokens == eot)
-            if seq.index == seq.max_new_tokens - 1:
+            if seq.index == params.max_new_tokens - 1:
                 seq.finished[:] = True
             out.append((seq, DecodeStep(tokens, live, seq.finished.copy(), seq.logits, seq.notice, seq.t0,
-                                        None if seq.temperature == 0 else kept, shown)))
+                                        None if params.greedy else kept, shown)))
             seq.notice, seq.tokens = None, tokens
             seq.index += 1
             if seq.finished.all():
@@ -285,17 +276,10 @@ class Batch:
             return
         old, new = self._numpy(self.past), self._numpy(present)
         P, L = old[0].shape[2], new[0].shape[2]
-        self.past = self._device([np.concatenate([_left_pad(o, L - P), _left_pad(n, P - L)]) for o, n in zip(old, new)])
+        self.past = self.engine.to_device([np.concatenate([_left_pad(o, L - P), _left_pad(n, P - L)]) for o, n in zip(old, new)])
 
     def _numpy(self, past: list) -> list[np.ndarray]:
         return [p if isinstance(p, np.ndarray) else p.numpy() for p in past]
-
-    def _device(self, past: list[np.ndarray]) -> list:
-        if not self.engine.io_binding:
-            return past
-        import onnxruntime as ort
-
-        return [ort.OrtValue.ortvalue_from_numpy(p, self.engine._device, 0) for p in past]
 
 
 def _left_pad(cache: np.ndarray, columns: int) -> np.ndarray:
@@ -310,8 +294,8 @@ class Scheduler:
     """A :class:`Batch` on a thread of its own, fed by :meth:`stream` from any number of threads."""
 
     def __init__(
-        self, engine: "Engine", max_rows: int = DEFAULT_MAX_ROWS, max_waiting: int = DEFAULT_MAX_WAITING,
-        wide: "Engine | None" = None,
+        self, engine: Engine, max_rows: int = DEFAULT_MAX_ROWS, max_waiting: int = DEFAULT_MAX_WAITING,
+        wide: Engine | None = None,
     ) -> None:
         self.engine = engine
         self.wide = wide  # the same model on more threads, for wide graph calls (Batch)
@@ -324,28 +308,15 @@ class Scheduler:
         self.running_rows = 0  # rows in the batch after the last step (for tests and monitoring)
         self.steps = 0  # graph calls of the loop so far
 
-    def stream(
-        self,
-        prompt_ids: Sequence[int],
-        max_new_tokens: int,
-        temperature: float = 0.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        seed: int | None = None,
-        num_samples: int = 1,
-        stop_at_eot: bool = True,
-        n_candidates: int | None = 10,
-    ) -> Iterator["Step"]:
-        """:meth:`Engine.stream`, decoded in the shared batch. Closing the iterator cancels the
-        request: it leaves the batch at the next step. Raises :class:`Busy` when the waiting
-        line is full, ValueError for bad arguments (both at the call)."""
+    def stream(self, prompt_ids: Sequence[int], params: SamplingParams) -> Iterator[Step]:
+        """``runtime.generate.stream``, decoded in the shared batch. Closing the iterator cancels
+        the request: it leaves the batch at the next step. Raises :class:`Busy` when the waiting
+        line is full, ValueError for a bad prompt or more samples than rows (both at the call)."""
         engine = self.engine
-        ids = engine._check(prompt_ids, max_new_tokens, temperature, top_k, top_p, num_samples)
-        engine._check_candidates(n_candidates)
-        if num_samples > self.max_rows:
-            raise ValueError(f"num_samples must be at most {self.max_rows} (the batch's rows), not {num_samples}")
-        seq = Batch(engine).new_sequence(ids, max_new_tokens, temperature, top_k, top_p, seed, num_samples, stop_at_eot,
-                                         n_candidates)
+        ids = check_prompt(prompt_ids, engine.vocab_size, engine.eot_id)
+        if params.num_samples > self.max_rows:
+            raise ValueError(f"num_samples must be at most {self.max_rows} (the batch's rows), not {params.num_samples}")
+        seq = Request.new(ids, params, engine.block_size)
         seq.sink = queue.SimpleQueue()
         with self._cond:
             if self._closed:
@@ -357,8 +328,7 @@ class Scheduler:
                 self._thread = threading.Thread(target=self._loop, name="decode-loop", daemon=True)
                 self._thread.start()
             self._cond.notify()
-        dropped = max(0, len(ids) - engine.block_size)
-        return engine._details(self._read(seq), dropped)
+        return to_steps(self._read(seq), seq.dropped)
 
     def close(self) -> None:
         """Stop the loop (running requests end with an error)."""
@@ -368,7 +338,7 @@ class Scheduler:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def _read(self, seq: Request) -> Iterator["DecodeStep"]:
+    def _read(self, seq: Request) -> Generator[DecodeStep, None, None]:
         try:
             while True:
                 item = seq.sink.get()

@@ -1,4 +1,4 @@
-"""python -m export.quant_compare: the 8-bit formats side by side, natively and in onnxruntime-web.
+"""python -m benchmarks.quant_compare: the 8-bit formats side by side, natively and in onnxruntime-web.
 
 Builds each candidate from artifacts/hub/onnx/model.onnx, then measures, in one run:
 
@@ -38,9 +38,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .metadata import read_metadata, set_metadata
-from .naming import ROOT
-from .quantize import folded_matmul, quantize_int8
+from export import ensure_onnx
+from export.metadata import read_metadata, set_metadata
+from export.naming import ROOT
+from export.quantize import folded_matmul, quantize_int8
+from export.validate import onnx_loss
+from runtime.engine import Engine
+from runtime.generate import generate
+from runtime.params import SamplingParams
 
 
 def per_tensor_matmul(x: str, w_q: str, w_scale: str, out: str) -> list[onnx.NodeProto]:
@@ -105,17 +110,15 @@ CANDIDATES = {
 
 def native_rates(paths: dict[str, Path], prompt: list[int], tokens: int, reps: int) -> tuple[dict[str, float], dict[str, list[int]]]:
     """Greedy tokens per CPU-second on 1 thread (median of alternating reps), and the ids."""
-    from .engine import Engine
-
     engines = {name: Engine.load(path, provider="cpu", threads=1) for name, path in paths.items()}
     times: dict[str, list[float]] = {name: [] for name in engines}
     ids = {}
     for engine in engines.values():
-        engine.generate(prompt, 4, stop_at_eot=False)
+        generate(engine, prompt, SamplingParams(4, stop_at_eot=False))
     for _ in range(reps):
         for name, engine in engines.items():
             start = time.process_time()
-            ids[name] = engine.generate(prompt, tokens, stop_at_eot=False)
+            ids[name] = generate(engine, prompt, SamplingParams(tokens, stop_at_eot=False))
             times[name].append(time.process_time() - start)
     return {name: tokens / statistics.median(t) for name, t in times.items()}, ids
 
@@ -135,8 +138,6 @@ def web_rates(paths: dict[str, Path], prompt: list[int], tokens: int, reps: int)
 def agreement(paths: dict[str, Path], prompts: list[list[int]], tokens: int) -> dict[str, tuple[int, float]] | None:
     """Native onnxruntime against onnxruntime-web on many prompts: (prompts whose greedy ids agree
     for all ``tokens``, share of tokens generated before the first disagreement) per file."""
-    from .engine import Engine
-
     script = ROOT / "tests" / "clients" / "ort_web_greedy.mjs"
     if not (ROOT / "node_modules" / "onnxruntime-web").is_dir() or shutil.which("node") is None:
         return None
@@ -146,7 +147,7 @@ def agreement(paths: dict[str, Path], prompts: list[list[int]], tokens: int) -> 
     result = {}
     for name, path in paths.items():
         engine = Engine.load(path, provider="cpu")
-        agree = [next((i for i, (a, b) in enumerate(zip(engine.generate(p, tokens, stop_at_eot=False), w)) if a != b), tokens)
+        agree = [next((i for i, (a, b) in enumerate(zip(generate(engine, p, SamplingParams(tokens, stop_at_eot=False)), w)) if a != b), tokens)
                  for p, w in zip(prompts, web[str(path)]["ids"])]
         result[name] = (sum(a == tokens for a in agree), sum(agree) / (tokens * len(prompts)))
     return result
@@ -177,7 +178,7 @@ def optimum_rates(folder: Path, prompt: str, tokens: int) -> dict[str, float] | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m export.quant_compare", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.quant_compare", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokens", type=int, default=128, help="greedy tokens per run")
     ap.add_argument("--reps", type=int, default=3, help="alternating native repetitions")
@@ -191,9 +192,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from model import get_tokenizer
 
-    from . import ensure_onnx
-    from .engine import Engine
-    from .validate import onnx_loss
 
     shipped = ensure_onnx()
     fp32 = shipped["fp32"]

@@ -1,4 +1,4 @@
-"""Sampling against greedy decoding, side by side in one run: ``python -m export.bench_sampling``.
+"""Sampling against greedy decoding, side by side in one run: ``python -m benchmarks.bench_sampling``.
 
 Each row decodes the same number of tokens from the same prompt with the app's CPU file
 (``model_int8.onnx``, one thread), greedy and with the sampling settings people use; the
@@ -16,8 +16,11 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from . import sampling
-from .engine import Engine
+from export import ensure_onnx
+from runtime import sampling
+from runtime.engine import Engine
+from runtime.generate import generate, stream
+from runtime.params import SamplingParams
 
 SETTINGS = [  # (label, temperature, top_k, top_p)
     ("greedy", 0.0, None, None),
@@ -57,7 +60,7 @@ def sampler(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m export.bench_sampling", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_sampling", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokens", type=int, default=200)
     ap.add_argument("--reps", type=int, default=5)
@@ -65,7 +68,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from model import get_tokenizer
 
-    from . import ensure_onnx
 
     engine = Engine.load(ensure_onnx()["int8"], "cpu", args.threads)
     prompt = get_tokenizer().encode("ROMEO:")
@@ -76,10 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     def run(t, k, p, call, name) -> float:
         with sampler(name):
             cpu = time.process_time()
+            params = SamplingParams(args.tokens, t, k, p, seed=1, stop_at_eot=False)
             if call == "generate":
-                n = len(engine.generate(prompt, args.tokens, t, k, p, seed=1, stop_at_eot=False))
+                n = len(generate(engine, prompt, params))
             else:
-                n = sum(1 for _ in engine.stream(prompt, args.tokens, t, k, p, seed=1, stop_at_eot=False))
+                n = sum(1 for _ in stream(engine, prompt, params))
             return n / max(time.process_time() - cpu, 1e-9)
 
     rates: dict[str, list[float]] = {r[0]: [] for r in rows}
