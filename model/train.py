@@ -56,7 +56,7 @@ class TrainConfig:
     vocab_subset: bool = True
     full_vocab_frac: float = 0.1
     label_smoothing: float = 0.0
-    bf16: bool = True  # autocast matmuls to bfloat16 (fast on CPUs with AVX512-BF16 / AMX, and GPUs)
+    bf16: bool = True  # autocast matmuls to bfloat16 (fast on CPUs with AVX512-BF16 / AMX, and GPUs; a CPU without them gets float32 unless --bf16 is given)
 
 
 PRESETS: dict[str, tuple[GPTConfig, TrainConfig]] = {
@@ -90,6 +90,16 @@ PRESETS: dict[str, tuple[GPTConfig, TrainConfig]] = {
 
 
 PRINT_EVERY = 10  # steps between progress-bar updates (each one waits for the device)
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 matmuls natively (AVX512-BF16 or AMX). Without either,
+    autocast to bfloat16 runs several times slower than float32 (see docs/training.md).
+
+    torch has no public query for this: the two private checks of ``torch.cpu`` are read here
+    only, and tests/test_train.py fails if they move."""
+    checks = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+    return any(check() for check in checks if check is not None)
 
 
 def lr_at(step: int, tc: TrainConfig) -> float:
@@ -280,6 +290,11 @@ def main(argv: list[str] | None = None) -> dict:
         tc = TrainConfig(**json.loads((out / "state.json").read_text())["train_config"])
     mc = replace(mc, **{k: getattr(args, k) for k in asdict(mc) if getattr(args, k) is not None})
     tc = replace(tc, **{k: getattr(args, k) for k in asdict(tc) if getattr(args, k) is not None})
+    if device == "cpu" and tc.bf16 and args.bf16 is None and not cpu_has_native_bf16():
+        # The presets ask for bfloat16 autocast; on a CPU that emulates it, float32 is faster.
+        tc = replace(tc, bf16=False)
+        if master:
+            print("this CPU has no native bfloat16 (AVX512-BF16 or AMX): training in float32 (--bf16 true to force it)")
     if tc.batch_size % world:
         raise SystemExit(f"batch_size {tc.batch_size} is not divisible by {world} processes")
 

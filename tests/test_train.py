@@ -254,3 +254,21 @@ def test_sampled_evaluation_spans_the_whole_split(val_tokens):
     separators = np.flatnonzero(val_tokens == get_tokenizer().eot_token)
     second_work = int(separators[0]) // 256 + 1  # the first window wholly after the separator
     assert (rows < second_work - 1).any() and (rows >= second_work).any()
+
+
+def test_the_cpus_bfloat16_checks_exist():
+    """cpu_has_native_bf16 reads two private checks of torch.cpu: this fails when torch moves them."""
+    for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
+        assert callable(getattr(torch.cpu, name, None)), f"torch {torch.__version__} has no torch.cpu.{name}"
+    assert isinstance(train.cpu_has_native_bf16(), bool)
+
+
+@pytest.mark.parametrize("native, flag, expected", [(False, None, False), (True, None, True), (False, "true", True), (False, "false", False)])
+def test_bf16_falls_back_to_float32_where_the_cpu_emulates_it(tiny_data, tmp_path, monkeypatch, native, flag, expected):
+    """The presets' bfloat16 autocast, on a CPU without native bfloat16, trains in float32 unless
+    --bf16 is given; the run's state says which it used."""
+    monkeypatch.setattr(train, "cpu_has_native_bf16", lambda: native)
+    args = ["--preset", "tiny", "--max_steps", "2", "--eval_interval", "2", "--threads", "1", "--quiet"]
+    train.main([*args, *(["--bf16", flag] if flag else []), "--data", str(tiny_data), "--out", str(tmp_path)])
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["train_config"]["bf16"] is expected
