@@ -27,7 +27,7 @@ LOGIT_TOL = 1e-4  # max |logit difference| allowed between ORT fp32 and PyTorch
 INT8_LOGIT_TOL = 1.0
 # A padded row of the 8-bit file: activations are quantized per row, so the batch changes nothing
 # but the fp32 attention's summation order (~1e-6), which can move an activation across a rounding
-# boundary: one quantization step, ~1e-2 on a logit (1.9e-2 measured). Per-tensor quantization
+# boundary: one quantization step, ~1e-2 on a logit. Per-tensor quantization
 # would move every row with its neighbours.
 INT8_PAD_TOL = 0.1
 EIGHT_BIT = ("quantized", "int8")  # the keys of export.build.artifact_paths holding 8-bit files

@@ -60,11 +60,9 @@ class TrainConfig:
 
 
 PRESETS: dict[str, tuple[GPTConfig, TrainConfig]] = {
-    # Sized for 2 CPU cores: 82 minutes for 11 M tokens (7.4 epochs), held-out loss 4.42. Learned
-    # positions: with the sinusoidal table (row norm sqrt(d_model / 2) = 11.3 against token embeddings
-    # of norm 0.3) the residual stream starts as almost pure position and learning crawls; side by
-    # side on 4 layers, 614 k tokens in, the learned table had a training loss of 5.06 against 6.26.
-    # Batches of 2,048 tokens: twice the updates of the first recipe for the same tokens.
+    # Sized for 2 CPU cores (docs/training.md gives its time, its losses and the side-by-side runs
+    # behind each choice): learned positions, batches of 2,048 tokens (more updates for the same
+    # tokens from a small corpus), the softmax over the training text's tokens until the last 10 %.
     "cpu": (
         GPTConfig(block_size=256, n_layer=6, n_head=8, d_model=256, dropout=0.1, pos_encoding="learned"),
         TrainConfig(

@@ -39,10 +39,9 @@ import onnxruntime as ort
 from .interface import ATTENTION_MASK, INPUT_IDS, LOGITS, POSITION_IDS, past_names, present_names
 from .providers import CUDA, requested_providers
 
-# Measured with `python -m benchmarks.bench` on the project's 2-core EPYC (docs/export.md, "Benchmark"): on an
-# idle machine two threads decode int8 1.34x faster but at 68 % of the tokens per CPU-second; on a
-# box whose other core is busy a second thread mostly waits (755 tok/s with 1 thread against
-# 100-125 with 2 while a training run shared the machine). The app serves several users at once.
+# One thread per graph call: the app serves several users at once, and a second thread buys less
+# than it costs in CPU-seconds, nothing at all on a busy machine (docs/export.md, "Benchmark";
+# `python -m benchmarks.bench` measures it).
 DEFAULT_CPU_THREADS = 1
 # How a session allocates the CPU memory of a graph call: "on" is onnxruntime's arena (its
 # default), which keeps the largest buffers every (batch, length) shape has needed and never
