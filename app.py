@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         max_file_size=common.MAX_UPLOAD_BYTES,
         run_history=False,
         # Bounded memory and requests whatever the traffic: lean sessions, unread results
-        # dropped, bodies capped, files only from artifacts/, monitoring off (serving.py).
+        # dropped, bodies capped, files only from artifacts/, monitoring off (playground/ui/serving/).
         **serving.launch_options(demo, allowed=list(onnx_files.values())),  # the Model tab's files, nothing else
     )
 

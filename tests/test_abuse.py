@@ -31,6 +31,7 @@ from export.build import artifact_paths
 from export.sampling import choose, sampling_distribution, softmax
 from playground import limits
 from playground.ui import serving
+from playground.ui.serving import sessions, unread
 from playground.validation import InputError, format_number, parse_int_list, validate_float, validate_int
 
 API = "gradio_api"
@@ -458,11 +459,11 @@ def _fake_queue(sessions: dict[str, tuple[list, bool]]) -> Any:
 def test_unread_results_are_dropped_after_the_wait():
     queue = _fake_queue({"read": ([], False), "running": (["a", "b"], True), **{f"unread{i}": ([f"r{i}"], False) for i in range(3)}})
     seen: dict = {}
-    assert serving.drop_unread_results(queue, seen, now=0.0) == []
+    assert unread.drop_unread_results(queue, seen, now=0.0) == []
     # Someone reads unread0 meanwhile (and a new message comes): its wait starts again.
     queue.pending_messages_per_session["unread0"].get_nowait()
     queue.pending_messages_per_session["unread0"].put_nowait("later")
-    dropped = serving.drop_unread_results(queue, seen, now=serving.UNREAD_RESULT_WAIT_S + 1)
+    dropped = unread.drop_unread_results(queue, seen, now=unread.UNREAD_RESULT_WAIT_S + 1)
     assert sorted(dropped) == ["unread1", "unread2"]
     assert {"read", "running", "unread0"} <= set(queue.pending_messages_per_session)
     assert "unread1" not in queue.pending_event_ids_session
@@ -471,18 +472,18 @@ def test_unread_results_are_dropped_after_the_wait():
 def test_sessions_whose_results_were_all_read_leave_no_entry():
     queue = _fake_queue({"read": ([], False), "running": (["a"], True)})
     queue.pending_event_ids_session["read"] = set()  # what Gradio leaves once the last result is read
-    serving.drop_unread_results(queue, {}, now=0.0)
+    unread.drop_unread_results(queue, {}, now=0.0)
     assert "read" not in queue.pending_event_ids_session and "running" in queue.pending_event_ids_session
 
 
 def test_big_unread_results_are_dropped_oldest_first_past_the_budget():
     big = _Event()
     big.output = {"data": [[[0.5] * 1024] * 1024]}  # like a 1024 x 1024 table
-    size = serving.approx_bytes(big)
+    size = unread.approx_bytes(big)
     assert 30e6 < size < 45e6  # a 1024 x 1024 table: ~34 MB of Python objects
-    fit = serving.MAX_UNREAD_BYTES // size
+    fit = unread.MAX_UNREAD_BYTES // size
     queue = _fake_queue({f"big{i}": ([big], False) for i in range(fit + 3)})
-    dropped = serving.drop_unread_results(queue, {}, now=0.0)
+    dropped = unread.drop_unread_results(queue, {}, now=0.0)
     assert dropped == ["big0", "big1", "big2"]  # the oldest first, until the rest fits
     assert len(queue.pending_messages_per_session) == fit
 
@@ -491,7 +492,7 @@ def test_many_small_unread_results_are_kept():
     """Sixteen gradio_client users whose light calls finish before they open their stream must
     all get their answers."""
     queue = _fake_queue({f"client{i}": ([{"data": [{"ids": [31373, 2506]}]}], False) for i in range(200)})
-    assert serving.drop_unread_results(queue, {}, now=0.0) == []
+    assert unread.drop_unread_results(queue, {}, now=0.0) == []
 
 
 def test_big_results_nobody_reads_are_dropped_and_a_late_reader_told_why(app_server):
@@ -508,7 +509,7 @@ def test_big_results_nobody_reads_are_dropped_and_a_late_reader_told_why(app_ser
     time.sleep(3 * serving.SWEEP_EVERY_S)
     late = httpx.get(f"{base}{API}/call/positional_encoding/{posted[0]}", timeout=30)
     assert late.status_code == 404
-    assert_message(late.json()["detail"], "dropped unread", f"waits {serving.UNREAD_RESULT_WAIT_S:g} s", "POST again")
+    assert_message(late.json()["detail"], "dropped unread", f"waits {unread.UNREAD_RESULT_WAIT_S:g} s", "POST again")
     kept = httpx.get(f"{base}{API}/call/positional_encoding/{posted[-2]}", timeout=120)
     assert kept.status_code == 200 and "event: complete" in kept.text
 
@@ -541,11 +542,11 @@ def _big_state_id(demo: gr.Blocks) -> int:
 
 
 def test_a_session_keeps_no_copy_of_inputs_and_outputs(small_demo):
-    holder = serving.BoundedStateHolder()
+    holder = sessions.BoundedStateHolder()
     holder.set_blocks(small_demo)
     box, state = _ids(small_demo)
     session = holder["a"]
-    assert isinstance(session, serving.LeanSessionState) and session.config_values == {}
+    assert isinstance(session, sessions.LeanSessionState) and session.config_values == {}
     session._update_value_in_config(box, "x" * 5_000_000)  # what Gradio does with every input
     session[box] = small_demo.blocks[box]
     assert session.config_values == {} and list(session.components) == []
@@ -554,7 +555,7 @@ def test_a_session_keeps_no_copy_of_inputs_and_outputs(small_demo):
 
 
 def test_sessions_and_their_results_are_bounded(small_demo):
-    holder = serving.BoundedStateHolder(capacity=50, max_with_results=5)
+    holder = sessions.BoundedStateHolder(capacity=50, max_with_results=5)
     holder.set_blocks(small_demo)
     _, state = _ids(small_demo)
     for i in range(80):
@@ -569,7 +570,7 @@ def test_sessions_and_their_results_are_bounded(small_demo):
 def test_copies_of_a_states_default_count_as_results(small_demo):
     """Reading a State gives each session its own copy of the default (attention's stages:
     ~1 MB); those copies are bounded like the results an event set."""
-    holder = serving.BoundedStateHolder(capacity=50, max_with_results=5)
+    holder = sessions.BoundedStateHolder(capacity=50, max_with_results=5)
     holder.set_blocks(small_demo)
     big = _big_state_id(small_demo)
     for i in range(30):
@@ -656,14 +657,14 @@ def test_soak_memory_settles_whatever_the_traffic(tmp_path):
         kinds = [r for r in {id(r): r for r in requests}.values() if not getattr(r, "unread", False)]
         with ThreadPoolExecutor(4) as pool:
             list(pool.map(lambda r: r(), [r for r in kinds for _ in range(4)]))
-        time.sleep(2 * serving.TRIM_EVERY_S)
+        time.sleep(2 * unread.TRIM_EVERY_S)
         before = _rss_mb(server.process.pid)
         t0 = time.perf_counter()
         with ThreadPoolExecutor(4) as pool:
             results = list(pool.map(lambda r: r(), requests))
         elapsed = time.perf_counter() - t0
         peak_after_run = _rss_mb(server.process.pid)
-        time.sleep(serving.UNREAD_RESULT_WAIT_S + serving.TRIM_EVERY_S + 2)
+        time.sleep(unread.UNREAD_RESULT_WAIT_S + unread.TRIM_EVERY_S + 2)
         after = _rss_mb(server.process.pid)
         print(
             f"\nsoak: {len(requests)} requests in {elapsed:.0f} s; RSS {before:.0f} MB before, "

@@ -25,13 +25,14 @@ import pytest
 from app_server import free_port
 from load_test import abandon, late_answer
 from playground.ui import serving
+from playground.ui.serving import orphaned
 
 API = "gradio_api"
-GRACE_S = 1.0  # the small app's grace period (the app's own: serving.READER_GRACE_S, 5 s)
+GRACE_S = 1.0  # the small app's grace period (the app's own: orphaned.READER_GRACE_S, 5 s)
 TICK_S = 0.02
 FOREVER = 3_000  # ticks: a minute or more, far past every wait below, if nothing stops it
 STOPPED = "Stopped: nobody opened this request's result stream"
-STALLED_CLOSE_S = 4.0  # the small app's; the app's own: serving.STALLED_CLOSE_S
+STALLED_CLOSE_S = 4.0  # the small app's; the app's own: orphaned.STALLED_CLOSE_S
 
 
 def _wait(predicate, timeout: float, what: str) -> None:
@@ -45,7 +46,7 @@ def _wait(predicate, timeout: float, what: str) -> None:
 # --- the small app ----------------------------------------------------------------------------------
 
 RUNS: dict[str, dict] = {}  # tag -> what the generator did: ticks, finished (ran to its end), closed
-READERS = serving.ResultReaders()  # the small app's count of open result streams
+READERS = orphaned.ResultReaders()  # the small app's count of open result streams
 
 
 def ticks(tag: str, n: int) -> Iterator[int]:
@@ -75,9 +76,9 @@ def small_app(tmp_path_factory) -> Iterator[str]:
     """A one-endpoint app (``/ticks``, one at a time) served with the app's serving options,
     its grace period shortened to GRACE_S and its sweeper to five times a second."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(serving, "READER_GRACE_S", GRACE_S)
+        mp.setattr(orphaned, "READER_GRACE_S", GRACE_S)
         mp.setattr(serving, "SWEEP_EVERY_S", 0.2)
-        mp.setattr(serving, "STALLED_CLOSE_S", STALLED_CLOSE_S)
+        mp.setattr(orphaned, "STALLED_CLOSE_S", STALLED_CLOSE_S)
         with gr.Blocks(analytics_enabled=False) as demo:
             gr.api(ticks, api_name="ticks", concurrency_limit=1, concurrency_id="ticks")
             gr.api(blobs, api_name="blobs", concurrency_limit=4, concurrency_id="blobs")
@@ -240,7 +241,7 @@ def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
 @pytest.mark.parametrize("how", ["never-read", "read-then-stalled"])
 def test_a_client_that_stops_reading_its_open_stream_is_stopped_within_5_s(small_app, how):
     """A stream opened and never read (or read a while, then not): once its writes wait
-    (serving.STALLED_SEND_S), its work stops at the next sweep, and the server later closes the
+    (orphaned.STALLED_SEND_S), its work stops at the next sweep, and the server later closes the
     connection (STALLED_CLOSE_S), freeing what it held."""
     tag = f"stalled-{how}"
     r = httpx.post(f"{small_app}{API}/call/blobs", json={"data": [tag, FOREVER]}, timeout=30)
@@ -322,22 +323,22 @@ class _Queue:
 
 
 def test_only_work_nobody_reads_past_the_grace_is_chosen():
-    g = serving.READER_GRACE_S
-    readers = serving.ResultReaders()
+    g = orphaned.READER_GRACE_S
+    readers = orphaned.ResultReaders()
     readers.opened("read")
     queued = [_Event("read", 0.0), _Event("unread", 0.0), _Event("fresh", 100.0)]
     running = [_Event("read", 0.0), _Event("unread-stream", 0.0), _Event("unread-one-shot", 0.0, streams=False)]
     gone = _Event("already-stopped", 0.0)
     gone.alive = False
     queue = _Queue(queued, running + [gone])
-    chosen = serving.unread_events(queue, readers, now=100.0 + g / 2)
+    chosen = orphaned.unread_events(queue, readers, now=100.0 + g / 2)
     # fresh: still in its grace period; one-shot: cannot be stopped half-way (its result waits
     # for a reader like any other); already stopped: nothing to do.
     assert sorted(e.session_hash for e in chosen) == ["unread", "unread-stream"]
     readers.closed("read")
     assert "read" not in readers.open
-    assert len(serving.unread_events(queue, readers, now=100.0 + g / 2)) == 4  # now "read" is unread too
-    assert serving.unread_events(queue, readers, now=g / 2) == []  # within everyone's grace
+    assert len(orphaned.unread_events(queue, readers, now=100.0 + g / 2)) == 4  # now "read" is unread too
+    assert orphaned.unread_events(queue, readers, now=g / 2) == []  # within everyone's grace
 
 
 def test_a_write_that_waits_with_nothing_waiting_for_the_client_is_not_stalled(monkeypatch):
@@ -345,15 +346,15 @@ def test_a_write_that_waits_with_nothing_waiting_for_the_client_is_not_stalled(m
     bytes wait for that client; with none waiting the event loop was busy (a loaded machine),
     and the reader keeps its work. Unknown (no guarded protocol): counted, as before."""
     backlog = {("127.0.0.1", 1): 0, ("127.0.0.1", 2): 65_536}
-    monkeypatch.setattr(serving.connections, "write_backlog", lambda client: backlog.get(client))
-    readers = serving.ResultReaders()
-    late = serving.STALLED_SEND_S + 1
+    monkeypatch.setattr(orphaned.connections, "write_backlog", lambda client: backlog.get(client))
+    readers = orphaned.ResultReaders()
+    late = orphaned.STALLED_SEND_S + 1
     readers.writing(1, "busy-loop", 0.0, ("127.0.0.1", 1))
     readers.writing(2, "not-reading", 0.0, ("127.0.0.1", 2))
     readers.writing(3, "unknown", 0.0, None)
     assert readers.stalled("busy-loop", late) == 0
     assert readers.stalled("not-reading", late) == 1 and readers.stalled("unknown", late) == 1
-    assert readers.stalled("not-reading", serving.STALLED_SEND_S / 2) == 0  # not yet
+    assert readers.stalled("not-reading", orphaned.STALLED_SEND_S / 2) == 0  # not yet
 
 
 # --- the launched app: real generations -------------------------------------------------------------
@@ -371,7 +372,7 @@ def short_grace_app(tmp_path_factory):
     shows it); on this one none can."""
     from app_server import launch, stop
 
-    server = launch(tmp_path_factory.mktemp("short_grace") / "app.log", extra_env={serving.READER_GRACE_ENV: str(SHORT_GRACE_S)})
+    server = launch(tmp_path_factory.mktemp("short_grace") / "app.log", extra_env={orphaned.READER_GRACE_ENV: str(SHORT_GRACE_S)})
     yield server
     stop(server)
 
@@ -400,5 +401,5 @@ def test_abandoned_generations_stop_and_a_normal_one_goes_through(short_grace_ap
 def test_the_grace_period_is_read_from_the_environment(monkeypatch):
     """PLAYGROUND_READER_GRACE_S, from 0.5 to 600 s; anything else keeps the default with a warning."""
     for raw, want in (("", 5.0), ("2.5", 2.5), ("0.5", 0.5), ("600", 600.0), ("0.1", 5.0), ("1e9", 5.0), ("nan", 5.0), ("soon", 5.0)):
-        monkeypatch.setenv(serving.READER_GRACE_ENV, raw)
-        assert serving.reader_grace_s() == want, raw
+        monkeypatch.setenv(orphaned.READER_GRACE_ENV, raw)
+        assert orphaned.reader_grace_s() == want, raw
