@@ -72,7 +72,7 @@ def blobs(tag: str, n: int) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def small_app(tmp_path_factory) -> Iterator[str]:
+def small_app() -> Iterator[str]:
     """A one-endpoint app (``/ticks``, one at a time) served with the app's serving options,
     its grace period shortened to GRACE_S and its sweeper to five times a second."""
     with pytest.MonkeyPatch.context() as mp:
@@ -87,7 +87,7 @@ def small_app(tmp_path_factory) -> Iterator[str]:
         port = free_port()
         demo.launch(
             server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-            **serving.launch_options(demo, allowed=[tmp_path_factory.mktemp("files")], readers=READERS),
+            **serving.launch_options(demo, readers=READERS),
         )
         try:
             yield f"http://127.0.0.1:{port}/"
@@ -334,7 +334,7 @@ def test_only_work_nobody_reads_past_the_grace_is_chosen():
     chosen = orphaned.unread_events(queue, readers, now=100.0 + g / 2)
     # fresh: still in its grace period; one-shot: cannot be stopped half-way (its result waits
     # for a reader like any other); already stopped: nothing to do.
-    assert sorted(e.session_hash for e in chosen) == ["unread", "unread-stream"]
+    assert sorted(job.session for job in chosen) == ["unread", "unread-stream"]
     readers.closed("read")
     assert "read" not in readers.open
     assert len(orphaned.unread_events(queue, readers, now=100.0 + g / 2)) == 4  # now "read" is unread too

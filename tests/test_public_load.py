@@ -24,7 +24,7 @@ import pytest
 from app_server import AppServer, launch, stop
 from load_test import LONG_PROMPT, abandon
 from playground.ui import connections
-from playground.ui.serving import errors, orphaned
+from playground.ui.serving import admission, orphaned
 from test_orphaned_work import _wait
 
 API = "gradio_api"
@@ -100,7 +100,7 @@ def probe_s(base: str, source: str = "127.0.0.9") -> float:
 def guarded_app(tmp_path_factory) -> Iterator[AppServer]:
     server = launch(tmp_path_factory.mktemp("guarded") / "app.log", extra_env={
         "PLAYGROUND_MAX_CONNECTIONS": str(IN_ALL), "PLAYGROUND_MAX_CONNECTIONS_PER_ADDRESS": str(PER_ADDRESS),
-        errors.MAX_EVENTS_PER_ADDRESS_ENV: str(EVENTS_PER_ADDRESS),
+        admission.MAX_EVENTS_PER_ADDRESS_ENV: str(EVENTS_PER_ADDRESS),
     })
     generate(server.url, PROBE_ARGS)  # the engine is open
     yield server

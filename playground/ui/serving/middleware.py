@@ -1,21 +1,20 @@
-"""ASGI middleware on Gradio's FastAPI app: request bodies capped before they are read
-(:class:`BodySizeLimit`), and the routes Gradio opens whatever the app uses guarded
-(:class:`RouteGuard`: files, uploads, deep links, unknown endpoints, events and sessions)."""
+"""ASGI middleware on Gradio's FastAPI app (installed through ``launch(app_kwargs=...)``): request
+bodies capped before they are read (:class:`BodySizeLimit`), and the routes Gradio opens whatever
+the app uses guarded where Gradio has no setting for them (:class:`RouteGuard`)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
 from ... import limits
+from .. import gradio_internals
+from ..gradio_internals import CALL_GET, DEEP_LINK, FILE_ROUTES, HEARTBEAT, QUEUE_DATA, UPLOAD
 from .sessions import session_problem
 from .unread import UNREAD_RESULT_WAIT_S
-
-API = "/gradio_api"
 
 
 def json_response(status: int, detail: str, headers: dict[str, str] | None = None):
@@ -98,14 +97,6 @@ class BodySizeLimit:
 # A Range header Gradio's file route parses (it answers 500 to others, e.g. two ranges):
 # one range of bytes, first-last (last >= first), first- or -suffix.
 _SINGLE_RANGE = re.compile(r"bytes=(?:(\d+)-(\d*)|-(\d+))")
-_FILE_ROUTES = (f"{API}/file=", f"{API}/file/")
-_CALL_POST = re.compile(rf"{API}/(call/v2|call|run|api)/([^/]+)/?")
-CALL_GET = re.compile(rf"{API}/call/(?:v2/)?([^/]+)/([^/]+)/?")
-
-
-
-_QUEUE_DATA = f"{API}/queue/data"
-_HEARTBEAT = f"{API}/heartbeat/"
 
 
 def _usable_range(value: bytes) -> bool:
@@ -116,54 +107,31 @@ def _usable_range(value: bytes) -> bool:
     return not (first and last) or int(first) <= int(last)
 
 
-class RouteGuard:
-    """ASGI middleware for the routes Gradio opens whatever the app uses:
+def _is_url(path: str) -> bool:
+    return "://" in path or path.startswith(("http:", "https:"))
 
-    - files: only the ``allowed`` ones (the Model tab's downloads), not the shared Gradio
-      cache of other apps on the machine nor any other path (403); a ``Range`` header other
-      than one valid range of bytes is ignored, so the whole file is sent (Gradio answered 500
-      to two ranges);
+
+class RouteGuard:
+    """ASGI middleware for the routes Gradio opens whatever the app uses, where Gradio has no
+    setting (which files are served is Gradio's own rule: ``launch_options``):
+
+    - files: a URL is refused (403): Gradio would fetch any public http(s) URL for whoever asks,
+      a free proxy on the app's address; a ``Range`` header other than one valid range of bytes
+      is ignored, so the whole file is sent (Gradio answered 500 to two ranges);
+    - ``/gradio_api/upload``: off (413) unless ``uploads``: no tab takes a file, and Gradio's
+      ``max_file_size=0`` still stored empty files (1,000 uploads, 1,000 files in its shared
+      temporary folder);
     - ``/gradio_api/deep_link``: off (404); sessions keep no values to link to;
-    - ``/gradio_api/upload``: off (413) unless ``uploads``; no tab takes a file;
-    - ``/gradio_api/call|run|api/<name>``: an unknown or private name gets 404 naming the
-      endpoints, instead of a bare 500; the keyword form (``call/v2``) answers a bad argument
-      with 400 and Gradio's message, instead of a bare 500;
-    - ``GET /gradio_api/call/<name>/<event_id>`` for an event the queue does not hold (unknown,
-      already read, or dropped unread) gets 404 saying so, instead of an SSE ``"404: Not Found"``.
+    - ``queue/data`` and ``heartbeat`` with a session id that is not a short token: 400;
+      ``queue/data`` for a session the queue does not hold, and ``GET /gradio_api/call/<name>/<event_id>``
+      for an event it does not hold (unknown, already read, or dropped unread): 404 saying so
+      (Gradio broke off the response mid-stream and logged a stack trace).
     """
 
-    def __init__(self, app: Callable, demo: gr.Blocks, allowed: Sequence[Path], uploads: bool = False):
+    def __init__(self, app: Callable, demo: gr.Blocks, uploads: bool = False):
         self.app = app
         self.demo = demo
         self.uploads = uploads
-        self.allowed = [Path(p).resolve() for p in allowed]
-        self.endpoints = sorted(
-            fn.api_name for fn in demo.fns.values() if fn.fn is not None and fn.api_visibility == "public"
-        )
-        self.callable = set(self.endpoints) | {
-            fn.api_name for fn in demo.fns.values() if fn.fn is not None and fn.api_visibility == "undocumented"
-        }
-
-    def _file_allowed(self, path: str) -> bool:
-        from gradio.utils import abspath, is_in_or_equal
-
-        if "://" in path or path.startswith(("http:", "https:", "file:", "data:")):
-            return False
-        try:
-            target = abspath(path)
-            return any(is_in_or_equal(target, allowed) for allowed in self.allowed)
-        except (OSError, ValueError):
-            return False
-
-    def _unknown_endpoint(self, name: str) -> Any:
-        listed = ", ".join(f"/{n}" for n in self.endpoints)
-        return json_response(404, f"No API endpoint /{name}. The endpoints are {listed} (see /gradio_api/info).")
-
-    def _event_known(self, event_id: str) -> bool:
-        queue = self.demo._queue
-        return event_id in queue.event_ids_to_events or any(
-            event_id in ids for ids in list(queue.pending_event_ids_session.values())
-        )
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
@@ -171,18 +139,17 @@ class RouteGuard:
             return
         path: str = scope["path"]
         method: str = scope["method"]
-        if path.startswith(_FILE_ROUTES):
-            file_path = path[len(_FILE_ROUTES[0]):]
-            if not self._file_allowed(file_path):
-                response = json_response(403, "File not allowed: only the ONNX downloads (the Model tab's files) are served.")
+        if path.startswith(FILE_ROUTES):
+            if _is_url(path[len(FILE_ROUTES[0]):]):
+                response = json_response(403, "File not allowed: this app serves its own downloads only, never a URL.")
                 await response(scope, receive, send)
                 return
             value = _header(scope, b"range")
             if value is not None and not _usable_range(value):
                 scope = dict(scope, headers=[(k, v) for k, v in scope["headers"] if k.lower() != b"range"])
-        elif method == "GET" and (path.rstrip("/") == _QUEUE_DATA or path.startswith(_HEARTBEAT)):
-            if path.startswith(_HEARTBEAT):
-                session = path[len(_HEARTBEAT):]
+        elif method == "GET" and (path.rstrip("/") == QUEUE_DATA or path.startswith(HEARTBEAT)):
+            if path.startswith(HEARTBEAT):
+                session = path[len(HEARTBEAT):]
             else:
                 from starlette.datastructures import QueryParams
 
@@ -190,35 +157,21 @@ class RouteGuard:
             if problem := session_problem(session):
                 await json_response(400, problem)(scope, receive, send)
                 return
-            if not path.startswith(_HEARTBEAT) and session not in self.demo._queue.pending_messages_per_session:
+            if not path.startswith(HEARTBEAT) and not gradio_internals.holds_session(self.demo, session):
                 detail = (f"No session {session} in the queue: POST /gradio_api/queue/join first (its results "
                           "stream here), or the session's results were already read or dropped unread.")
                 await json_response(404, detail)(scope, receive, send)
                 return
-        elif path.rstrip("/") == f"{API}/upload" and not self.uploads:
-            # Gradio's max_file_size=0 still let an empty file through: 1,000 of them were 1,000
-            # files in its shared temporary folder.
+        elif path.rstrip("/") == UPLOAD and not self.uploads:
             detail = "Uploads are off: no tab of this app takes a file."
             await json_response(413, detail, headers={"Connection": "close"})(scope, receive, send)
             return
-        elif path.rstrip("/") == f"{API}/deep_link":
+        elif path.rstrip("/") == DEEP_LINK:
             await json_response(404, "Deep links are off in this app.")(scope, receive, send)
             return
-        elif method == "POST" and (match := _CALL_POST.fullmatch(path)):
-            route, name = match.groups()
-            known = self.endpoints if route == "call/v2" else self.callable
-            if name not in known:
-                await self._unknown_endpoint(name)(scope, receive, send)
-                return
-            if route == "call/v2":
-                await self._call_v2(scope, receive, send)
-                return
         elif method == "GET" and (match := CALL_GET.fullmatch(path)):
-            name, event_id = match.groups()
-            if name not in self.callable:
-                await self._unknown_endpoint(name)(scope, receive, send)
-                return
-            if not self._event_known(event_id):
+            event_id = match.group(2)
+            if not gradio_internals.event_known(self.demo, event_id):
                 detail = (
                     f"No result for event {event_id}: it is unknown, was already read, or was dropped unread "
                     f"(a result waits {UNREAD_RESULT_WAIT_S:g} s for its reader, a big one less while others "
@@ -227,22 +180,3 @@ class RouteGuard:
                 await json_response(404, detail)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-    async def _call_v2(self, scope: dict, receive: Callable, send: Callable) -> None:
-        """Gradio's keyword route raises TypeError/ValueError (a bare 500) for a missing,
-        unknown or doubled argument; its message is clear, so send it with a 400."""
-        started = False
-
-        async def tracking_send(message: dict) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, receive, tracking_send)
-        except (TypeError, ValueError) as err:
-            if started:
-                raise
-            await json_response(400, str(err))(scope, receive, send)
-

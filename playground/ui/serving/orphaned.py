@@ -18,10 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
-from gradio.server_messages import ProcessCompletedMessage
 
-from .. import connections
-from .middleware import API, CALL_GET
+from .. import connections, gradio_internals
+from ..gradio_internals import CALL_GET, QUEUE_DATA, Job
 
 log = logging.getLogger("playground")
 
@@ -113,17 +112,11 @@ class ResultReaders:
         return self.open[session] > self.stalled(session, now) or now - submitted < READER_GRACE_S
 
 
-def unread_events(queue: Any, readers: ResultReaders, now: float) -> list[Any]:
+def unread_events(queue: Any, readers: ResultReaders, now: float) -> list[Job]:
     """The events nobody reads (see :class:`ResultReaders`) that stopping would spare work:
     queued ones, and running ones that stream (a generation; a one-shot handler cannot be
-    stopped half-way, its result waits for a reader as any other, :func:`drop_unread_results`)."""
-    queued = [event for waiting in list(queue.event_queue_per_concurrency_id.values()) for event in list(waiting.queue)]
-    running = [event for job in list(queue.active_jobs) if job for event in job if event.fn.types_generator]
-    return [
-        event
-        for event in queued + running
-        if event.alive and not readers.reading(event.session_hash, event.enqueue_time, now)
-    ]
+    stopped half-way, its result waits for a reader as any other: ``unread.drop_unread_results``)."""
+    return [job for job in gradio_internals.stoppable_jobs(queue) if not readers.reading(job.session, job.submitted, now)]
 
 
 def unread_stop_message() -> str:
@@ -137,19 +130,14 @@ def unread_stop_message() -> str:
 
 
 async def stop_unread_work(queue: Any, readers: ResultReaders, now: float) -> list[str]:
-    """Stop :func:`unread_events` as Gradio stops the events of a client that closed its stream
-    (``clean_events``): a queued one leaves the queue and never runs; a running one is no longer
-    ``alive``, so Gradio stops iterating it after its current update and closes it (a generation's
-    ``finally`` closes the engine's stream). Whoever comes for one later gets an error saying why
-    (kept like any unread result: :func:`drop_unread_results`). Returns the events' ids."""
+    """Stop :func:`unread_events` as Gradio stops the events of a client that closed its stream:
+    a queued one leaves the queue and never runs; a running one stops after its current update
+    (a generation's ``finally`` closes the engine's stream). Whoever comes for one later gets an
+    error saying why (kept like any unread result). Returns the events' ids."""
     stopped = []
-    for event in unread_events(queue, readers, now):
-        await queue.clean_events(event_id=event._id)
-        messages = queue.pending_messages_per_session.get(event.session_hash)
-        if messages is not None:
-            output = {"error": unread_stop_message(), "title": "Stopped: nobody read the result", "visible": True}
-            messages.put_nowait(ProcessCompletedMessage(event_id=event._id, output=output, success=False))
-        stopped.append(event._id)
+    for job in unread_events(queue, readers, now):
+        await gradio_internals.stop_job(queue, job, unread_stop_message(), "Stopped: nobody read the result")
+        stopped.append(job.id)
     return stopped
 
 
@@ -183,18 +171,14 @@ class TrackReaders:
         if scope["method"] != "GET":
             return None
         path: str = scope["path"]
-        if path.rstrip("/") == f"{API}/queue/data":
+        if path.rstrip("/") == QUEUE_DATA:
             from starlette.datastructures import QueryParams
 
             return QueryParams(scope.get("query_string", b"")).get("session_hash")
         if match := CALL_GET.fullmatch(path):
             event_id = match.group(2)
-            queue = self.demo._queue
-            event = queue.event_ids_to_events.get(event_id)
-            if event is not None:
-                return event.session_hash
             # As Gradio's route finds it: a finished event's session still holds its id.
-            return next((s for s, ids in list(queue.pending_event_ids_session.items()) if event_id in ids), event_id)
+            return gradio_internals.session_of_event(self.demo, event_id) or event_id
         return None
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:

@@ -1,111 +1,149 @@
-"""What a session keeps: Gradio keeps, per session, a copy of every component's config with the
-last value each input and output took (for deep links, off here), for up to 10,000 sessions, and
-every raw ``/gradio_api/call/...`` request is a new session. Here a session keeps only its
-``gr.State`` values and the components an event updated (:class:`LeanSessionState`); at most
-:data:`MAX_SESSIONS` sessions are kept, at most :data:`MAX_SESSIONS_WITH_RESULTS` of them with
-their results (:class:`BoundedStateHolder`); a session id is a short token (:data:`SESSION_HASH`)."""
+"""What a session keeps, whatever the traffic (every raw ``/gradio_api/call/...`` request is a new
+session):
+
+- its results, the values a page's later events read (a generation's candidates, attention's
+  stages, a training run), live in a :class:`ResultStore` per kind, at most :data:`MAX_RESULTS` of
+  each, least recently used dropped first; the session's ``gr.State`` holds only their key;
+- nothing else of its own: no copy of every component's config and of the last value each input
+  and output took, which Gradio keeps only for deep links
+  (:class:`playground.ui.gradio_internals.LeanSessionState`);
+- at most :data:`MAX_SESSIONS` sessions are kept (Gradio's ``state_session_capacity``);
+- its id is a short token (:data:`SESSION_HASH`, :func:`session_problem`).
+"""
 
 from __future__ import annotations
 
-import datetime
+import functools
+import inspect
+import itertools
 import re
-from copy import copy
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gradio as gr
-from gradio.state_holder import SessionState, StateHolder
 
-# Sessions kept (least recently used dropped first). A lean session without results costs a few
-# kilobytes (a shallow copy of the app's component table), so this is a few megabytes at most.
+__all__ = ["MAX_SESSIONS", "MAX_RESULTS", "ResultStore", "SESSION_HASH", "session_problem"]
+
+# Sessions kept (least recently used dropped first). A session costs a few kilobytes (a shallow
+# copy of the app's component table and its results' keys), so this is a few megabytes at most.
 MAX_SESSIONS = 1_000
-# Sessions that keep their results: a 4 x 512-token generation's per-token candidates take about
-# 5 MB, attention's stages about 1 MB; past this the least recently used session's results are
-# dropped (its token and stage pickers then show nothing until the next run).
-MAX_SESSIONS_WITH_RESULTS = 32
+# Results kept per kind: a 4 x 512-token generation's per-token candidates take about 5 MB,
+# attention's stages about 1 MB; past this the least recently used is dropped (its session's
+# token and stage pickers then show nothing until its next run).
+MAX_RESULTS = 32
 
 
-class LeanSessionState(SessionState):
-    """Gradio's session state less ``config_values``: the copy of every component's config,
-    with the last value each input and output took, that Gradio keeps only to serve deep links
-    (off in this app). Building that copy took ~0.1 s of CPU and ~290 KB per new session; the
-    values (a 5 MB text, a 1024 x 1024 table) were kept until the session was evicted.
+class ResultStore:
+    """Results a page's later events read, kept outside Gradio's sessions: at most ``capacity``,
+    the least recently used dropped first, however many sessions there are. (``gr.State``'s
+    ``time_to_live`` bounds how long a value lives, not how many live: a crowd of new sessions
+    would still fill memory within any time to live.)
 
-    What stays: the session's ``gr.State`` values and the components an event updated (a slider's
-    new maximum), exactly as Gradio keeps them."""
+    The page's ``gr.State`` (:meth:`state`) holds a key, one a session; handlers see and return
+    the results themselves, through :meth:`through`. Handlers run on Gradio's worker threads: a lock guards
+    the store."""
 
-    def __init__(self, blocks: gr.Blocks):  # noqa: D107 -- no super().__init__: it builds config_values
-        self.blocks_config = copy(blocks.default_config)
-        self.config_values: dict[int, Any] = {}
-        self.state_data: dict[int, Any] = {}
-        self._state_ttl: dict[int, Any] = {}
-        self.is_closed = False
-        self.STATE_TTL_WHEN_CLOSED = 3600  # Gradio's: a closed tab's state lives an hour
-
-    def __setitem__(self, key: int, value: Any) -> None:
-        block = self.blocks_config.blocks.get(key)
-        if isinstance(block, gr.State):
-            self._state_ttl[key] = (block.time_to_live, datetime.datetime.now())
-            self.state_data[key] = value
-        else:
-            self.blocks_config.blocks[key] = value
-
-    def _update_config(self, key: int) -> None:
-        pass
-
-    def _update_value_in_config(self, key: int, value: Any) -> None:
-        pass
-
-
-class BoundedStateHolder(StateHolder):
-    """Gradio's store of sessions with :class:`LeanSessionState` sessions, at most
-    ``capacity`` of them (Gradio's least-recently-used eviction), of which at most
-    ``max_with_results`` keep their ``gr.State`` values."""
-
-    def __init__(self, capacity: int = MAX_SESSIONS, max_with_results: int = MAX_SESSIONS_WITH_RESULTS):
-        super().__init__()
+    def __init__(self, capacity: int = MAX_RESULTS):
         self.capacity = capacity
-        self.max_with_results = max_with_results
+        self._results: OrderedDict[int, Any] = OrderedDict()
+        self._pinned: dict[int, Any] = {}
+        self._keys = itertools.count(1)
+        self._lock = threading.Lock()
 
-    def set_blocks(self, blocks: gr.Blocks) -> None:
-        self.blocks = blocks
-        blocks.state_holder = self
+    def __len__(self) -> int:
+        return len(self._results)
 
-    def __getitem__(self, session_id: str) -> SessionState:
-        if session_id not in self.session_data:
-            self.session_data[session_id] = LeanSessionState(self.blocks)
-        self.update(session_id)
-        self.time_last_used[session_id] = datetime.datetime.now()
-        return self.session_data[session_id]
+    def put(self, value: Any, key: int | None = None) -> int:
+        """Keep ``value`` (under ``key``, replacing what it held, or a new key); its key."""
+        with self._lock:
+            if key is None or key in self._pinned:
+                key = next(self._keys)
+            self._results[key] = value
+            self._results.move_to_end(key)
+            while len(self._results) > self.capacity:
+                self._results.popitem(last=False)
+        return key
 
-    def update(self, session_id: str) -> None:
-        super().update(session_id)  # most recent last; past capacity the oldest session goes
-        with self.lock:
-            holding = [sid for sid, session in self.session_data.items() if session.state_data]
-        for sid in holding[: max(0, len(holding) - self.max_with_results)]:
-            session = self.session_data.get(sid)
-            if sid != session_id and session is not None:
-                self._drop_results(session)
+    def get(self, key: Any) -> Any:
+        """The value kept under ``key``; None when there is none, or it was dropped."""
+        with self._lock:
+            if key in self._pinned:
+                return self._pinned[key]
+            if key not in self._results:
+                return None
+            self._results.move_to_end(key)
+            return self._results[key]
 
-    @staticmethod
-    def _drop_results(session: SessionState) -> None:
-        """All of a session's ``gr.State`` values, including the copy of a default Gradio makes
-        when a State is first read (``delete_state`` leaves that one: it only knows the values
-        an event set)."""
-        for key, value in list(session.state_data.items()):
-            block = session.blocks_config.blocks.get(key)
-            if isinstance(block, gr.State):
-                block.delete_callback(value)
-        session.state_data.clear()
-        session._state_ttl.clear()
+    def discard(self, key: Any) -> None:
+        """Forget ``key`` (a pinned value stays)."""
+        with self._lock:
+            self._results.pop(key, None)
 
+    def pin(self, value: Any) -> int:
+        """Keep ``value`` for good (a default every session starts from); its key."""
+        key = next(self._keys)
+        self._pinned[key] = value
+        return key
 
-def bound_sessions(app: Any) -> BoundedStateHolder:
-    """Give the launched app (``demo.app``) a :class:`BoundedStateHolder`; called at start-up,
-    before the first request."""
-    holder = BoundedStateHolder()
-    holder.set_blocks(app.get_blocks())
-    app.state_holder = holder
-    return holder
+    def state(self, default: Any = None) -> gr.State:
+        """A ``gr.State`` holding a key of this store, ``default``'s (pinned) to begin with. When
+        Gradio deletes a session's state (an hour after its tab closed) its result goes too."""
+        return gr.State(None if default is None else self.pin(default), delete_callback=self.discard)
+
+    def through(self, fn: Callable, read: int | None = None, write: int | None = None, key: int | None = None) -> Callable:
+        """``fn`` (a function or generator) wired to a :meth:`state` component: the argument at
+        position ``read`` arrives as a key and reaches ``fn`` as its value; the value ``fn``
+        returns (or yields) at position ``write`` of its outputs is kept and leaves as a key,
+        replacing the value of the key the argument at position ``key`` holds (the session's
+        own: one entry a session), an argument ``fn`` does not see unless it is also ``read``.
+        ``None`` and ``gr.skip()`` pass as they are."""
+
+        def load(args: tuple) -> tuple[list, Any]:
+            args = list(args)
+            old = args[key] if key is not None else None
+            if read is not None:
+                args[read] = self.get(args[read])
+            if key is not None and key != read:
+                del args[key]
+            return args, old
+
+        def save(result: Any, box: list) -> Any:
+            if write is None:
+                return result
+            values = list(result)
+            value = values[write]
+            if value is None or (isinstance(value, dict) and value.get("__type__") == "update"):
+                return result
+            box[0] = values[write] = self.put(value, box[0])
+            return tuple(values)
+
+        if inspect.isgeneratorfunction(fn):
+
+            @functools.wraps(fn)
+            def wrapper(*args: Any) -> Iterator[Any]:
+                args, old = load(args)
+                box = [old]
+                inner = fn(*args)
+                try:
+                    for result in inner:
+                        yield save(result, box)
+                finally:
+                    inner.close()  # at once, not when collected: a generation frees its rows
+
+        else:
+
+            @functools.wraps(fn)
+            def wrapper(*args: Any) -> Any:
+                args, old = load(args)
+                return save(fn(*args), [old])
+
+        if key is not None and key != read:  # Gradio counts and places arguments by the signature
+            parameters = list(inspect.signature(fn).parameters.values())
+            parameters.insert(key, inspect.Parameter("result_key", inspect.Parameter.POSITIONAL_OR_KEYWORD))
+            wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        return wrapper
 
 
 # A session id is a short token: the page makes ~11 base-36 characters, gradio_client a UUID (36).
@@ -119,4 +157,3 @@ def session_problem(session: Any) -> str | None:
     shown = f"{len(session):,} characters" if isinstance(session, str) else type(session).__name__
     return (f"session_hash must be a short token: 1 to 64 letters, digits, '-' or '_' (got {shown}); "
             "the page and gradio_client make one for you.")
-

@@ -10,11 +10,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .. import gradio_internals
+
 # A finished result nobody came to read (a POST to /gradio_api/call/<endpoint> whose GET never
 # came, a queue/join without queue/data) is dropped after this long ...
 UNREAD_RESULT_WAIT_S = 30.0
 # ... or, the oldest first, as soon as such results together take more than this (estimated
-# Python memory; one 1024 x 1024 positional-encoding table is about 34 MB). Small results are
+# Python memory; /positional_encoding's largest table, 524,288 values, is about 17 MB: 30 s of them
+# would be gigabytes). Small results are
 # never dropped early, however many clients are slow to open their stream at once.
 MAX_UNREAD_BYTES = 64 * 2**20
 TRIM_EVERY_S = 5.0
@@ -53,20 +56,15 @@ def drop_unread_results(queue: Any, first_seen: dict[str, tuple[int, float]], no
     take more than :data:`MAX_UNREAD_BYTES`. A session still running or waiting for an event is
     left alone. ``first_seen`` (session -> (id of the oldest unread message, when it was first
     seen)) carries over between calls. Returns the sessions dropped; a client that comes for one
-    of their results later is told so (:class:`RouteGuard`)."""
+    of their results later is told so (:class:`.middleware.RouteGuard`)."""
     waiting: list[tuple[float, str, int]] = []
-    for session, messages in list(queue.pending_messages_per_session.items()):
-        if messages.empty():
-            first_seen.pop(session, None)
-            continue
-        events = queue.pending_event_ids_session.get(session, ())
-        if any(event_id in queue.event_ids_to_events for event_id in events):
-            continue  # queued or running: the messages are being produced (and read, or not)
-        unread = list(messages._queue)  # asyncio.Queue's deque: what nobody has taken yet
+    for session, unread in gradio_internals.unread_results(queue):
         seen = first_seen.get(session)
         if seen is None or seen[0] != id(unread[0]):  # new, or someone read since the last sweep
             seen = first_seen[session] = (id(unread[0]), now)
         waiting.append((seen[1], session, sum(approx_bytes(m) for m in unread)))
+    for session in set(first_seen) - {session for _, session, _ in waiting}:
+        del first_seen[session]  # read, or its session running again
     waiting.sort(key=lambda item: item[0])  # stable: ties keep the queue's order, oldest session first
     total = sum(size for _, _, size in waiting)
     dropped = []
@@ -75,15 +73,9 @@ def drop_unread_results(queue: Any, first_seen: dict[str, tuple[int, float]], no
             dropped.append(session)
             total -= size
     for session in dropped:
-        queue.pending_messages_per_session.pop(session, None)
-        queue.pending_event_ids_session.pop(session, None)
+        gradio_internals.drop_results(queue, session)
         first_seen.pop(session, None)
-    # Gradio empties a session's set of pending events as their results are read but never
-    # removes it: one entry per session ever seen, forever. (No await between push creating a
-    # set and adding to it, so an empty set here belongs to no event.)
-    for session, events in list(queue.pending_event_ids_session.items()):
-        if not events:
-            del queue.pending_event_ids_session[session]
+    gradio_internals.forget_read_sessions(queue)
     return dropped
 
 
