@@ -95,6 +95,35 @@ def test_public_urls_are_not_fetched_for_a_client(app_server, url):
         assert r.status_code == 403 and URL_REFUSAL in r.text, f"{route}{url} -> {r.status_code}: {r.text[:200]}"
 
 
+def _absolute_paths_of_the_server() -> set[str]:
+    """The repository's folder (as started, and resolved) and the Python environment's."""
+    import sys
+
+    return {str(ROOT), str(ROOT.resolve()), sys.prefix, str(Path(sys.prefix).resolve())}
+
+
+@pytest.mark.parametrize("page", ["config", "", "gradio_api/info"])
+def test_the_page_shows_no_absolute_path_of_the_server(app_server, page):
+    """The page's config (``/config``, also inlined in ``/``) named each download by its absolute
+    path; it names it relative to the app's working directory, which Gradio resolves."""
+    text = httpx.get(app_server.url + page, timeout=60).text
+    for path in _absolute_paths_of_the_server():
+        assert path not in text, f"/{page} shows {path}"
+
+
+def test_the_downloads_the_page_names_are_served(app_server):
+    """The control: every download button's URL in /config serves its file."""
+    config = httpx.get(app_server.url + "config", timeout=60).json()
+    urls = [c["props"]["value"]["url"] for c in config["components"]
+            if c.get("type") == "downloadbutton" and (c.get("props") or {}).get("value")]
+    assert len(urls) >= 5, urls  # the browser and whole-folder zips, three ONNX files
+    for url in urls:
+        name = url.split("file=", 1)[1]
+        assert not name.startswith("/") and name.startswith("artifacts/"), url
+        r = httpx.head(url, timeout=30)
+        assert r.status_code == 200 and int(r.headers["content-length"]) == (ROOT / name).stat().st_size, url
+
+
 @pytest.mark.parametrize("name", ["hub/onnx/model.onnx", "hub/onnx/model_quantized.onnx", "gpt-playground-hub.zip"])
 def test_the_onnx_downloads_are_served(app_server, name):
     """The control: the allowed folder's files do come through (so the refusals above are not
