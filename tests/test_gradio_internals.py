@@ -22,17 +22,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def demo() -> gr.Blocks:
-    with gr.Blocks(analytics_enabled=False) as demo:
-        box = gr.Textbox()
-        gr.State(0)
-        box.submit(lambda text: text, box, box, api_name="echo")
-    demo.queue()
-    return demo
+    return gradio_internals.probe_app()
 
 
 def test_nothing_moved_in_the_installed_gradio(demo):
     assert gradio_internals.moved(demo) == []
-    assert gradio_internals.moved() == []  # on a tiny app of its own
+    assert gradio_internals.moved() == []  # on a probe app of its own
 
 
 def test_the_tested_version_is_the_one_pinned_and_installed():

@@ -49,7 +49,7 @@ __all__ = [
     "TESTED_GRADIO", "API", "FILE_ROUTES", "QUEUE_DATA", "HEARTBEAT", "UPLOAD", "DEEP_LINK", "CALL_GET",
     "LeanSessionState", "LeanStateHolder", "use_lean_sessions", "Arrival", "Refusal", "gate_pushes", "queue_of", "live",
     "waiting", "event_known", "session_of_event", "holds_session", "unread_results", "drop_results",
-    "forget_read_sessions", "Job", "stoppable_jobs", "stop_job", "server_of", "gradio_folders", "moved", "check",
+    "forget_read_sessions", "Job", "stoppable_jobs", "stop_job", "server_of", "gradio_folders", "probe_app", "moved", "check",
 ]
 
 log = logging.getLogger("playground")
@@ -321,7 +321,8 @@ def _resolve(dotted: str) -> Any:
     raise ImportError(dotted)
 
 
-def _tiny_demo() -> gr.Blocks:
+def probe_app() -> gr.Blocks:
+    """A queued one-textbox app with a ``gr.State`` and one endpoint: what :func:`moved` looks at by default."""
     with gr.Blocks(analytics_enabled=False) as demo:
         box = gr.Textbox()
         gr.State(0)
@@ -344,7 +345,7 @@ def moved(demo: gr.Blocks | None = None) -> list[str]:
             continue
         if actual != expected:
             found.append(f"{dotted}{actual}: was {expected}")
-    demo = demo if demo is not None and getattr(demo, "_queue", None) is not None else _tiny_demo()
+    demo = demo if demo is not None and getattr(demo, "_queue", None) is not None else probe_app()
     try:
         gradios, ours = set(vars(SessionState(demo))), set(vars(LeanSessionState(demo)))
         if gradios != ours:
