@@ -13,6 +13,9 @@ What is reached, and why:
   requests waiting per concurrency group), which results nobody has read
   (:func:`unread_results`, :func:`drop_results`), which events may be stopped and stopping them
   with a message (:func:`stoppable_jobs`, :func:`stop_job`);
+- errors inside Gradio's own processing of a request (a missing argument, ``null`` for a slider),
+  which it answers ``{"error": null}`` and prints with a traceback, past the log's rate limit
+  (:func:`on_processing_error`);
 - route shapes: the paths of Gradio's routes the app's ASGI middleware guards (:data:`API`...);
 - Gradio's shared folders, refused as file downloads (:func:`gradio_folders`), and the server
   Gradio starts (:func:`server_of`).
@@ -47,9 +50,10 @@ from gradio.state_holder import SessionState, StateHolder
 
 __all__ = [
     "TESTED_GRADIO", "API", "FILE_ROUTES", "QUEUE_DATA", "HEARTBEAT", "UPLOAD", "DEEP_LINK", "CALL_GET",
-    "LeanSessionState", "LeanStateHolder", "use_lean_sessions", "Arrival", "Refusal", "gate_pushes", "queue_of", "live",
-    "waiting", "event_known", "session_of_event", "holds_session", "unread_results", "drop_results",
-    "forget_read_sessions", "Job", "stoppable_jobs", "stop_job", "server_of", "gradio_folders", "probe_app", "moved", "check",
+    "LeanSessionState", "LeanStateHolder", "use_lean_sessions",
+    "Arrival", "Refusal", "gate_pushes", "queue_of", "live", "waiting", "event_known", "session_of_event", "holds_session",
+    "unread_results", "drop_results", "forget_read_sessions", "Job", "stoppable_jobs", "stop_job",
+    "event_name", "on_processing_error", "server_of", "gradio_folders", "probe_app", "moved", "check",
 ]
 
 log = logging.getLogger("playground")
@@ -261,6 +265,37 @@ async def stop_job(queue: Any, job: Job, error: str, title: str) -> None:
         messages.put_nowait(ProcessCompletedMessage(event_id=job.id, output=output, success=False))
 
 
+# --- errors inside Gradio's processing -------------------------------------------------------------
+
+
+def event_name(fn: Any) -> str:
+    """How a client names event ``fn``: its endpoint, or the page's event by number and handler."""
+    if fn.api_visibility != "private":
+        return f"/{fn.api_name}"
+    return f"event {fn._id} ({fn.name})" if fn.name else f"event {fn._id}"
+
+
+def on_processing_error(demo: gr.Blocks, answer: Callable[[str, Exception], Exception | None]) -> None:
+    """Ask ``answer`` (the event's name, the exception) about every exception raised while Gradio
+    processes a request (its checks of the values sent, a component's preprocessing, the app's
+    handler); an exception it returns is raised instead, None lets the original through. Gradio
+    prints the traceback of any error but a ``gr.Error`` whose ``print_exception`` is off, straight
+    to stderr, past every log filter. Call after ``demo.queue()``."""
+    process_api = demo.process_api
+
+    async def process_api_answered(block_fn: Any, inputs: Any, *args: Any, **kwargs: Any):
+        try:
+            return await process_api(block_fn, inputs, *args, **kwargs)
+        except Exception as err:  # noqa: BLE001 -- each one is answered or let through
+            fn = demo.fns[block_fn] if isinstance(block_fn, int) else block_fn
+            replacement = answer(event_name(fn), err)
+            if replacement is None:
+                raise
+            raise replacement from None
+
+    demo.process_api = process_api_answered
+
+
 # --- what launch makes ----------------------------------------------------------------------------
 
 
@@ -295,6 +330,13 @@ SIGNATURES: dict[str, str] = {
     "gradio.queueing.Queue.clean_events": "(self, *, session_hash: 'str | None' = None, event_id: 'str | None' = None) -> 'None'",
     "gradio.queueing.Event.__init__": "(self, session_hash: 'str | None', fn: 'BlockFunction', request: 'fastapi.Request', username: 'str | None')",
     "gradio.queueing.EventQueue.__init__": "(self, concurrency_id: 'str', concurrency_limit: 'int | None')",
+    "gradio.blocks.Blocks.process_api": (
+        "(self, block_fn: 'BlockFunction | int', inputs: 'list[Any]', state: 'SessionState | None' = None, "
+        "request: 'Request | list[Request] | None' = None, iterator: 'AsyncIterator | None' = None, "
+        "session_hash: 'str | None' = None, event_id: 'str | None' = None, event_data: 'EventData | None' = None, "
+        "in_event_listener: 'bool' = True, simple_format: 'bool' = False, explicit_call: 'bool' = False, "
+        "root_path: 'str | None' = None, oauth_token: 'oauth.OAuthToken | None' = None) -> 'dict[str, Any]'"
+    ),
     "gradio.utils.get_upload_folder": "() -> str",
     "gradio.utils.get_cache_folder": "() -> pathlib.Path",
 }
@@ -302,7 +344,7 @@ SIGNATURES: dict[str, str] = {
 QUEUE_ATTRIBUTES = ("pending_messages_per_session", "pending_event_ids_session", "event_ids_to_events",
                     "event_queue_per_concurrency_id", "active_jobs")
 EVENT_ATTRIBUTES = ("_id", "session_hash", "enqueue_time", "alive", "fn")
-FN_ATTRIBUTES = ("concurrency_id", "types_generator")
+FN_ATTRIBUTES = ("concurrency_id", "types_generator", "api_name", "api_visibility", "name", "_id")
 MESSAGE_FIELDS = ("event_id", "output", "success")
 
 

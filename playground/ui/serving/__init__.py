@@ -9,6 +9,7 @@ message, and nothing served or exposed that the app does not use. One module a c
 - :mod:`.orphaned`: work nobody reads (a result stream never opened, or no longer read) is stopped;
 - :mod:`.admission`: who gets a place in the queue (session ids, requests per client address,
   requests waiting per concurrency group);
+- :mod:`.errors`: errors inside Gradio's own processing answered with its message, logged in a line;
 - :mod:`.middleware`: request bodies capped before they are read; the routes Gradio opens
   whatever the app uses guarded (URLs as files, uploads, deep links, unknown events and sessions).
 
@@ -38,6 +39,7 @@ from ... import limits
 from .. import connections, gradio_internals
 from ..compression import gzip_middleware
 from .admission import admit
+from .errors import explain_errors
 from .middleware import BodySizeLimit, RouteGuard
 from .orphaned import READER_GRACE_S, ResultReaders, TrackReaders, stop_unread_work
 from .sessions import MAX_SESSIONS
@@ -64,10 +66,12 @@ def before_queue() -> None:
 
 def harden(demo: gr.Blocks, max_waiting: Mapping[str, int] | None = None) -> None:
     """Check Gradio's internals against the version they were tested with (refusing to start
-    when they moved) and install the admission checks on the queue; call after ``demo.queue()``.
-    ``max_waiting``: concurrency group -> how many of its requests may wait for a slot."""
+    when they moved), install the admission checks on the queue and the answers to Gradio's own
+    errors; call after ``demo.queue()``. ``max_waiting``: concurrency group -> how many of its
+    requests may wait for a slot."""
     gradio_internals.check(demo)
     admit(demo, max_waiting)
+    explain_errors(demo)
 
 
 async def _sweep(demo: gr.Blocks, readers: ResultReaders | None = None) -> None:
@@ -133,8 +137,5 @@ def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None) -> dic
         # Gradio serves the static paths, and what it put in its own folders, shared by every Gradio
         # app on the machine (other users' files on a public server): those are refused.
         blocked_paths=[str(p) for p in gradio_internals.gradio_folders()],
-        # An error raised inside Gradio itself (a missing argument, null for a slider) reaches the
-        # client as its message, not {"error": null}; the app's handlers answer with gr.Error anyway.
-        show_error=True,
         enable_monitoring=False,  # /monitoring and /monitoring/summary: 403
     )
