@@ -56,8 +56,8 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
                 tokenization.build()
             with gr.Tab("2 · Embeddings", id="embeddings"):
                 embeddings.build()
-            with gr.Tab("3 · Positional encoding", id="positional"):
-                positional.build()
+            with gr.Tab("3 · Positional encoding", id="positional") as tab:
+                positional.build(tab)  # its heavy figures drawn when the tab first opens
             with gr.Tab("4 · Attention", id="attention"):
                 attention.build()
             with gr.Tab("5 · Inside the model", id="inside"):
@@ -74,12 +74,11 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
     # light tabs never queue behind generations; past QUEUE_MAX_SIZE waiting, "queue is full".
     # api_open=False: every call goes through the queue and its caps (Gradio opens the queue-less
     # /gradio_api/run/<endpoint> routes whenever the app runs outside a Space).
+    serving.before_queue()
     demo.queue(max_size=common.QUEUE_MAX_SIZE, default_concurrency_limit=common.LIGHT_CONCURRENCY, api_open=False)
-    # ... and generations alone may not take more than MAX_WAITING_GENERATIONS places of it.
-    common.cap_waiting(demo, common.GENERATE, common.MAX_WAITING_GENERATIONS)
-    common.cap_waiting(demo, learn.LEARN, learn.MAX_WAITING_LEARNERS)  # training runs likewise
-    # Malformed requests (wrong argument counts, unknown events) are refused with a message.
-    serving.harden(demo)
+    # ... generations alone may not take more than MAX_WAITING_GENERATIONS places of it, training
+    # runs likewise; session ids and requests per client address checked (serving/admission.py).
+    serving.harden(demo, max_waiting={common.GENERATE: common.MAX_WAITING_GENERATIONS, learn.LEARN: learn.MAX_WAITING_LEARNERS})
     return demo
 
 
@@ -116,8 +115,8 @@ def main(argv: list[str] | None = None) -> None:
         max_file_size=common.MAX_UPLOAD_BYTES,
         run_history=False,
         # Bounded memory and requests whatever the traffic: lean sessions, unread results
-        # dropped, bodies capped, files only from artifacts/, monitoring off (serving.py).
-        **serving.launch_options(demo, allowed=list(onnx_files.values())),  # the Model tab's files, nothing else
+        # dropped, bodies capped, no file from Gradio's shared folders, monitoring off (playground/ui/serving/).
+        **serving.launch_options(demo),
     )
 
 

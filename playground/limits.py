@@ -7,7 +7,7 @@ raises :class:`playground.validation.InputError` with a message naming the limit
 from __future__ import annotations
 
 # --- Any request ------------------------------------------------------------------------------
-# Bytes of one HTTP request body, refused with 413 before it is read (playground/ui/serving.py).
+# Bytes of one HTTP request body, refused with 413 before it is read (playground/ui/serving/middleware.py).
 # The largest valid input is 50,000 characters of token ids: 50 KB as typed, 600 KB at the very
 # worst (JSON-escaped characters outside the BMP, 12 bytes each); 20,000 characters of text
 # are at most 240 KB however they are encoded.

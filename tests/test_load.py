@@ -51,11 +51,16 @@ def _open_raw_stream(app_server, seed: int) -> tuple[httpx.Client, httpx.Respons
     raise AssertionError("the stream ended before any token")
 
 
-def _probe_waits_then_starts(client, free_slots) -> float:
-    """Submit a short generation while every slot is taken, check that it waits, free the
-    slots, and return how long it then took to stream its first update."""
+def _waiting(base: str) -> int:
+    """Requests the app's queue holds waiting for a slot (Gradio's ``queue/status``)."""
+    return httpx.get(f"{base}gradio_api/queue/status", timeout=30).json()["queue_size"]
+
+
+def _probe_waits_then_starts(base: str, client, free_slots) -> float:
+    """Submit a short generation while every slot is taken, check that the queue holds it
+    waiting, free the slots, and return how long it then took to stream its first update."""
     probe = client.submit("ROMEO:", 4, 0.8, 50, 0.95, 1, api_name="/generate")
-    time.sleep(1.5)
+    _wait(lambda: _waiting(base) >= 1 or bool(probe.outputs()), 60, "the probe to wait in the queue")
     assert not probe.outputs(), "the probe ran although every slot was taken: the test proves nothing"
     free_slots()
     started = _wait(lambda: bool(probe.outputs()), 120, "the probe to start")
@@ -63,7 +68,7 @@ def _probe_waits_then_starts(client, free_slots) -> float:
     return started
 
 
-def test_a_cancelled_stream_frees_its_slot(client):
+def test_a_cancelled_stream_frees_its_slot(app_server, client):
     jobs = _fill_slots_with_client_jobs(client)
 
     def cancel() -> None:
@@ -71,7 +76,7 @@ def test_a_cancelled_stream_frees_its_slot(client):
             assert not job.done()
             job.cancel()
 
-    started = _probe_waits_then_starts(client, cancel)
+    started = _probe_waits_then_starts(app_server.url, client, cancel)
     print(f"a new generation started {started:.2f} s after cancelling {len(jobs)} streams")
     assert started < PROMPT_START_S
     for job in jobs:
@@ -87,7 +92,7 @@ def test_a_client_that_disconnects_mid_stream_frees_its_slot(app_server, client)
             response.close()
             http.close()
 
-    started = _probe_waits_then_starts(client, disconnect)
+    started = _probe_waits_then_starts(app_server.url, client, disconnect)
     print(f"a new generation started {started:.2f} s after {len(streams)} clients disconnected")
     assert started < PROMPT_START_S
 

@@ -24,14 +24,15 @@ import pytest
 
 from app_server import free_port
 from load_test import abandon, late_answer
-from playground.ui import serving
+from playground.ui import gradio_internals, serving
+from playground.ui.serving import orphaned
 
 API = "gradio_api"
-GRACE_S = 1.0  # the small app's grace period (the app's own: serving.READER_GRACE_S, 5 s)
+GRACE_S = 1.0  # the small app's grace period (the app's own: orphaned.READER_GRACE_S, 5 s)
 TICK_S = 0.02
 FOREVER = 3_000  # ticks: a minute or more, far past every wait below, if nothing stops it
 STOPPED = "Stopped: nobody opened this request's result stream"
-STALLED_CLOSE_S = 4.0  # the small app's; the app's own: serving.STALLED_CLOSE_S
+STALLED_CLOSE_S = 4.0  # the small app's; the app's own: orphaned.STALLED_CLOSE_S
 
 
 def _wait(predicate, timeout: float, what: str) -> None:
@@ -45,7 +46,7 @@ def _wait(predicate, timeout: float, what: str) -> None:
 # --- the small app ----------------------------------------------------------------------------------
 
 RUNS: dict[str, dict] = {}  # tag -> what the generator did: ticks, finished (ran to its end), closed
-READERS = serving.ResultReaders()  # the small app's count of open result streams
+READERS = orphaned.ResultReaders()  # the small app's count of open result streams
 
 
 def ticks(tag: str, n: int) -> Iterator[int]:
@@ -71,13 +72,13 @@ def blobs(tag: str, n: int) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def small_app(tmp_path_factory) -> Iterator[str]:
+def small_served() -> Iterator[tuple[gr.Blocks, str]]:
     """A one-endpoint app (``/ticks``, one at a time) served with the app's serving options,
-    its grace period shortened to GRACE_S and its sweeper to five times a second."""
+    its grace period shortened to GRACE_S and its sweeper to five times a second: (the app, its URL)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(serving, "READER_GRACE_S", GRACE_S)
+        mp.setattr(orphaned, "READER_GRACE_S", GRACE_S)
         mp.setattr(serving, "SWEEP_EVERY_S", 0.2)
-        mp.setattr(serving, "STALLED_CLOSE_S", STALLED_CLOSE_S)
+        mp.setattr(orphaned, "STALLED_CLOSE_S", STALLED_CLOSE_S)
         with gr.Blocks(analytics_enabled=False) as demo:
             gr.api(ticks, api_name="ticks", concurrency_limit=1, concurrency_id="ticks")
             gr.api(blobs, api_name="blobs", concurrency_limit=4, concurrency_id="blobs")
@@ -86,12 +87,17 @@ def small_app(tmp_path_factory) -> Iterator[str]:
         port = free_port()
         demo.launch(
             server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-            **serving.launch_options(demo, allowed=[tmp_path_factory.mktemp("files")], readers=READERS),
+            **serving.launch_options(demo, readers=READERS),
         )
         try:
-            yield f"http://127.0.0.1:{port}/"
+            yield demo, f"http://127.0.0.1:{port}/"
         finally:
             demo.close()
+
+
+@pytest.fixture(scope="module")
+def small_app(small_served) -> str:
+    return small_served[1]
 
 
 def _post(base: str, tag: str, n: int = FOREVER) -> str:
@@ -136,10 +142,7 @@ def _stopped_early(tag: str) -> None:
 def test_a_post_whose_result_is_never_read_stops_and_a_late_reader_is_told_why(small_app):
     event_id = _post(small_app, "post-only")
     _wait(lambda: RUNS.get("post-only", {}).get("closed"), 30, "the unread job to stop")
-    _stopped_early("post-only")
-    ticks_then = RUNS["post-only"]["ticks"]
-    time.sleep(0.5)
-    assert RUNS["post-only"]["ticks"] == ticks_then  # it stays stopped
+    _stopped_early("post-only")  # closed: its generator ran its finally and can tick no more
     events = _read_call(small_app, event_id)
     assert events[-1][0] == "error"
     assert STOPPED in events[-1][1]["error"] and f"within {GRACE_S:g} s" in events[-1][1]["error"]
@@ -179,21 +182,24 @@ def test_a_reader_who_comes_within_the_grace_period_gets_every_update(small_app)
     assert [data for event, data in events if event == "generating"][0] == [1]  # from its first update on
 
 
-def test_an_unread_job_waiting_for_a_slot_never_runs(small_app):
+def test_an_unread_job_waiting_for_a_slot_never_runs(small_served):
     """One slot, held by a job that is read; an unread job behind it leaves the queue unrun."""
+    demo, small_app = small_served
     holder_id = _post(small_app, "holder")
     http = httpx.Client(timeout=60)
     holder = http.send(http.build_request("GET", f"{small_app}{API}/call/ticks/{holder_id}"), stream=True)
     lines = holder.iter_lines()
     next(line for line in lines if line.startswith("event: generating"))
+    submitted = time.monotonic()
     queued_id = _post(small_app, "queued")
-    time.sleep(GRACE_S + 1.5)
-    assert "queued" not in RUNS  # still waiting: never started
+    assert gradio_internals.live(demo, queued_id)  # waiting for the slot
+    _wait(lambda: not gradio_internals.live(demo, queued_id), 30, "the unread job to leave the queue")
+    assert time.monotonic() - submitted >= GRACE_S  # not before its grace
+    assert "queued" not in RUNS  # it left the queue without ever starting, and now never can
     assert not RUNS["holder"]["closed"]  # read: still running past the grace
     holder.close()  # the reader goes: Gradio stops its job, the slot frees
     http.close()
     _wait(lambda: RUNS["holder"]["closed"], 30, "the holder to stop")
-    time.sleep(1.0)  # the slot is free: a job still queued would start now
     assert "queued" not in RUNS, "the unread job ran"
     events = _read_call(small_app, queued_id)
     assert events[-1][0] == "error" and STOPPED in events[-1][1]["error"]
@@ -240,7 +246,7 @@ def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
 @pytest.mark.parametrize("how", ["never-read", "read-then-stalled"])
 def test_a_client_that_stops_reading_its_open_stream_is_stopped_within_5_s(small_app, how):
     """A stream opened and never read (or read a while, then not): once its writes wait
-    (serving.STALLED_SEND_S), its work stops at the next sweep, and the server later closes the
+    (orphaned.STALLED_SEND_S), its work stops at the next sweep, and the server later closes the
     connection (STALLED_CLOSE_S), freeing what it held."""
     tag = f"stalled-{how}"
     r = httpx.post(f"{small_app}{API}/call/blobs", json={"data": [tag, FOREVER]}, timeout=30)
@@ -322,22 +328,22 @@ class _Queue:
 
 
 def test_only_work_nobody_reads_past_the_grace_is_chosen():
-    g = serving.READER_GRACE_S
-    readers = serving.ResultReaders()
+    g = orphaned.READER_GRACE_S
+    readers = orphaned.ResultReaders()
     readers.opened("read")
     queued = [_Event("read", 0.0), _Event("unread", 0.0), _Event("fresh", 100.0)]
     running = [_Event("read", 0.0), _Event("unread-stream", 0.0), _Event("unread-one-shot", 0.0, streams=False)]
     gone = _Event("already-stopped", 0.0)
     gone.alive = False
     queue = _Queue(queued, running + [gone])
-    chosen = serving.unread_events(queue, readers, now=100.0 + g / 2)
+    chosen = orphaned.unread_events(queue, readers, now=100.0 + g / 2)
     # fresh: still in its grace period; one-shot: cannot be stopped half-way (its result waits
     # for a reader like any other); already stopped: nothing to do.
-    assert sorted(e.session_hash for e in chosen) == ["unread", "unread-stream"]
+    assert sorted(job.session for job in chosen) == ["unread", "unread-stream"]
     readers.closed("read")
     assert "read" not in readers.open
-    assert len(serving.unread_events(queue, readers, now=100.0 + g / 2)) == 4  # now "read" is unread too
-    assert serving.unread_events(queue, readers, now=g / 2) == []  # within everyone's grace
+    assert len(orphaned.unread_events(queue, readers, now=100.0 + g / 2)) == 4  # now "read" is unread too
+    assert orphaned.unread_events(queue, readers, now=g / 2) == []  # within everyone's grace
 
 
 def test_a_write_that_waits_with_nothing_waiting_for_the_client_is_not_stalled(monkeypatch):
@@ -345,15 +351,15 @@ def test_a_write_that_waits_with_nothing_waiting_for_the_client_is_not_stalled(m
     bytes wait for that client; with none waiting the event loop was busy (a loaded machine),
     and the reader keeps its work. Unknown (no guarded protocol): counted, as before."""
     backlog = {("127.0.0.1", 1): 0, ("127.0.0.1", 2): 65_536}
-    monkeypatch.setattr(serving.connections, "write_backlog", lambda client: backlog.get(client))
-    readers = serving.ResultReaders()
-    late = serving.STALLED_SEND_S + 1
+    monkeypatch.setattr(orphaned.connections, "write_backlog", lambda client: backlog.get(client))
+    readers = orphaned.ResultReaders()
+    late = orphaned.STALLED_SEND_S + 1
     readers.writing(1, "busy-loop", 0.0, ("127.0.0.1", 1))
     readers.writing(2, "not-reading", 0.0, ("127.0.0.1", 2))
     readers.writing(3, "unknown", 0.0, None)
     assert readers.stalled("busy-loop", late) == 0
     assert readers.stalled("not-reading", late) == 1 and readers.stalled("unknown", late) == 1
-    assert readers.stalled("not-reading", serving.STALLED_SEND_S / 2) == 0  # not yet
+    assert readers.stalled("not-reading", orphaned.STALLED_SEND_S / 2) == 0  # not yet
 
 
 # --- the launched app: real generations -------------------------------------------------------------
@@ -371,7 +377,7 @@ def short_grace_app(tmp_path_factory):
     shows it); on this one none can."""
     from app_server import launch, stop
 
-    server = launch(tmp_path_factory.mktemp("short_grace") / "app.log", extra_env={serving.READER_GRACE_ENV: str(SHORT_GRACE_S)})
+    server = launch(tmp_path_factory.mktemp("short_grace") / "app.log", extra_env={orphaned.READER_GRACE_ENV: str(SHORT_GRACE_S)})
     yield server
     stop(server)
 
@@ -392,13 +398,16 @@ def test_abandoned_generations_stop_and_a_normal_one_goes_through(short_grace_ap
     # is a reader, and a stream being read is never cut (it would get all 512 tokens).
     time.sleep(max(0.0, submitted + SHORT_GRACE_S + 4 * SHORT_GRACE_S / 2 - time.monotonic()))
     answers = [late_answer(url, handle) for handle in handles]
+    assert len(answers) == 6
     assert all(STOPPED in a and f"{SHORT_GRACE_S:g} s" in a for a in answers), [a[:40] for a in answers]
-    made = [int(m.group(1)) for a in answers if (m := re.match(r"stopped after (\d+) tokens", a))]
+    # Each says how far it got: "stopped after N tokens", or "stopped before it started" (0).
+    made = [int(m.group(1) or 0) for a in answers if (m := re.match(r"stopped (?:after (\d+) tokens|before it started)", a))]
+    assert len(made) == len(answers), answers
     assert all(n < 512 for n in made), answers
 
 
 def test_the_grace_period_is_read_from_the_environment(monkeypatch):
     """PLAYGROUND_READER_GRACE_S, from 0.5 to 600 s; anything else keeps the default with a warning."""
     for raw, want in (("", 5.0), ("2.5", 2.5), ("0.5", 0.5), ("600", 600.0), ("0.1", 5.0), ("1e9", 5.0), ("nan", 5.0), ("soon", 5.0)):
-        monkeypatch.setenv(serving.READER_GRACE_ENV, raw)
-        assert serving.reader_grace_s() == want, raw
+        monkeypatch.setenv(orphaned.READER_GRACE_ENV, raw)
+        assert orphaned.reader_grace_s() == want, raw

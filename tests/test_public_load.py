@@ -23,7 +23,8 @@ import pytest
 
 from app_server import AppServer, launch, stop
 from load_test import LONG_PROMPT, abandon
-from playground.ui import connections, serving
+from playground.ui import connections
+from playground.ui.serving import admission, orphaned
 from test_orphaned_work import _wait
 
 API = "gradio_api"
@@ -99,7 +100,7 @@ def probe_s(base: str, source: str = "127.0.0.9") -> float:
 def guarded_app(tmp_path_factory) -> Iterator[AppServer]:
     server = launch(tmp_path_factory.mktemp("guarded") / "app.log", extra_env={
         "PLAYGROUND_MAX_CONNECTIONS": str(IN_ALL), "PLAYGROUND_MAX_CONNECTIONS_PER_ADDRESS": str(PER_ADDRESS),
-        serving.MAX_EVENTS_PER_ADDRESS_ENV: str(EVENTS_PER_ADDRESS),
+        admission.MAX_EVENTS_PER_ADDRESS_ENV: str(EVENTS_PER_ADDRESS),
     })
     generate(server.url, PROBE_ARGS)  # the engine is open
     yield server
@@ -262,7 +263,7 @@ def test_abandoned_generations_and_a_new_one_within_5_s(guarded_app, how):
         # stopped while the later ones were sent).
         assert refused >= 1
         # The deadlines under test: the grace (a stream never opened) or a stalled write, plus a sweep.
-        time.sleep(max(0.0, t0 + serving.READER_GRACE_S + serving.STALLED_SEND_S + 2 - time.monotonic()))
+        time.sleep(max(0.0, t0 + orphaned.READER_GRACE_S + orphaned.STALLED_SEND_S + 2 - time.monotonic()))
         assert probe_s(base) <= 5.0
     finally:
         for s in sockets:

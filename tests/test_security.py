@@ -45,13 +45,15 @@ def _refused_paths() -> list[str]:
         f"{art}%2F..%2Fapp.py",  # URL-encoded slashes
         quote(f"{art}/../app.py", safe=""),  # all of it encoded
         f"{art}/..%5capp.py",  # a backslash
+        f"{art}/hub/config.json",  # artifacts/ itself is not served: only the Model tab's downloads
+        "artifacts/hub/tokenizer.json",
         "file:///etc/passwd",
         "http://127.0.0.1:1/",  # the server fetching a loopback URL for us (SSRF)
         "http://169.254.169.254/latest/meta-data/",  # cloud metadata
     ]
 
 
-GUARD_SAYS = "only the ONNX downloads"  # the app's own refusal (serving.RouteGuard), not Gradio's
+URL_REFUSAL = "never a URL"  # the app's own refusal (serving/middleware.py's RouteGuard), not Gradio's
 
 
 @pytest.mark.parametrize("path", _refused_paths())
@@ -63,9 +65,8 @@ def test_no_file_outside_artifacts_is_served(app_server, route, path):
 
 
 def test_gradios_shared_cache_is_not_served(app_server):
-    """The case the guard exists for: Gradio serves any file in its cache folder (shared by every
-    Gradio app on the machine, and holding other users' files on a public server); this app
-    serves only its downloads, so a file put there is refused, by the app's guard."""
+    """Gradio serves any file in its upload folder (shared by every Gradio app on the machine, and
+    holding other users' files on a public server) unless told not to: ``launch(blocked_paths=...)``."""
     import secrets
 
     from gradio.utils import get_upload_folder
@@ -77,11 +78,50 @@ def test_gradios_shared_cache_is_not_served(app_server):
     try:
         for route in ("gradio_api/file=", "gradio_api/file/"):
             r = httpx.get(app_server.url + route + str(secret), timeout=30)
-            assert r.status_code == 403 and GUARD_SAYS in r.text, f"{route} -> {r.status_code}: {r.text[:200]}"
+            assert r.status_code == 403 and "File not allowed" in r.text, f"{route} -> {r.status_code}: {r.text[:200]}"
             assert "someone else" not in r.text
     finally:
         secret.unlink()
         folder.rmdir()
+
+
+@pytest.mark.parametrize("url", ["https://example.com/", "http://example.com/x.onnx", "https://huggingface.co/gpt2/raw/main/config.json"])
+def test_public_urls_are_not_fetched_for_a_client(app_server, url):
+    """Gradio fetches any public http(s) URL asked of its file route and streams it back: a free
+    proxy on the app's address. The app refuses before Gradio sees it (without the guard this
+    machine, offline, would answer Gradio's own 403 or 502, without these words)."""
+    for route in ("gradio_api/file=", "gradio_api/file/"):
+        r = httpx.get(app_server.url + route + url, timeout=30)
+        assert r.status_code == 403 and URL_REFUSAL in r.text, f"{route}{url} -> {r.status_code}: {r.text[:200]}"
+
+
+def _absolute_paths_of_the_server() -> set[str]:
+    """The repository's folder (as started, and resolved) and the Python environment's."""
+    import sys
+
+    return {str(ROOT), str(ROOT.resolve()), sys.prefix, str(Path(sys.prefix).resolve())}
+
+
+@pytest.mark.parametrize("page", ["config", "", "gradio_api/info"])
+def test_the_page_shows_no_absolute_path_of_the_server(app_server, page):
+    """The page's config (``/config``, also inlined in ``/``) named each download by its absolute
+    path; it names it relative to the app's working directory, which Gradio resolves."""
+    text = httpx.get(app_server.url + page, timeout=60).text
+    for path in _absolute_paths_of_the_server():
+        assert path not in text, f"/{page} shows {path}"
+
+
+def test_the_downloads_the_page_names_are_served(app_server):
+    """The control: every download button's URL in /config serves its file."""
+    config = httpx.get(app_server.url + "config", timeout=60).json()
+    urls = [c["props"]["value"]["url"] for c in config["components"]
+            if c.get("type") == "downloadbutton" and (c.get("props") or {}).get("value")]
+    assert len(urls) >= 5, urls  # the browser and whole-folder zips, three ONNX files
+    for url in urls:
+        name = url.split("file=", 1)[1]
+        assert not name.startswith("/") and name.startswith("artifacts/"), url
+        r = httpx.head(url, timeout=30)
+        assert r.status_code == 200 and int(r.headers["content-length"]) == (ROOT / name).stat().st_size, url
 
 
 @pytest.mark.parametrize("name", ["hub/onnx/model.onnx", "hub/onnx/model_quantized.onnx", "gpt-playground-hub.zip"])

@@ -202,8 +202,8 @@ def test_the_tab_shows_a_sinusoidal_models_table(sinusoidal_model):
     from playground.ui import positional as ui
 
     with gr.Blocks() as demo:
-        with gr.Tab("Positional encoding"):
-            ui.build()
+        with gr.Tab("Positional encoding") as tab:
+            ui.build(tab)
     blocks = {b._id: b for b in demo.blocks.values()}
     # drawn when the tab opens: the tab's select event fills the note and the plots
     (opened,) = [fn for fn in demo.fns.values() if any(t[1] == "select" for t in fn.targets)]

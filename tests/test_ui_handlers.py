@@ -40,17 +40,20 @@ CASES = [
 @pytest.fixture(scope="module")
 def wired(shipped_onnx) -> dict:
     """{handler: the function the page really calls for it} (its inline_errors or user_errors
-    wrapper, found through ``__wrapped__`` in the built app's events). Built on the shipped ONNX
-    files: the generation handler's checks need the engine's context."""
+    wrapper, around the result store's where the handler reads or keeps a result, found through
+    ``__wrapped__`` in the built app's events). Built on the shipped ONNX files: the generation
+    handler's checks need the engine's context."""
     import app
 
     demo = app.build_app(shipped_onnx)
-    return {getattr(fn.fn, "__wrapped__", None): fn.fn for fn in demo.fns.values() if fn.fn is not None}
+    return {inspect.unwrap(fn.fn): fn.fn for fn in demo.fns.values() if fn.fn is not None}
 
 
 def _message(fn, args) -> str:
     """What the user sees: the inline slot's message (the last output, the others left as they
     were), or the text of the gr.Error a toast shows."""
+    # The page also sends the session's result key where the handler keeps a result (None: none yet).
+    args = (*args, *[None] * (len(inspect.signature(fn).parameters) - len(args)))
     try:
         out = fn(*args)
         if inspect.isgenerator(out):

@@ -9,6 +9,7 @@ import gradio as gr
 from .. import attention as att
 from ..resources import get_model
 from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, user_errors
+from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples, with_notice
 
 
@@ -64,6 +65,9 @@ def api_attention(text: str, layer: int, head: int) -> dict:
 # Draws the line view from the data attribute att.line_view_html writes (again whenever a new
 # result arrives): queries on the left, keys on the right, one line per (head, query, key) pair
 # of the selection, its opacity and width the weight, as BertViz's head view.
+# The step-through stages the stage picker reads back (~1 MB a text), the most recent 32.
+RESULTS = ResultStore()
+
 LINE_VIEW_JS = """
 const PITCH = 24;
 const SVG = 'http://www.w3.org/2000/svg';
@@ -212,7 +216,7 @@ def build() -> None:
     )
     stage_md = gr.Markdown(first_md, elem_id="att-stage-md")
     stage_fig = gr.Plot(first_fig, label="Stage", show_label=False, elem_id="att-stage-fig")
-    stages = gr.State(first[4])
+    stages = RESULTS.state(first[4])  # the example's, pinned: every new session starts from them
     next_tab(
         "One head is one part of one layer: the next tab opens the whole forward pass, stage by stage, "
         "on your own text.",
@@ -220,15 +224,15 @@ def build() -> None:
     )
 
     show_stage = dict(
-        fn=user_errors(ui_stage), inputs=[stages, stage_pick], outputs=[stage_md, stage_fig],
+        fn=user_errors(RESULTS.through(ui_stage, read=0)), inputs=[stages, stage_pick], outputs=[stage_md, stage_fig],
         api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     # A slider recomputes when let go, or when a number typed in its box is confirmed with Enter
     # (common.JS turns that Enter into the same "release").
     on_input(
         [run.click, text.submit, layer.release, head.release],
-        ui_attention,
-        [text, layer, head],
+        RESULTS.through(ui_attention, write=4, key=3),
+        [text, layer, head, stages],
         [lines, head_fig, mean_fig, heads_fig, stages, info],
         error=error,
         concurrency_id=HEAVY,

@@ -21,7 +21,7 @@ from ..validation import InputError
 from ..plots import PALETTE
 from .widgets import error_html
 
-__all__ = ["LIGHT", "HEAVY", "GENERATE", "EXPENSIVE", "EXPENSIVE_CONCURRENCY", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "cap_waiting", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "on_tab_open", "THEME", "CSS", "JS"]
+__all__ = ["LIGHT", "HEAVY", "GENERATE", "EXPENSIVE", "EXPENSIVE_CONCURRENCY", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "on_tab_open", "THEME", "CSS", "JS"]
 
 log = logging.getLogger("playground")
 
@@ -43,7 +43,7 @@ FORWARD_CONCURRENCY = 2
 LIGHT_CONCURRENCY = 8
 QUEUE_MAX_SIZE = 64  # requests waiting past this are refused at once with "queue is full"
 # Generations waiting for a slot past this are refused at once the same way, so that a flood of
-# generations can never fill the queue the light tabs share (see cap_waiting).
+# generations can never fill the queue the light tabs share (serving/admission.py).
 MAX_WAITING_GENERATIONS = 24
 MAX_UPLOAD_BYTES = 0  # no tab takes a file: Gradio's upload route refuses any content (413)
 
@@ -144,17 +144,10 @@ def on_input(triggers: Any, fn: Callable, inputs: list, outputs: list, *, error:
     )
 
 
-def on_tab_open(fn: Any, outputs: Sequence[Any], **event: Any) -> None:
-    """Fill ``outputs`` with ``fn()`` the first time the tab being built is opened, not with the
-    page: heavy figures out of the first load (Gradio puts every initial value in the page).
-    Call inside the tab's ``build()``; ``event``: the event's options (concurrency...)."""
-    from gradio.context import get_render_context
-
-    tab = get_render_context()
-    while tab is not None and not isinstance(tab, gr.Tab):
-        tab = tab.parent
-    if tab is None:
-        raise RuntimeError("on_tab_open must be called while a gr.Tab is being built")
+def on_tab_open(tab: gr.Tab, fn: Any, outputs: Sequence[Any], **event: Any) -> None:
+    """Fill ``outputs`` with ``fn()`` the first time ``tab`` is opened, not with the page: heavy
+    figures out of the first load (Gradio puts every initial value in the page).
+    ``event``: the event's options (concurrency...)."""
     loaded = gr.State(False)
 
     def fill(done: bool):
@@ -164,29 +157,6 @@ def on_tab_open(fn: Any, outputs: Sequence[Any], **event: Any) -> None:
         return (*(values if len(outputs) > 1 else (values,)), True)
 
     tab.select(user_errors(fill), [loaded], [*outputs, loaded], api_visibility="private", show_progress="minimal", **event)
-
-
-def cap_waiting(demo: gr.Blocks, concurrency_id: str, max_waiting: int) -> None:
-    """Refuse a new event of ``concurrency_id`` while ``max_waiting`` of them already wait for a
-    slot, exactly as Gradio refuses one past the queue's ``max_size`` (HTTP 503: the page shows
-    "This application is currently busy. Please try again.", gradio_client raises QueueError
-    "Queue is full! Please try again."). Gradio caps only the whole queue, so without this a
-    burst of generations would fill it and turn the light tabs away too.
-
-    Call after ``demo.queue()``. Wraps the queue's ``push`` (Gradio 6.31 internals, pinned in
-    requirements.txt; tests/test_load.py checks the behaviour).
-    """
-    queue = demo._queue
-    push = queue.push
-
-    async def push_capped(body: Any, request: Any, username: Any):
-        fn = demo.fns.get(body.fn_index) if body.fn_index is not None else None
-        waiting = queue.event_queue_per_concurrency_id.get(concurrency_id)
-        if fn is not None and fn.concurrency_id == concurrency_id and waiting is not None and len(waiting.queue) >= max_waiting:
-            return False, f"Busy: {len(waiting.queue)} requests already wait for {concurrency_id}; try again shortly.", "queue_full"
-        return await push(body, request, username)
-
-    queue.push = push_capped
 
 
 THEME = gr.themes.Soft(

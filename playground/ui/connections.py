@@ -33,6 +33,8 @@ import time
 from collections import Counter
 from typing import Any
 
+from .gradio_internals import server_of
+
 log = logging.getLogger("playground")
 
 TESTED_UVICORN = "0.54.0"
@@ -236,9 +238,9 @@ async def install_when_started(demo: Any, timeout_s: float = 30.0) -> bool:
     """:func:`install` as soon as ``demo.launch`` has made its server (run from the app's
     lifespan, which starts before Gradio keeps the server in ``demo.server``)."""
     t0 = time.monotonic()
-    while getattr(demo, "server", None) is None:
+    while server_of(demo) is None:
         if time.monotonic() - t0 > timeout_s:
             log.warning("connection limits are off: the server did not start within %g s", timeout_s)
             return False
         await asyncio.sleep(0.01)
-    return install(demo.server)
+    return install(server_of(demo))

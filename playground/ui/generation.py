@@ -19,6 +19,7 @@ from .. import next_token as nt
 from ..resources import get_engine, planned_provider
 from ..validation import InputError, validate_int
 from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
+from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples
 
 UI_EVERY_S = 0.08  # at most ~12 page updates a second while tokens stream
@@ -28,6 +29,8 @@ CHART_EVERY_S = 0.6  # the candidates chart redraws less often than the text
 # streaming clients at 20 a second kept busy enough to slow every other call.
 API_EVERY_S = 0.25
 STOP_WAIT_S = 5.0  # the most the Stop button waits for the cancelled stream to close
+# The generations the token and step pickers read back (~5 MB for 4 x 512 tokens), the most recent 32.
+RESULTS = ResultStore()
 
 
 def _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples=1, n_candidates=gen.TOP_CANDIDATES) -> Iterator[gen.GenerationState]:
@@ -258,13 +261,13 @@ def build() -> None:
         "with how well the model learned them.",
         "Model",
     )
-    state = gr.State(None)
+    state = RESULTS.state()
 
     shown = [output, stats, state, step_pick, sample_pick, chart, caption]
     event = on_input(
         run.click,
-        ui_generate,
-        [prompt, max_new, temperature, top_k, top_p, seed, samples],
+        RESULTS.through(ui_generate, write=2, key=7),
+        [prompt, max_new, temperature, top_k, top_p, seed, samples, state],
         shown,
         error=error,
         concurrency_id=GENERATE,
@@ -272,7 +275,7 @@ def build() -> None:
         show_progress="minimal",
     )
     on_input(
-        step_btn.click, ui_next_token, [prompt, temperature, top_k, top_p, seed], [prompt, *shown], error=error,
+        step_btn.click, RESULTS.through(ui_next_token, write=3, key=5), [prompt, temperature, top_k, top_p, seed, state], [prompt, *shown], error=error,
         concurrency_id=GENERATE, concurrency_limit=GENERATION_CONCURRENCY, show_progress="minimal",
     )
     for trigger in (run.click, step_btn.click):
@@ -287,16 +290,16 @@ def build() -> None:
     # after the other, so the cancel and the view in one listener would wait for each other).
     stop.click(None, cancels=[event], api_visibility="private")
     stop.click(
-        user_errors(ui_stopped), inputs=[state], outputs=[output, stats], api_visibility="private",
+        user_errors(RESULTS.through(ui_stopped, read=0)), inputs=[state], outputs=[output, stats], api_visibility="private",
         concurrency_id=LIGHT, show_progress="hidden",
     )
     for trigger in (step_pick.release, sample_pick.change):
         trigger(
-            user_errors(_chart), inputs=[state, sample_pick, step_pick], outputs=[chart, caption], api_visibility="private",
+            user_errors(RESULTS.through(_chart, read=0)), inputs=[state, sample_pick, step_pick], outputs=[chart, caption], api_visibility="private",
             concurrency_id=LIGHT, show_progress="hidden",
         )
     output.click(
-        user_errors(ui_pick_token), inputs=[state], outputs=[step_pick, sample_pick, chart, caption], api_visibility="private",
+        user_errors(RESULTS.through(ui_pick_token, read=0)), inputs=[state], outputs=[step_pick, sample_pick, chart, caption], api_visibility="private",
         concurrency_id=LIGHT, show_progress="hidden",
     )
     gr.api(

@@ -14,16 +14,20 @@ import gradio as gr
 
 from .. import learn
 from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, user_errors
+from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, cards_html, error_slot, note
 
 LEARN = "learn"  # its own concurrency group: training never takes the light tabs' or generations' slots
 # Learners served at once: one trains, the others wait in the Trainer's line, told their place.
 # Past this many Gradio's queue holds them (the page shows its own place in the queue).
 LEARN_CONCURRENCY = 4
-MAX_WAITING_LEARNERS = 8  # then "busy, try again" (common.cap_waiting in app.py)
+MAX_WAITING_LEARNERS = 8  # then "busy, try again" (serving.harden's max_waiting in app.py)
 UI_EVERY_S = 0.5  # page updates while a run trains
 API_EVERY_S = 1.0
 STOP_WAIT_S = 5.0  # the most the Stop view waits for the run to end
+# The runs the Stop view, the next run's grey curve and "Continue with your model" read back (a run
+# holds the model it trained: ~3 MB at the "small" size), the most recent 32.
+RESULTS = ResultStore()
 
 
 PROMPT = "Romeo.\n"  # a speaker as the training text writes one: the run has seen this layout
@@ -155,19 +159,20 @@ def build() -> None:
         "first steps coming back down to it, the hockey stick. Your previous run stays on the chart in grey: change one "
         "setting, press Start again, and compare."
     )
-    state = gr.State(None)
+    state = RESULTS.state()
     event = on_input(
-        start.click, ui_learn, [seconds, seed, init, lr, size, positions, state], [status, stats, chart, samples, state],
+        start.click, RESULTS.through(ui_learn, read=6, write=4, key=6), [seconds, seed, init, lr, size, positions, state],
+        [status, stats, chart, samples, state],
         error=error, concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY, show_progress="hidden",
     )
     # As in Text generation: the cancel first, then the view of the run as it stopped.
     stop.click(None, cancels=[event], api_visibility="private")
     stop.click(
-        user_errors(ui_stopped), inputs=[state], outputs=[status, stats, chart, samples], api_visibility="private",
+        user_errors(RESULTS.through(ui_stopped, read=0)), inputs=[state], outputs=[status, stats, chart, samples], api_visibility="private",
         concurrency_id=LIGHT, show_progress="hidden",
     )
     on_input(
-        try_button.click, ui_continue, [prompt, seed, state], [try_output], error=try_error,
+        try_button.click, RESULTS.through(ui_continue, read=2), [prompt, seed, state], [try_output], error=try_error,
         concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
     )
     gr.api(user_errors(api_learn), api_name="learn", concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY)

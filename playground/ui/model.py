@@ -17,9 +17,19 @@ from .widgets import next_tab, note
 LABELS = {"fp32": "fp32", "quantized": "8-bit weights (browsers)", "int8": "8-bit integer (native CPU)"}
 
 
+def served_path(path: Path) -> str:
+    """``path`` as the page names it: relative to the working directory, which Gradio resolves
+    file routes against, so that the page (and ``/config``) shows no absolute path of the server;
+    absolute only for a file outside it (a ``--model`` folder elsewhere)."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def _download(path: Path, what: str, **button) -> gr.DownloadButton:
     size = path.stat().st_size / 1e6
-    return gr.DownloadButton(f"⬇ {what} ({size:.0f} MB)", value=str(path), **button)
+    return gr.DownloadButton(f"⬇ {what} ({size:.0f} MB)", value=served_path(path), **button)
 
 
 def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None:

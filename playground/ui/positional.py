@@ -53,7 +53,8 @@ def api_positional_encoding(d_model: int, n_positions: int, base: float) -> dict
     return out
 
 
-def build() -> None:
+def build(tab: gr.Tab) -> None:
+    """The tab's content, built inside ``tab`` (whose first opening draws the model's own table)."""
     note(
         "Attention by itself ignores word order, so each position gets a vector added to its token "
         "embedding. The lesson's formula (from *Attention Is All You Need*) uses sines and cosines of "
@@ -88,7 +89,7 @@ def build() -> None:
             reference_fig = gr.Plot(label="Sinusoidal, same shape", show_label=False, elem_id="pe-model-reference",
                                     visible=get_model().config.pos_encoding == "learned")
         cosine_fig = gr.Plot(label="Which positions the model treats as alike", show_label=False, elem_id="pe-model-cosine")
-    on_tab_open(ui_model_table, [model_note, model_fig, reference_fig, cosine_fig],
+    on_tab_open(tab, ui_model_table, [model_note, model_fig, reference_fig, cosine_fig],
                 concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
     next_tab(
         "Token vector plus position vector is what each layer reads: there, every token gathers "

@@ -1,6 +1,6 @@
 """What happens once before the page is built: artifacts/hub/ exists (built with progress on the
-console on a first start), zipped once as one download, and Gradio may serve artifacts/, and
-nothing else, as downloads."""
+console on a first start), zipped once as one download, and Gradio may serve the Model tab's
+downloads, and no other file."""
 
 from __future__ import annotations
 
@@ -21,9 +21,8 @@ def prepare_onnx() -> dict[str, Path]:
     """``{"fp32", "quantized", "int8", "zip", "browser_zip": path}``: the three ONNX files of
     artifacts/hub/, the whole folder as one zip and the browser-sized part of it (config, tokenizer,
     model_quantized.onnx) as another, exporting first what is missing or stale (a minute or two on a CPU;
-    progress is printed). artifacts/ becomes Gradio's static path, so the Model tab's download
-    buttons serve the files in place (no copy into Gradio's cache)."""
-    from export import ARTIFACTS_DIR, ensure_onnx, hub_dir
+    progress is printed). These files become Gradio's static paths (:func:`serve`)."""
+    from export import ensure_onnx, hub_dir
     from export.hub import BROWSER_FILES, BROWSER_ZIP_NAME, zip_hub
 
     t0 = time.perf_counter()
@@ -50,8 +49,14 @@ def prepare_onnx() -> dict[str, Path]:
         print(f"ONNX files built in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     archive = zip_hub(hub_dir())  # built once; rebuilt only when a file of the folder is newer
     browser = zip_hub(hub_dir(), hub_dir().parent / BROWSER_ZIP_NAME, only=BROWSER_FILES)
-    gr.set_static_paths([str(ARTIFACTS_DIR)])
-    return {**{key: Path(path) for key, path in paths.items()}, "zip": archive, "browser_zip": browser}
+    return serve({**{key: Path(path) for key, path in paths.items()}, "zip": archive, "browser_zip": browser})
+
+
+def serve(files: dict[str, Path]) -> dict[str, Path]:
+    """Let Gradio serve ``files`` (the Model tab's downloads), in place and no other file of their
+    folders (``gr.set_static_paths``: not copied into Gradio's cache); returns ``files``."""
+    gr.set_static_paths([str(path) for path in files.values()])
+    return files
 
 
 def warm_up_in_background() -> None:
@@ -76,7 +81,6 @@ def prepare_model(source) -> dict[str, Path]:
     :class:`playground.model_source.ModelSource`): its ONNX files exported once into
     artifacts/models/ (or a hub folder's own), zipped, and served as the Model tab's downloads;
     the shared resources then load that model."""
-    from export import ARTIFACTS_DIR
     from export.hub import BROWSER_FILES, zip_hub
 
     from ..model_source import prepare_onnx_files
@@ -94,6 +98,5 @@ def prepare_model(source) -> dict[str, Path]:
     zip_path.parent.mkdir(parents=True, exist_ok=True)
     archive = zip_hub(hub, zip_path)
     browser = zip_hub(hub, zip_path.with_name(zip_path.name.replace("-hub.zip", "-browser.zip")), only=BROWSER_FILES)
-    gr.set_static_paths([str(ARTIFACTS_DIR), str(hub)])
     use_model(source.weights_dir, paths)
-    return {**{key: Path(path) for key, path in paths.items()}, "zip": archive, "browser_zip": browser}
+    return serve({**{key: Path(path) for key, path in paths.items()}, "zip": archive, "browser_zip": browser})

@@ -1,0 +1,443 @@
+"""Every use of Gradio's internals, in one place: what the app needs from Gradio and Gradio has no
+public way to give. Everything else goes through Gradio's public API (``launch`` arguments,
+``gr.State``, ``gr.set_static_paths``, its environment variables).
+
+What is reached, and why:
+
+- sessions: Gradio's ``SessionState`` builds, for every new session, a copy of every component's
+  config and keeps the last value each input and output took, only to serve deep links (~0.1 s
+  of CPU and ~290 KB a session, plus the values: a refused 5 MB text, a 1024 x 1024 table).
+  :class:`LeanSessionState` keeps what the app uses (``gr.State`` values, components an event
+  updated), installed by :func:`use_lean_sessions`;
+- the queue: who gets in (:func:`gate_pushes`: session ids, requests per client address,
+  requests waiting per concurrency group), which results nobody has read
+  (:func:`unread_results`, :func:`drop_results`), which events may be stopped and stopping them
+  with a message (:func:`stoppable_jobs`, :func:`stop_job`);
+- errors inside Gradio's own processing of a request (a missing argument, ``null`` for a slider),
+  which it answers ``{"error": null}`` and prints with a traceback, past the log's rate limit
+  (:func:`on_processing_error`);
+- route shapes: the paths of Gradio's routes the app's ASGI middleware guards (:data:`API`...);
+- Gradio's shared folders, refused as file downloads (:func:`gradio_folders`), and the server
+  Gradio starts (:func:`server_of`).
+
+It was written against :data:`TESTED_GRADIO` (requirements.txt pins it, README.md's
+``sdk_version`` too). :func:`check` runs at start-up: if any name or signature used here has moved
+(:func:`moved`), the app refuses to start and names them: each patch would otherwise fail in the
+middle of a request, or silently stop bounding memory on a public server. On another version whose
+shapes still match, it starts and warns once, naming both versions. tests/test_gradio_internals.py
+fails when any of them changes; to move to a new Gradio, run it and the memory and abuse tests
+(test_abuse, test_security, test_resources, test_orphaned_work, test_public_load), then update
+:data:`TESTED_GRADIO` with the pin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import inspect
+import logging
+import re
+from collections.abc import Callable
+from copy import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import gradio as gr
+from gradio.queueing import Event, EventQueue, Queue
+from gradio.server_messages import ProcessCompletedMessage
+from gradio.state_holder import SessionState, StateHolder
+
+__all__ = [
+    "TESTED_GRADIO", "API", "FILE_ROUTES", "QUEUE_DATA", "HEARTBEAT", "UPLOAD", "DEEP_LINK", "CALL_GET",
+    "LeanSessionState", "LeanStateHolder", "use_lean_sessions",
+    "Arrival", "Refusal", "gate_pushes", "queue_of", "live", "waiting", "event_known", "session_of_event", "holds_session",
+    "unread_results", "drop_results", "forget_read_sessions", "Job", "stoppable_jobs", "stop_job",
+    "event_name", "on_processing_error", "server_of", "gradio_folders", "probe_app", "moved", "check",
+]
+
+log = logging.getLogger("playground")
+
+TESTED_GRADIO = "6.31.0"
+
+# --- route shapes ------------------------------------------------------------------------------
+
+API = "/gradio_api"
+FILE_ROUTES = (f"{API}/file=", f"{API}/file/")  # a file by its path, or an http(s) URL Gradio fetches
+QUEUE_DATA = f"{API}/queue/data"  # GET ?session_hash=...: the session's result stream
+HEARTBEAT = f"{API}/heartbeat/"  # GET <session_hash>
+UPLOAD = f"{API}/upload"
+DEEP_LINK = f"{API}/deep_link"
+CALL_GET = re.compile(rf"{API}/call/(?:v2/)?([^/]+)/([^/]+)/?")  # GET <endpoint>/<event_id>: one event's results
+
+# (method, a path) that must reach one of Gradio's routes: what the middleware guards is real.
+ROUTE_SAMPLES = (
+    ("GET", f"{FILE_ROUTES[0]}/x"), ("GET", f"{FILE_ROUTES[1]}x"), ("GET", QUEUE_DATA), ("POST", f"{API}/queue/join"),
+    ("GET", f"{HEARTBEAT}x"), ("POST", UPLOAD), ("GET", DEEP_LINK), ("GET", f"{API}/call/x/y"), ("POST", f"{API}/call/x"),
+)
+
+
+# --- sessions ------------------------------------------------------------------------------------
+
+
+class LeanSessionState(SessionState):
+    """Gradio's session state less ``config_values``, the copy of every component's config with
+    the last value each input and output took, kept only for deep links. What stays: the
+    session's ``gr.State`` values and the components an event updated (a slider's new maximum),
+    exactly as Gradio keeps them."""
+
+    def __init__(self, blocks: gr.Blocks):  # no super().__init__: it builds config_values
+        self.blocks_config = copy(blocks.default_config)
+        self.config_values: dict[int, Any] = {}
+        self.state_data: dict[int, Any] = {}
+        self._state_ttl: dict[int, Any] = {}
+        self.is_closed = False
+        self.STATE_TTL_WHEN_CLOSED = 3600  # Gradio's: a closed tab's state lives an hour
+
+    def __setitem__(self, key: int, value: Any) -> None:
+        block = self.blocks_config.blocks.get(key)
+        if isinstance(block, gr.State):
+            self._state_ttl[key] = (block.time_to_live, datetime.datetime.now())  # time_to_live and delete_callback work
+            self.state_data[key] = value
+        else:
+            self.blocks_config.blocks[key] = value
+
+    def _update_config(self, key: int) -> None:
+        pass
+
+    def _update_value_in_config(self, key: int, value: Any) -> None:
+        pass
+
+
+class LeanStateHolder(StateHolder):
+    """Gradio's store of sessions (at most ``launch(state_session_capacity=...)``, least
+    recently used dropped first), of :class:`LeanSessionState` sessions."""
+
+    def __getitem__(self, session_id: str) -> SessionState:
+        if session_id not in self.session_data:
+            self.session_data[session_id] = LeanSessionState(self.blocks)
+        return super().__getitem__(session_id)
+
+
+def use_lean_sessions(app: Any) -> LeanStateHolder:
+    """Give the launched app (``demo.app``) a :class:`LeanStateHolder`; call at start-up (the
+    app's lifespan), before the first request."""
+    holder = LeanStateHolder()
+    holder.set_blocks(app.get_blocks())
+    app.state_holder = holder
+    return holder
+
+
+# --- the queue: who gets in ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A request asking for a place in the queue (``queue/join``, or a POST to ``call/<endpoint>``)."""
+
+    session: Any  # its session id as sent (None: Gradio makes one)
+    concurrency_id: str | None  # its event's concurrency group; None for an unknown event
+    address: str  # the client's address ("?" when unknown)
+
+
+# What a gate answers: None to let the request in, or (message, kind) to refuse it: kind "error"
+# is HTTP 400, "queue_full" HTTP 503 (the page's "busy", gradio_client's QueueError), as Gradio's own.
+Refusal = tuple[str, str] | None
+
+
+def gate_pushes(demo: gr.Blocks, refuse: Callable[[Arrival], Refusal], admitted: Callable[[Arrival, str], None]) -> None:
+    """Ask ``refuse`` about every request before Gradio queues it, and tell ``admitted`` the
+    event id of each one queued. Call after ``demo.queue()``; several gates chain (the last
+    installed asks first)."""
+    queue = demo._queue
+    push = queue.push
+
+    async def gated_push(body: Any, request: Any, username: Any):
+        fn = demo.fns.get(body.fn_index) if isinstance(body.fn_index, int) else None
+        address = getattr(getattr(request, "client", None), "host", None) or "?"
+        arrival = Arrival(body.session_hash, None if fn is None else fn.concurrency_id, address)
+        if (refusal := refuse(arrival)) is not None:
+            return False, refusal[0], refusal[1]
+        success, event_id, state = await push(body, request, username)
+        if success:
+            admitted(arrival, event_id)
+        return success, event_id, state
+
+    queue.push = gated_push
+
+
+def queue_of(demo: gr.Blocks) -> Queue:
+    """``demo``'s queue, as the functions below take it (``demo.queue()`` made it)."""
+    return demo._queue
+
+
+def live(demo: gr.Blocks, event_id: str) -> bool:
+    """Whether event ``event_id`` is waiting or running."""
+    return event_id in demo._queue.event_ids_to_events
+
+
+def waiting(demo: gr.Blocks, concurrency_id: str) -> int:
+    """Events of a concurrency group waiting for a slot."""
+    group = demo._queue.event_queue_per_concurrency_id.get(concurrency_id)
+    return 0 if group is None else len(group.queue)
+
+
+def event_known(demo: gr.Blocks, event_id: str) -> bool:
+    """Whether the queue holds event ``event_id``: waiting, running, or its results unread."""
+    queue = demo._queue
+    return event_id in queue.event_ids_to_events or any(event_id in ids for ids in list(queue.pending_event_ids_session.values()))
+
+
+def session_of_event(demo: gr.Blocks, event_id: str) -> str | None:
+    """The session whose result stream carries event ``event_id``'s results, or None."""
+    queue = demo._queue
+    event = queue.event_ids_to_events.get(event_id)
+    if event is not None:
+        return event.session_hash
+    return next((s for s, ids in list(queue.pending_event_ids_session.items()) if event_id in ids), None)
+
+
+def holds_session(demo: gr.Blocks, session: str) -> bool:
+    """Whether the queue has results (read or not) for ``session``: what ``queue/data`` streams."""
+    return session in demo._queue.pending_messages_per_session
+
+
+# --- the queue: results nobody reads --------------------------------------------------------------
+
+
+def unread_results(queue: Any) -> list[tuple[str, list]]:
+    """``(session, messages)`` for every session whose events have all finished and whose
+    messages (results, errors) nobody has taken yet, in the queue's order."""
+    found = []
+    for session, messages in list(queue.pending_messages_per_session.items()):
+        if messages.empty():
+            continue
+        events = queue.pending_event_ids_session.get(session, ())
+        if any(event_id in queue.event_ids_to_events for event_id in events):
+            continue  # queued or running: the messages are being produced (and read, or not)
+        found.append((session, list(messages._queue)))  # asyncio.Queue's deque: no public peek
+    return found
+
+
+def drop_results(queue: Any, session: str) -> None:
+    """Forget ``session``'s unread messages; a late reader finds no such session."""
+    queue.pending_messages_per_session.pop(session, None)
+    queue.pending_event_ids_session.pop(session, None)
+
+
+def forget_read_sessions(queue: Any) -> None:
+    """Gradio empties a session's set of pending events as their results are read but never
+    removes it: one entry per session ever seen, forever. (No await between push creating a
+    set and adding to it, so an empty set here belongs to no event.)"""
+    for session, events in list(queue.pending_event_ids_session.items()):
+        if not events:
+            del queue.pending_event_ids_session[session]
+
+
+# --- the queue: stopping work ---------------------------------------------------------------------
+
+
+class Job(NamedTuple):
+    """An event that stopping would spare work."""
+
+    id: str
+    session: str
+    submitted: float  # time.monotonic() when it was queued
+
+
+def stoppable_jobs(queue: Any) -> list[Job]:
+    """Events still alive that stopping would spare work: waiting ones, and running ones that
+    stream (a generator; a one-shot handler cannot be stopped half-way)."""
+    queued = [event for group in list(queue.event_queue_per_concurrency_id.values()) for event in list(group.queue)]
+    running = [event for job in list(queue.active_jobs) if job for event in job if event.fn.types_generator]
+    return [Job(e._id, e.session_hash, e.enqueue_time) for e in queued + running if e.alive]
+
+
+async def stop_job(queue: Any, job: Job, error: str, title: str) -> None:
+    """Stop ``job`` as Gradio stops the events of a client that closed its stream
+    (``clean_events``): waiting, it leaves the queue and never runs; running, it is no longer
+    alive, so Gradio stops iterating it after its current update and closes it. Whoever reads
+    its session later gets ``error`` (kept like any unread result)."""
+    await queue.clean_events(event_id=job.id)
+    messages = queue.pending_messages_per_session.get(job.session)
+    if messages is not None:
+        output = {"error": error, "title": title, "visible": True}
+        messages.put_nowait(ProcessCompletedMessage(event_id=job.id, output=output, success=False))
+
+
+# --- errors inside Gradio's processing -------------------------------------------------------------
+
+
+def event_name(fn: Any) -> str:
+    """How a client names event ``fn``: its endpoint, or the page's event by number and handler."""
+    if fn.api_visibility != "private":
+        return f"/{fn.api_name}"
+    return f"event {fn._id} ({fn.name})" if fn.name else f"event {fn._id}"
+
+
+def on_processing_error(demo: gr.Blocks, answer: Callable[[str, Exception], Exception | None]) -> None:
+    """Ask ``answer`` (the event's name, the exception) about every exception raised while Gradio
+    processes a request (its checks of the values sent, a component's preprocessing, the app's
+    handler); an exception it returns is raised instead, None lets the original through. Gradio
+    prints the traceback of any error but a ``gr.Error`` whose ``print_exception`` is off, straight
+    to stderr, past every log filter. Call after ``demo.queue()``."""
+    process_api = demo.process_api
+
+    async def process_api_answered(block_fn: Any, inputs: Any, *args: Any, **kwargs: Any):
+        try:
+            return await process_api(block_fn, inputs, *args, **kwargs)
+        except Exception as err:  # noqa: BLE001 -- each one is answered or let through
+            fn = demo.fns[block_fn] if isinstance(block_fn, int) else block_fn
+            replacement = answer(event_name(fn), err)
+            if replacement is None:
+                raise
+            raise replacement from None
+
+    demo.process_api = process_api_answered
+
+
+# --- what launch makes ----------------------------------------------------------------------------
+
+
+def server_of(demo: gr.Blocks) -> Any:
+    """The uvicorn server ``demo.launch`` started, or None before."""
+    return getattr(demo, "server", None)
+
+
+def gradio_folders() -> list[Path]:
+    """Where Gradio keeps files it serves without being told (shared by every Gradio app on the
+    machine): its upload and temporary folder (``GRADIO_TEMP_DIR``) and the examples cache."""
+    from gradio.utils import get_cache_folder, get_upload_folder
+
+    return [Path(get_upload_folder()).resolve(), Path(get_cache_folder()).resolve()]
+
+
+# --- the start-up check ---------------------------------------------------------------------------
+
+# str(inspect.signature(...)) of what is called, overridden or replaced, as in TESTED_GRADIO.
+SIGNATURES: dict[str, str] = {
+    "gradio.state_holder.SessionState.__init__": "(self, blocks: 'Blocks')",
+    "gradio.state_holder.SessionState.__setitem__": "(self, key: 'int', value: 'Any')",
+    "gradio.state_holder.SessionState._update_config": "(self, key: 'int')",
+    "gradio.state_holder.SessionState._update_value_in_config": "(self, key: 'int', value: 'Any')",
+    "gradio.state_holder.StateHolder.__init__": "(self)",
+    "gradio.state_holder.StateHolder.__getitem__": "(self, session_id: 'str') -> 'SessionState'",
+    "gradio.state_holder.StateHolder.set_blocks": "(self, blocks: 'Blocks')",
+    "gradio.queueing.Queue.push": (
+        "(self, body: 'PredictBodyInternal', request: 'fastapi.Request', username: 'str | None') -> "
+        "\"tuple[bool, str | list[dict[str, Any]], Literal['success', 'error', 'queue_full', 'validator_error']]\""
+    ),
+    "gradio.queueing.Queue.clean_events": "(self, *, session_hash: 'str | None' = None, event_id: 'str | None' = None) -> 'None'",
+    "gradio.queueing.Event.__init__": "(self, session_hash: 'str | None', fn: 'BlockFunction', request: 'fastapi.Request', username: 'str | None')",
+    "gradio.queueing.EventQueue.__init__": "(self, concurrency_id: 'str', concurrency_limit: 'int | None')",
+    "gradio.blocks.Blocks.process_api": (
+        "(self, block_fn: 'BlockFunction | int', inputs: 'list[Any]', state: 'SessionState | None' = None, "
+        "request: 'Request | list[Request] | None' = None, iterator: 'AsyncIterator | None' = None, "
+        "session_hash: 'str | None' = None, event_id: 'str | None' = None, event_data: 'EventData | None' = None, "
+        "in_event_listener: 'bool' = True, simple_format: 'bool' = False, explicit_call: 'bool' = False, "
+        "root_path: 'str | None' = None, oauth_token: 'oauth.OAuthToken | None' = None) -> 'dict[str, Any]'"
+    ),
+    "gradio.utils.get_upload_folder": "() -> str",
+    "gradio.utils.get_cache_folder": "() -> pathlib.Path",
+}
+# Attributes read or written, on instances made as Gradio makes them.
+QUEUE_ATTRIBUTES = ("pending_messages_per_session", "pending_event_ids_session", "event_ids_to_events",
+                    "event_queue_per_concurrency_id", "active_jobs")
+EVENT_ATTRIBUTES = ("_id", "session_hash", "enqueue_time", "alive", "fn")
+FN_ATTRIBUTES = ("concurrency_id", "types_generator", "api_name", "api_visibility", "name", "_id")
+MESSAGE_FIELDS = ("event_id", "output", "success")
+
+
+def _resolve(dotted: str) -> Any:
+    import importlib
+
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for name in parts[i:]:
+            obj = getattr(obj, name)
+        return obj
+    raise ImportError(dotted)
+
+
+def probe_app() -> gr.Blocks:
+    """A queued one-textbox app with a ``gr.State`` and one endpoint: what :func:`moved` looks at by default."""
+    with gr.Blocks(analytics_enabled=False) as demo:
+        box = gr.Textbox()
+        gr.State(0)
+        box.submit(lambda text: text, box, box, api_name="echo")
+    demo.queue()
+    return demo
+
+
+def moved(demo: gr.Blocks | None = None) -> list[str]:
+    """What this module uses that the installed Gradio no longer has as :data:`TESTED_GRADIO`
+    had it (empty when nothing moved). ``demo``: a queued app to look at (default: a tiny one)."""
+    from starlette.routing import Match
+
+    found = []
+    for dotted, expected in SIGNATURES.items():
+        try:
+            actual = str(inspect.signature(_resolve(dotted)))
+        except (ImportError, AttributeError, TypeError, ValueError) as err:
+            found.append(f"{dotted}: missing ({type(err).__name__})")
+            continue
+        if actual != expected:
+            found.append(f"{dotted}{actual}: was {expected}")
+    demo = demo if demo is not None and getattr(demo, "_queue", None) is not None else probe_app()
+    try:
+        gradios, ours = set(vars(SessionState(demo))), set(vars(LeanSessionState(demo)))
+        if gradios != ours:
+            found.append(f"gradio.state_holder.SessionState attributes {sorted(gradios ^ ours)} differ from LeanSessionState's")
+    except Exception as err:  # noqa: BLE001 -- whatever broke, it is a moved shape
+        found.append(f"gradio.state_holder.SessionState(blocks): {type(err).__name__}: {err}")
+    queue = getattr(demo, "_queue", None)
+    found += [f"gradio.queueing.Queue.{name}: missing" for name in QUEUE_ATTRIBUTES if not hasattr(queue, name)]
+    fns = list(getattr(demo, "fns", {}).values())
+    if not fns:
+        found.append("gradio.Blocks.fns: missing or empty")
+    found += [f"gradio.block_function.BlockFunction.{name}: missing" for name in FN_ATTRIBUTES if fns and not hasattr(fns[0], name)]
+    try:
+        event = Event(None, fns[0], None, None)  # type: ignore[arg-type]
+        found += [f"gradio.queueing.Event.{name}: missing" for name in EVENT_ATTRIBUTES if not hasattr(event, name)]
+        if not hasattr(EventQueue("x", None), "queue"):
+            found.append("gradio.queueing.EventQueue.queue: missing")
+    except Exception as err:  # noqa: BLE001
+        found.append(f"gradio.queueing.Event(...): {type(err).__name__}: {err}")
+    fields = set(getattr(ProcessCompletedMessage, "model_fields", {}))
+    found += [f"gradio.server_messages.ProcessCompletedMessage.{name}: missing" for name in MESSAGE_FIELDS if name not in fields]
+    if not hasattr(asyncio.Queue(), "_queue"):
+        found.append("asyncio.Queue._queue: missing (unread results are read through it)")
+    app = getattr(demo, "app", None)
+    if not hasattr(app, "state_holder"):
+        found.append("gradio.routes.App.state_holder: missing")
+    for method, path in ROUTE_SAMPLES:
+        scope = {"type": "http", "method": method, "path": path, "root_path": "", "query_string": b"", "headers": []}
+        if not any(route.matches(scope)[0] == Match.FULL for route in getattr(app, "routes", ())):
+            found.append(f"route {method} {path}: no longer one of Gradio's")
+    return found
+
+
+def check(demo: gr.Blocks) -> None:
+    """At start-up (after ``demo.queue()``): refuse to start, naming them, when names used here
+    have moved; warn once when Gradio is another version than :data:`TESTED_GRADIO` whose shapes
+    still match."""
+    if problems := moved(demo):
+        raise RuntimeError(
+            f"GPT Playground's serving reaches into Gradio {TESTED_GRADIO}'s internals "
+            f"(playground/ui/gradio_internals.py), and Gradio {gr.__version__} moved them:\n  - "
+            + "\n  - ".join(problems)
+            + f"\nInstall gradio=={TESTED_GRADIO} (requirements.txt), or port gradio_internals.py to this version "
+            "(tests/test_gradio_internals.py shows what moved)."
+        )
+    if gr.__version__ != TESTED_GRADIO:
+        log.warning(
+            "Gradio %s: GPT Playground's serving was tested with Gradio %s (playground/ui/gradio_internals.py); the "
+            "internals it uses still have the same shape, so it starts, but its memory and abuse bounds are untested "
+            "here: run tests/test_gradio_internals.py and the abuse tests, or install gradio==%s",
+            gr.__version__, TESTED_GRADIO, TESTED_GRADIO,
+        )
+

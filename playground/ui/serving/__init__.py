@@ -1,0 +1,141 @@
+"""What the server accepts and what it keeps, whatever the traffic (a public Space meets every
+kind of client): memory bounded, request bodies capped, malformed requests answered with a
+message, and nothing served or exposed that the app does not use. One module a concern:
+
+- :mod:`.sessions`: a session keeps its results in bounded stores and nothing else, at most
+  1,000 sessions; a session id is a short token;
+- :mod:`.unread`: a finished result nobody has read is dropped after 30 s, or sooner while such
+  results pile up; freed memory is handed back to the system;
+- :mod:`.orphaned`: work nobody reads (a result stream never opened, or no longer read) is stopped;
+- :mod:`.admission`: who gets a place in the queue (session ids, requests per client address,
+  requests waiting per concurrency group);
+- :mod:`.errors`: errors inside Gradio's own processing answered with its message, logged in a line;
+- :mod:`.middleware`: request bodies capped before they are read; the routes Gradio opens
+  whatever the app uses guarded (URLs as files, uploads, deep links, unknown events and sessions).
+
+Where Gradio has a public way, it is used (the ``launch`` arguments of :func:`launch_options`,
+the environment of :func:`before_queue`); what it has not goes through
+:mod:`playground.ui.gradio_internals`, checked at start-up against the Gradio version it was
+tested with. Below HTTP, connections are bounded by :mod:`playground.ui.connections`.
+
+app.py calls :func:`before_queue`, ``demo.queue(...)``, :func:`harden`, then
+``demo.launch(**launch_options(demo))``; tests/test_abuse.py, test_security.py,
+test_orphaned_work.py and test_public_load.py check the behaviour on launched apps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import gradio as gr
+
+from ... import limits
+from .. import connections, gradio_internals
+from ..compression import gzip_middleware
+from .admission import admit
+from .errors import explain_errors
+from .middleware import BodySizeLimit, RouteGuard
+from .orphaned import READER_GRACE_S, ResultReaders, TrackReaders, stop_unread_work
+from .sessions import MAX_SESSIONS
+from .unread import TRIM_EVERY_S, drop_unread_results, malloc_trim
+
+__all__ = ["SWEEP_EVERY_S", "before_queue", "harden", "launch_options"]
+
+log = logging.getLogger("playground")
+
+SWEEP_EVERY_S = min(1.0, READER_GRACE_S / 2)
+
+# Read by Gradio when the queue is made. With monitoring off nobody reads the queue's per-event
+# analytics, yet by default Gradio keeps 10,000 records and rebuilds a pandas summary of all of
+# them after every event: keep one record, and rebuild the summary once in a billion events.
+QUEUE_ENVIRONMENT = {"GRADIO_ANALYTICS_MAX_EVENTS": "1", "GRADIO_ANALYTICS_CACHE_FREQUENCY": str(10**9)}
+
+
+def before_queue() -> None:
+    """Call before ``demo.queue()``: the environment Gradio reads when it makes the queue
+    (:data:`QUEUE_ENVIRONMENT`; a value the operator set is kept)."""
+    for name, value in QUEUE_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+
+
+def harden(demo: gr.Blocks, max_waiting: Mapping[str, int] | None = None) -> None:
+    """Check Gradio's internals against the version they were tested with (refusing to start
+    when they moved), install the admission checks on the queue and the answers to Gradio's own
+    errors; call after ``demo.queue()``. ``max_waiting``: concurrency group -> how many of its
+    requests may wait for a slot."""
+    gradio_internals.check(demo)
+    admit(demo, max_waiting)
+    explain_errors(demo)
+
+
+async def _sweep(demo: gr.Blocks, readers: ResultReaders | None = None) -> None:
+    """Every SWEEP_EVERY_S: stop work nobody reads (with ``readers``), drop unread results; every
+    TRIM_EVERY_S: hand freed memory back to the system. A big table passes through ~100 MB of
+    short-lived objects on its way out; glibc keeps the freed pages of its heap unless asked (150
+    requests with 1024 x 1024 tables: RSS settled 190 MB above its start without trimming, 85 MB
+    with it)."""
+    queue = gradio_internals.queue_of(demo)
+    first_seen: dict[str, tuple[int, float]] = {}
+    trim = malloc_trim()
+    last_trim = time.monotonic()
+    while True:
+        await asyncio.sleep(SWEEP_EVERY_S)
+        try:
+            if readers is not None:
+                stopped = await stop_unread_work(queue, readers, time.monotonic())
+                if stopped:
+                    log.info("stopped %d event(s) nobody reads", len(stopped))
+            dropped = drop_unread_results(queue, first_seen, time.monotonic())
+            if dropped:
+                log.info("dropped %d unread result(s)", len(dropped))
+            if trim is not None and time.monotonic() - last_trim >= TRIM_EVERY_S:
+                last_trim = time.monotonic()
+                trim(0)  # ~0.3-5 ms
+        except Exception:  # noqa: BLE001 -- the sweeper must outlive any surprise
+            log.exception("sweeping unread results failed")
+
+
+def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None) -> dict[str, Any]:
+    """The ``demo.launch`` arguments that bound memory and requests (see the module's doc);
+    ``readers``: where the result streams open are counted (a new :class:`ResultReaders` by
+    default). Which files are served is ``gr.set_static_paths`` (playground/ui/startup.py)."""
+    from starlette.middleware import Middleware
+
+    readers = readers if readers is not None else ResultReaders()
+
+    @asynccontextmanager
+    async def lifespan(app: Any):
+        gradio_internals.use_lean_sessions(app)
+        connections.rate_limit_logs()
+        tasks = [
+            asyncio.create_task(connections.install_when_started(demo)),  # header timeout, connection caps
+            asyncio.create_task(_sweep(demo, readers)),
+        ]
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    return dict(
+        app_kwargs={
+            "middleware": [
+                Middleware(BodySizeLimit, max_bytes=limits.MAX_REQUEST_BYTES),
+                gzip_middleware(),  # the page and JSON, gzipped (compression.py)
+                Middleware(RouteGuard, demo=demo),
+                Middleware(TrackReaders, demo=demo, readers=readers),  # after RouteGuard: refused GETs read nothing
+            ],
+            "lifespan": lifespan,
+        },
+        state_session_capacity=MAX_SESSIONS,
+        # Gradio serves the static paths, and what it put in its own folders, shared by every Gradio
+        # app on the machine (other users' files on a public server): those are refused.
+        blocked_paths=[str(p) for p in gradio_internals.gradio_folders()],
+        enable_monitoring=False,  # /monitoring and /monitoring/summary: 403
+    )

@@ -1,0 +1,106 @@
+"""playground/ui/gradio_internals.py, the one place the app reaches into Gradio: every name and
+signature it uses still has the shape it had in the tested Gradio (this fails when one moves), the
+start-up check refuses to start on a moved one and names it, and warns on another version whose
+shapes match."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from pathlib import Path
+
+import gradio as gr
+import pytest
+from gradio.queueing import Queue
+from gradio.state_holder import SessionState
+
+from playground.ui import gradio_internals
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def demo() -> gr.Blocks:
+    return gradio_internals.probe_app()
+
+
+def test_nothing_moved_in_the_installed_gradio(demo):
+    assert gradio_internals.moved(demo) == []
+    assert gradio_internals.moved() == []  # on a probe app of its own
+
+
+def test_the_tested_version_is_the_one_pinned_and_installed():
+    """requirements.txt and the Space's sdk_version install what the internals were tested with."""
+    pinned = re.search(r"^gradio==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
+    space = re.search(r"^sdk_version: (\S+)$", (ROOT / "README.md").read_text(), re.M).group(1)
+    assert gradio_internals.TESTED_GRADIO == pinned == space == gr.__version__
+
+
+def test_a_changed_signature_is_named(demo, monkeypatch):
+    async def push(self, body, request):  # username gone
+        return True, "id", "success"
+
+    monkeypatch.setattr(Queue, "push", push)
+    moved = gradio_internals.moved(demo)
+    assert len(moved) == 1 and moved[0].startswith("gradio.queueing.Queue.push(self, body, request)"), moved
+
+
+def test_a_new_attribute_of_a_session_is_named(demo, monkeypatch):
+    """The lean session builds no copy of Gradio's: an attribute Gradio adds would be missing
+    from it, and fail in the middle of a request."""
+    original = SessionState.__init__
+
+    @functools.wraps(original)  # same signature: only the attributes differ
+    def init(self, blocks):
+        original(self, blocks)
+        self.render_cache = {}
+
+    monkeypatch.setattr(SessionState, "__init__", init)
+    moved = gradio_internals.moved(demo)
+    assert len(moved) == 1 and "SessionState attributes ['render_cache']" in moved[0], moved
+
+
+def test_a_missing_queue_attribute_and_a_moved_route_are_named(demo, monkeypatch):
+    monkeypatch.delattr(demo._queue, "pending_messages_per_session")
+    monkeypatch.setattr(gradio_internals, "ROUTE_SAMPLES", (*gradio_internals.ROUTE_SAMPLES, ("GET", "/gradio_api/queue/gone")))
+    assert gradio_internals.moved(demo) == [
+        "gradio.queueing.Queue.pending_messages_per_session: missing",
+        "route GET /gradio_api/queue/gone: no longer one of Gradio's",
+    ]
+
+
+def test_start_up_refuses_naming_what_moved_and_the_tested_version(demo, monkeypatch):
+    monkeypatch.delattr(demo._queue, "event_ids_to_events")
+    with pytest.raises(RuntimeError) as info:
+        gradio_internals.check(demo)
+    text = str(info.value)
+    assert f"Gradio {gradio_internals.TESTED_GRADIO}" in text and "event_ids_to_events" in text
+    assert f"gradio=={gradio_internals.TESTED_GRADIO}" in text
+
+
+def test_start_up_warns_on_another_version_whose_shapes_match(demo, monkeypatch, caplog):
+    monkeypatch.setattr(gradio_internals, "TESTED_GRADIO", "6.0.0")
+    with caplog.at_level(logging.WARNING, logger="playground"):
+        gradio_internals.check(demo)
+    assert any("6.0.0" in r.getMessage() and gr.__version__ in r.getMessage() for r in caplog.records), caplog.text
+
+
+def test_start_up_is_silent_on_the_tested_version(demo, caplog):
+    with caplog.at_level(logging.WARNING, logger="playground"):
+        gradio_internals.check(demo)
+    assert not caplog.records
+
+
+def test_gradios_private_names_are_used_only_here():
+    """The rest of the app goes through this module: no other file imports Gradio's internal
+    modules or reaches the queue, the session store or the functions' table."""
+    private = re.compile(r"from gradio\.(?!themes)\w+|import gradio\.\w+|\._queue\b|\.state_holder\b|\.fns\b|process_api")
+    offenders = []
+    for path in sorted((ROOT / "playground").rglob("*.py")) + [ROOT / "app.py"]:
+        if path.name == "gradio_internals.py":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if private.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
