@@ -11,7 +11,8 @@ message, and nothing served or exposed that the app does not use. One module a c
   requests waiting per concurrency group);
 - :mod:`.errors`: errors inside Gradio's own processing answered with its message, logged in a line;
 - :mod:`.middleware`: request bodies capped before they are read; the routes Gradio opens
-  whatever the app uses guarded (URLs as files, uploads, deep links, unknown events and sessions).
+  whatever the app uses guarded (URLs as files, uploads, deep links, unknown events and sessions);
+- :mod:`.page_cache`: the page and ``/config`` built once, kept compressed, revalidated by ``ETag``.
 
 Where Gradio has a public way, it is used (the ``launch`` arguments of :func:`launch_options`,
 the environment of :func:`before_queue`); what it has not goes through
@@ -42,6 +43,7 @@ from .admission import admit
 from .errors import explain_errors
 from .middleware import BodySizeLimit, RouteGuard
 from .orphaned import READER_GRACE_S, ResultReaders, TrackReaders, stop_unread_work
+from .page_cache import PageCache
 from .sessions import MAX_SESSIONS
 from .unread import TRIM_EVERY_S, drop_unread_results, malloc_trim
 
@@ -127,6 +129,7 @@ def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None) -> dic
         app_kwargs={
             "middleware": [
                 Middleware(BodySizeLimit, max_bytes=limits.MAX_REQUEST_BYTES),
+                Middleware(PageCache),  # outside the compression: keeps what went out (page_cache.py)
                 gzip_middleware(),  # the page and JSON, gzipped (compression.py)
                 Middleware(RouteGuard, demo=demo),
                 Middleware(TrackReaders, demo=demo, readers=readers),  # after RouteGuard: refused GETs read nothing

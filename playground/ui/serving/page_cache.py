@@ -1,0 +1,124 @@
+"""The page, built once: Gradio renders ``/`` (1.25 MB of HTML with every component's first
+value, 154 kB gzipped) and ``/config`` afresh for every request, 45 ms of CPU each, so a few
+clients reloading the page slowed every tab. :class:`PageCache` keeps each answer once built,
+compressed as it went out, and tags it with an ``ETag``: a reload costs a dictionary lookup, and a
+browser that revalidates (``Cache-Control: no-cache``) gets ``304 Not Modified`` and no body.
+
+What the page holds is fixed once the app is launched (``Blocks.config``), except the root URL
+Gradio writes into it, which it works out from the request (``Host``, ``X-Forwarded-Host``,
+``X-Forwarded-Proto``, the ASGI ``root_path``): those are part of the key, so a client that
+sends another host gets a page built for that host, never one built for somebody else. Requests
+with a query string (``?page=``, ``?deep_link=``), ``HEAD`` and any request carrying Gradio's
+login cookie pass through untouched. The cache holds at most :data:`MAX_ENTRIES` answers
+(least recently used dropped first) of at most :data:`MAX_ENTRY_BYTES` each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CACHED_PATHS", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "PageCache"]
+
+CACHED_PATHS = ("/", "/config")
+MAX_ENTRIES = 16  # distinct (path, host, encoding) answers: a Space sees one or two hosts
+MAX_ENTRY_BYTES = 4 * 2**20  # the page is 1.25 MB uncompressed; anything far larger is not cached
+# Request headers Gradio reads to build the page's root URL, and the one the compression reads.
+KEY_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto")
+LOGIN_COOKIE = b"access-token"  # Gradio's login cookie (an app with ``auth``): the page is per user
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: tuple[tuple[bytes, bytes], ...]
+    body: bytes
+    etag: bytes
+
+
+def _headers(scope: dict) -> dict[bytes, bytes]:
+    return {key.lower(): value for key, value in scope.get("headers", ())}
+
+
+def _etag_matches(if_none_match: bytes | None, etag: bytes) -> bool:
+    if if_none_match is None:
+        return False
+    tags = [tag.strip().removeprefix(b"W/") for tag in if_none_match.split(b",")]
+    return etag in tags or b"*" in tags
+
+
+class PageCache:
+    """ASGI middleware: ``GET`` answers of ``paths`` kept once built (see the module's doc).
+    Installed outside the compression, so that what is kept is what went out."""
+
+    def __init__(self, app: Callable, paths: Iterable[str] = CACHED_PATHS, max_entries: int = MAX_ENTRIES,
+                 max_entry_bytes: int = MAX_ENTRY_BYTES) -> None:
+        self.app = app
+        self.paths = frozenset(paths)
+        self.max_entries = max_entries
+        self.max_entry_bytes = max_entry_bytes
+        self.entries: OrderedDict[tuple, Answer] = OrderedDict()
+        self.built = 0  # answers Gradio built for this cache (a test reads it)
+
+    def key(self, scope: dict, headers: dict[bytes, bytes]) -> tuple | None:
+        """What the answer depends on, or None for a request that must pass through."""
+        if (scope["type"] != "http" or scope.get("method") != "GET" or scope.get("path") not in self.paths
+                or scope.get("query_string") or LOGIN_COOKIE in headers.get(b"cookie", b"")):
+            return None
+        gzip = b"gzip" in headers.get(b"accept-encoding", b"")
+        return (scope["path"], scope.get("scheme"), scope.get("root_path", ""), gzip,
+                *(headers.get(name) for name in KEY_HEADERS))
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        headers = _headers(scope) if scope["type"] == "http" else {}
+        key = self.key(scope, headers)
+        if key is None:
+            await self.app(scope, receive, send)
+            return
+        answer = self.entries.get(key)
+        if answer is not None:
+            self.entries.move_to_end(key)
+            await self._send(answer, headers.get(b"if-none-match"), send)
+            return
+        answer, keep = await self._build(scope, receive)
+        if not keep:  # sent as Gradio built it
+            await send({"type": "http.response.start", "status": answer.status, "headers": list(answer.headers)})
+            await send({"type": "http.response.body", "body": answer.body})
+            return
+        self.entries[key] = answer
+        while len(self.entries) > self.max_entries:
+            self.entries.popitem(last=False)
+        await self._send(answer, headers.get(b"if-none-match"), send)
+
+    async def _build(self, scope: dict, receive: Callable) -> tuple[Answer, bool]:
+        """Gradio's answer, whole, and whether it may be kept (a 200 of a sane size setting no cookie)."""
+        start: dict[str, Any] = {}
+        chunks: list[bytes] = []
+
+        async def collect(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await self.app(scope, receive, collect)
+        self.built += 1
+        body = b"".join(chunks)
+        status = start.get("status", 500)
+        headers = tuple((k, v) for k, v in start.get("headers", ()) if k.lower() not in (b"etag", b"cache-control"))
+        keep = status == 200 and len(body) <= self.max_entry_bytes and all(k.lower() != b"set-cookie" for k, _ in headers)
+        etag = b'"' + hashlib.blake2b(body, digest_size=12).hexdigest().encode() + b'"'
+        return Answer(status, tuple(start.get("headers", ())) if not keep else headers, body, etag), keep
+
+    async def _send(self, answer: Answer, if_none_match: bytes | None, send: Callable) -> None:
+        tags = [(b"etag", answer.etag), (b"cache-control", b"no-cache")]
+        if _etag_matches(if_none_match, answer.etag):
+            kept = [(k, v) for k, v in answer.headers if k.lower() == b"vary"]
+            await send({"type": "http.response.start", "status": 304, "headers": kept + tags})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": list(answer.headers) + tags})
+        await send({"type": "http.response.body", "body": answer.body})

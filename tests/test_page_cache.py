@@ -1,0 +1,139 @@
+"""The page is built once and revalidated by ETag (issue 28: "the page is built once, compressed,
+cacheable"), without ever serving one client a page built for another host.
+
+On the launched app: the kept page is byte for byte the page Gradio builds, a reload with the ETag
+gets 304 and no body, and a request naming another host gets that host's root URL while the
+loopback page stays as it was. Unit tests on a stand-in ASGI app count what Gradio is asked to
+build and check the bound."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+
+import httpx
+import pytest
+
+from playground.ui.serving.page_cache import MAX_ENTRIES, PageCache
+
+GZIP = {"Accept-Encoding": "gzip"}
+
+
+def test_a_reload_gets_the_same_page_and_a_revalidation_gets_304(app_server):
+    with httpx.Client(timeout=60) as client:
+        first = client.get(app_server.url, headers=GZIP)
+        second = client.get(app_server.url, headers=GZIP)
+        assert first.status_code == second.status_code == 200
+        assert first.headers["content-encoding"] == "gzip" and first.headers["cache-control"] == "no-cache"
+        assert first.headers["etag"] == second.headers["etag"] and first.content == second.content
+        assert "window.gradio_config" in first.text  # httpx undid the gzip: this is the page
+        again = client.get(app_server.url, headers={**GZIP, "If-None-Match": first.headers["etag"]})
+        assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == first.headers["etag"]
+        stale = client.get(app_server.url, headers={**GZIP, "If-None-Match": '"not-this-one"'})
+        assert stale.status_code == 200 and stale.content == first.content
+        plain = client.get(app_server.url, headers={"Accept-Encoding": "identity"})
+        assert "content-encoding" not in plain.headers and plain.headers["etag"] != first.headers["etag"]
+        assert plain.content == first.content  # the same page, sent uncompressed
+
+
+def test_the_kept_page_is_the_one_gradio_builds(app_server):
+    """A query string passes the cache (Gradio builds the page for it): the same page otherwise."""
+    with httpx.Client(timeout=60) as client:
+        kept = client.get(app_server.url, headers=GZIP)
+        built = client.get(app_server.url + "?page=", headers=GZIP)
+    assert "etag" not in built.headers
+    assert built.text == kept.text
+
+
+def test_another_host_gets_its_own_root_and_never_poisons_the_page(app_server):
+    with httpx.Client(timeout=60) as client:
+        loopback = client.get(app_server.url, headers=GZIP).text
+        other = client.get(app_server.url, headers={**GZIP, "X-Forwarded-Host": "playground.example.org",
+                                                    "X-Forwarded-Proto": "https"}).text
+        after = client.get(app_server.url, headers=GZIP).text
+        config = client.get(app_server.url + "config", headers=GZIP).json()
+    assert '"root":"https://playground.example.org"' in other.replace(" ", "")
+    assert "playground.example.org" not in loopback and after == loopback
+    assert config["root"].startswith("http://127.0.0.1")
+
+
+class Gradio:
+    """A stand-in for Gradio's app: a page naming the host it was asked for, and how often it built one."""
+
+    def __init__(self, status: int = 200, cookie: bool = False) -> None:
+        self.status, self.cookie, self.calls = status, cookie, 0
+
+    async def __call__(self, scope, receive, send):
+        self.calls += 1
+        host = dict(scope["headers"]).get(b"host", b"?")
+        headers = [(b"content-type", b"text/html")] + ([(b"set-cookie", b"a=b")] if self.cookie else [])
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": b"<p>" + host, "more_body": True})
+        await send({"type": "http.response.body", "body": b"</p>"})
+
+
+def get(app, path: str = "/", host: str = "a", method: str = "GET", query: bytes = b"", **headers: str):
+    scope = {"type": "http", "method": method, "path": path, "query_string": query, "scheme": "http", "root_path": "",
+             "headers": [(b"host", host.encode())] + [(k.replace("_", "-").encode(), v.encode()) for k, v in headers.items()]}
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return sent[0]["status"], dict(sent[0]["headers"]), body
+
+
+def test_each_answer_is_built_once_per_host_and_kept_within_the_bound():
+    gradio = Gradio()
+    cache = PageCache(gradio)
+    assert [get(cache)[2] for _ in range(3)] == [b"<p>a</p>"] * 3 and gradio.calls == 1
+    assert get(cache, host="b")[2] == b"<p>b</p>" and gradio.calls == 2
+    for i in range(5 * MAX_ENTRIES):  # a client inventing hosts: memory stays bounded
+        assert get(cache, host=f"h{i}")[2] == f"<p>h{i}</p>".encode()
+    assert len(cache.entries) == MAX_ENTRIES
+    assert get(cache, host=f"h{5 * MAX_ENTRIES - 1}")[2].endswith(b"</p>") and gradio.calls == 2 + 5 * MAX_ENTRIES
+
+
+@pytest.mark.parametrize("request_", [
+    {"method": "HEAD"}, {"query": b"deep_link=x"}, {"path": "/gradio_api/info"}, {"cookie": "access-token=u1"},
+])
+def test_requests_the_page_may_differ_for_pass_through(request_):
+    gradio = Gradio()
+    cache = PageCache(gradio)
+    for _ in range(2):
+        status, headers, _ = get(cache, **request_)
+        assert status == 200 and b"etag" not in headers
+    assert gradio.calls == 2 and not cache.entries
+
+
+@pytest.mark.parametrize("gradio", [Gradio(status=500), Gradio(cookie=True)], ids=["error", "cookie"])
+def test_an_error_or_a_cookie_is_sent_as_built_and_not_kept(gradio):
+    cache = PageCache(gradio)
+    for _ in range(2):
+        status, headers, body = get(cache)
+        assert status == gradio.status and body == b"<p>a</p>" and b"etag" not in headers
+    assert gradio.calls == 2 and not cache.entries
+
+
+def test_the_compressed_page_is_kept_as_it_went_out():
+    """Outside the compression, as installed: what is kept and sent is the gzip stream itself."""
+    from starlette.middleware.gzip import GZipMiddleware
+
+    class Large(Gradio):
+        async def __call__(self, scope, receive, send):
+            self.calls += 1
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/html")]})
+            await send({"type": "http.response.body", "body": b"x" * 5000})
+
+    gradio = Large()
+    cache = PageCache(GZipMiddleware(gradio, minimum_size=1000))
+    answers = [get(cache, accept_encoding="gzip") for _ in range(2)]
+    assert gradio.calls == 1 and answers[0] == answers[1]
+    status, headers, body = answers[0]
+    assert headers[b"content-encoding"] == b"gzip" and gzip.decompress(body) == b"x" * 5000
+    assert get(cache)[2] == b"x" * 5000 and gradio.calls == 2  # identity: its own entry
