@@ -79,8 +79,8 @@ def shipped_onnx() -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def app_server(tmp_path_factory):
-    """``python app.py`` launched once per session on a free loopback port (tests/app_server.py)."""
-    from app_server import launch, stop
+    """``python app.py`` launched once per session on a free loopback port (benchmarks/app_server.py)."""
+    from benchmarks.app_server import launch, stop
 
     server = launch(tmp_path_factory.mktemp("app") / "app.log")
     print(f"\napp ready in {server.startup_s:.1f} s at {server.url}")

@@ -671,7 +671,7 @@ def test_soak_memory_settles_whatever_the_traffic(tmp_path):
     """Its own app, so the numbers are its own. A warm-up of every kind first (first-use
     allocations), then a few hundred requests, four at a time; then the RSS must settle within
     200 MB of where it started, and the app must still answer."""
-    from app_server import launch, stop
+    from benchmarks.app_server import launch, stop
 
     server = launch(tmp_path / "soak.log")
     try:

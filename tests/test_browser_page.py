@@ -9,7 +9,7 @@ meets it (issue 15, issue 13.4 and 13.6).
   a time with "Next token", the live distribution under the settings;
 - the attention heatmaps' token labels, legible cells, and the line view.
 
-One browser and one page for the module, on the session's app (tests/app_server.py)."""
+One browser and one page for the module, on the session's app (benchmarks/app_server.py)."""
 
 from __future__ import annotations
 

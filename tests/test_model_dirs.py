@@ -77,7 +77,7 @@ def test_app_refuses_a_bad_folder_without_a_traceback(tmp_path):
     import subprocess
     import sys
 
-    from app_server import ROOT
+    from benchmarks.app_server import ROOT
 
     r = subprocess.run([sys.executable, "app.py", "--model", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "cannot start" in r.stderr and "config.json" in r.stderr and "Traceback" not in r.stderr
@@ -88,7 +88,7 @@ def test_app_refuses_a_bad_folder_without_a_traceback(tmp_path):
 
 @pytest.fixture(scope="module", params=FORMATS)
 def model_app(request, model_dirs, models_cache, tmp_path_factory):
-    from app_server import launch, stop
+    from benchmarks.app_server import launch, stop
 
     fmt = request.param
     server = launch(
@@ -203,7 +203,7 @@ def test_compare_with_another_folder(model_dirs, models_cache, tmp_path):
     """``python app.py --compare DIR``: the Compare tab sets that folder beside the shipped model."""
     from gradio_client import Client
 
-    from app_server import launch, stop
+    from benchmarks.app_server import launch, stop
 
     server = launch(tmp_path / "app.log", extra_env={"PLAYGROUND_MODELS_DIR": str(models_cache)},
                     args=["--compare", str(model_dirs["hf"])])
@@ -221,7 +221,7 @@ def test_app_refuses_a_bad_compare_folder(tmp_path):
     import subprocess
     import sys
 
-    from app_server import ROOT
+    from benchmarks.app_server import ROOT
 
     r = subprocess.run([sys.executable, "app.py", "--compare", str(tmp_path / "nowhere")], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "is not a folder" in r.stderr and "Traceback" not in r.stderr

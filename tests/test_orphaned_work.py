@@ -6,7 +6,7 @@ update. Raw HTTP, as a hand-written client sends it.
 Two apps: a small one, launched in this process with the app's serving options and a generator
 that ticks for as long as it is iterated (so what stopped and when is exact, whatever the
 machine's speed), and the session's launched ``app.py`` with real generations
-(tests/load_test.py ``--abandoned`` prints the timings).
+(benchmarks/load.py ``--abandoned`` prints the timings).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import gradio as gr
 import httpx
 import pytest
 
-from app_server import free_port
-from load_test import abandon, late_answer
+from benchmarks.app_server import free_port
+from benchmarks.load import abandon, late_answer
 from playground.ui import gradio_internals, serving
 from playground.ui.serving import orphaned
 
@@ -373,9 +373,9 @@ def short_grace_app(tmp_path_factory):
     """The app launched as a user would, with PLAYGROUND_READER_GRACE_S=0.5: a job nobody reads is
     stopped within ~0.75 s (the grace, then a sweep every quarter second). Six 512-token
     generations of a 4,000-character prompt take seconds of decoding on a CPU, so on the app's 5 s
-    grace the batched loop may finish some before anyone looks (tests/load_test.py --abandoned
+    grace the batched loop may finish some before anyone looks (benchmarks/load.py --abandoned
     shows it); on this one none can."""
-    from app_server import launch, stop
+    from benchmarks.app_server import launch, stop
 
     server = launch(tmp_path_factory.mktemp("short_grace") / "app.log", extra_env={orphaned.READER_GRACE_ENV: str(SHORT_GRACE_S)})
     yield server

@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from app_server import AppServer, launch, stop
-from load_test import LONG_PROMPT, abandon
+from benchmarks.app_server import AppServer, launch, stop
+from benchmarks.load import LONG_PROMPT, abandon
 from playground.ui import connections
 from playground.ui.serving import admission, orphaned
 from test_orphaned_work import _wait

@@ -291,7 +291,7 @@ def _page(server) -> str:
 
 @pytest.mark.slow  # three starts of the app and one ONNX build: a few minutes on 2 cores
 def test_the_dry_run_folder_starts_as_a_space(tmp_path):
-    from app_server import launch, stop
+    from benchmarks.app_server import launch, stop
 
     from playground.resources import PROVIDER_ENV
 

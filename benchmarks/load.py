@@ -1,11 +1,13 @@
 """Load test: many gradio_client users at once on loopback, each generating text and using the
 light tabs in between. Reports the p50/p95 latency of both kinds of call and every failure.
 
-    python -m tests.load_test                 # launches app.py on a free loopback port
-    python -m tests.load_test --clients 16 --generations 10 --tokens 12
-    python -m tests.load_test --table         # the throughput table (docs/export.md): 1 and 16 clients, the engine alone
-    python -m tests.load_test --abandoned     # 6 abandoned 512-token jobs, then one normal generation
-    python -m tests.load_test --abandoned --url http://127.0.0.1:7860/   # against a running app
+    python -m benchmarks.load                 # launches app.py on a free loopback port
+    python -m benchmarks.load --clients 16 --generations 10 --tokens 12
+    python -m benchmarks.load --table         # the throughput table (docs/export.md): 1 and 16 clients, the engine alone
+    python -m benchmarks.load --abandoned     # 6 abandoned 512-token jobs, then one normal generation
+    python -m benchmarks.load --abandoned --url http://127.0.0.1:7860/   # against a running app
+    python -m benchmarks.load --mix           # 4 clients loop every tab's heaviest request; /tokenize timed
+    python -m benchmarks.load --mix 60 --clients 0 --reloaders 8   # 8 clients reloading the page instead
 
 ``tests/test_load.py`` runs the same thing (marked slow) against the session's app. A "busy"
 answer (Gradio's full queue: gradio_client's QueueError "Queue is full! Please try again.") is a
@@ -27,6 +29,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 from gradio_client import Client
@@ -281,6 +284,40 @@ def _prober_process(url: str, kind: str, ready, stop, results) -> None:
     results.put((phase.light_s, phase.failures))
 
 
+
+@dataclass
+class _Visitor:
+    """:func:`_prober_process` started, waited for and collected."""
+
+    process: Any
+    ready: Any
+    stop: Any
+    results: Any
+
+    @classmethod
+    def start(cls, url: str, kind: str) -> _Visitor:
+        import multiprocessing
+
+        spawn = multiprocessing.get_context("spawn")  # no fork of a process with threads
+        ready, stop, results = spawn.Event(), spawn.Event(), spawn.Queue()
+        process = spawn.Process(target=_prober_process, args=(url, kind, ready, stop, results), daemon=True)
+        process.start()
+        return cls(process, ready, stop, results)
+
+    def wait_ready(self, timeout_s: float = 120) -> list[str]:
+        """The failures of its start: none once it has made its first call."""
+        return [] if self.ready.wait(timeout_s) else [f"/tokenize: the prober did not start within {timeout_s:g} s"]
+
+    def finish(self) -> tuple[list[float], list[str]]:
+        """Stop it: its ``/tokenize`` latencies and failures."""
+        self.stop.set()
+        try:
+            light_s, failures = self.results.get(timeout=120)
+        except queue.Empty:
+            light_s, failures = [], ["/tokenize: the prober sent no results"]
+        self.process.join(10)
+        return light_s, failures
+
 def _tokenize(user: Client | SSEUser, text: str) -> None:
     if isinstance(user, SSEUser):
         user.call("tokenize", [text])
@@ -289,32 +326,21 @@ def _tokenize(user: Client | SSEUser, text: str) -> None:
 
 
 def run_phase(url: str, clients: int, generations: int, tokens: int, kind: str = "gradio_client") -> Phase:
-    import multiprocessing
-
     phase, lock = Phase(clients, kind), threading.Lock()
-    spawn = multiprocessing.get_context("spawn")  # no fork of a process with threads
-    ready, stop, results = spawn.Event(), spawn.Event(), spawn.Queue()
-    prober = spawn.Process(target=_prober_process, args=(url, kind, ready, stop, results), daemon=True)
-    prober.start()
+    visitor = _Visitor.start(url, kind)
     with ThreadPoolExecutor(max_workers=clients, thread_name_prefix="load-user") as pool:
         # Connected and warmed first (a gradio_client reads the app's API description, and any
         # client's first call opens its connections; the engine alone is warmed too): the clock
         # then times only the generations.
         users = list(pool.map(lambda _: _user_for(kind, url), range(clients)))
         list(pool.map(lambda u: _one_generation(u, (TABLE_PROMPT, 2, *TABLE_SETTINGS, 0), time.perf_counter()), users))
-        if not ready.wait(120):
-            phase.failures.append("/tokenize: the prober did not start within 120 s")
+        phase.failures += visitor.wait_ready()
         t0 = time.perf_counter()
         for future in [pool.submit(_generations, users[i], i, phase, generations, tokens, lock) for i in range(clients)]:
             future.result()
     phase.wall_s = time.perf_counter() - t0
-    stop.set()
-    try:
-        phase.light_s, failures = results.get(timeout=120)
-        phase.failures += failures
-    except queue.Empty:
-        phase.failures.append("/tokenize: the prober sent no results")
-    prober.join(10)
+    phase.light_s, failures = visitor.finish()
+    phase.failures += failures
     return phase
 
 
@@ -472,9 +498,125 @@ def run_abandoned(url: str, jobs: int = 6, new_tokens: int = 512, probe_tokens: 
     }
 
 
+
+# --- every tab's heaviest request at once (issue 28) ---------------------------------------------
+
+MIX_TEXT = ("Romeo.\nBut soft! what light through yonder window breaks?\nIt is the east, and Juliet is the sun!\n" * 40)
+
+
+def _tokens_cut(text: str, n: int) -> str:
+    from model import get_tokenizer
+
+    enc = get_tokenizer()
+    return enc.decode(enc.encode(text)[:n])
+
+
+def heaviest_requests() -> list[tuple[str, tuple]]:
+    """The heaviest request each tab's API accepts (its limits in playground/limits.py): the
+    largest positional table, 64-token passes (Attention, Inside, Compare), a 512-token
+    generation from a 4,000-character prompt, 50 arithmetic neighbours, 20,000 characters in
+    every encoding, and a training run."""
+    longest = _tokens_cut(MIX_TEXT, 64)
+    return [
+        ("/positional_encoding", (1024, 1024, 10000)),
+        ("/inside", (longest, 5, 7)),
+        ("/attention", (longest, 5, 7)),
+        ("/compare", ("Romeo.\nWhat say you to", "love", longest)),
+        ("/generate", (LONG_PROMPT, 512, 0.8, 50, 0.95, 1)),
+        ("/embedding_arithmetic", ("king - man + woman", 50)),
+        ("/tokenize_encodings", (MIX_TEXT[:20_000],)),
+        ("/learn", (20, 1, "proper")),
+    ]
+
+
+@dataclass
+class Mix:
+    """What :func:`run_mix` measured: ``/tokenize`` latencies from a prober process of its own,
+    the heavy requests answered (endpoint -> count), page reloads, and every failure."""
+
+    clients: int
+    reloaders: int
+    seconds: float
+    light_s: list[float] = field(default_factory=list)
+    answered: dict[str, int] = field(default_factory=dict)
+    reloads: int = 0
+    busy: int = 0
+    failures: list[str] = field(default_factory=list)
+    wall_s: float = 0.0  # until the last request started before the end was answered
+
+    def summary(self) -> str:
+        heavy = ", ".join(f"{name} {n}" for name, n in sorted(self.answered.items()))
+        return (
+            f"{self.clients} clients looping every tab's heaviest request and {self.reloaders} reloading the page, "
+            f"{self.seconds:.0f} s (the last answered after {self.wall_s:.0f} s)\n"
+            f"/tokenize: {len(self.light_s)} calls, p50 {_pct(self.light_s, 50):.3f} s, p95 {_pct(self.light_s, 95):.3f} s, "
+            f"max {max(self.light_s, default=float('nan')):.3f} s\n"
+            f"heavy requests answered: {heavy or 'none'}; page loads {self.reloads}; told busy {self.busy}; "
+            f"failures {len(self.failures)}" + "".join(f"\n  {f}" for f in self.failures[:10])
+        )
+
+
+def _heavy_client(url: str, index: int, requests: list[tuple[str, tuple]], mix: Mix, lock: threading.Lock,
+                  deadline: float) -> None:
+    client = _client(url)
+    k = index  # each client starts on another tab
+    while time.perf_counter() < deadline:
+        name, args = requests[k % len(requests)]
+        k += 1
+        try:
+            client.predict(*args, api_name=name)
+        except QueueError:
+            with lock:
+                mix.busy += 1
+            time.sleep(BUSY_RETRY_S)
+            continue
+        except Exception as err:  # noqa: BLE001 -- reported, the others go on
+            with lock:
+                mix.failures.append(f"{name}: {type(err).__name__}: {str(err)[:200]}")
+            continue
+        with lock:
+            mix.answered[name] = mix.answered.get(name, 0) + 1
+
+
+def _reloader(url: str, mix: Mix, lock: threading.Lock, deadline: float) -> None:
+    """A visitor reloading the page, as a browser does with the ETag it was given."""
+    with httpx.Client(headers={"Accept-Encoding": "gzip"}, timeout=HTTP_TIMEOUT_S) as http:
+        etag = None
+        while time.perf_counter() < deadline:
+            r = http.get(url, headers={"If-None-Match": etag} if etag else {})
+            if r.status_code not in (200, 304):
+                with lock:
+                    mix.failures.append(f"page: HTTP {r.status_code}")
+                continue
+            etag = r.headers.get("etag", etag)
+            with lock:
+                mix.reloads += 1
+
+
+def run_mix(url: str, clients: int = 4, seconds: float = 60.0, reloaders: int = 0) -> Mix:
+    """``clients`` gradio_client users each looping the heaviest request of every tab in turn
+    (:func:`heaviest_requests`) and ``reloaders`` reloading the page, for ``seconds``, while a
+    visitor in a process of its own calls ``/tokenize`` every 0.25 s."""
+    mix, lock = Mix(clients, reloaders, seconds), threading.Lock()
+    requests = heaviest_requests()
+    visitor = _Visitor.start(url, "gradio_client")
+    mix.failures += visitor.wait_ready()
+    t0 = time.perf_counter()
+    deadline = t0 + seconds
+    with ThreadPoolExecutor(max_workers=clients + reloaders, thread_name_prefix="mix") as pool:
+        futures = [pool.submit(_heavy_client, url, i, requests, mix, lock, deadline) for i in range(clients)]
+        futures += [pool.submit(_reloader, url, mix, lock, deadline) for _ in range(reloaders)]
+        for future in futures:
+            future.result()
+    mix.wall_s = time.perf_counter() - t0
+    mix.light_s, failures = visitor.finish()
+    mix.failures += failures
+    return mix
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--clients", type=int, help="users at once (default 16; with --mix 4)")
     parser.add_argument("--generations", type=int, default=10)
     parser.add_argument("--tokens", type=int, default=12)
     parser.add_argument("--time-limit", type=float, default=900)
@@ -485,10 +627,16 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: N (default 6) abandoned 512-token generations with a 4,000-character prompt, then time a "
         "normal 32-token one",
     )
+    parser.add_argument(
+        "--mix", type=float, nargs="?", const=60.0, metavar="SECONDS",
+        help="instead: --clients (here default 4) loop every tab's heaviest request for SECONDS (default 60) while "
+        "/tokenize is timed; with --reloaders N, N more reload the page",
+    )
+    parser.add_argument("--reloaders", type=int, default=0, help="with --mix: clients reloading the page")
     parser.add_argument("--url", help="an app already running on loopback (default: launch app.py)")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from app_server import launch, stop
+    clients = args.clients or 16
+    from .app_server import launch, stop
 
     server = None
     if args.url:
@@ -499,9 +647,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"app ready in {server.startup_s:.1f} s at {url}", flush=True)
     try:
         if args.table:
-            text, phases = table(url, [1, args.clients], 8, 64)
+            text, phases = table(url, [1, clients], 8, 64)
             print(text)
             return 1 if any(ph.failures for ph in phases) else 0
+        if args.mix:
+            mix = run_mix(url, clients=4 if args.clients is None else args.clients, seconds=args.mix, reloaders=args.reloaders)
+            print(mix.summary())
+            return 1 if mix.failures else 0
         if args.abandoned:
             result = run_abandoned(url, jobs=args.abandoned)
             print(
@@ -512,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
             for i, answer in enumerate(result["late_answers"]):
                 print(f"  abandoned job {i} ({'call' if i % 2 == 0 else 'join'}), read late: {answer[:240]}")
             return 0
-        report = run_load(url, args.clients, args.generations, args.tokens, args.time_limit)
+        report = run_load(url, clients, args.generations, args.tokens, args.time_limit)
     finally:
         if server is not None:
             stop(server)
