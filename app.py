@@ -58,10 +58,10 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
                 embeddings.build()
             with gr.Tab("3 · Positional encoding", id="positional") as tab:
                 positional.build(tab)  # its heavy figures drawn when the tab first opens
-            with gr.Tab("4 · Attention", id="attention"):
-                attention.build()
-            with gr.Tab("5 · Inside the model", id="inside"):
-                inside.build()
+            with gr.Tab("4 · Attention", id="attention") as tab:
+                attention.build(tab)  # as the PE tab: the opening figures drawn when the tab first opens
+            with gr.Tab("5 · Inside the model", id="inside") as tab:
+                inside.build(tab)
             with gr.Tab("6 · Text generation", id="generation"):
                 generation.build()
             with gr.Tab("7 · Model", id="model"):

@@ -38,6 +38,12 @@ def set_slider(page, elem_id: str, value: int) -> None:
 def drive(page, width: int) -> int:
     """Run the text, change layer, head and token; returns the number of tokens."""
     open_tab(page, "Inside the model")
+    # The example's pass is drawn when the tab first opens (it is not in the page's first load).
+    from playground.inside import EXAMPLE_TEXTS, inside
+
+    example = inside(EXAMPLE_TEXTS[0])
+    wait_info(page, f"{len(example.fp.ids)} tokens; showing layer 0, head 0")
+    page.locator("#ins-map a.ins-box").first.wait_for()
     textbox(page, "ins-text").fill(TEXT)
     page.locator("#ins-run").click()
     page.wait_for_function(

@@ -145,6 +145,9 @@ def test_attention_opens_on_a_clear_head_keeps_the_token_in_view_and_folds_the_c
 
     found = salient_head(attention(EXAMPLE_PROMPTS[0], 0, 0).weights)
     open_tab(page, "Attention")
+    # Drawn when the tab is first opened (out of the first page load).
+    page.wait_for_function(f"() => document.querySelector('#att-info').innerText.includes('{found.kind} head')")
+    page.locator("#att-head-fig .js-plotly-plot").wait_for()
     assert page.locator("#att-layer input[type=number]").input_value() == str(found.layer)
     assert page.locator("#att-head input[type=number]").input_value() == str(found.head)
     info = page.locator("#att-info")

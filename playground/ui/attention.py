@@ -8,7 +8,7 @@ import gradio as gr
 
 from .. import attention as att
 from ..resources import get_model
-from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, user_errors
+from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, on_tab_open, user_errors
 from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples, with_notice
 
@@ -178,7 +178,8 @@ watch('value', draw);
 """
 
 
-def build() -> None:
+def build(tab: gr.Tab) -> None:
+    """The tab's content; its figures are drawn when ``tab`` is first opened (out of the first page load)."""
     cfg = get_model().config
     note(
         "Each token's query is compared with the keys of the tokens before it; a softmax turns the "
@@ -199,24 +200,26 @@ def build() -> None:
             with gr.Column(scale=1, min_width=240):
                 layer, head = layer_head_sliders(cfg.n_layer, cfg.n_head, prefix="att", layer=opening.layer, head=opening.head)
                 run = gr.Button("Show attention", variant="primary", elem_id="att-run")
-        info = note(first[5], elem_id="att-info", result=True)
+        info = note(elem_id="att-info", result=True)
         plot = dict(show_label=False, elem_classes=RESULT)
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=300):
-                lines = gr.HTML(first[0], elem_id="att-lines", js_on_load=LINE_VIEW_JS, elem_classes=RESULT)
+                lines = gr.HTML(elem_id="att-lines", js_on_load=LINE_VIEW_JS, elem_classes=RESULT)
             with gr.Column(scale=1, min_width=300):
-                head_fig = gr.Plot(first[1], label="Chosen head", elem_id="att-head-fig", **plot)
-                mean_fig = gr.Plot(first[2], label="Mean over heads", elem_id="att-mean-fig", **plot)
-        heads_fig = gr.Plot(first[3], label="Every head of the layer", elem_id="att-heads-fig", **plot)
+                head_fig = gr.Plot(label="Chosen head", elem_id="att-head-fig", **plot)
+                mean_fig = gr.Plot(label="Mean over heads", elem_id="att-mean-fig", **plot)
+        heads_fig = gr.Plot(label="Every head of the layer", elem_id="att-heads-fig", **plot)
     gr.Markdown("### Step by step: the chosen head, from its queries and keys to its output")
     stage_pick = gr.Radio(
         [("1 · q = x W_Q", 0), ("2 · k = x W_K", 1), ("3 · q·kᵀ / √d", 2), ("4 · tril", 3), ("5 · masked fill −inf", 4),
          ("6 · softmax", 5), ("7 · weights @ values", 6)],
         value=0, label="Stage", elem_id="att-stage",
     )
-    stage_md = gr.Markdown(first_md, elem_id="att-stage-md")
-    stage_fig = gr.Plot(first_fig, label="Stage", show_label=False, elem_id="att-stage-fig")
+    stage_md = gr.Markdown(elem_id="att-stage-md")
+    stage_fig = gr.Plot(label="Stage", show_label=False, elem_id="att-stage-fig")
     stages = RESULTS.state(first[4])  # the example's, pinned: every new session starts from them
+    on_tab_open(tab, lambda: (first[5], first[0], first[1], first[2], first[3], first_md, first_fig),
+                [info, lines, head_fig, mean_fig, heads_fig, stage_md, stage_fig], concurrency_id=LIGHT)
     next_tab(
         "One head is one part of one layer: the next tab opens the whole forward pass, stage by stage, "
         "on your own text.",

@@ -13,7 +13,7 @@ from .. import inside as ins
 from .. import inside_view as view
 from ..resources import get_model
 from ..validation import validate_int
-from .common import FORWARD_CONCURRENCY, HEAVY, on_input, static_text, user_errors
+from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, on_tab_open, static_text, user_errors
 from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples
 
 CSS = static_text("inside.css")  # the classes inside_view writes
@@ -114,7 +114,8 @@ watch('value', highlight);
 """
 
 
-def build() -> None:
+def build(tab: gr.Tab) -> None:
+    """The tab's content; the example's pass is drawn when ``tab`` is first opened (out of the first page load)."""
     cfg = get_model().config
     note(
         f"One forward pass of the model on your text, stage by stage, with its real numbers: {cfg.n_layer} layers, "
@@ -124,7 +125,7 @@ def build() -> None:
     r = ins.inside(ins.EXAMPLE_TEXTS[0])
     first, last = _render(r), len(r.fp.ids) - 1
     html = dict(js_on_load=None, elem_classes=RESULT, padding=False)
-    map_box = gr.HTML(first[0], elem_id="ins-map", js_on_load=GOTO_JS, elem_classes=RESULT, padding=False)
+    map_box = gr.HTML(elem_id="ins-map", js_on_load=GOTO_JS, elem_classes=RESULT, padding=False)
     with gr.Column(elem_classes=SECTION):
         with gr.Row(equal_height=False):
             with gr.Column(scale=2, min_width=300):
@@ -134,15 +135,15 @@ def build() -> None:
                 layer, head = layer_head_sliders(cfg.n_layer, cfg.n_head, prefix="ins")
                 token = gr.Slider(0, max(last, 1), value=last, step=1, label=f"Token (0–{last})", elem_id="ins-token")
                 run = gr.Button("Run the forward pass", variant="primary", elem_id="ins-run")
-        info = note(first[1], elem_id="ins-info", result=True)
-        emb = gr.HTML(first[2], elem_id="ins-embedding", **html)
-        ln = gr.HTML(first[3], elem_id="ins-layernorm", **html)
-        att = gr.HTML(first[4], elem_id="ins-attention", **html)
-        res = gr.HTML(first[5], elem_id="ins-residual", **html)
-        res_fig = gr.Plot(first[6], show_label=False, elem_id="ins-residual-fig", elem_classes=RESULT)
-        ffn = gr.HTML(first[7], elem_id="ins-ffn", **html)
-        lens = gr.HTML(first[8], elem_id="ins-lens", **html)
-        out = gr.HTML(first[9], elem_id="ins-output", **html)
+        info = note(elem_id="ins-info", result=True)
+        emb = gr.HTML(elem_id="ins-embedding", **html)
+        ln = gr.HTML(elem_id="ins-layernorm", **html)
+        att = gr.HTML(elem_id="ins-attention", **html)
+        res = gr.HTML(elem_id="ins-residual", **html)
+        res_fig = gr.Plot(show_label=False, elem_id="ins-residual-fig", elem_classes=RESULT)
+        ffn = gr.HTML(elem_id="ins-ffn", **html)
+        lens = gr.HTML(elem_id="ins-lens", **html)
+        out = gr.HTML(elem_id="ins-output", **html)
     next_tab(
         "The last stage gave a probability for every token of the vocabulary: drawing one, appending it and "
         "running the pass again is how the model writes.",
@@ -151,6 +152,7 @@ def build() -> None:
 
     shown = gr.State(ins.EXAMPLE_TEXTS[0])  # the text whose pass the page shows
     outputs = [map_box, info, emb, ln, att, res, res_fig, ffn, lens, out]
+    on_tab_open(tab, lambda: first, outputs, concurrency_id=LIGHT)
     events = dict(error=error, concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
     on_input([run.click, text.submit], ui_run, [text, layer, head], [shown, token, *outputs], **events)
     # A slider redraws when let go, or when a number typed in its box is confirmed with Enter.
