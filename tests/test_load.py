@@ -56,15 +56,22 @@ def _waiting(base: str) -> int:
     return httpx.get(f"{base}gradio_api/queue/status", timeout=30).json()["queue_size"]
 
 
-def _probe_waits_then_starts(base: str, client, free_slots) -> float:
+def _probe_waits_then_starts(base: str, free_slots) -> float:
     """Submit a short generation while every slot is taken, check that the queue holds it
-    waiting, free the slots, and return how long it then took to stream its first update."""
-    probe = client.submit("ROMEO:", 4, 0.8, 50, 0.95, 1, api_name="/generate")
+    waiting, free the slots, and return how long it then took to stream its first update.
+
+    The probe comes from a client of its own: Gradio's ``/cancel`` stops every task of the
+    cancelled job's session and endpoint (``<session>_<fn_index>``), so cancelling the slots'
+    jobs one by one from the probe's own client stopped the probe too when it had already
+    started (its result then never came: a CI run hung here)."""
+    from gradio_client import Client
+
+    probe = Client(base, verbose=False).submit("ROMEO:", 4, 0.8, 50, 0.95, 1, api_name="/generate")
     _wait(lambda: _waiting(base) >= 1 or bool(probe.outputs()), 60, "the probe to wait in the queue")
     assert not probe.outputs(), "the probe ran although every slot was taken: the test proves nothing"
     free_slots()
     started = _wait(lambda: bool(probe.outputs()), 120, "the probe to start")
-    assert probe.result()["finished"] is True
+    assert probe.result(timeout=120)["finished"] is True
     return started
 
 
@@ -76,7 +83,7 @@ def test_a_cancelled_stream_frees_its_slot(app_server, client):
             assert not job.done()
             job.cancel()
 
-    started = _probe_waits_then_starts(app_server.url, client, cancel)
+    started = _probe_waits_then_starts(app_server.url, cancel)
     print(f"a new generation started {started:.2f} s after cancelling {len(jobs)} streams")
     assert started < PROMPT_START_S
     for job in jobs:
@@ -84,7 +91,7 @@ def test_a_cancelled_stream_frees_its_slot(app_server, client):
         assert job.outputs()[-1]["new_tokens"] < LONG[1]
 
 
-def test_a_client_that_disconnects_mid_stream_frees_its_slot(app_server, client):
+def test_a_client_that_disconnects_mid_stream_frees_its_slot(app_server):
     streams = [_open_raw_stream(app_server, seed) for seed in range(GENERATION_CONCURRENCY)]
 
     def disconnect() -> None:
@@ -92,7 +99,7 @@ def test_a_client_that_disconnects_mid_stream_frees_its_slot(app_server, client)
             response.close()
             http.close()
 
-    started = _probe_waits_then_starts(app_server.url, client, disconnect)
+    started = _probe_waits_then_starts(app_server.url, disconnect)
     print(f"a new generation started {started:.2f} s after {len(streams)} clients disconnected")
     assert started < PROMPT_START_S
 
