@@ -544,12 +544,16 @@ class Mix:
     failures: list[str] = field(default_factory=list)
     wall_s: float = 0.0  # until the last request started before the end was answered
 
+    def percentile(self, q: int) -> float:
+        """The ``q``-th percentile of the ``/tokenize`` latencies, in seconds."""
+        return _pct(self.light_s, q)
+
     def summary(self) -> str:
         heavy = ", ".join(f"{name} {n}" for name, n in sorted(self.answered.items()))
         return (
             f"{self.clients} clients looping every tab's heaviest request and {self.reloaders} reloading the page, "
             f"{self.seconds:.0f} s (the last answered after {self.wall_s:.0f} s)\n"
-            f"/tokenize: {len(self.light_s)} calls, p50 {_pct(self.light_s, 50):.3f} s, p95 {_pct(self.light_s, 95):.3f} s, "
+            f"/tokenize: {len(self.light_s)} calls, p50 {self.percentile(50):.3f} s, p95 {self.percentile(95):.3f} s, "
             f"max {max(self.light_s, default=float('nan')):.3f} s\n"
             f"heavy requests answered: {heavy or 'none'}; page loads {self.reloads}; told busy {self.busy}; "
             f"failures {len(self.failures)}" + "".join(f"\n  {f}" for f in self.failures[:10])
@@ -587,7 +591,7 @@ def _reloader(url: str, mix: Mix, lock: threading.Lock, deadline: float) -> None
             if r.status_code not in (200, 304):
                 with lock:
                     mix.failures.append(f"page: HTTP {r.status_code}")
-                continue
+                return  # one failure says it; reloading at once would only repeat it
             etag = r.headers.get("etag", etag)
             with lock:
                 mix.reloads += 1

@@ -1,5 +1,5 @@
 """The page, built once: Gradio renders ``/`` (1.25 MB of HTML with every component's first
-value, 154 kB gzipped) and ``/config`` afresh for every request, 45 ms of CPU each, so a few
+value; 72 kB gzipped) and ``/config`` afresh for every request, 45 ms of CPU each, so a few
 clients reloading the page slowed every tab. :class:`PageCache` keeps each answer once built,
 compressed as it went out, and tags it with an ``ETag``: a reload costs a dictionary lookup, and a
 browser that revalidates (``Cache-Control: no-cache``) gets ``304 Not Modified`` and no body.
@@ -26,7 +26,7 @@ __all__ = ["CACHED_PATHS", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "PageCache"]
 CACHED_PATHS = ("/", "/config")
 MAX_ENTRIES = 16  # distinct (path, host, encoding) answers: a Space sees one or two hosts
 MAX_ENTRY_BYTES = 4 * 2**20  # the page is 1.25 MB uncompressed; anything far larger is not cached
-# Request headers Gradio reads to build the page's root URL, and the one the compression reads.
+# Request headers Gradio reads to build the page's root URL (Accept-Encoding is keyed apart: gzip or not).
 KEY_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto")
 LOGIN_COOKIE = b"access-token"  # Gradio's login cookie (an app with ``auth``): the page is per user
 
@@ -61,7 +61,6 @@ class PageCache:
         self.max_entries = max_entries
         self.max_entry_bytes = max_entry_bytes
         self.entries: OrderedDict[tuple, Answer] = OrderedDict()
-        self.built = 0  # answers Gradio built for this cache (a test reads it)
 
     def key(self, scope: dict, headers: dict[bytes, bytes]) -> tuple | None:
         """What the answer depends on, or None for a request that must pass through."""
@@ -105,13 +104,14 @@ class PageCache:
                 chunks.append(message.get("body", b""))
 
         await self.app(scope, receive, collect)
-        self.built += 1
         body = b"".join(chunks)
-        status = start.get("status", 500)
-        headers = tuple((k, v) for k, v in start.get("headers", ()) if k.lower() not in (b"etag", b"cache-control"))
+        status, headers = start.get("status", 500), tuple(start.get("headers", ()))
         keep = status == 200 and len(body) <= self.max_entry_bytes and all(k.lower() != b"set-cookie" for k, _ in headers)
+        if not keep:
+            return Answer(status, headers, body, etag=b""), False
+        headers = tuple((k, v) for k, v in headers if k.lower() not in (b"etag", b"cache-control"))
         etag = b'"' + hashlib.blake2b(body, digest_size=12).hexdigest().encode() + b'"'
-        return Answer(status, tuple(start.get("headers", ())) if not keep else headers, body, etag), keep
+        return Answer(status, headers, body, etag), True
 
     async def _send(self, answer: Answer, if_none_match: bytes | None, send: Callable) -> None:
         tags = [(b"etag", answer.etag), (b"cache-control", b"no-cache")]
