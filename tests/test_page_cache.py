@@ -14,7 +14,7 @@ import gzip
 import httpx
 import pytest
 
-from playground.ui.serving.page_cache import MAX_ENTRIES, PageCache
+from playground.ui.serving.page_cache import BUILDS_PER_MINUTE, BuildBudget, MAX_ENTRIES, PageCache
 
 GZIP = {"Accept-Encoding": "gzip"}
 
@@ -90,13 +90,38 @@ def get(app, path: str = "/", host: str = "a", method: str = "GET", query: bytes
 
 def test_each_answer_is_built_once_per_host_and_kept_within_the_bound():
     gradio = Gradio()
-    cache = PageCache(gradio)
+    cache = PageCache(gradio, budget=BuildBudget(per_minute=10 * MAX_ENTRIES))
     assert [get(cache)[2] for _ in range(3)] == [b"<p>a</p>"] * 3 and gradio.calls == 1
     assert get(cache, host="b")[2] == b"<p>b</p>" and gradio.calls == 2
     for i in range(5 * MAX_ENTRIES):  # a client inventing hosts: memory stays bounded
         assert get(cache, host=f"h{i}")[2] == f"<p>h{i}</p>".encode()
     assert len(cache.entries) == MAX_ENTRIES
     assert get(cache, host=f"h{5 * MAX_ENTRIES - 1}")[2].endswith(b"</p>") and gradio.calls == 2 + 5 * MAX_ENTRIES
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_forged_hosts_cost_at_most_the_budgets_builds_and_kept_pages_still_serve():
+    gradio, clock = Gradio(), Clock()
+    cache = PageCache(gradio, budget=BuildBudget(per_minute=BUILDS_PER_MINUTE, clock=clock))
+    assert get(cache, host="space")[0] == 200  # the real host: built once, kept
+    answers = [get(cache, host=f"forged{i}") for i in range(BUILDS_PER_MINUTE)]
+    assert [a[0] for a in answers[:-1]] == [200] * (BUILDS_PER_MINUTE - 1)  # the bucket's last build ...
+    assert answers[-1][0] == 503 and b"try again in" in answers[-1][2]  # ... then refused, saying when
+    assert int(answers[-1][1][b"retry-after"]) >= 1
+    assert gradio.calls == BUILDS_PER_MINUTE  # n builds, not one per forged host
+    assert get(cache, host="space") == (200, get(cache, host="space")[1], b"<p>space</p>")  # kept: served
+    assert gradio.calls == BUILDS_PER_MINUTE
+    clock.now += 60.0 / BUILDS_PER_MINUTE - 0.01  # just short of one build's refill
+    assert get(cache, host="late")[0] == 503
+    clock.now += 0.02
+    assert get(cache, host="late")[0] == 200 and gradio.calls == BUILDS_PER_MINUTE + 1
 
 
 @pytest.mark.parametrize("request_", [

@@ -41,10 +41,11 @@ EXPENSIVE_CONCURRENCY = 1
 GENERATION_CONCURRENCY = limits.MAX_BATCH_ROWS
 FORWARD_CONCURRENCY = 2
 LIGHT_CONCURRENCY = 8
-QUEUE_MAX_SIZE = 64  # requests waiting past this are refused at once with "queue is full"
+QUEUE_MAX_SIZE = 96  # requests waiting past this are refused at once with "queue is full"
 # Generations waiting for a slot past this are refused at once the same way, so that a flood of
-# generations can never fill the queue the light tabs share (serving/admission.py).
-MAX_WAITING_GENERATIONS = 24
+# generations can never fill the queue the light tabs share (serving/admission.py). A class of 40,
+# each asking at once, fits: 16 running, 24 waiting, and room for a few of one visitor's more.
+MAX_WAITING_GENERATIONS = 40
 MAX_UPLOAD_BYTES = 0  # no tab takes a file: Gradio's upload route refuses any content (413)
 
 

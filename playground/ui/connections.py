@@ -8,12 +8,23 @@ ones took a launched app offline: every request timed out, and the log grew by 3
   connection is closed after uvicorn's own 5 s;
 - at most :data:`MAX_CONNECTIONS` connections are open at once, at most
   :data:`MAX_CONNECTIONS_PER_ADDRESS` from one client address (``PLAYGROUND_MAX_CONNECTIONS`` and
-  ``PLAYGROUND_MAX_CONNECTIONS_PER_ADDRESS`` change them: behind a proxy every client has the
-  proxy's address): past either a new connection is closed at once, before anything is read;
+  ``PLAYGROUND_MAX_CONNECTIONS_PER_ADDRESS`` change them): past the address's cap a new
+  connection is closed at once, before anything is read. A trusted proxy's address (the
+  ``is_proxy`` of :func:`install`: playground.ui.serving.visitors, on a Space or where
+  ``PLAYGROUND_TRUSTED_PROXIES`` names it) carries
+  every visitor's connections, so it has no per-address cap: the per-visitor limits act on its
+  requests instead;
+- room for new visitors: as the total fills, a connection waiting for a request is closed sooner
+  (:func:`idle_timeout_s`: from :data:`HEADER_TIMEOUT_S` at half full down to
+  :data:`MIN_IDLE_TIMEOUT_S` when full), and at the total cap a new connection closes the one
+  that has been idle longest instead of being turned away (:func:`decide`); only when none is
+  idle is it refused. Many addresses each holding idle connections under their cap then cannot
+  lock the rest out;
 - what a response still has to write on each connection can be read (:func:`write_backlog`:
   a result stream that is slowly going out is not one whose reader stopped);
 - log lines are rate-limited: past :data:`LOG_BURST` lines of one kind in a minute the rest
-  are counted and said in one line (:class:`RateLimitedLog`).
+  are counted and said in one line (:class:`RateLimitedLog`); a kind is a message's first line,
+  so asyncio's "Task exception was never retrieved" (whose next line names each task) is one.
 
 uvicorn has no setting for the first three (``limit_concurrency`` answers 503 only once a
 request has been read, counting every client together). Its protocol class is the one place
@@ -30,7 +41,8 @@ import asyncio
 import logging
 import os
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from .gradio_internals import server_of
@@ -39,6 +51,7 @@ log = logging.getLogger("playground")
 
 TESTED_UVICORN = "0.54.0"
 HEADER_TIMEOUT_S = 10.0
+MIN_IDLE_TIMEOUT_S = 1.0  # a connection waiting for a request, when the total is full
 
 
 def _env_int(name: str, default: int, low: int, high: int) -> int:
@@ -57,27 +70,65 @@ MAX_CONNECTIONS_PER_ADDRESS = _env_int("PLAYGROUND_MAX_CONNECTIONS_PER_ADDRESS",
 LOG_BURST = 20  # lines of one kind per minute before they are only counted
 
 
+def idle_timeout_s(total: int, limit: int) -> float:
+    """How long a connection may wait for its next request's headers with ``total`` of at most
+    ``limit`` connections open: :data:`HEADER_TIMEOUT_S` up to half full, then shorter in
+    proportion, :data:`MIN_IDLE_TIMEOUT_S` when full."""
+    fill = total / max(1, limit)
+    if fill <= 0.5:
+        return HEADER_TIMEOUT_S
+    share = min(1.0, (fill - 0.5) / 0.5)
+    return HEADER_TIMEOUT_S - share * (HEADER_TIMEOUT_S - MIN_IDLE_TIMEOUT_S)
+
+
+def decide(total: int, from_address: int, limit: int, per_address: int | None, any_idle: bool) -> str:
+    """What a new connection meets: "admit", "evict" (admit it and close the idlest connection:
+    the total is full) or "refuse" (its address has ``per_address`` open already, None meaning no
+    such cap; or the total is full and no connection is idle)."""
+    if per_address is not None and from_address >= per_address:
+        return "refuse"
+    if total < limit:
+        return "admit"
+    return "evict" if any_idle else "refuse"
+
+
 class _Counts:
-    """Open connections, in all and per client address."""
+    """Open connections, in all and per client address, and those waiting for a request, idlest first."""
 
     def __init__(self) -> None:
         self.total = 0
         self.per_address: Counter[str] = Counter()
         self.refused = 0
+        self.evicted = 0
+        self.idle: OrderedDict[Any, float] = OrderedDict()  # connection -> since when it waits (monotonic)
+        self.is_proxy: Callable[[str], bool] = lambda address: False  # set by install()
 
-    def admit(self, address: str) -> bool:
-        if self.total >= MAX_CONNECTIONS or self.per_address[address] >= MAX_CONNECTIONS_PER_ADDRESS:
+    def decide(self, address: str) -> str:
+        cap = None if self.is_proxy(address) else MAX_CONNECTIONS_PER_ADDRESS
+        verdict = decide(self.total, self.per_address[address], MAX_CONNECTIONS, cap, bool(self.idle))
+        if verdict == "refuse":
             self.refused += 1
-            return False
+        return verdict
+
+    def enter(self, address: str) -> None:
         self.total += 1
         self.per_address[address] += 1
-        return True
 
     def leave(self, address: str) -> None:
         self.total -= 1
         self.per_address[address] -= 1
         if self.per_address[address] <= 0:
             del self.per_address[address]
+
+    def waits(self, connection: Any) -> None:
+        self.idle.pop(connection, None)
+        self.idle[connection] = time.monotonic()
+
+    def busy(self, connection: Any) -> None:
+        self.idle.pop(connection, None)
+
+    def idlest(self) -> Any:
+        return next(iter(self.idle), None)
 
 
 COUNTS = _Counts()
@@ -122,11 +173,16 @@ def _guarded(base: type) -> type:
         def connection_made(self, transport: Any) -> None:
             peer = transport.get_extra_info("peername")
             address = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
-            if not COUNTS.admit(address):
+            verdict = COUNTS.decide(address)
+            if verdict == "refuse":
                 log.warning("refused a connection from %s: %d open in all, %d from it (limits %d, %d)", address,
                             COUNTS.total, COUNTS.per_address[address], MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS)
                 transport.abort()  # before anything is read: no request, no task, no file descriptor kept
                 return
+            if verdict == "evict" and (idlest := COUNTS.idlest()) is not None:
+                COUNTS.evicted += 1
+                idlest._close_idle()
+            COUNTS.enter(address)
             self._address = address
             super().connection_made(transport)
             if self.client:
@@ -137,6 +193,7 @@ def _guarded(base: type) -> type:
             if self._address is None:
                 return  # refused: uvicorn never knew of it
             COUNTS.leave(self._address)
+            COUNTS.busy(self)
             self._address = None
             if self.client:
                 TRANSPORTS.pop(tuple(self.client), None)
@@ -148,6 +205,7 @@ def _guarded(base: type) -> type:
             if self.scope is not None and self.scope is not self._timed_scope:  # a request's headers are in
                 self._timed_scope = self.scope
                 self._disarm_header_timer()
+                COUNTS.busy(self)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -156,7 +214,14 @@ def _guarded(base: type) -> type:
 
         def _arm_header_timer(self) -> None:
             self._disarm_header_timer()
-            self._header_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._headers_too_slow)
+            COUNTS.waits(self)
+            self._header_timer = self.loop.call_later(idle_timeout_s(COUNTS.total, MAX_CONNECTIONS), self._headers_too_slow)
+
+        def _close_idle(self) -> None:
+            COUNTS.busy(self)  # once: it is no longer a candidate
+            self._disarm_header_timer()
+            if not self.transport.is_closing():
+                self.transport.abort()
 
         def _disarm_header_timer(self) -> None:
             if self._header_timer is not None:
@@ -165,6 +230,7 @@ def _guarded(base: type) -> type:
 
         def _headers_too_slow(self) -> None:
             self._header_timer = None
+            COUNTS.busy(self)
             if not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete):
                 self.transport.abort()
 
@@ -181,7 +247,7 @@ class RateLimitedLog(logging.Filter):
         self.windows: dict[tuple[str, str], tuple[float, int, int]] = {}  # key -> (start, let through, left out)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        key = (record.name, str(record.msg)[:200])
+        key = (record.name, str(record.msg)[:200].split("\n", 1)[0])  # a kind: the first line
         now = time.monotonic()
         start, passed, dropped = self.windows.get(key, (now, 0, 0))
         if now - start >= self.window_s:
@@ -210,10 +276,13 @@ def rate_limit_logs(burst: int = LOG_BURST) -> RateLimitedLog:
     return limiter
 
 
-def install(server: Any) -> bool:
+def install(server: Any, is_proxy: Callable[[str], bool] | None = None) -> bool:
     """Serve new connections of ``server`` (Gradio's uvicorn server, ``demo.server``) with the
-    guarded protocol. False, said on the console, when uvicorn is not the version this was
-    tested with or its protocol is not the one extended."""
+    guarded protocol; ``is_proxy``: whether an address is a trusted proxy's (no per-address cap).
+    False, said on the console, when uvicorn is not the version this was tested with or its
+    protocol is not the one extended."""
+    if is_proxy is not None:
+        COUNTS.is_proxy = is_proxy
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -234,7 +303,7 @@ def install(server: Any) -> bool:
     return True
 
 
-async def install_when_started(demo: Any, timeout_s: float = 30.0) -> bool:
+async def install_when_started(demo: Any, timeout_s: float = 30.0, is_proxy: Callable[[str], bool] | None = None) -> bool:
     """:func:`install` as soon as ``demo.launch`` has made its server (run from the app's
     lifespan, which starts before Gradio keeps the server in ``demo.server``)."""
     t0 = time.monotonic()
@@ -243,4 +312,4 @@ async def install_when_started(demo: Any, timeout_s: float = 30.0) -> bool:
             log.warning("connection limits are off: the server did not start within %g s", timeout_s)
             return False
         await asyncio.sleep(0.01)
-    return install(server_of(demo))
+    return install(server_of(demo), is_proxy)

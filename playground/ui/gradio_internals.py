@@ -51,7 +51,7 @@ from gradio.state_holder import SessionState, StateHolder
 __all__ = [
     "TESTED_GRADIO", "API", "FILE_ROUTES", "QUEUE_DATA", "HEARTBEAT", "UPLOAD", "DEEP_LINK", "CALL_GET",
     "LeanSessionState", "LeanStateHolder", "use_lean_sessions",
-    "Arrival", "Refusal", "gate_pushes", "queue_of", "live", "waiting", "event_known", "session_of_event", "holds_session",
+    "Arrival", "Refusal", "gate_pushes", "waiting_events", "reorder_waiting", "queue_of", "live", "waiting", "event_known", "session_of_event", "holds_session",
     "unread_results", "drop_results", "forget_read_sessions", "Job", "stoppable_jobs", "stop_job",
     "event_name", "on_processing_error", "server_of", "gradio_folders", "probe_app", "moved", "check",
 ]
@@ -141,22 +141,41 @@ class Arrival:
 
 
 # What a gate answers: None to let the request in, or (message, kind) to refuse it: kind "error"
-# is HTTP 400, "queue_full" HTTP 503 (the page's "busy", gradio_client's QueueError), as Gradio's own.
-Refusal = tuple[str, str] | None
+# is HTTP 400, "queue_full" HTTP 503 (the page's "busy", gradio_client's QueueError), as Gradio's own;
+# or (message, kind, retry_after_s): then "queue_full" is HTTP 503 and "too_many" HTTP 429, both with
+# a Retry-After header (the page shows a 429's message as an error, gradio_client raises it).
+Refusal = tuple[str, str] | tuple[str, str, float] | None
+REFUSAL_STATUS = {"queue_full": 503, "too_many": 429, "error": 400}
 
 
-def gate_pushes(demo: gr.Blocks, refuse: Callable[[Arrival], Refusal], admitted: Callable[[Arrival, str], None]) -> None:
+def _refused(refusal: tuple) -> Any:
+    """The HTTP error a refusal with a time to try again raises from inside ``push``."""
+    from fastapi import HTTPException
+
+    message, kind, retry_after_s = refusal
+    return HTTPException(REFUSAL_STATUS.get(kind, 503), detail=message,
+                         headers={"Retry-After": str(max(1, int(round(retry_after_s))))})
+
+
+def gate_pushes(demo: gr.Blocks, refuse: Callable[[Arrival], Refusal], admitted: Callable[[Arrival, str], None],
+                visitor: Callable[[Any], str] | None = None) -> None:
     """Ask ``refuse`` about every request before Gradio queues it, and tell ``admitted`` the
-    event id of each one queued. Call after ``demo.queue()``; several gates chain (the last
-    installed asks first)."""
+    event id of each one queued. ``visitor``: who sent a request (given the FastAPI request; by
+    default its ASGI client's address). Call after ``demo.queue()``; several gates chain (the
+    last installed asks first)."""
     queue = demo._queue
     push = queue.push
 
     async def gated_push(body: Any, request: Any, username: Any):
         fn = demo.fns.get(body.fn_index) if isinstance(body.fn_index, int) else None
-        address = getattr(getattr(request, "client", None), "host", None) or "?"
+        if visitor is not None:
+            address = visitor(request)
+        else:
+            address = getattr(getattr(request, "client", None), "host", None) or "?"
         arrival = Arrival(body.session_hash, None if fn is None else fn.concurrency_id, address)
         if (refusal := refuse(arrival)) is not None:
+            if len(refusal) == 3:
+                raise _refused(refusal)
             return False, refusal[0], refusal[1]
         success, event_id, state = await push(body, request, username)
         if success:
@@ -164,6 +183,23 @@ def gate_pushes(demo: gr.Blocks, refuse: Callable[[Arrival], Refusal], admitted:
         return success, event_id, state
 
     queue.push = gated_push
+
+
+def waiting_events(demo: gr.Blocks, concurrency_id: str) -> list[Any]:
+    """The events of a concurrency group waiting for a slot, first served first (the list
+    Gradio takes them from: reorder it with :func:`reorder_waiting`)."""
+    group = demo._queue.event_queue_per_concurrency_id.get(concurrency_id)
+    return [] if group is None else list(group.queue)
+
+
+def reorder_waiting(demo: gr.Blocks, concurrency_id: str, order: list[str]) -> None:
+    """Put the group's waiting events in the order of their ids ``order`` (ids not named keep
+    their place after those named). No await: Gradio's loop never sees the list half-sorted."""
+    group = demo._queue.event_queue_per_concurrency_id.get(concurrency_id)
+    if group is None:
+        return
+    rank = {event_id: i for i, event_id in enumerate(order)}
+    group.queue.sort(key=lambda event: rank.get(event._id, len(rank)))
 
 
 def queue_of(demo: gr.Blocks) -> Queue:

@@ -7,8 +7,11 @@ message, and nothing served or exposed that the app does not use. One module a c
 - :mod:`.unread`: a finished result nobody has read is dropped after 30 s, or sooner while such
   results pile up; freed memory is handed back to the system;
 - :mod:`.orphaned`: work nobody reads (a result stream never opened, or no longer read) is stopped;
-- :mod:`.admission`: who gets a place in the queue (session ids, requests per client address,
-  requests waiting per concurrency group);
+- :mod:`.visitors`: who a visitor is (the socket's address; behind a trusted proxy, the address
+  it appended to ``X-Forwarded-For``): :func:`visitor_of`, used by every per-visitor limit;
+- :mod:`.admission`: who gets a place in the queue (session ids, requests per visitor, a few
+  generations and heavy passes per visitor, requests waiting per concurrency group) and the
+  order the waiting ones are served in (visitors in turn);
 - :mod:`.errors`: errors inside Gradio's own processing answered with its message, logged in a line;
 - :mod:`.middleware`: request bodies capped before they are read; the routes Gradio opens
   whatever the app uses guarded (URLs as files, uploads, deep links, unknown events and sessions);
@@ -46,8 +49,9 @@ from .orphaned import READER_GRACE_S, ResultReaders, TrackReaders, stop_unread_w
 from .page_cache import PageCache
 from .sessions import MAX_SESSIONS
 from .unread import TRIM_EVERY_S, drop_unread_results, malloc_trim
+from .visitors import distrust_forwarded_headers, is_trusted_proxy, visitor_of
 
-__all__ = ["SWEEP_EVERY_S", "before_queue", "harden", "launch_options"]
+__all__ = ["SWEEP_EVERY_S", "before_queue", "harden", "launch_options", "visitor_of"]
 
 log = logging.getLogger("playground")
 
@@ -61,18 +65,22 @@ QUEUE_ENVIRONMENT = {"GRADIO_ANALYTICS_MAX_EVENTS": "1", "GRADIO_ANALYTICS_CACHE
 
 def before_queue() -> None:
     """Call before ``demo.queue()``: the environment Gradio reads when it makes the queue
-    (:data:`QUEUE_ENVIRONMENT`; a value the operator set is kept)."""
+    (:data:`QUEUE_ENVIRONMENT`; a value the operator set is kept), and uvicorn told to trust no
+    ``X-Forwarded-For`` of its own (:func:`.visitors.distrust_forwarded_headers`)."""
     for name, value in QUEUE_ENVIRONMENT.items():
         os.environ.setdefault(name, value)
+    distrust_forwarded_headers()
 
 
-def harden(demo: gr.Blocks, max_waiting: Mapping[str, int] | None = None) -> None:
+def harden(demo: gr.Blocks, max_waiting: Mapping[str, int] | None = None,
+           per_visitor: Mapping[str, int] | None = None) -> None:
     """Check Gradio's internals against the version they were tested with (refusing to start
     when they moved), install the admission checks on the queue and the answers to Gradio's own
     errors; call after ``demo.queue()``. ``max_waiting``: concurrency group -> how many of its
-    requests may wait for a slot."""
+    requests may wait for a slot; ``per_visitor``: group -> how many of one visitor's may wait or
+    run (served visitors in turn)."""
     gradio_internals.check(demo)
-    admit(demo, max_waiting)
+    admit(demo, max_waiting, per_visitor)
     explain_errors(demo)
 
 
@@ -116,7 +124,7 @@ def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None) -> dic
         gradio_internals.use_lean_sessions(app)
         connections.rate_limit_logs()
         tasks = [
-            asyncio.create_task(connections.install_when_started(demo)),  # header timeout, connection caps
+            asyncio.create_task(connections.install_when_started(demo, is_proxy=is_trusted_proxy)),  # header timeout, connection caps
             asyncio.create_task(_sweep(demo, readers)),
         ]
         try:

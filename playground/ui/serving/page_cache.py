@@ -11,17 +11,24 @@ sends another host gets a page built for that host, never one built for somebody
 with a query string (``?page=``, ``?deep_link=``), ``HEAD`` and any request carrying Gradio's
 login cookie pass through untouched. The cache holds at most :data:`MAX_ENTRIES` answers
 (least recently used dropped first) of at most :data:`MAX_ENTRY_BYTES` each.
+
+A client inventing a new ``Host`` on each request would cost a build each (131 forged hosts cost
+34 s of CPU): at most :data:`BUILDS_PER_MINUTE` answers not yet kept are built in any minute (a
+bucket refilled at that rate, full at start); past it such a request gets HTTP 503 with
+``Retry-After``, while every answer already kept is still served at once. A Space is reached on
+one or two hosts, so its pages are built once and kept.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CACHED_PATHS", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "PageCache"]
+__all__ = ["BUILDS_PER_MINUTE", "CACHED_PATHS", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "BuildBudget", "PageCache"]
 
 CACHED_PATHS = ("/", "/config")
 MAX_ENTRIES = 16  # distinct (path, host, encoding) answers: a Space sees one or two hosts
@@ -29,6 +36,33 @@ MAX_ENTRY_BYTES = 4 * 2**20  # the page is 1.25 MB uncompressed; anything far la
 # Request headers Gradio reads to build the page's root URL (Accept-Encoding is keyed apart: gzip or not).
 KEY_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto")
 LOGIN_COOKIE = b"access-token"  # Gradio's login cookie (an app with ``auth``): the page is per user
+BUILDS_PER_MINUTE = 12  # builds of answers not kept: ~45 ms of CPU each, so at most ~1% of a core
+
+
+class BuildBudget:
+    """A bucket of ``per_minute`` builds, refilled continuously at that rate (full at start)."""
+
+    def __init__(self, per_minute: int = BUILDS_PER_MINUTE, clock=time.monotonic) -> None:
+        self.per_minute, self.clock = per_minute, clock
+        self.tokens, self.at = float(per_minute), clock()
+
+    def _refill(self) -> None:
+        now = self.clock()
+        self.tokens = min(float(self.per_minute), self.tokens + (now - self.at) * self.per_minute / 60.0)
+        self.at = now
+
+    def take(self) -> bool:
+        """Spend one build if the bucket has one."""
+        self._refill()
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+    def wait_s(self) -> float:
+        """Seconds until the next build may be spent."""
+        self._refill()
+        return max(0.0, (1.0 - self.tokens) * 60.0 / self.per_minute)
 
 
 @dataclass(frozen=True)
@@ -55,8 +89,9 @@ class PageCache:
     Installed outside the compression, so that what is kept is what went out."""
 
     def __init__(self, app: Callable, paths: Iterable[str] = CACHED_PATHS, max_entries: int = MAX_ENTRIES,
-                 max_entry_bytes: int = MAX_ENTRY_BYTES) -> None:
+                 max_entry_bytes: int = MAX_ENTRY_BYTES, budget: BuildBudget | None = None) -> None:
         self.app = app
+        self.budget = budget if budget is not None else BuildBudget()
         self.paths = frozenset(paths)
         self.max_entries = max_entries
         self.max_entry_bytes = max_entry_bytes
@@ -81,6 +116,14 @@ class PageCache:
         if answer is not None:
             self.entries.move_to_end(key)
             await self._send(answer, headers.get(b"if-none-match"), send)
+            return
+        if not self.budget.take():
+            wait = max(1, round(self.budget.wait_s() + 0.5))
+            detail = (f"Too many different hosts asked for this page in the last minute (it is built for each); "
+                      f"try again in {wait} s.").encode()
+            await send({"type": "http.response.start", "status": 503, "headers": [
+                (b"content-type", b"application/json"), (b"retry-after", str(wait).encode())]})
+            await send({"type": "http.response.body", "body": b'{"detail": "' + detail + b'"}'})
             return
         answer, keep = await self._build(scope, receive)
         if not keep:  # sent as Gradio built it

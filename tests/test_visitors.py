@@ -1,0 +1,221 @@
+"""Who a visitor is and each visitor's fair share, as pure functions at their edges (milliseconds):
+the visitor behind a trusted proxy is the last X-Forwarded-For entry and, reached directly, the
+socket; the per-visitor caps admit n-1 and refuse n with a time to try again; the waiting line
+serves visitors in turn; connections make room for new visitors by closing the idlest; a log
+flood of one kind is one kind whatever each line's details. The launched-app wiring is in
+tests/test_classroom.py."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from playground.ui import connections
+from playground.ui.gradio_internals import Arrival
+from playground.ui.serving import admission
+from playground.ui.serving.admission import check_arrival, fair_order
+from playground.ui.serving.visitors import Proxies, parse_proxies, trusted_proxies, visitor_of
+
+SPACE = Proxies(every=True)
+NONE = Proxies()
+
+
+def scope(peer: str | None, *forwarded: str) -> dict:
+    return {"type": "http", "client": None if peer is None else (peer, 50000),
+            "headers": [(b"host", b"x")] + [(b"x-forwarded-for", f.encode()) for f in forwarded]}
+
+
+# --- who a visitor is ------------------------------------------------------------------------------
+
+
+def test_reached_directly_the_visitor_is_the_socket_whatever_it_forges():
+    assert visitor_of(scope("127.0.0.1"), NONE) == "127.0.0.1"
+    for forged in ("1.2.3.4", "5.6.7.8, 9.9.9.9", "garbage"):
+        assert visitor_of(scope("127.0.0.1", forged), NONE) == "127.0.0.1"
+
+
+def test_behind_a_trusted_proxy_the_visitor_is_the_entry_the_proxy_appended():
+    assert visitor_of(scope("10.0.0.1", "203.0.113.7"), SPACE) == "203.0.113.7"
+    # the visitor's own claims come first; only the last entry is the proxy's
+    assert visitor_of(scope("10.0.0.1", "1.1.1.1, 2.2.2.2, 203.0.113.7"), SPACE) == "203.0.113.7"
+    assert visitor_of(scope("10.0.0.1", "1.1.1.1", "203.0.113.7"), SPACE) == "203.0.113.7"  # two header lines
+    assert visitor_of(scope("10.0.0.1", "203.0.113.7:4711"), SPACE) == "203.0.113.7"  # a port is not a visitor
+    assert visitor_of(scope("10.0.0.1", "[2001:db8::1]:443"), SPACE) == "2001:db8::1"
+
+
+def test_a_trusted_proxy_without_a_usable_entry_is_its_own_visitor():
+    assert visitor_of(scope("10.0.0.1"), SPACE) == "10.0.0.1"
+    assert visitor_of(scope("10.0.0.1", "not-an-address"), SPACE) == "10.0.0.1"
+    assert visitor_of(scope(None, "1.2.3.4"), SPACE) == "?"
+
+
+def test_only_the_named_proxies_are_trusted():
+    proxies = parse_proxies("10.0.0.0/8, 127.0.0.1, nonsense")
+    assert visitor_of(scope("10.3.4.5", "203.0.113.7"), proxies) == "203.0.113.7"
+    assert visitor_of(scope("127.0.0.1", "203.0.113.7"), proxies) == "203.0.113.7"
+    assert visitor_of(scope("127.0.0.2", "203.0.113.7"), proxies) == "127.0.0.2"  # not named: the socket
+    assert parse_proxies("*").every
+
+
+def test_the_setting_and_the_space_decide_which_proxies_are_trusted():
+    assert not trusted_proxies({}).any
+    assert trusted_proxies({"SPACE_ID": "someone/x"}).every
+    named = trusted_proxies({"SPACE_ID": "someone/x", "PLAYGROUND_TRUSTED_PROXIES": "10.0.0.0/8"})
+    assert not named.every and named.trusts("10.1.1.1") and not named.trusts("11.1.1.1")
+
+
+def test_a_request_object_is_read_through_its_scope():
+    class Request:
+        def __init__(self, scope):
+            self.scope = scope
+
+    assert visitor_of(Request(scope("10.0.0.1", "203.0.113.7")), SPACE) == "203.0.113.7"
+
+
+def test_uvicorn_is_told_to_trust_no_forwarded_header():
+    from playground.ui.serving.visitors import distrust_forwarded_headers
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+    env = {"FORWARDED_ALLOW_IPS": "*"}
+    distrust_forwarded_headers(env)
+    seen = {}
+
+    async def app(scope, receive, send):
+        seen.update(scope)
+
+    import asyncio
+
+    asyncio.run(ProxyHeadersMiddleware(app, trusted_hosts=env["FORWARDED_ALLOW_IPS"])(
+        scope("127.0.0.1", "6.6.6.6"), None, None))
+    assert seen["client"][0] == "127.0.0.1"
+
+
+# --- a fair share --------------------------------------------------------------------------------
+
+
+def arrival(group: str | None = "generate", session: str | None = None) -> Arrival:
+    return Arrival(session, group, "203.0.113.7")
+
+
+SHARES = {"generate": 4, "forward": 3}
+WAITING = {"generate": 40}
+
+
+@pytest.mark.parametrize("group", ["generate", "forward"])
+def test_a_visitors_share_of_a_group_admits_n_minus_1_and_refuses_n(group):
+    n = SHARES[group]
+    assert check_arrival(arrival(group), n - 1, n - 1, 0, SHARES, WAITING) is None
+    message, kind, retry = check_arrival(arrival(group), n, n, 0, SHARES, WAITING)
+    assert kind == "too_many" and retry > 0
+    assert f"at most {n} per visitor" in message and "try again" in message and f"{retry:g} s" in message
+
+
+def test_a_group_without_a_share_is_not_capped_per_visitor():
+    assert check_arrival(arrival("light"), 5, 500, 0, SHARES, WAITING) is None
+
+
+def test_a_visitors_requests_in_all_admit_n_minus_1_and_refuse_n():
+    n = admission.MAX_EVENTS_PER_ADDRESS
+    assert check_arrival(arrival("light"), n - 1, 0, 0, SHARES, WAITING) is None
+    message, kind, _ = check_arrival(arrival("light"), n, 0, 0, SHARES, WAITING)
+    assert kind == "too_many" and f"at most {n}" in message
+
+
+def test_a_full_waiting_line_is_busy_with_a_time_to_try_again():
+    n = WAITING["generate"]
+    assert check_arrival(arrival(), 0, 0, n - 1, SHARES, WAITING) is None
+    message, kind, retry = check_arrival(arrival(), 0, 0, n, SHARES, WAITING)
+    assert kind == "queue_full" and message.startswith("Busy") and "try again" in message and retry > 0
+
+
+def test_a_bad_session_id_is_an_error_before_any_cap():
+    message, kind = check_arrival(arrival(session="x" * 10_000), 0, 0, 0, SHARES, WAITING)
+    assert kind == "error"
+
+
+def test_the_defaults_give_each_visitor_a_few_generations_and_room_for_a_class():
+    from playground.ui import common
+
+    assert 2 <= admission.GENERATIONS_PER_VISITOR <= 4 and 2 <= admission.HEAVY_PER_VISITOR <= 4
+    # 40 learners asking at once beside a visitor holding its whole share all get a place
+    assert common.GENERATION_CONCURRENCY + common.MAX_WAITING_GENERATIONS >= 40 + admission.GENERATIONS_PER_VISITOR
+
+
+def test_waiting_requests_are_served_visitors_in_turn():
+    # the abuser's backlog came first; each learner's one request goes before the abuser's second
+    waiting = [("a1", "abuser"), ("a2", "abuser"), ("a3", "abuser"), ("l1", "ann"), ("l2", "bob")]
+    assert fair_order(waiting, {}) == ["a1", "l1", "l2", "a2", "a3"]
+    # with two of the abuser's running, even its first waiting one goes after every learner's first
+    assert fair_order(waiting, {"abuser": 2}) == ["l1", "l2", "a1", "a2", "a3"]
+    # equal turns keep their arrival order
+    assert fair_order([("x", "ann"), ("y", "bob"), ("z", "cy")], {}) == ["x", "y", "z"]
+
+
+def test_one_backlog_delays_another_visitor_by_at_most_its_turn():
+    backlog = [(f"a{i}", "abuser") for i in range(30)]
+    order = fair_order([*backlog, ("me", "learner")], {"abuser": 0})
+    assert order.index("me") == 1  # behind the abuser's first only
+
+
+# --- room for new learners ----------------------------------------------------------------------
+
+
+def test_the_idle_timeout_shortens_as_the_total_fills():
+    limit = 1000
+    assert connections.idle_timeout_s(0, limit) == connections.HEADER_TIMEOUT_S
+    assert connections.idle_timeout_s(limit // 2, limit) == connections.HEADER_TIMEOUT_S
+    assert connections.idle_timeout_s(limit // 2 + 1, limit) < connections.HEADER_TIMEOUT_S
+    assert connections.idle_timeout_s(limit, limit) == connections.MIN_IDLE_TIMEOUT_S
+    values = [connections.idle_timeout_s(t, limit) for t in range(0, limit + 1, 50)]
+    assert values == sorted(values, reverse=True)
+
+
+def test_a_new_connection_at_the_total_cap_closes_the_idlest_or_is_refused_when_none_is_idle():
+    decide = connections.decide
+    assert decide(999, 0, 1000, 64, any_idle=False) == "admit"  # n-1 open: admitted
+    assert decide(1000, 0, 1000, 64, any_idle=True) == "evict"  # n open: the idlest makes room
+    assert decide(1000, 0, 1000, 64, any_idle=False) == "refuse"
+
+
+def test_an_address_is_capped_at_n_but_a_trusted_proxy_is_not():
+    decide = connections.decide
+    assert decide(10, 63, 1000, 64, any_idle=True) == "admit"
+    assert decide(10, 64, 1000, 64, any_idle=True) == "refuse"
+    assert decide(10, 640, 1000, None, any_idle=True) == "admit"  # a proxy: no per-address cap
+
+
+def test_the_idlest_connection_is_the_one_closed_first():
+    counts = connections._Counts()
+    a, b, c = object(), object(), object()
+    for conn in (a, b, c):
+        counts.waits(conn)
+    counts.busy(a)  # a request came in on a: no longer idle
+    assert counts.idlest() is b
+    counts.waits(b)  # b finished a response and waits anew: now the least idle
+    assert counts.idlest() is c
+
+
+def test_the_counts_use_the_proxy_rule_they_are_given():
+    counts = connections._Counts()
+    counts.is_proxy = lambda address: address == "10.0.0.1"
+    for _ in range(connections.MAX_CONNECTIONS_PER_ADDRESS):
+        counts.enter("10.0.0.1")
+        counts.enter("10.0.0.2")
+    assert counts.decide("10.0.0.1") == "admit"
+    assert counts.decide("10.0.0.2") == "refuse"
+
+
+# --- the log -------------------------------------------------------------------------------------
+
+
+def record(msg: str) -> logging.LogRecord:
+    return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, msg, None, None)
+
+
+def test_never_retrieved_task_exceptions_are_one_kind_whatever_task_they_name():
+    limiter = connections.RateLimitedLog(burst=3)
+    passed = [limiter.filter(record(f"Task exception was never retrieved\nfuture: <Task finished name='Task-{i}'>"))
+              for i in range(10)]
+    assert passed == [True] * 3 + [False] * 7
+    assert limiter.filter(record("another kind"))
