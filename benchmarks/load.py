@@ -9,7 +9,12 @@ light tabs in between. Reports the p50/p95 latency of both kinds of call and eve
     python -m benchmarks.load --mix           # 4 clients loop every tab's heaviest request; /tokenize timed
     python -m benchmarks.load --mix 60 --clients 0 --reloaders 8   # 8 clients reloading the page instead
 
-``tests/test_load.py`` runs the same thing (marked slow) against the session's app. A "busy"
+Every user here comes from one address, which the app takes for one visitor with a few
+generations and heavy passes at once (serving/admission.py): the app it launches has those
+shares raised (:data:`LOAD_ENV`); against a running app (``--url``), start it with the same
+environment. ``python -m benchmarks.classroom`` is the class of distinct visitors.
+
+``tests/test_load.py`` runs the same thing (marked slow) against an app launched so. A "busy"
 answer (Gradio's full queue: gradio_client's QueueError "Queue is full! Please try again.") is a
 documented outcome, counted apart; anything else that fails is a failure.
 """
@@ -35,6 +40,9 @@ import httpx
 from gradio_client import Client
 from gradio_client.utils import apply_diff
 from gradio_client.utils import QueueError
+
+# A load generator is many users behind one address: their per-visitor shares raised to its size.
+LOAD_ENV = {"PLAYGROUND_GENERATIONS_PER_VISITOR": "64", "PLAYGROUND_HEAVY_PER_VISITOR": "64"}
 
 # The light calls a user makes between generations, in turn: each tab's main endpoint.
 LIGHT_CALLS: list[tuple[str, tuple]] = [
@@ -646,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.url:
         url = args.url if args.url.endswith("/") else args.url + "/"
     else:
-        server = launch(Path(tempfile.mkdtemp()) / "app.log")
+        server = launch(Path(tempfile.mkdtemp()) / "app.log", extra_env=LOAD_ENV)
         url = server.url
         print(f"app ready in {server.startup_s:.1f} s at {url}", flush=True)
     try:

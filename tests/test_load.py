@@ -4,6 +4,7 @@ serving, and (slow) 16 clients at once get every answer (benchmarks/load.py)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
@@ -12,6 +13,7 @@ import pytest
 from gradio_client.utils import QueueError, Status
 
 from playground.ui.common import GENERATION_CONCURRENCY, MAX_WAITING_GENERATIONS
+from playground.ui.serving.admission import GENERATIONS_PER_VISITOR
 
 LONG = ("ROMEO:", 512, 0.8, 50, 0.95)  # the most a generation may ask for: ~190 made by the time the checks cancel them
 PROMPT_START_S = 8.0  # a freed slot must take the next generation within this (a busy box included)
@@ -26,24 +28,41 @@ def _wait(predicate, timeout: float, what: str) -> float:
     return time.perf_counter() - t0
 
 
-def _fill_slots_with_client_jobs(client) -> list:
-    # All submitted before any is waited for: filled one by one, the first had ~440 of its 512
-    # tokens by the time the probe's check was done (the batched loop decodes 16 rows at once).
-    jobs = [client.submit(*LONG, seed, api_name="/generate") for seed in range(GENERATION_CONCURRENCY)]
+def _source(i: int) -> str:
+    """The i-th load client's own loopback address: each is a visitor of its own, as the users of
+    a class are (one visitor holds at most a few generations: serving/admission.py)."""
+    return f"127.0.1.{i + 1}"
+
+
+def _fill_slots_with_client_jobs(app_server, client) -> tuple[list, list]:
+    """Every generation slot taken by a long job: ``client``'s share of GENERATIONS_PER_VISITOR
+    gradio_client jobs (its visitor's cap), the rest hand-written streams from addresses of their
+    own. All submitted before any is waited for: filled one by one, the first had ~440 of its 512
+    tokens by the time the probe's check was done (the batched loop decodes 16 rows at once)."""
+    jobs = [client.submit(*LONG, seed, api_name="/generate") for seed in range(GENERATIONS_PER_VISITOR)]
+    streams = [_open_raw_stream(app_server, 100 + i, _source(i)) for i in range(GENERATION_CONCURRENCY - len(jobs))]
     _wait(lambda: all(job.outputs() for job in jobs), 120, "every long generation to stream")
-    return jobs
+    return jobs, streams
+
+
+def _close(streams: list) -> None:
+    for http, response, _ in streams:
+        response.close()
+        http.close()
 
 
 def _generate_url(app_server) -> str:
     return app_server.url + "gradio_api/call/generate"
 
 
-def _open_raw_stream(app_server, seed: int) -> tuple[httpx.Client, httpx.Response, Iterator[str]]:
-    """A hand-written client: POST the call, GET its event stream and read until tokens flow.
-    The line iterator is returned to keep it alive: dropping it would close the connection."""
-    event_id = httpx.post(_generate_url(app_server), json={"data": [*LONG, seed]}, timeout=30).json()["event_id"]
-    http = httpx.Client(timeout=120)
-    response = http.send(http.build_request("GET", f"{_generate_url(app_server)}/{event_id}"), stream=True)
+def _open_raw_stream(app_server, seed: int, source: str = "127.0.0.1") -> tuple[httpx.Client, httpx.Response, Iterator[str]]:
+    """A hand-written client from address ``source``: POST the call, GET its event stream and
+    read until tokens flow. The line iterator is returned to keep it alive: dropping it would
+    close the connection."""
+    http = httpx.Client(timeout=120, transport=httpx.HTTPTransport(local_address=source))
+    r = http.post(_generate_url(app_server), json={"data": [*LONG, seed]})
+    assert r.status_code == 200, r.text
+    response = http.send(http.build_request("GET", f"{_generate_url(app_server)}/{r.json()['event_id']}"), stream=True)
     lines = response.iter_lines()
     for line in lines:
         if line.startswith("event: generating"):
@@ -60,30 +79,52 @@ def _probe_waits_then_starts(base: str, free_slots) -> float:
     """Submit a short generation while every slot is taken, check that the queue holds it
     waiting, free the slots, and return how long it then took to stream its first update.
 
-    The probe comes from a client of its own: Gradio's ``/cancel`` stops every task of the
-    cancelled job's session and endpoint (``<session>_<fn_index>``), so cancelling the slots'
-    jobs one by one from the probe's own client stopped the probe too when it had already
-    started (its result then never came: a CI run hung here)."""
-    from gradio_client import Client
+    The probe comes from a client and an address of its own: Gradio's ``/cancel`` stops every
+    task of the cancelled job's session and endpoint (``<session>_<fn_index>``), so cancelling
+    the slots' jobs one by one from the probe's own client stopped the probe too when it had
+    already started (its result then never came: a CI run hung here)."""
+    from concurrent.futures import ThreadPoolExecutor
 
-    probe = Client(base, verbose=False).submit("ROMEO:", 4, 0.8, 50, 0.95, 1, api_name="/generate")
-    _wait(lambda: _waiting(base) >= 1 or bool(probe.outputs()), 60, "the probe to wait in the queue")
-    assert not probe.outputs(), "the probe ran although every slot was taken: the test proves nothing"
-    free_slots()
-    started = _wait(lambda: bool(probe.outputs()), 120, "the probe to start")
-    assert probe.result(timeout=120)["finished"] is True
-    return started
+    first: list[float] = []
+
+    def probe() -> dict:
+        with httpx.Client(timeout=120, transport=httpx.HTTPTransport(local_address="127.0.3.1")) as http:
+            r = http.post(f"{base}gradio_api/call/generate", json={"data": ["ROMEO:", 4, 0.8, 50, 0.95, 1]})
+            assert r.status_code == 200, r.text
+            with http.stream("GET", f"{base}gradio_api/call/generate/{r.json()['event_id']}") as stream:
+                kind = None
+                for line in stream.iter_lines():
+                    if line.startswith("event: "):
+                        kind = line[7:]
+                        if kind in ("generating", "complete") and not first:
+                            first.append(time.perf_counter())
+                    elif line.startswith("data: ") and kind == "complete":
+                        return json.loads(line[6:])[0]
+        raise AssertionError("the probe's stream ended without a result")
+
+    with ThreadPoolExecutor(1) as pool:
+        result = pool.submit(probe)
+        _wait(lambda: _waiting(base) >= 1 or bool(first), 60, "the probe to wait in the queue")
+        assert not first, "the probe ran although every slot was taken: the test proves nothing"
+        t0 = time.perf_counter()
+        free_slots()
+        _wait(lambda: bool(first), 120, "the probe to start")
+        assert result.result(timeout=120)["finished"] is True
+    return first[0] - t0
 
 
 def test_a_cancelled_stream_frees_its_slot(app_server, client):
-    jobs = _fill_slots_with_client_jobs(client)
+    jobs, streams = _fill_slots_with_client_jobs(app_server, client)
 
     def cancel() -> None:
         for job in jobs:
             assert not job.done()
             job.cancel()
 
-    started = _probe_waits_then_starts(app_server.url, cancel)
+    try:
+        started = _probe_waits_then_starts(app_server.url, cancel)
+    finally:
+        _close(streams)
     print(f"a new generation started {started:.2f} s after cancelling {len(jobs)} streams")
     assert started < PROMPT_START_S
     for job in jobs:
@@ -92,47 +133,73 @@ def test_a_cancelled_stream_frees_its_slot(app_server, client):
 
 
 def test_a_client_that_disconnects_mid_stream_frees_its_slot(app_server):
-    streams = [_open_raw_stream(app_server, seed) for seed in range(GENERATION_CONCURRENCY)]
-
-    def disconnect() -> None:
-        for http, response, _ in streams:
-            response.close()
-            http.close()
-
-    started = _probe_waits_then_starts(app_server.url, disconnect)
+    streams = [_open_raw_stream(app_server, seed, _source(seed)) for seed in range(GENERATION_CONCURRENCY)]
+    started = _probe_waits_then_starts(app_server.url, lambda: _close(streams))
     print(f"a new generation started {started:.2f} s after {len(streams)} clients disconnected")
     assert started < PROMPT_START_S
 
 
 def test_a_flood_of_generations_is_told_busy_while_light_tabs_serve(app_server, client):
-    jobs = _fill_slots_with_client_jobs(client)
+    streams = [_open_raw_stream(app_server, seed, _source(seed)) for seed in range(GENERATION_CONCURRENCY)]
     try:
-        # Fill the generations' waiting places with 1-token calls (raw HTTP: no client thread each).
+        # Fill the generations' waiting places with 1-token calls, each from an address of its
+        # own (raw HTTP: no client thread each; one address holds only a few).
         for seed in range(MAX_WAITING_GENERATIONS):
-            r = httpx.post(_generate_url(app_server), json={"data": ["ROMEO:", 1, 0.8, 50, 0.95, seed]}, timeout=30)
+            r = _post_from(app_server, f"127.0.2.{seed + 1}", seed)
             assert r.status_code == 200, r.text
-        refused = httpx.post(_generate_url(app_server), json={"data": ["ROMEO:", 1, 0.8, 50, 0.95, 0]}, timeout=30)
-        assert refused.status_code == 503
+        refused = _post_from(app_server, "127.0.2.250", 0)
+        assert refused.status_code == 503 and int(refused.headers["retry-after"]) >= 1
         assert "try again" in refused.json()["detail"]
         with pytest.raises(QueueError, match="Please try again"):
             client.predict("ROMEO:", 1, 0.8, 50, 0.95, 0, api_name="/generate")
         # The light tabs share the queue but not the generations' places in it.
         assert client.predict("hello everyone", api_name="/tokenize")["ids"] == [31373, 2506]
     finally:
-        for job in jobs:
-            job.cancel()
+        _close(streams)
     # Once the waiting ones are served, generations are accepted again.
     _wait(lambda: _accepted(app_server), 180, "the waiting generations to drain")
     assert client.predict("ROMEO:", 2, 0.8, 50, 0.95, 1, api_name="/generate")["finished"] is True
 
 
+def _post_from(app_server, source: str, seed: int, tokens: int = 1) -> httpx.Response:
+    with httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address=source)) as http:
+        return http.post(_generate_url(app_server), json={"data": ["ROMEO:", tokens, 0.8, 50, 0.95, seed]})
+
+
 def _accepted(app_server) -> bool:
-    r = httpx.post(_generate_url(app_server), json={"data": ["ROMEO:", 1, 0.8, 50, 0.95, 0]}, timeout=30)
-    return r.status_code == 200
+    return _post_from(app_server, "127.0.2.251", 0).status_code == 200
+
+
+def test_one_visitor_gets_a_few_generations_and_is_told_when_to_try_again(app_server):
+    """Reached directly, the visitor is the socket: a forged X-Forwarded-For on each request
+    changes no limit. GENERATIONS_PER_VISITOR long ones are accepted, the next is 429 with a
+    Retry-After and a message saying why; another address is still accepted. (Nobody reads
+    them: the app stops them within its reader grace.)"""
+    with httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address="127.0.4.1")) as http:
+        answers = [http.post(_generate_url(app_server), headers={"X-Forwarded-For": f"203.0.113.{i + 1}"},
+                             json={"data": [*LONG, i]}) for i in range(GENERATIONS_PER_VISITOR + 1)]
+    assert [a.status_code for a in answers] == [200] * GENERATIONS_PER_VISITOR + [429], [a.text for a in answers]
+    refused = answers[-1]
+    assert int(refused.headers["retry-after"]) >= 1
+    assert f"at most {GENERATIONS_PER_VISITOR} per visitor" in refused.json()["detail"]
+    assert "try again" in refused.json()["detail"]
+    assert _post_from(app_server, "127.0.4.2", 0).status_code == 200  # another visitor: its own share
+
+
+@pytest.fixture(scope="module")
+def one_address_app(tmp_path_factory):
+    """An app whose per-visitor shares are raised as for a load generator: 16 users from one
+    address (benchmarks/load.py's LOAD_ENV)."""
+    from benchmarks.app_server import launch, stop
+    from benchmarks.load import LOAD_ENV
+
+    server = launch(tmp_path_factory.mktemp("one-address") / "app.log", extra_env=LOAD_ENV)
+    yield server
+    stop(server)
 
 
 @pytest.mark.slow
-def test_sixteen_clients_at_once_get_every_answer(app_server, client):
+def test_sixteen_clients_at_once_get_every_answer(one_address_app):
     """16 users at once, each alternating a light call and a 12-token generation: every call is
     answered, and a seeded generation gives the same tokens in the crowd (batched with the others)
     as alone. The latencies are printed, not asserted: on a shared 2-core machine the load
@@ -140,7 +207,10 @@ def test_sixteen_clients_at_once_get_every_answer(app_server, client):
     --table`` is the measurement)."""
     from benchmarks.load import generation_args, run_load
 
-    report = run_load(app_server.url, clients=16, generations=10, new_tokens=12, time_limit_s=900)
+    from gradio_client import Client
+
+    client = Client(one_address_app.url, verbose=False)
+    report = run_load(one_address_app.url, clients=16, generations=10, new_tokens=12, time_limit_s=900)
     print("\n" + report.summary())
     assert not report.failures, report.summary()
     assert len(report.generation_s) == 160 and len(report.light_s) == 160
