@@ -298,14 +298,14 @@ def _learner(url: str, index: int, actions: list[str], steps: dict, report: Repo
         page.close()
 
 
-def abuse(url: str, requests: int = ABUSE_REQUESTS, tokens: int = ABUSE_TOKENS) -> dict[str, int]:
+def abuse(url: str, requests: int = ABUSE_REQUESTS, tokens: int = ABUSE_TOKENS, source: str = ABUSER_SOURCE) -> dict[str, int]:
     """One visitor asking for ``requests`` long generations at once, each forging another
     ``X-Forwarded-For``, and reading none of them (the app stops those nobody reads). Returns how
     many were accepted and refused."""
     from benchmarks.load import LONG_PROMPT
 
     counts = {"accepted": 0, "refused": 0}
-    with httpx.Client(timeout=60, transport=httpx.HTTPTransport(local_address=ABUSER_SOURCE)) as http:
+    with httpx.Client(timeout=60, transport=httpx.HTTPTransport(local_address=source)) as http:
         for i in range(min(requests, 60)):
             r = http.post(f"{url}{API}/call/generate", headers={"X-Forwarded-For": f"198.51.100.{i + 1}"},
                           json={"data": [LONG_PROMPT, tokens, 0.8, 50, 0.95, i]})

@@ -1,0 +1,150 @@
+"""A class on one Space, on a launched app started as on a Space (``SPACE_ID`` set) behind a local
+reverse proxy that appends X-Forwarded-For (benchmarks/classroom.py): the proxy's own rewriting
+(default run, milliseconds), then (slow) the bars a class and an abuser set: 40 learners with
+pages open each asking for 32 tokens beside a visitor forging X-Forwarded-For on 30 long
+generations, none refused; never-read and slowly read streams from one address leave another
+learner's generation quick and never refused. Timing bars keep generous margins (the machine is
+shared): the measured values are printed, docs/space.md has them."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from benchmarks.classroom import PAGE_EVENTS, Page, Proxy, Refused, abuse, launch_space, run_classroom
+from playground.ui.serving.admission import GENERATIONS_PER_VISITOR
+
+API = "gradio_api"
+
+
+def test_the_proxy_appends_the_client_after_what_it_sent_and_closes_after_one_request():
+    head = b"GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 6.6.6.6\r\nConnection: keep-alive"
+    out = Proxy.rewrite(head, "127.0.0.7")
+    assert out.endswith(b"\r\n\r\n")
+    assert b"X-Forwarded-For: 6.6.6.6, 127.0.0.7\r\n" in out and b"Connection: close\r\n" in out
+    assert b"keep-alive" not in out and out.count(b"X-Forwarded-For") == 1
+    assert b"X-Forwarded-For: 127.0.0.8\r\n" in Proxy.rewrite(b"GET / HTTP/1.1\r\nHost: x", "127.0.0.8")
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory) -> Iterator[tuple]:
+    from benchmarks.app_server import stop
+
+    server, proxy = launch_space(tmp_path_factory.mktemp("space") / "app.log")
+    try:
+        warm = Page(proxy.url)
+        warm.open()
+        warm.run(PAGE_EVENTS["generate"], {"Max new tokens": 2})
+        warm.close()
+        yield server, proxy
+    finally:
+        proxy.stop()
+        stop(server)
+
+
+def _wait_idle(base: str, timeout_s: float = 120) -> None:
+    """Until the app's queue holds nothing waiting (the last test's work stopped or done)."""
+    t0 = time.perf_counter()
+    while httpx.get(f"{base}{API}/queue/status", timeout=30).json()["queue_size"] and time.perf_counter() - t0 < timeout_s:
+        time.sleep(0.5)
+
+
+def _learner_generation_s(base: str, source: str = "127.0.0.99", tokens: int = 32) -> float:
+    page = Page(base, source)
+    try:
+        page.open()
+        t0 = time.perf_counter()
+        page.run(PAGE_EVENTS["generate"], {"Max new tokens": tokens})
+        return time.perf_counter() - t0
+    finally:
+        page.close()
+
+
+@pytest.mark.slow
+def test_behind_the_proxy_each_learner_is_a_visitor_and_a_forger_is_one(space):
+    """The last X-Forwarded-For entry (the proxy's) is the visitor: a forger gets its share only,
+    whatever it writes; a learner at another address is still admitted."""
+    server, proxy = space
+    counts = abuse(proxy.url, requests=GENERATIONS_PER_VISITOR + 3, source="127.0.0.251")
+    assert counts == {"accepted": GENERATIONS_PER_VISITOR, "refused": 3}
+    assert _learner_generation_s(proxy.url, "127.0.0.98") < 60
+    _wait_idle(proxy.url)
+
+
+@pytest.mark.slow
+def test_forty_learners_beside_a_forging_abuser_are_all_served(space):
+    """40 learners with pages open, each asking for 32 tokens with the page's Generate, beside one
+    visitor sending 30 long generations that forge X-Forwarded-For: none refused, every one
+    finished. The bar is a median wait of 10 s; asserted with a margin for a shared machine."""
+    server, proxy = space
+    _wait_idle(proxy.url)
+    report = run_classroom(proxy.url, learners=40, tokens=32, actions=("generate",), abusive=True,
+                           pid=server.process.pid)
+    print("\n" + report.summary())
+    assert report.abuser["accepted"] == GENERATIONS_PER_VISITOR, report.abuser
+    assert report.refusals() == 0 and not report.actions["generate"].failed, report.summary()
+    assert len(report.actions["generate"].waits) == 40
+    assert report.median("generate") <= 30.0, report.summary()  # the bar: 10 s on a quiet machine
+    _wait_idle(proxy.url)
+
+
+def _open_streams(base: str, source: str, count: int, read: bool) -> tuple[list[socket.socket], int]:
+    """``count`` 512-token generations from ``source``, each stream opened and then never read
+    (``read`` False) or read a few bytes a second by a thread (True); (sockets, refused)."""
+    host, port = base.split("//")[1].rstrip("/").split(":")
+    socks, refused = [], 0
+    with httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address=source)) as http:
+        for seed in range(count):
+            r = http.post(f"{base}{API}/call/generate", json={"data": ["ROMEO:" * 200, 512, 0.8, 50, 0.95, seed]})
+            if r.status_code != 200:
+                assert r.status_code in (429, 503) and int(r.headers["retry-after"]) >= 1, r.text
+                refused += 1
+                continue
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((source, 0))
+            sock.connect((host, int(port)))
+            sock.sendall(f"GET /{API}/call/generate/{r.json()['event_id']} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            socks.append(sock)
+    if read:
+        def trickle(sock: socket.socket) -> None:
+            try:
+                sock.settimeout(5)
+                while sock.recv(64):
+                    time.sleep(1.0)
+            except OSError:
+                pass
+        for sock in socks:
+            threading.Thread(target=trickle, args=(sock,), daemon=True).start()
+    return socks, refused
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("read, bar_s, margin_s", [(False, 5.0, 15.0), (True, 10.0, 25.0)], ids=["never-read-39", "slow-readers-40"])
+def test_one_addresss_streams_leave_another_learner_quick_and_never_refused(space, read, bar_s, margin_s):
+    """39 never-read streams (or 40 read a few bytes a second) from one address: that address
+    gets its share and is told to try again for the rest; a learner at another address gets its
+    32 tokens, never refused (the bar: within 5 s, or 10 s beside slow readers; asserted with a
+    margin for a shared machine)."""
+    server, proxy = space
+    _wait_idle(proxy.url)
+    socks, refused = _open_streams(proxy.url, "127.0.0.200", 40 if read else 39, read)
+    try:
+        assert len(socks) <= GENERATIONS_PER_VISITOR and refused >= (40 if read else 39) - GENERATIONS_PER_VISITOR
+        waits = []
+        for i in range(3):
+            try:
+                waits.append(_learner_generation_s(proxy.url, f"127.0.0.{90 + i}"))
+            except Refused as err:
+                pytest.fail(f"a learner was refused: {err}")
+        print(f"\nanother learner's 32 tokens beside {len(socks)} {'slowly read' if read else 'never-read'} streams "
+              f"({refused} refused): {', '.join(f'{w:.1f}' for w in waits)} s (bar {bar_s:g} s)")
+        assert max(waits) <= margin_s
+    finally:
+        for sock in socks:
+            sock.close()
+    _wait_idle(proxy.url)
