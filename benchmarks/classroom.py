@@ -9,6 +9,7 @@ memory.
     python -m benchmarks.classroom                    # 40 learners
     python -m benchmarks.classroom --learners 16 --abuse
     python -m benchmarks.classroom --actions generate --abuse    # only the generation step
+    python -m benchmarks.classroom --soak             # the mixed soak: memory 30 s after heavy traffic
 
 Bounded in count (at most 200 learners, 60 abusive requests) and time (every action at most
 ``--timeout`` seconds); every byte goes to loopback. tests/test_classroom.py runs its bars.
@@ -348,6 +349,66 @@ def run_classroom(url: str, learners: int = 40, tokens: int = 32, actions: tuple
     return report
 
 
+# --- the mixed soak --------------------------------------------------------------------------------
+
+SOAK_ROUNDS, SOAK_REQUESTS = 3, 48
+
+
+def soak_requests(round_: int) -> list[tuple[str, dict[str, Any]]]:
+    """One round's 48 page events: generations at the settings' extremes (512 tokens from a long
+    prompt, temperature 5, no top-k or top-p cut, the most samples), next-token steps, Inside and
+    Attention passes on texts no other request used (nothing cached serves them)."""
+    text = lambda i: f"Round {round_}, learner {i}: " + " ".join(f"word{round_}x{i}x{j}" for j in range(40))
+    prompt = ("ROMEO:\nBut soft, what light through yonder window breaks? " * 60)[:4000]
+    kinds = [
+        ("generate", {"Prompt": prompt, "Max new tokens": 512, "Temperature": 5.0, "Top-k": 0, "Top-p": 1.0}),
+        ("next_token", {"Prompt": prompt}),
+        ("inside", {}),
+        ("attention", {}),
+    ]
+    out = []
+    for i in range(SOAK_REQUESTS):
+        name, overrides = kinds[i % len(kinds)]
+        if name in ("inside", "attention"):
+            overrides = {"Text": text(i)}
+        out.append((name, overrides))
+    return out
+
+
+SOAK_EVENTS = {**PAGE_EVENTS, "next_token": "ui_next_token"}
+
+
+def run_soak(url: str, pid: int, rounds: int = SOAK_ROUNDS, settle_s: float = 30.0) -> dict[str, Any]:
+    """``rounds`` rounds of :func:`soak_requests`, each request a page of its own from its own
+    address, a round's 48 at once; the app's RSS before, at its peak and ``settle_s`` after."""
+    result: dict[str, Any] = {"before": rss_mb(pid), "failed": [], "refused": []}
+    peak = [result["before"]]
+
+    def one(i: int, name: str, overrides: dict) -> None:
+        page = Page(url, source_of(i))
+        try:
+            page.open()
+            if name == "generate":  # the most samples the page offers
+                samples = next(c for c in page.config["components"] if c.get("props", {}).get("label") == "Samples")
+                overrides = {**overrides, "Samples": samples["props"].get("maximum", 1)}
+            page.run(SOAK_EVENTS[name], overrides)
+        except Refused as err:
+            result["refused"].append(f"{name}: {err}")
+        except Exception as err:  # noqa: BLE001 -- counted
+            result["failed"].append(f"{name}: {type(err).__name__}: {err}")
+        finally:
+            page.close()
+            peak[0] = max(peak[0], rss_mb(pid))
+
+    for round_ in range(rounds):
+        with ThreadPoolExecutor(SOAK_REQUESTS) as pool:
+            list(pool.map(lambda args: one(*args), [(i, *r) for i, r in enumerate(soak_requests(round_))]))
+    result["peak"] = peak[0]
+    time.sleep(settle_s)
+    result["after"] = rss_mb(pid)
+    return result
+
+
 def launch_space(log_path: Path, extra_env: dict[str, str] | None = None):
     """app.py started as on a Space (``SPACE_ID`` set), and the proxy before it: (server, proxy)."""
     from benchmarks.app_server import launch
@@ -365,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--actions", default=",".join(LESSON), help=f"comma-separated, from {','.join(LESSON)}")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds an action may take")
     ap.add_argument("--settle", type=float, default=30.0, help="seconds after the class before the memory is read again")
+    ap.add_argument("--soak", action="store_true", help="instead: the mixed soak (3 rounds of 48 heavy page events), memory 30 s later")
     args = ap.parse_args(argv)
     actions = tuple(a.strip() for a in args.actions.split(",") if a.strip())
     if unknown := set(actions) - set(LESSON):
@@ -378,6 +440,14 @@ def main(argv: list[str] | None = None) -> int:
         warm.open()
         warm.run(PAGE_EVENTS["generate"], {"Max new tokens": 2})  # the engine is open
         warm.close()
+        if args.soak:
+            soak = run_soak(proxy.url, server.process.pid, settle_s=args.settle)
+            print(f"mixed soak, {SOAK_ROUNDS} rounds of {SOAK_REQUESTS}: RSS {soak['before']:.0f} MB before, "
+                  f"{soak['peak']:.0f} MB peak, {soak['after']:.0f} MB {args.settle:g} s later "
+                  f"({soak['after'] - soak['before']:+.0f} MB); {len(soak['refused'])} refused, {len(soak['failed'])} failed")
+            for line in sorted(set(soak["refused"] + soak["failed"]))[:6]:
+                print("  " + line[:200])
+            return 1 if soak["failed"] else 0
         report = run_classroom(proxy.url, args.learners, args.tokens, actions, args.abuse, server.process.pid, args.timeout)
         time.sleep(args.settle)
         report.memory_mb[f"{args.settle:g} s later"] = rss_mb(server.process.pid)

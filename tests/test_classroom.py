@@ -148,3 +148,28 @@ def test_one_addresss_streams_leave_another_learner_quick_and_never_refused(spac
         for sock in socks:
             sock.close()
     _wait_idle(proxy.url)
+
+
+@pytest.mark.slow
+def test_memory_after_the_mixed_soak_comes_back_within_400_mb(tmp_path):
+    """3 rounds of 48 heavy page events at once (generations at the settings' extremes, next-token
+    steps, Inside and Attention on texts nothing cached has seen), each from its own address, on
+    an app of its own: 30 s later its RSS is at most 400 MB above where it started, none failed."""
+    from benchmarks.app_server import stop
+    from benchmarks.classroom import run_soak
+
+    server, proxy = launch_space(tmp_path / "app.log")
+    try:
+        warm = Page(proxy.url)
+        warm.open()
+        warm.run(PAGE_EVENTS["generate"], {"Max new tokens": 2})
+        warm.close()
+        soak = run_soak(proxy.url, server.process.pid)
+        print(f"\nmixed soak: RSS {soak['before']:.0f} MB before, {soak['peak']:.0f} MB peak, "
+              f"{soak['after']:.0f} MB 30 s later; refused {len(soak['refused'])}")
+        assert not soak["failed"], soak["failed"][:5]
+        assert soak["after"] - soak["before"] <= 400
+        assert "never retrieved" not in server.log()  # abandoned streams are counted, not logged
+    finally:
+        proxy.stop()
+        stop(server)

@@ -219,3 +219,33 @@ def test_never_retrieved_task_exceptions_are_one_kind_whatever_task_they_name():
               for i in range(10)]
     assert passed == [True] * 3 + [False] * 7
     assert limiter.filter(record("another kind"))
+
+
+def test_an_abandoned_result_stream_is_counted_not_logged_and_other_loop_errors_pass():
+    import asyncio
+
+    errors = connections.LoopErrors()
+    passed = []
+
+    class Loop:
+        def default_exception_handler(self, context):
+            passed.append(context)
+
+    abandoned = {"message": "Task exception was never retrieved",
+                 "exception": RuntimeError("async generator ignored GeneratorExit")}
+    for _ in range(5):
+        errors(Loop(), abandoned)
+    other = {"message": "Task exception was never retrieved", "exception": RuntimeError("something else")}
+    errors(Loop(), other)
+    assert errors.abandoned == 5 and passed == [other]
+    assert not connections.is_abandoned_stream({"message": "x"})
+
+
+def test_the_loop_handler_is_installed_on_the_running_loop():
+    import asyncio
+
+    async def main():
+        handler = connections.quiet_abandoned_streams()
+        return asyncio.get_running_loop().get_exception_handler() is handler
+
+    assert asyncio.run(main())

@@ -24,7 +24,9 @@ ones took a launched app offline: every request timed out, and the log grew by 3
   a result stream that is slowly going out is not one whose reader stopped);
 - log lines are rate-limited: past :data:`LOG_BURST` lines of one kind in a minute the rest
   are counted and said in one line (:class:`RateLimitedLog`); a kind is a message's first line,
-  so asyncio's "Task exception was never retrieved" (whose next line names each task) is one.
+  so asyncio's "Task exception was never retrieved" (whose next line names each task) is one;
+  the commonest of those, a result stream closed after its reader left, is not logged at all, only
+  counted (:class:`LoopErrors`).
 
 uvicorn has no setting for the first three (``limit_concurrency`` answers 503 only once a
 request has been read, counting every client together). Its protocol class is the one place
@@ -261,6 +263,44 @@ class RateLimitedLog(logging.Filter):
         if len(self.windows) > 10_000:  # distinct templates are few; a flood of distinct ones is cut here
             self.windows.clear()
         return True
+
+
+def is_abandoned_stream(context: dict) -> bool:
+    """Whether an event-loop error is Gradio's result stream closed after its reader left: its
+    ``sse_stream`` generator answers the close with one more message (``yield`` in ``except
+    BaseException``), so the loop's close of the abandoned generator fails with "async generator
+    ignored GeneratorExit" and asyncio logs "Task exception was never retrieved" naming a new task
+    each time. Nothing is lost (the reader is gone): it is counted, not logged."""
+    err = context.get("exception")
+    return isinstance(err, RuntimeError) and str(err) == "async generator ignored GeneratorExit"
+
+
+class LoopErrors:
+    """An event loop's exception handler: abandoned result streams (:func:`is_abandoned_stream`)
+    counted, said once a minute at most; anything else to the loop's default handler."""
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        self.abandoned = 0
+        self.said = 0
+        self.every_s = every_s
+        self.last = float("-inf")
+
+    def __call__(self, loop: Any, context: dict) -> None:
+        if is_abandoned_stream(context):
+            self.abandoned += 1
+            now = time.monotonic()
+            if now - self.last >= self.every_s:
+                self.last = now
+                log.info("%d result stream(s) closed after their reader left, so far", self.abandoned)
+            return
+        loop.default_exception_handler(context)
+
+
+def quiet_abandoned_streams(loop: Any | None = None) -> LoopErrors:
+    """Install :class:`LoopErrors` on ``loop`` (the running one by default)."""
+    handler = LoopErrors()
+    (loop or asyncio.get_running_loop()).set_exception_handler(handler)
+    return handler
 
 
 LOGGERS = ("uvicorn.error", "uvicorn.access", "uvicorn", "playground", "gradio", "asyncio")

@@ -123,6 +123,7 @@ def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None) -> dic
     async def lifespan(app: Any):
         gradio_internals.use_lean_sessions(app)
         connections.rate_limit_logs()
+        connections.quiet_abandoned_streams()  # Gradio's result streams closed after their reader left
         tasks = [
             asyncio.create_task(connections.install_when_started(demo, is_proxy=is_trusted_proxy)),  # header timeout, connection caps
             asyncio.create_task(_sweep(demo, readers)),
