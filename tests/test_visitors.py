@@ -249,3 +249,19 @@ def test_the_loop_handler_is_installed_on_the_running_loop():
         return asyncio.get_running_loop().get_exception_handler() is handler
 
     assert asyncio.run(main())
+
+
+def test_the_groups_waiting_line_is_put_in_the_order_given():
+    from types import SimpleNamespace
+
+    from gradio.queueing import EventQueue
+
+    from playground.ui import gradio_internals
+
+    group = EventQueue("generate", 16)
+    group.queue = [SimpleNamespace(_id=i) for i in ("a1", "a2", "l1", "x")]
+    demo = SimpleNamespace(_queue=SimpleNamespace(event_queue_per_concurrency_id={"generate": group}))
+    gradio_internals.reorder_waiting(demo, "generate", ["l1", "a1", "a2"])
+    assert [e._id for e in group.queue] == ["l1", "a1", "a2", "x"]  # an id not named keeps its place after
+    assert [e._id for e in gradio_internals.waiting_events(demo, "generate")] == ["l1", "a1", "a2", "x"]
+    gradio_internals.reorder_waiting(demo, "absent", ["x"])  # no such group: nothing to do
