@@ -414,22 +414,24 @@ def table(url: str, clients: list[int], generations: int, tokens: int, kinds: tu
 LONG_PROMPT = ("ROMEO:\nBut soft, what light through yonder window breaks? It is the east, and Juliet is the sun.\n" * 45)[:4000]
 
 
-def abandon(url: str, how: str, seed: int, new_tokens: int = 512, prompt: str = LONG_PROMPT) -> str:
-    """Submit a generation and never read its result, as a careless or hostile client does:
-    ``call``: POST /gradio_api/call/generate, no GET of its result stream; ``join``: the page's
-    POST queue/join (the /generate endpoint by its event index), no GET queue/data. Returns the
-    event id (``join``: ``session:event_id``)."""
+def abandon(url: str, how: str, seed: int, new_tokens: int = 512, prompt: str = LONG_PROMPT,
+            source: str = "127.0.0.1") -> str:
+    """Submit a generation from address ``source`` and never read its result, as a careless or
+    hostile client does: ``call``: POST /gradio_api/call/generate, no GET of its result stream;
+    ``join``: the page's POST queue/join (the /generate endpoint by its event index), no GET
+    queue/data. Returns the event id (``join``: ``session:event_id``)."""
     args = [prompt, new_tokens, 0.8, 50, 0.95, seed]
-    if how == "call":
-        r = httpx.post(f"{url}{API}/call/generate", json={"data": args}, timeout=30)
+    with httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address=source)) as http:
+        if how == "call":
+            r = http.post(f"{url}{API}/call/generate", json={"data": args})
+            r.raise_for_status()
+            return r.json()["event_id"]
+        deps = http.get(url + "config").json()["dependencies"]
+        index = next(d["id"] for d in deps if d.get("api_name") == "generate")
+        session = f"abandoned-{seed}-{time.time_ns()}"
+        r = http.post(f"{url}{API}/queue/join", json={"data": args, "fn_index": index, "session_hash": session})
         r.raise_for_status()
-        return r.json()["event_id"]
-    deps = httpx.get(url + "config", timeout=30).json()["dependencies"]
-    index = next(d["id"] for d in deps if d.get("api_name") == "generate")
-    session = f"abandoned-{seed}-{time.time_ns()}"
-    r = httpx.post(f"{url}{API}/queue/join", json={"data": args, "fn_index": index, "session_hash": session}, timeout=30)
-    r.raise_for_status()
-    return f"{session}:{r.json()['event_id']}"
+        return f"{session}:{r.json()['event_id']}"
 
 
 def _tokens(result: object) -> int | None:
@@ -490,7 +492,9 @@ def run_abandoned(url: str, jobs: int = 6, new_tokens: int = 512, probe_tokens: 
         raise ValueError(f"the load test only targets a local app, not {url}")
     client = Client(url, verbose=False, httpx_kwargs={"timeout": HTTP_TIMEOUT_S})
     client.predict("ROMEO:", 2, 0.8, 50, 0.95, 0, api_name="/generate")  # warm: the engine is open
-    handles = [abandon(url, "call" if i % 2 == 0 else "join", seed=i, new_tokens=new_tokens) for i in range(jobs)]
+    # each from an address of its own: one visitor holds only a few generations
+    handles = [abandon(url, "call" if i % 2 == 0 else "join", seed=i, new_tokens=new_tokens, source=f"127.0.5.{i % 250 + 1}")
+               for i in range(jobs)]
     t0 = time.perf_counter()
     out = client.predict("ROMEO:", probe_tokens, 0.8, 50, 0.95, 1, api_name="/generate")
     probe_s = time.perf_counter() - t0

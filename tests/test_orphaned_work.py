@@ -390,7 +390,7 @@ def test_abandoned_generations_stop_and_a_normal_one_goes_through(short_grace_ap
     from gradio_client import Client
 
     url = short_grace_app.url
-    handles = [abandon(url, how, seed=seed) for seed in range(6)]
+    handles = [abandon(url, how, seed=seed, source=f"127.0.5.{seed + 1}") for seed in range(6)]  # 6 visitors
     submitted = time.monotonic()
     out = Client(url, verbose=False, ssl_verify=False).predict("ROMEO:", 32, 0.8, 50, 0.95, 1, api_name="/generate")
     assert out["finished"] is True and out["new_tokens"] == 32
