@@ -337,7 +337,8 @@ def test_seeded_generations_give_the_same_text_alone_and_batched_with_others(app
         return c.predict(*args, api_name="/generate")["token_ids"]
 
     alone = [run(pair) for pair in zip(clients, requests)]
-    with ThreadPoolExecutor(len(requests) * 2) as pool:
-        together = list(pool.map(run, zip(clients * 2, requests * 2)))
-    assert together == alone * 2
+    # all at once, as many as one visitor may run (serving/admission.py: a few generations each)
+    with ThreadPoolExecutor(len(requests)) as pool:
+        together = list(pool.map(run, zip(clients, requests)))
+    assert together == alone
     assert all(len(ids) >= 1 for ids in alone)
