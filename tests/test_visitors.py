@@ -65,6 +65,16 @@ def test_the_setting_and_the_space_decide_which_proxies_are_trusted():
     assert not named.every and named.trusts("10.1.1.1") and not named.trusts("11.1.1.1")
 
 
+def test_behind_n_proxies_the_nth_entry_from_the_end_is_the_visitor():
+    two = trusted_proxies({"SPACE_ID": "someone/x", "PLAYGROUND_PROXY_HOPS": "2"})
+    assert two.hops == 2 and two.every
+    header = "6.6.6.6, 203.0.113.7, 10.9.9.9"  # forged, the visitor (appended by the CDN), the CDN (by the balancer)
+    assert visitor_of(scope("10.0.0.1", header), two) == "203.0.113.7"
+    assert visitor_of(scope("10.0.0.1", header), SPACE) == "10.9.9.9"
+    assert visitor_of(scope("10.0.0.1", "10.9.9.9"), two) == "10.0.0.1"  # fewer entries than hops: the proxy
+    assert trusted_proxies({"PLAYGROUND_PROXY_HOPS": "0"}).hops == 1  # out of range: the default
+
+
 def test_a_request_object_is_read_through_its_scope():
     class Request:
         def __init__(self, scope):

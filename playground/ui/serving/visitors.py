@@ -8,7 +8,9 @@
   ``X-Forwarded-For`` entry. The entries before it are whatever the visitor sent, so they are
   never read. A proxy is trusted on a Space (``SPACE_ID`` set: the app is reached only through
   Hugging Face's proxy) and wherever ``PLAYGROUND_TRUSTED_PROXIES`` names it: addresses or
-  networks separated by commas (``10.0.0.0/8,127.0.0.1``), or ``*`` for every peer.
+  networks separated by commas (``10.0.0.0/8,127.0.0.1``), or ``*`` for every peer. Where the
+  visitor passes through more than one proxy (a CDN, then the host's balancer), each appending
+  an entry, ``PLAYGROUND_PROXY_HOPS=n`` reads the n-th entry from the end instead (default 1).
 
 Limits below HTTP (connections, :mod:`playground.ui.connections`) see no headers: they ask
 :func:`is_trusted_proxy` and do not count a proxy's connections as one visitor's.
@@ -29,6 +31,7 @@ __all__ = ["TRUSTED_PROXIES_ENV", "Proxies", "trusted_proxies", "is_trusted_prox
 log = logging.getLogger("playground")
 
 TRUSTED_PROXIES_ENV = "PLAYGROUND_TRUSTED_PROXIES"
+PROXY_HOPS_ENV = "PLAYGROUND_PROXY_HOPS"
 UNKNOWN = "?"
 _MAX_HEADER = 4096  # a proxy's header is a few addresses; past this it is not read
 
@@ -39,6 +42,7 @@ class Proxies:
 
     every: bool = False
     networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    hops: int = 1  # proxies appending an entry each: the visitor's is the hops-th from the end
 
     def trusts(self, address: str | None) -> bool:
         if not address:
@@ -75,9 +79,13 @@ def trusted_proxies(environ: Mapping[str, str] = os.environ) -> Proxies:
     """The proxies trusted here: ``PLAYGROUND_TRUSTED_PROXIES`` when set, else every peer on a
     Space (``SPACE_ID`` set), else none."""
     raw = environ.get(TRUSTED_PROXIES_ENV, "")
-    if raw.strip():
-        return parse_proxies(raw)
-    return Proxies(every=bool(environ.get("SPACE_ID", "").strip()))
+    proxies = parse_proxies(raw) if raw.strip() else Proxies(every=bool(environ.get("SPACE_ID", "").strip()))
+    hops = environ.get(PROXY_HOPS_ENV, "").strip()
+    if hops:
+        if hops.isdigit() and 1 <= int(hops) <= 16:
+            return Proxies(proxies.every, proxies.networks, int(hops))
+        log.warning("%s=%r is not a whole number from 1 to 16: using 1", PROXY_HOPS_ENV, hops)
+    return proxies
 
 
 PROXIES = trusted_proxies()
@@ -110,7 +118,8 @@ def _forwarded_for(headers: Iterable[tuple[bytes, bytes]]) -> str:
 def visitor_of(scope_or_request: Any, proxies: Proxies | None = None) -> str:
     """Who sent a request (an ASGI scope, or a Starlette/FastAPI request holding one): the
     socket's address, or behind a trusted proxy the last ``X-Forwarded-For`` entry (the
-    proxy's own address when that entry is missing or not an address). "?" when unknown."""
+    ``hops``-th from the end; the proxy's own address when that entry is missing or not an
+    address). "?" when unknown."""
     scope = getattr(scope_or_request, "scope", scope_or_request)
     if not isinstance(scope, Mapping):
         return UNKNOWN
@@ -118,11 +127,12 @@ def visitor_of(scope_or_request: Any, proxies: Proxies | None = None) -> str:
     peer = str(client[0]) if client else None
     if not peer:
         return UNKNOWN
-    if not is_trusted_proxy(peer, proxies):
+    proxies = PROXIES if proxies is None else proxies
+    if not proxies.trusts(peer):
         return peer
     entries = [e for e in _forwarded_for(scope.get("headers") or ()).split(",") if e.strip()]
-    last = _canonical(entries[-1]) if entries else None
-    return last or peer
+    entry = _canonical(entries[-proxies.hops]) if len(entries) >= proxies.hops else None
+    return entry or peer
 
 
 def distrust_forwarded_headers(environ: Any = os.environ) -> None:
