@@ -139,6 +139,12 @@ def test_a_full_waiting_line_is_busy_with_a_time_to_try_again():
     assert kind == "queue_full" and message.startswith("Busy") and "try again" in message and retry > 0
 
 
+def test_a_full_queue_is_busy_with_a_time_to_try_again():
+    assert check_arrival(arrival("light"), 0, 0, 0, SHARES, WAITING, queued=95, max_queued=96) is None
+    message, kind, retry = check_arrival(arrival("light"), 0, 0, 0, SHARES, WAITING, queued=96, max_queued=96)
+    assert kind == "queue_full" and "at most 96" in message and retry > 0
+
+
 def test_a_bad_session_id_is_an_error_before_any_cap():
     message, kind = check_arrival(arrival(session="x" * 10_000), 0, 0, 0, SHARES, WAITING)
     assert kind == "error"

@@ -51,7 +51,7 @@ from gradio.state_holder import SessionState, StateHolder
 __all__ = [
     "TESTED_GRADIO", "API", "FILE_ROUTES", "QUEUE_DATA", "HEARTBEAT", "UPLOAD", "DEEP_LINK", "CALL_GET",
     "LeanSessionState", "LeanStateHolder", "use_lean_sessions",
-    "Arrival", "Refusal", "gate_pushes", "waiting_events", "reorder_waiting", "queue_of", "live", "waiting", "event_known", "session_of_event", "holds_session",
+    "Arrival", "Refusal", "gate_pushes", "queue_load", "waiting_events", "reorder_waiting", "queue_of", "live", "waiting", "event_known", "session_of_event", "holds_session",
     "unread_results", "drop_results", "forget_read_sessions", "Job", "stoppable_jobs", "stop_job",
     "event_name", "on_processing_error", "server_of", "gradio_folders", "probe_app", "moved", "check",
 ]
@@ -183,6 +183,12 @@ def gate_pushes(demo: gr.Blocks, refuse: Callable[[Arrival], Refusal], admitted:
         return success, event_id, state
 
     queue.push = gated_push
+
+
+def queue_load(demo: gr.Blocks) -> tuple[int, int | None]:
+    """(requests waiting in the whole queue, the most it holds: ``demo.queue(max_size=...)``)."""
+    queue = demo._queue
+    return len(queue), queue.max_size
 
 
 def waiting_events(demo: gr.Blocks, concurrency_id: str) -> list[Any]:

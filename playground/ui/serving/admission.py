@@ -116,9 +116,10 @@ class VisitorEvents:
 
 def check_arrival(arrival: Arrival, pending: int, pending_in_group: int, waiting_in_group: int,
                   per_visitor: Mapping[str, int], max_waiting: Mapping[str, int],
-                  max_events: int = MAX_EVENTS_PER_ADDRESS) -> Refusal:
+                  max_events: int = MAX_EVENTS_PER_ADDRESS, queued: int = 0, max_queued: int | None = None) -> Refusal:
     """Whether a request gets a place, given what its visitor has in the queue (``pending`` in
-    all, ``pending_in_group`` in its group) and how many of its group wait; None to admit."""
+    all, ``pending_in_group`` in its group), how many of its group wait, and how many wait in the
+    whole queue (``queued`` of at most ``max_queued``); None to admit."""
     if arrival.session is not None and (problem := session_problem(arrival.session)):
         return problem, "error"
     group = arrival.concurrency_id
@@ -134,6 +135,9 @@ def check_arrival(arrival: Arrival, pending: int, pending_in_group: int, waiting
     if group in max_waiting and waiting_in_group >= max_waiting[group]:
         return (f"Busy: {waiting_in_group} requests already wait for {group}; try again in about {retry:g} s."), \
             "queue_full", retry
+    if max_queued is not None and queued >= max_queued:  # Gradio's own cap, answered with a time to try again
+        return (f"Busy: {queued} requests already wait in the queue (at most {max_queued}); "
+                f"try again in about {retry:g} s."), "queue_full", retry
     return None
 
 
@@ -153,7 +157,7 @@ def admit(demo: gr.Blocks, max_waiting: Mapping[str, int] | None = None,
             arrival, events.pending(arrival.address),
             events.pending(arrival.address, group) if group in shares else 0,
             gradio_internals.waiting(demo, group) if group in caps else 0,
-            shares, caps)
+            shares, caps, MAX_EVENTS_PER_ADDRESS, *gradio_internals.queue_load(demo))
 
     def admitted(arrival: Arrival, event_id: str) -> None:
         events.add(arrival.address, event_id, arrival.concurrency_id)
