@@ -225,6 +225,34 @@ def test_20000_idle_connections_then_a_generation_within_5_s(guarded_app):
     assert len(guarded_app.log()) - log_before < 200_000  # bytes: rate-limited lines, no tracebacks
 
 
+@pytest.mark.slow
+def test_idle_connections_from_many_addresses_leave_room_for_a_new_learner(guarded_app):
+    """4 addresses, each under its cap, hold idle connections past the total (80 of 48 allowed),
+    reopening each one the server closes; meanwhile every probe from another address is served:
+    the idlest connection is closed for it, and idle ones go sooner as the total fills."""
+    held: dict[socket.socket, str] = {}
+    served = 0
+    try:
+        for address in ("127.0.6.1", "127.0.6.2", "127.0.6.3", "127.0.6.4"):
+            for _ in range(20):
+                held[_connect(guarded_app, address)] = address
+        for _ in range(6):
+            # reopen what the server closed, as an attacker would
+            readable, _, _ = select.select(list(held), [], [], 0.2)
+            for s in readable:
+                if _closed(s, 0.1):
+                    address = held.pop(s)
+                    s.close()
+                    held[_connect(guarded_app, address)] = address
+            with httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address="127.0.6.9")) as http:
+                served += http.get(guarded_app.url + "config").status_code == 200
+            time.sleep(0.5)
+    finally:
+        for s in held:
+            s.close()
+    assert served == 6
+
+
 # --- work nobody reads ------------------------------------------------------------------------------
 
 
