@@ -255,3 +255,44 @@ def test_light_tabs_stay_fast_while_every_tabs_heaviest_request_loops(app_server
     assert set(mix.answered) == {name for name, _ in heaviest_requests()}, "some tab's request never ran: no load"
     assert mix.reloads > 0 and len(mix.light_s) >= 100
     assert mix.percentile(95) <= 0.5, mix.summary()
+
+
+def test_waiting_generations_are_served_visitors_in_turn(app_server):
+    """Every slot taken; one visitor queues 4 generations, then another visitor 1. Two slots free:
+    the first visitor's first and the second visitor's one start (visitors in turn), not the first
+    visitor's first two (first come, first served would make the second visitor wait for a third
+    slot, here a long generation's end)."""
+    import threading
+
+    base = app_server.url
+    streams = [_open_raw_stream(app_server, seed, _source(seed)) for seed in range(GENERATION_CONCURRENCY)]
+    started: dict[str, float] = {}
+
+    def follow(name: str, source: str, seed: int) -> None:
+        tokens = 8 if name == "second" else 64  # the first's long enough to hold its slot during the check
+        with httpx.Client(timeout=120, transport=httpx.HTTPTransport(local_address=source)) as http:
+            r = http.post(_generate_url(app_server), json={"data": ["ROMEO:", tokens, 0.8, 50, 0.95, seed]})
+            assert r.status_code == 200, r.text
+            with http.stream("GET", f"{_generate_url(app_server)}/{r.json()['event_id']}") as stream:
+                for line in stream.iter_lines():
+                    if line.startswith("event: generating") or line.startswith("event: complete"):
+                        started.setdefault(name, time.perf_counter())
+
+    threads = []
+    try:
+        for i in range(GENERATIONS_PER_VISITOR):
+            threads.append(threading.Thread(target=follow, args=(f"first{i}", "127.0.8.1", i), daemon=True))
+            threads[-1].start()
+            _wait(lambda: _waiting(base) >= i + 1, 30, "the first visitor's generation to wait")
+        threads.append(threading.Thread(target=follow, args=("second", "127.0.8.2", 9), daemon=True))
+        threads[-1].start()
+        _wait(lambda: _waiting(base) >= GENERATIONS_PER_VISITOR + 1, 30, "the second visitor's generation to wait")
+        assert not started, f"something started while every slot was taken: {started}"
+        _close(streams[:2])  # two slots free
+        _wait(lambda: "second" in started, 60, "the second visitor's generation to start")
+        firsts = [n for n in started if n.startswith("first")]
+        assert len(firsts) <= 1, f"the first visitor's backlog went before the second visitor: {sorted(started)}"
+    finally:
+        _close(streams[2:])
+        for t in threads:
+            t.join(timeout=60)
