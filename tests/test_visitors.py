@@ -83,6 +83,16 @@ def test_a_request_object_is_read_through_its_scope():
     assert visitor_of(Request(scope("10.0.0.1", "203.0.113.7")), SPACE) == "203.0.113.7"
 
 
+def test_a_handlers_gr_request_is_read_through_the_request_it_wraps():
+    import gradio as gr
+    from starlette.requests import Request
+
+    wrapped = gr.Request(request=Request(scope("10.0.0.1", "6.6.6.6, 203.0.113.7")))
+    assert visitor_of(wrapped, SPACE) == "203.0.113.7"
+    assert visitor_of(wrapped, NONE) == "10.0.0.1"
+    assert visitor_of(gr.Request(), SPACE) == "?"  # made without a server request
+
+
 def test_uvicorn_is_told_to_trust_no_forwarded_header():
     from playground.ui.serving.visitors import distrust_forwarded_headers
     from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware

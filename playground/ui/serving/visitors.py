@@ -115,13 +115,28 @@ def _forwarded_for(headers: Iterable[tuple[bytes, bytes]]) -> str:
     return b",".join(values)[-_MAX_HEADER:].decode("latin-1")
 
 
+def _scope_of(obj: Any, depth: int = 0) -> Mapping | None:
+    """The ASGI scope of a scope, a Starlette/FastAPI request, or a ``gr.Request`` (whose own
+    attribute lookup is not used: it turns values into JSON objects); None when there is none."""
+    if isinstance(obj, Mapping):
+        return obj
+    attrs = getattr(obj, "__dict__", None) or {}
+    if isinstance(attrs.get("scope"), Mapping):
+        return attrs["scope"]
+    inner = attrs.get("request")
+    if inner is not None and inner is not obj and depth < 3:
+        return _scope_of(inner, depth + 1)
+    return None
+
+
 def visitor_of(scope_or_request: Any, proxies: Proxies | None = None) -> str:
-    """Who sent a request (an ASGI scope, or a Starlette/FastAPI request holding one): the
+    """Who sent a request (an ASGI scope, a Starlette/FastAPI request, or a handler's
+    ``gr.Request``): the
     socket's address, or behind a trusted proxy the last ``X-Forwarded-For`` entry (the
     ``hops``-th from the end; the proxy's own address when that entry is missing or not an
     address). "?" when unknown."""
-    scope = getattr(scope_or_request, "scope", scope_or_request)
-    if not isinstance(scope, Mapping):
+    scope = _scope_of(scope_or_request)
+    if scope is None:
         return UNKNOWN
     client = scope.get("client")
     peer = str(client[0]) if client else None
