@@ -48,7 +48,7 @@ from .middleware import BodySizeLimit, RouteGuard
 from .orphaned import READER_GRACE_S, ResultReaders, TrackReaders, stop_unread_work
 from .page_cache import PageCache
 from .sessions import MAX_SESSIONS
-from .unread import TRIM_EVERY_S, drop_unread_results, malloc_trim
+from .unread import TRIM_EVERY_S, drop_unread_results, limit_malloc_arenas, malloc_trim
 from .visitors import distrust_forwarded_headers, is_trusted_proxy, visitor_of
 
 __all__ = ["SWEEP_EVERY_S", "before_queue", "harden", "launch_options", "visitor_of"]
@@ -70,6 +70,7 @@ def before_queue() -> None:
     for name, value in QUEUE_ENVIRONMENT.items():
         os.environ.setdefault(name, value)
     distrust_forwarded_headers()
+    limit_malloc_arenas()
 
 
 def harden(demo: gr.Blocks, max_waiting: Mapping[str, int] | None = None,

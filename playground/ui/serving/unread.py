@@ -85,3 +85,17 @@ def malloc_trim() -> Callable[[], Any] | None:
         return ctypes.CDLL("libc.so.6").malloc_trim
     except (OSError, AttributeError):
         return None
+
+
+M_ARENA_MAX = -8  # glibc's mallopt parameter
+MALLOC_ARENAS = 2
+
+
+def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
+    """Ask glibc for at most ``arenas`` malloc arenas (``mallopt(M_ARENA_MAX)``; by default up to
+    8 a core: each of the ~40 worker threads a burst of requests starts may get one, and freed
+    memory in an arena stays with it). Call before the worker threads start. False elsewhere."""
+    try:
+        return bool(ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, arenas))
+    except (OSError, AttributeError):
+        return False
