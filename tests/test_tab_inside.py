@@ -16,7 +16,7 @@ from playground import inside as ins
 from playground import limits
 from playground.compare import next_token
 from playground.inside import inside
-from playground.inside_view import STAGES, map_html, panels, residual_figure
+from playground.inside_view import STAGES, map_html, panels, residual_norms
 from playground.resources import get_model
 from playground.validation import InputError
 
@@ -216,8 +216,11 @@ def test_panels_show_the_chosen_numbers(result):
     assert f"{fp.loss:.3f}" in out and "10.825" in out  # the loss beside ln V
     assert out.count('class="ins-lt') == len(fp.ids)  # every token of the text, coloured by its loss
     assert "after layer 5 = the output" in lens
-    fig = residual_figure(result)
-    np.testing.assert_allclose(fig.data[0].y, [np.linalg.norm(x.attn_out[t]) for x in fp.layers], rtol=1e-6)
+    np.testing.assert_allclose(residual_norms(result)["attention"], [np.linalg.norm(x.attn_out[t]) for x in fp.layers], rtol=1e-6)
+    # the chart's bars say those norms in their tooltips
+    for layer, x in enumerate(fp.layers):
+        assert f"layer {layer}: ‖attention added‖ = {np.linalg.norm(x.attn_out[t]):.3f}" in res
+        assert f"layer {layer}: ‖FFN added‖ = {np.linalg.norm(x.mlp_out[t]):.3f}" in res
     page_map = map_html(get_model().config, 2, 3, len(fp.ids))
     for anchor, _, _ in STAGES:
         assert f'data-goto="ins-s-{anchor}"' in page_map
