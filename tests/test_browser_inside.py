@@ -202,7 +202,15 @@ def phone(app_server, shots_dir):
 
 
 def test_inside_the_model_at_1280(desktop):
-    drive(desktop, DESKTOP["width"])
+    n = drive(desktop, DESKTOP["width"])
+    # A click on a row of the attention matrix chooses that query's token.
+    img = desktop.locator("#ins-s-attention .ins-matrix img")
+    img.scroll_into_view_if_needed()
+    box = img.bounding_box()
+    desktop.mouse.click(box["x"] + box["width"] * 0.02, box["y"] + box["height"] * 2.5 / n)
+    wait_info(desktop, "head 5, token 2 ")
+    assert desktop.locator("#ins-token input[type=number]").input_value() == "2"
+    check_attention_matrix(desktop, n, 2)
     # A box of the map scrolls to its panel.
     desktop.locator('#ins-map [data-goto="ins-s-ffn"]').click()
     desktop.wait_for_function("() => Math.abs(document.querySelector('#ins-s-ffn').getBoundingClientRect().top) < 40")
