@@ -18,6 +18,7 @@ from test_browser import browser_page, save_screenshot, shots_dir, textbox  # no
 from test_browser_page import PHONE, assert_stale, open_tab, page_width, wait_for_message
 
 import numpy as np
+import torch
 
 from playground.inside import inside
 from playground.resources import get_model
@@ -83,18 +84,23 @@ def check_strips(page, width: int) -> None:
     np.testing.assert_allclose(shown, x, atol=6e-5)
 
 
-def check_attention_matrix(page, n: int, token: int) -> None:
-    """The chosen head's whole matrix (n × n), the chosen query's row outlined where it is."""
+def check_attention_matrix(page, n: int, layer: int, head: int, token: int) -> None:
+    """The chosen head's whole matrix (n × n), the chosen query's row outlined where it is; the
+    hover over that row's first key gives the model's own weight (its modules' output_attentions),
+    read from the drawn state, not an earlier one."""
     m = page.locator("#ins-s-attention .ins-matrix")
     assert int(m.get_attribute("data-n")) == n
     assert len(m.get_attribute("data-w").split(",")) == n * (n + 1) // 2  # every causal (query, key) pair
     box, row = m.locator("img").bounding_box(), m.locator(".ins-qrow").bounding_box()
     assert abs(row["y"] - (box["y"] + box["height"] * token / n)) <= 2, (row, box)
-    # hovering the outlined row's first key names that pair and its weight
     m.scroll_into_view_if_needed()
     box = m.locator("img").bounding_box()
     page.mouse.move(box["x"] + 1, box["y"] + box["height"] * (token + 0.5) / n)
-    assert page.locator("#ins-tip").inner_text().startswith(f"query {token} "), page.locator("#ins-tip").inner_text()
+    tip = page.locator("#ins-tip").inner_text()
+    ids = inside(page.locator("#ins-text textarea").input_value()).fp.ids
+    with torch.inference_mode():
+        weights = get_model()(torch.tensor([ids]), output_attentions=True).attentions[layer][0, head]
+    assert tip.startswith(f"query {token} ") and tip.endswith(f"weight {float(weights[token, 0]):.3f}"), tip
 
 
 def check_next_token_rank(page, r) -> None:
@@ -140,7 +146,7 @@ def drive(page, width: int) -> int:
     assert page.locator("#ins-s-residual svg.ins-chart rect.ins-c-att title").count() == 6  # a bar per layer
     check_stages(page)
     check_strips(page, width)
-    check_attention_matrix(page, n, n - 1)
+    check_attention_matrix(page, n, 0, 0, n - 1)
     assert page.locator("#ins-s-lens td.ins-next").count() == 0  # the last token: nothing came next
 
     t0 = time.perf_counter()
@@ -159,7 +165,7 @@ def drive(page, width: int) -> int:
     rows = page.locator("#ins-s-attention tbody tr")
     assert rows.count() == 6 and "masked" in rows.nth(5).text_content()
     assert page.locator("#ins-output .ins-lt.ins-on").count() == 1  # token 5, predicted from 0..4, outlined
-    check_attention_matrix(page, n, 4)
+    check_attention_matrix(page, n, 3, 5, 4)
     check_next_token_rank(page, inside(TEXT, 3, 5, token=4))
     # The arrow keys on a slider redraw, as a drag does: the page shows what the slider says.
     arrow(page, "ins-layer", "ArrowRight")
@@ -210,7 +216,7 @@ def test_inside_the_model_at_1280(desktop):
     desktop.mouse.click(box["x"] + box["width"] * 0.02, box["y"] + box["height"] * 2.5 / n)
     wait_info(desktop, "head 5, token 2 ")
     assert desktop.locator("#ins-token input[type=number]").input_value() == "2"
-    check_attention_matrix(desktop, n, 2)
+    check_attention_matrix(desktop, n, 3, 5, 2)
     # A box of the map scrolls to its panel.
     desktop.locator('#ins-map [data-goto="ins-s-ffn"]').click()
     desktop.wait_for_function("() => Math.abs(document.querySelector('#ins-s-ffn').getBoundingClientRect().top) < 40")

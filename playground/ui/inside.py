@@ -114,18 +114,25 @@ if (!tip) {
   tip.setAttribute('role', 'tooltip');
   document.body.appendChild(tip);
 }
-const cache = new WeakMap();  // a strip's or matrix's values, parsed once per drawn element
-function values(el, key) {
-  let v = cache.get(el);
-  if (!v) { v = el.dataset[key].split(',').map(Number); cache.set(el, v); }
-  return v;
+// Parsed once per drawn state: Gradio's HTML updates its elements in place (the same element, new
+// attributes), so an entry is keyed by the element and checked against the attribute it was read from.
+const parsed = new WeakMap();
+function read(el, key, parse) {
+  const raw = el.dataset[key];
+  let entry = parsed.get(el);
+  if (!entry || entry.key !== key || entry.raw !== raw) {
+    entry = {key, raw, value: parse(raw)};
+    parsed.set(el, entry);
+  }
+  return entry.value;
 }
+const numbers = (raw) => raw.split(',').map(Number);
 function describe(e) {
   const s = e.target.closest('.ins-cells[data-v]');
   if (s) {
     const img = s.querySelector('img');
     const r = img.getBoundingClientRect();
-    const v = values(s, 'v');
+    const v = read(s, 'v', numbers);
     const i = Math.floor((e.clientX - r.left) / r.width * v.length);
     if (i < 0 || i >= v.length || e.clientY < r.top || e.clientY > r.bottom) return null;
     const groups = Number(s.dataset.groups || 1), size = v.length / groups;
@@ -139,7 +146,7 @@ function describe(e) {
     const tokens = JSON.parse(m.dataset.tokens);
     const pair = `query ${c.row} ${JSON.stringify(tokens[c.row])} → key ${c.col} ${JSON.stringify(tokens[c.col])}`;
     if (c.col > c.row) return `${pair}: masked (a later key), weight 0`;
-    return `${pair}: weight ${values(m, 'w')[c.row * (c.row + 1) / 2 + c.col].toFixed(3)}`;
+    return `${pair}: weight ${read(m, 'w', numbers)[c.row * (c.row + 1) / 2 + c.col].toFixed(3)}`;
   }
   return null;
 }
