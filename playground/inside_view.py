@@ -281,13 +281,15 @@ def _attention(r: InsideResult) -> str:
     q_row, k_row, v_row = (m[:, t, :].reshape(-1) for m in (tr.q, tr.k, tr.v))
     scores, weights = tr.scores[h, t], tr.weights[h, t]
     dots = scores * math.sqrt(D)
-    rows = []
-    for j in range(t + 1):
+
+    def row(j: int) -> str:
         w = float(weights[j])
-        rows.append(
-            f'<tr><td>{j}</td><td>{html.escape(fp.tokens[j])}</td><td>{_f(float(dots[j]), 2)}</td><td>{_f(float(scores[j]), 2)}</td>'
-            f'<td class="ins-bar"><span style="width:{100 * w:.1f}%"></span><em>{w:.3f}</em></td></tr>'
-        )
+        return (f'<tr><td>{j}</td><td>{html.escape(fp.tokens[j])}</td><td>{_f(float(dots[j]), 2)}</td><td>{_f(float(scores[j]), 2)}</td>'
+                f'<td class="ins-bar"><span style="width:{100 * w:.1f}%"></span><em>{w:.3f}</em></td></tr>')
+
+    head_row = f"<thead><tr><th>key</th><th>token</th><th>q·k</th><th>÷ √{D}</th><th>weight</th></tr></thead>"
+    strongest = np.argsort(-weights[: t + 1], kind="stable")[:STRONGEST]
+    rows = [row(j) for j in range(t + 1)]
     future = T - 1 - t
     if future:
         rows.append(f'<tr class="ins-masked"><td>{t + 1}–{T - 1}</td><td colspan="2">{future} later token{"s" if future > 1 else ""}: masked</td>'
@@ -310,9 +312,13 @@ def _attention(r: InsideResult) -> str:
              f"is the outlined row; it attends most to key {top} {_tok(r, top)} ({float(weights[top]):.3f}). Hover a "
              "cell for its weight; click a row to choose that token.")
         + _matrix(r)
-        + f'<details class="ins-details"><summary>Query {t}\'s row, key by key: q·k, ÷ √{D}, weight</summary>'
-        + '<div class="ins-table-wrap"><table class="ins-table"><thead><tr><th>key</th><th>token</th><th>q·k</th>'
-          f"<th>÷ √{D}</th><th>weight</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div></details>"
+        + _p(f"Query {t}'s strongest keys, the row's numbers step by step:")
+        + f'<div class="ins-table-wrap"><table class="ins-table ins-strongest">{head_row}<tbody>'
+        + "".join(row(int(j)) for j in strongest) + "</tbody></table></div>"
+        + f'<details class="ins-details"><summary>Query {t}\'s whole row, key by key ({t + 1} keys'
+        + (", then the masked later ones" if future else "") + ")</summary>"
+        + f'<div class="ins-table-wrap"><table class="ins-table">{head_row}<tbody>' + "".join(rows)
+        + "</tbody></table></div></details>"
         + _p(f"The head's output is the weighted sum of the value vectors: {_shape(D)} = {_vec(tr.head_out[h, t])}")
         + strip(tr.head_out[h, t], f"head {h} out", scale=float(np.abs(concat).max()))
         + _p(f"The {H} heads' outputs side by side (concatenated) make {C} values again; the output projection "

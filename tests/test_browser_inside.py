@@ -162,7 +162,7 @@ def drive(page, width: int) -> int:
     set_slider(page, "ins-token", 4)
     wait_info(page, "head 5, token 4")
     # token 4 attends to keys 0..4; the later ones are one masked row
-    rows = page.locator("#ins-s-attention tbody tr")
+    rows = page.locator("#ins-s-attention details tbody tr")
     assert rows.count() == 6 and "masked" in rows.nth(5).text_content()
     assert page.locator("#ins-output .ins-lt.ins-on").count() == 1  # token 5, predicted from 0..4, outlined
     check_attention_matrix(page, n, 3, 5, 4)

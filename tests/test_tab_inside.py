@@ -260,6 +260,10 @@ def test_the_attention_matrix_picture_is_the_models_own_attention(result):
     # white (0) to indigo (1), linear in each channel: the red channel has the widest span
     weights = (255.0 - matrix[..., 0]) / (255.0 - ATTENDED[0])
     np.testing.assert_allclose(weights[~masked], reference[~masked], atol=0.5 / (255 - ATTENDED[0]) + 1e-6)
+    # the table of the query's strongest keys starts with its largest weight, as the model gives it
+    strongest = re.search(r'class="ins-table ins-strongest">.*?<tbody><tr><td>(\d+)</td>.*?<em>([\d.]+)</em>', att)
+    row = reference[result.token]
+    assert int(strongest.group(1)) == int(np.argmax(row)) and float(strongest.group(2)) == pytest.approx(row.max(), abs=5e-4)
     top = f"{100.0 * result.token / T:.4f}%"
     assert f'class="ins-qrow" style="top:{top}' in att
     assert f'data-n="{T}"' in att
