@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 
 __all__ = ["TARGET_S", "Action", "actions", "serialise", "gzipped", "time_action", "main"]
 
-TARGET_S = 1.5  # issue 24: no tab keeps a learner waiting longer for one action
+TARGET_S = 1.5  # no tab keeps a learner waiting longer for one action
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ def test_named_endpoints_have_exactly_the_documented_parameters(client):
     assert set(api) == set(ENDPOINTS)
 
 
-# --- /tokenize_encodings: the same text in OpenAI's other encodings (issue 13.5) ----------------
+# --- /tokenize_encodings: the same text in OpenAI's other encodings ---------------------------
 
 
 def test_tokenize_encodings_compares_counts_and_splits(client):
@@ -56,7 +56,7 @@ def test_tokenize_encodings_compares_counts_and_splits(client):
     assert got["o200k_base"]["ids"] == [80207, 382, 2146, 283, 1309] and got["o200k_base"]["n_tokens"] == 5
 
 
-# --- /compare: the shipped model beside its untrained initialisation (issue 13.3) ----------------
+# --- /compare: the shipped model beside its untrained initialisation ----------------------------
 
 
 def test_compare_before_and_after_training(client):
@@ -265,7 +265,7 @@ def test_attention_refuses_a_layer_out_of_range(client):
         client.predict("hello everyone", 99, 0, api_name="/attention")
 
 
-# --- /inside: one forward pass, stage by stage (issue 22) -----------------------------------------
+# --- /inside: one forward pass, stage by stage --------------------------------------------------
 
 
 def test_inside_gives_losses_the_lens_and_compares_loss(client):

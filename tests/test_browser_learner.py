@@ -1,4 +1,4 @@
-"""Headless Chromium on the launched app, as a learner meets it (issue 24): the positional
+"""Headless Chromium on the launched app, as a learner meets it: the positional
 heatmap at the seeds' 1024 x 512 keeps its sine and cosine columns; on a 390 px phone every tab
 is one tap away, Generate brings its output into view and a tap shows a token's details; token
 ids sit beside their tokens; an untrained model's candidates read 0.002 %; the Attention tab

@@ -1,4 +1,4 @@
-"""Dependencies run one way (issue 26): no import circle between the project's modules, and the
+"""Dependencies run one way (a module can be read and changed from the bottom up): no import circle between the project's modules, and the
 folders depend in one order: model/ and runtime/ on nothing of the project, the build (export/)
 on them, the measurements (benchmarks/) and the app (playground/, app.py) on those."""
 

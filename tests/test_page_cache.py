@@ -1,5 +1,5 @@
-"""The page is built once and revalidated by ETag (issue 28: "the page is built once, compressed,
-cacheable"), without ever serving one client a page built for another host.
+"""The page is built once and revalidated by ETag (a reload costs a lookup, not
+45 ms of Gradio's CPU), without ever serving one client a page built for another host.
 
 On the launched app: the kept page is byte for byte the page Gradio builds, a reload with the ETag
 gets 304 and no body, and a request naming another host gets that host's root URL while the
