@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from playground.bench import TARGET_S, actions, serialise, time_action
+from benchmarks.bench_tabs import TARGET_S, actions, serialise, time_action
 
 
 def test_every_tab_has_its_slowest_action():
