@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import gradio as gr
 
 from .. import learn
-from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, user_errors
+from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, user_errors
 from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, cards_html, error_slot, note
 
@@ -173,6 +173,6 @@ def build() -> None:
     )
     on_input(
         try_button.click, RESULTS.through(ui_continue, read=2), [prompt, seed, state], [try_output], error=try_error,
-        concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
+        concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
     )
     gr.api(user_errors(api_learn), api_name="learn", concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY)
