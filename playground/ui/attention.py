@@ -1,5 +1,5 @@
 """Attention tab: a BertViz-style line view (click a token, see what it attends to) beside the
-chosen head's heatmap, the mean over heads, every head of a layer, and the lesson's step-through
+chosen head's heatmap, the mean over heads, every head of a layer, and the lessons' step-through
 from the chosen head's queries and keys. The page opens on the example's clearest head. Registers ``/attention``."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def ui_arithmetic(expression, top_k, exclude_inputs, leading_space):
 
 
 def _vector_line(w: emb.WordVector) -> str:
-    """The vector itself, as the seeds print it: the lookup, then its first and last numbers."""
+    """The vector itself, as the Transformer tutorial prints it: the lookup, then its first and last numbers."""
     v = w.vector
     shown = ", ".join(f"{x:.3f}" for x in v[:6]) + ", …, " + ", ".join(f"{x:.3f}" for x in v[-2:])
     if w.expression:

@@ -101,7 +101,7 @@ def build() -> None:
         "Here a GPT starts from random weights and learns Shakespeare while you watch, on this "
         "server's CPU, in about a minute. Its vocabulary is the **84 characters** of the training plays, so "
         "a model that knows nothing and guesses evenly scores **ln 84 = 4.43** nats per character "
-        "(the seeds' −ln(1/n)). Each step shows it 16 new windows of 64 characters, scores its guess of every "
+        "(−ln(1/n) for n equally likely characters). Each step shows it 16 new windows of 64 characters, scores its guess of every "
         "next character with cross-entropy, and nudges every weight downhill (the same step as `python -m model.train`). "
         "The dashed lines are what simpler models score on two plays it never sees: the unigram model (each "
         "character's frequency), the bigram model (the frequency after the previous character), and the shipped "
