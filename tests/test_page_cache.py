@@ -36,6 +36,15 @@ def test_a_reload_gets_the_same_page_and_a_revalidation_gets_304(app_server):
         assert plain.content == first.content  # the same page, sent uncompressed
 
 
+def test_a_client_refusing_gzip_gets_the_page_and_its_json_uncompressed(app_server):
+    with httpx.Client(timeout=60) as client:
+        gzipped = client.get(app_server.url, headers=GZIP)  # kept first: it must not be served below
+        for url in (app_server.url, app_server.url + "config"):
+            refused = client.get(url, headers={"Accept-Encoding": "gzip;q=0, identity"})
+            assert refused.status_code == 200 and "content-encoding" not in refused.headers
+    assert gzipped.headers["content-encoding"] == "gzip" and refused.json()["root"].startswith("http://127.0.0.1")
+
+
 def test_the_kept_page_is_the_one_gradio_builds(app_server):
     """A query string passes the cache (Gradio builds the page for it): the same page otherwise."""
     with httpx.Client(timeout=60) as client:
