@@ -1,7 +1,7 @@
-"""Attention tab: the model's attention weights for a prompt, and the seeds' step-through.
+"""Attention tab: the model's attention weights for a prompt, and the lessons' step-through.
 
 The weights come from ``model(idx, output_attentions=True).attentions`` (per layer [B, H, T, T]).
-The step-through recomputes one head from the block's own weights, stage by stage as the seeds
+The step-through recomputes one head from the block's own weights, stage by stage as the lessons
 write it (``q = x W_Q``, ``k = x W_K`` -> ``q @ k^T * head_size**-0.5`` -> ``tril`` ->
 ``masked_fill(tril == 0, -inf)`` -> ``softmax`` -> ``@ v``), and checks the result against the
 model's own computation.
@@ -43,7 +43,7 @@ class Stage:
     for (the page shows one stage at a time: drawing all seven made every layer change slower)."""
 
     name: str
-    code: str  # the seeds' line of PyTorch for this step
+    code: str  # the lessons' line of PyTorch for this step
     caption: str
     matrix: np.ndarray = field(repr=False)  # [T, T] (or [T, head_dim] for q, k and the output)
     draw: Callable[[], go.Figure] = field(repr=False, compare=False)
@@ -242,7 +242,7 @@ def _step_through(model: GPT, ids: list[int], layer: int, head: int, tokens: lis
     q, k, v = block.attn.c_attn(ln).split(c, dim=-1)
     q, k, v = (m.view(t, n_head, d).transpose(0, 1) for m in (q, k, v))  # [H, T, D]
 
-    # The seeds' stages, for every head at once (the chosen one is shown).
+    # The lessons' stages, for every head at once (the chosen one is shown).
     wei = q @ k.transpose(-2, -1) * d**-0.5
     tril = torch.tril(torch.ones(t, t))
     masked = wei.masked_fill(tril == 0, float("-inf"))

@@ -227,7 +227,7 @@ class SimilarityResult:
 
 
 def word_or_expression(text: Any, *, leading_space: bool = True, model: GPT | None = None) -> WordVector:
-    """A word's embedding, or an expression's vector (``queen + man - woman``: the seeds'
+    """A word's embedding, or an expression's vector (``queen + man - woman``: the Transformer tutorial's
     cos(queen + man − woman, king)) when ``text`` holds an operator."""
     model = model or get_model()
     if isinstance(text, str) and any(op in text for op in "+-*"):

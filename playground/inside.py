@@ -1,6 +1,6 @@
 """Inside the model: one forward pass of the model shown, stage by stage, on the learner's text.
 
-Every stage is computed by hand from the block's own parameters, in the seeds' terms and shapes
+Every stage is computed by hand from the block's own parameters, in the lessons' terms and shapes
 (no module of the model is called): the embedding lookup plus the position rows, LayerNorm with
 its mean, standard deviation, gamma and beta, ``c_attn`` split into Q, K and V and reshaped
 ``(T, d_model) -> (n_head, T, head_dim)``, ``q @ k^T / sqrt(head_dim)``, the causal mask,

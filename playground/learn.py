@@ -82,7 +82,7 @@ SKEW = 10.0  # the skewed start multiplies the final LayerNorm's gain: every out
 POSITIONS = ("learned", "sinusoidal")
 POSITION_WHY = {
     "learned": "a trained table of position vectors (GPT-2)",
-    "sinusoidal": "the fixed sine/cosine table of the seeds: its rows are far longer than the small token "
+    "sinusoidal": "the fixed sine/cosine table of 'Attention Is All You Need': its rows are far longer than the small token "
     "embeddings, so at first the model sees mostly positions and learns more slowly",
 }
 VOCABS = ("char", "gpt2")

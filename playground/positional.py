@@ -1,4 +1,4 @@
-"""Positional encoding tab: the seeds' sinusoidal table, its frequencies, and the model's own table.
+"""Positional encoding tab: the lessons' sinusoidal table, its frequencies, and the model's own table.
 
 PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = cos(pos / base^(2i/d_model)),
 values from ``model.positional_encoding`` (the function the model itself uses). Because
@@ -29,7 +29,7 @@ from .validation import InputError, parse_int_list, validate_float, validate_int
 __all__ = [
     "FORMULA_LATEX",
     "FORMULA_LINES",
-    "SEED_DIMS",
+    "TUTORIAL_DIMS",
     "PositionalResult",
     "ModelTableResult",
     "frequencies",
@@ -44,7 +44,7 @@ FORMULA_LINES = (
     r"f_i = \frac{1}{\text{base}^{2i/d_{model}}} = \exp\left(-\frac{2i\,\ln \text{base}}{d_{model}}\right)",
 )
 FORMULA_LATEX = r", \quad ".join(FORMULA_LINES)
-SEED_DIMS = (2, 4, 6, 8)  # seed 001 plots out[0, :, 2:10:2]
+TUTORIAL_DIMS = (2, 4, 6, 8)  # the Transformer tutorial plots out[0, :, 2:10:2]
 # A heatmap of more cells than this is drawn downsampled (see _downsampled; the table is exact):
 # a phone or a laptop shows little more, and each cell costs bytes on the wire and time to draw.
 MAX_HEATMAP_CELLS = 256 * 256
@@ -127,7 +127,7 @@ def _table_heatmap(table: np.ndarray, title: str) -> go.Figure:
 
 def _parse_dims(dims: Any, d_model: int) -> list[int]:
     if dims is None:
-        return [d for d in SEED_DIMS if d < d_model] or [0]
+        return [d for d in TUTORIAL_DIMS if d < d_model] or [0]
     if isinstance(dims, str):
         dims = parse_int_list(dims, name="dimensions", max_chars=200, max_count=limits.MAX_PLOT_DIMS)
     if isinstance(dims, (int, float)) or not isinstance(dims, Sequence) or not dims:
@@ -156,8 +156,8 @@ def positional_encoding(d_model: Any = 20, n_positions: Any = 100, base: Any = 1
     """The sinusoidal table [n_positions, d_model] for the given base, with its figures.
 
     ``dims``: dimensions drawn over positions (indices, or text such as ``"2, 4, 6, 8"``);
-    default the seed's 2, 4, 6, 8. d_model must be even (a sine and a cosine per frequency).
-    Defaults are the seed's module example (block_size 100, d_model 20).
+    default the Transformer tutorial's 2, 4, 6, 8. d_model must be even (a sine and a cosine per frequency).
+    Defaults are the Transformer tutorial's module example (block_size 100, d_model 20).
     """
     d_model = validate_int(d_model, name="d_model", minimum=limits.MIN_D_MODEL, maximum=limits.MAX_D_MODEL)
     if d_model % 2:

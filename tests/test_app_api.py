@@ -1,6 +1,6 @@
 """Every API endpoint of the launched app, called with gradio_client as a user would.
 
-Expected values come from the seeds (token ids printed in seed 001, the positional-encoding
+Expected values come from the lessons (token ids printed in the Transformer tutorial, the positional-encoding
 tables it prints) and from the definitions (causal mask, probabilities), not from our output.
 """
 
@@ -44,7 +44,7 @@ def test_named_endpoints_have_exactly_the_documented_parameters(client):
     assert set(api) == set(ENDPOINTS)
 
 
-# --- /tokenize_encodings: the same text in OpenAI's other encodings (issue 13.5) ----------------
+# --- /tokenize_encodings: the same text in OpenAI's other encodings ---------------------------
 
 
 def test_tokenize_encodings_compares_counts_and_splits(client):
@@ -56,7 +56,7 @@ def test_tokenize_encodings_compares_counts_and_splits(client):
     assert got["o200k_base"]["ids"] == [80207, 382, 2146, 283, 1309] and got["o200k_base"]["n_tokens"] == 5
 
 
-# --- /compare: the shipped model beside its untrained initialisation (issue 13.3) ----------------
+# --- /compare: the shipped model beside its untrained initialisation ----------------------------
 
 
 def test_compare_before_and_after_training(client):
@@ -75,8 +75,8 @@ def test_compare_before_and_after_training(client):
 @pytest.mark.parametrize(
     "text, ids",
     [
-        ("hello everyone", [31373, 2506]),  # seed 001
-        ("Hi my name is Moussa", [17250, 616, 1438, 318, 42436, 11400]),  # seed 001
+        ("hello everyone", [31373, 2506]),  # the Transformer tutorial
+        ("Hi my name is Moussa", [17250, 616, 1438, 318, 42436, 11400]),  # the Transformer tutorial
     ],
 )
 def test_tokenize_gives_the_seeds_ids(client, text, ids):
@@ -129,7 +129,7 @@ def test_embedding_arithmetic_refuses_code(client):
 
 
 def test_positional_encoding_matches_the_seeds_table_d20(client):
-    # Seed 001 prints the module's table for block_size 100, d_model 20.
+    # The Transformer tutorial prints the module's table for block_size 100, d_model 20.
     out = client.predict(20, 100, 10000, api_name="/positional_encoding")
     table = out["table"]
     assert len(table) == 100 and len(table[0]) == 20
@@ -143,7 +143,7 @@ def test_positional_encoding_matches_the_seeds_table_d20(client):
 
 
 def test_positional_encoding_matches_the_seeds_table_d512(client):
-    # Seed 001: block_size 1024, d_model 512.
+    # The Transformer tutorial: block_size 1024, d_model 512.
     out = client.predict(512, 1024, 10000, api_name="/positional_encoding")
     t = out["table"]
     assert t[1][2] == pytest.approx(0.82186, abs=1e-4)
@@ -155,7 +155,7 @@ def test_positional_encoding_matches_the_seeds_table_d512(client):
 
 
 def test_positional_encoding_answers_are_capped_and_say_so(client):
-    """An answer carries at most limits.MAX_TABLE_VALUES values: the seeds' whole 1024 x 512 table,
+    """An answer carries at most limits.MAX_TABLE_VALUES values: the Transformer tutorial's whole 1024 x 512 table,
     and of a 1024 x 1024 one its first 512 positions, with a note saying so."""
     from playground import limits
 
@@ -265,7 +265,7 @@ def test_attention_refuses_a_layer_out_of_range(client):
         client.predict("hello everyone", 99, 0, api_name="/attention")
 
 
-# --- /inside: one forward pass, stage by stage (issue 22) -----------------------------------------
+# --- /inside: one forward pass, stage by stage --------------------------------------------------
 
 
 def test_inside_gives_losses_the_lens_and_compares_loss(client):

@@ -1,4 +1,4 @@
-"""Headless Chromium on the Watch it learn tab (issue 23), at 1280 px and at a phone's 390 px:
+"""Headless Chromium on the Watch it learn tab, at 1280 px and at a phone's 390 px:
 Start, the chart growing while the model trains, Stop, and no horizontal scroll. Screenshots
 docs/screenshots/learn.png and phone-learn.png with PLAYGROUND_SCREENSHOTS=1."""
 

@@ -1,5 +1,5 @@
-"""Headless Chromium on the launched app, as a learner meets it (issue 24): the positional
-heatmap at the seeds' 1024 x 512 keeps its sine and cosine columns; on a 390 px phone every tab
+"""Headless Chromium on the launched app, as a learner meets it: the positional
+heatmap at the Transformer tutorial's 1024 x 512 keeps its sine and cosine columns; on a 390 px phone every tab
 is one tap away, Generate brings its output into view and a tap shows a token's details; token
 ids sit beside their tokens; an untrained model's candidates read 0.002 %; the Attention tab
 opens on a head that shows something, keeps the selected token in view and folds its checks
@@ -111,7 +111,7 @@ def test_token_ids_beside_their_tokens_without_hover(phone):
     phone.locator("#tok-run").tap()
     phone.wait_for_function("() => document.querySelectorAll('#tok-spans .gpt-token').length === 2")
     ids = phone.locator("#tok-spans .gpt-id")
-    assert ids.all_inner_texts() == ["31373", "2506"]  # the seeds' ids for "hello everyone"
+    assert ids.all_inner_texts() == ["31373", "2506"]  # the Transformer tutorial's ids for "hello everyone"
     for i in range(2):
         box = ids.nth(i).bounding_box()
         assert box and box["width"] > 0 and box["y"] < PHONE["height"] * 3

@@ -22,7 +22,10 @@ from export.build import stale_files
 from export.hub import HUB_FILES, zip_hub
 from export.metadata import sha256_file
 from export.onnx_export import IR_VERSION
-from export.validate import INT8_PAD_TOL, LOGIT_TOL, check_padded_batch, check_parity, check_size, format_table, run_checks
+from export.validate import (
+    INT8_PAD_TOL, LOGIT_TOL, check_cached_decoding, check_decoded_logits, check_padded_batch, check_parity, check_size,
+    format_table, run_checks,
+)
 from model import GPT, load_pretrained
 from runtime.engine import Engine, left_pad
 from runtime.generate import generate
@@ -135,7 +138,7 @@ def test_all_checks_pass_including_greedy_past_the_context(tiny_export):
     results = run_checks(tiny_export.paths, load_pretrained(tiny_export.weights), quick=True, greedy_tokens=40)
     assert all(c.ok for c in results), format_table(results)
     table = format_table(results)
-    assert "greedy text" in table and "left-padded batch" in table
+    assert "greedy text" in table and "left-padded batch" in table and "decoded logits vs PyTorch's cache, 40 steps" in table
     for name in ("model.onnx", "model_quantized.onnx", "model_int8.onnx"):
         assert f"{name} vs PyTorch logits" in table
     for name in ("model_quantized.onnx", "model_int8.onnx"):
@@ -159,6 +162,40 @@ def test_parity_check_catches_a_wrong_graph(tiny_export, tmp_path):
     onnx.save_model(proto, str(broken))
     check = check_parity(load_pretrained(tiny_export.weights), Engine.load(broken, provider="cpu"), [(1, 8)], 1e-4)
     assert not check.ok
+
+
+def test_the_shipped_fp32_file_passes_the_logit_checks_at_every_step(shipped_onnx):
+    """The export's logit checks on the trained model, whose every part shapes its logits (on the
+    tiny random one a wrong attention scale moved them by 1e-4): the graph against PyTorch, a
+    left-padded batch, the cache, and 100 decode steps (the tiny model's checks slide past its
+    context). Each stays within LOGIT_TOL; docs/testing.md lists the bugs this catches."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # batch-1 PyTorch steps: ~20 times faster on 1 of 2 busy cores
+    try:
+        model, engine = load_pretrained(), Engine.load(shipped_onnx["fp32"], provider="cpu")
+        results = [check_parity(model, engine, [(2, 40)], LOGIT_TOL), check_padded_batch(engine),
+                   check_cached_decoding(engine, 24), check_decoded_logits(model, engine, 100)]
+    finally:
+        torch.set_num_threads(threads)
+    assert all(c.ok for c in results), format_table(results)
+
+
+def test_the_decoded_logits_check_catches_a_graph_whose_argmax_survives(tiny_export, tmp_path):
+    """Every logit of a graph offset by the same 0.01: greedy ids are unchanged, the check is not."""
+    proto = onnx.load(str(tiny_export.paths["fp32"]))
+    logits = next(n for n in proto.graph.output if n.name == "logits")
+    offset = numpy_helper.from_array(np.array(0.01, dtype=np.float32), "offset")
+    proto.graph.initializer.append(offset)
+    producer = next(n for n in proto.graph.node if "logits" in n.output)
+    producer.output[list(producer.output).index("logits")] = "logits_before_offset"
+    proto.graph.node.append(onnx.helper.make_node("Add", ["logits_before_offset", "offset"], [logits.name]))
+    broken = tmp_path / "offset.onnx"
+    onnx.save_model(proto, str(broken))
+    model, engine = load_pretrained(tiny_export.weights), Engine.load(broken, provider="cpu")
+    check = check_decoded_logits(model, engine, 8)
+    assert not check.ok and float(check.value) == pytest.approx(0.01, rel=0.05)
+    assert generate(engine, [464, 3290], SamplingParams(8, stop_at_eot=False)) == generate(
+        Engine.load(tiny_export.paths["fp32"], provider="cpu"), [464, 3290], SamplingParams(8, stop_at_eot=False))
 
 
 @pytest.mark.parametrize("key", ["quantized", "int8"])

@@ -1,4 +1,4 @@
-"""Watch it learn (issue 23): a GPT trained from random weights, live. The start at ln V, the
+"""Watch it learn: a GPT trained from random weights, live. The start at ln V, the
 skewed start above it, bit-for-bit repeatable runs, the reference losses against independent
 counts, Stop freeing the CPU, one run at a time with a message for the next learner, and the
 /learn endpoint on the launched app while a generation answers."""

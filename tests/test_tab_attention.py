@@ -1,4 +1,4 @@
-"""Attention tab: the model's weights, the seeds' step-through and its check, bad input."""
+"""Attention tab: the model's weights, the lessons' step-through and its check, bad input."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_step_through_reproduces_the_model(result):
 
 
 def test_uniform_scores_give_the_seeds_running_average(small_model):
-    # Seed 003: with all scores equal, masked softmax gives rows 1, 1/2 1/2, 1/3 ... and
+    # The deep-learning notes: with all scores equal, masked softmax gives rows 1, 1/2 1/2, 1/3 ... and
     # wei @ v is the running mean of v. Zero the query/key projections to make every score 0.
     c = small_model.config.d_model
     d = c // small_model.config.n_head
@@ -82,9 +82,9 @@ def test_uniform_scores_give_the_seeds_running_average(small_model):
         hook.remove()
     t = len(r.ids)
     assert t == 8
-    seed_rows = [1.0, 0.5, 0.3333, 0.25, 0.2, 0.1667, 0.1429, 0.125]  # printed in seed 003
+    notes_rows = [1.0, 0.5, 0.3333, 0.25, 0.2, 0.1667, 0.1429, 0.125]  # printed in the deep-learning notes
     weights = r.stages[5].matrix
-    np.testing.assert_allclose(np.diag(weights), seed_rows, atol=1e-4)
+    np.testing.assert_allclose(np.diag(weights), notes_rows, atol=1e-4)
     np.testing.assert_allclose(weights[7], [0.125] * 8, atol=1e-4)
     assert r.output_max_diff < 1e-5
     # Head 0's values straight from the block's W_V on its LayerNorm input (captured by a hook);

@@ -269,7 +269,7 @@ def test_contextual_refuses(args, fragment):
 
 
 def test_cosine_box_takes_the_seeds_expression_and_shows_the_vectors():
-    """cos(queen + man - woman, king), the seeds' own, against the embedding table by hand."""
+    """cos(queen + man - woman, king), the Transformer tutorial's own, against the embedding table by hand."""
     from model import get_tokenizer
     from playground.embeddings import word_similarity
     from playground.resources import get_model

@@ -1,4 +1,4 @@
-"""The next token, as the Text generation tab shows it (issue 15.4, issue 13.6): the live
+"""The next token, as the Text generation tab shows it: the live
 distribution under the sampling settings (playground/next_token.py), the candidates chart of a
 generated step (legend, the drawn token's bar, a token drawn from outside the top candidates),
 its caption, whitespace made visible, and one token at a time with "Next token".

@@ -1,4 +1,4 @@
-"""Positional encoding tab: the seeds' printed tables, the offset property, limits, the model's table."""
+"""Positional encoding tab: the lessons' printed tables, the offset property, limits, the model's table."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from playground.validation import InputError
 
 
 def test_seed_003_table_block4_dim6():
-    # Seed 003 prints pe for block_size=4, emb_dim=6 (and div_term [1.0000, 0.0464, 0.0022]).
+    # The deep-learning notes print pe for block_size=4, emb_dim=6 (and div_term [1.0000, 0.0464, 0.0022]).
     r = positional_encoding(6, 4, 10000)
     expected = [
         [0.0000, 1.0000, 0.0000, 1.0000, 0.0000, 1.0000],
@@ -28,31 +28,31 @@ def test_seed_003_table_block4_dim6():
 
 
 def test_seed_001_module_example_block100_dim20():
-    # Seed 001: PositionalEncoding(block_size=100, d_model=20) applied to zeros prints these.
+    # The Transformer tutorial: PositionalEncoding(block_size=100, d_model=20) applied to zeros prints these.
     r = positional_encoding(20, 100, 10000)
     np.testing.assert_allclose(r.table[1, :3], [8.4147e-01, 5.4030e-01, 3.8767e-01], atol=1e-4)
     np.testing.assert_allclose(r.table[1, -3:], [1.0000e00, 2.5119e-04, 1.0000e00], atol=1e-6)
     np.testing.assert_allclose(r.table[99, :3], [-9.9921e-01, 3.9821e-02, 9.8984e-01], atol=1e-4)
     np.testing.assert_allclose(r.table[99, -3:], [9.9805e-01, 2.4865e-02, 9.9969e-01], atol=1e-4)
-    assert r.dims == [2, 4, 6, 8]  # the seed's plot of dims 2, 4, 6, 8
+    assert r.dims == [2, 4, 6, 8]  # the Transformer tutorial's plot of dims 2, 4, 6, 8
     assert [t.name for t in r.lines.data] == ["dim 2", "dim 4", "dim 6", "dim 8"]
     np.testing.assert_allclose(r.lines.data[0].y, r.table[:, 2])
 
 
 def test_seed_001_large_table_and_frequencies():
-    # Seed 001: block_size=1024, d_model=512; freq[:4] and rows 1 and 1023 as printed.
+    # The Transformer tutorial: block_size=1024, d_model=512; freq[:4] and rows 1 and 1023 as printed.
     r = positional_encoding(512, 1024, 10000)
     np.testing.assert_allclose(r.frequencies[:4], [1.0000, 0.9647, 0.9306, 0.8977], atol=1e-4)
     np.testing.assert_allclose(r.table[1, :3], [8.4147e-01, 5.4030e-01, 8.2186e-01], atol=1e-4)
     np.testing.assert_allclose(r.table[1, -2:], [1.0366e-04, 1.0], atol=1e-6)
     np.testing.assert_allclose(r.table[1023, :3], [-9.1649e-01, 4.0007e-01, 3.7901e-01], atol=2e-4)
     np.testing.assert_allclose(r.table[1023, -3:], [9.9396e-01, 1.0585e-01, 9.9438e-01], atol=1e-4)
-    # Seed 000: for d_model 512 the pair with 2i/d_model = 0.5 divides pos by 10000^0.5 = 100.
+    # The positional-encoding walkthrough: for d_model 512 the pair with 2i/d_model = 0.5 divides pos by 10000^0.5 = 100.
     assert 1 / r.frequencies[128] == pytest.approx(100.0)
 
 
 def test_seed_001_first_50_frequencies():
-    # Seed 001 prints freq[:50] for d_model = 512.
+    # The Transformer tutorial prints freq[:50] for d_model = 512.
     printed = [1.0000, 0.9647, 0.9306, 0.8977, 0.8660, 0.8354, 0.8058, 0.7774, 0.7499, 0.7234, 0.6978,
                0.6732, 0.6494, 0.6264, 0.6043, 0.5829, 0.5623, 0.5425, 0.5233, 0.5048, 0.4870, 0.4698,
                0.4532, 0.4371, 0.4217, 0.4068, 0.3924, 0.3786, 0.3652, 0.3523, 0.3398, 0.3278, 0.3162,
@@ -118,7 +118,7 @@ def test_refuses_bad_dims(dims, fragment):
 
 
 def test_large_heatmap_keeps_sin_and_cos_pairs_and_averages_positions():
-    """The seeds' 1024 x 512: drawn as whole (sine, cosine) pairs over position blocks' means (no
+    """The Transformer tutorial's 1024 x 512: drawn as whole (sine, cosine) pairs over position blocks' means (no
     aliasing), the table itself exact."""
     from playground import positional
 

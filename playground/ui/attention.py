@@ -1,5 +1,5 @@
 """Attention tab: a BertViz-style line view (click a token, see what it attends to) beside the
-chosen head's heatmap, the mean over heads, every head of a layer, and the lesson's step-through
+chosen head's heatmap, the mean over heads, every head of a layer, and the lessons' step-through
 from the chosen head's queries and keys. The page opens on the example's clearest head. Registers ``/attention``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import gradio as gr
 
 from .. import attention as att
 from ..resources import get_model
-from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, on_tab_open, user_errors
+from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, on_tab_open, user_errors
 from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples, with_notice
 
@@ -238,9 +238,9 @@ def build(tab: gr.Tab) -> None:
         [text, layer, head, stages],
         [lines, head_fig, mean_fig, heads_fig, stages, info],
         error=error,
-        concurrency_id=HEAVY,
+        concurrency_id=FORWARD,
         concurrency_limit=FORWARD_CONCURRENCY,
         trigger_mode="always_last",
     ).then(**show_stage)
     stage_pick.change(**show_stage)
-    gr.api(user_errors(api_attention), api_name="attention", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)
+    gr.api(user_errors(api_attention), api_name="attention", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)

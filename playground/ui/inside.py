@@ -13,7 +13,7 @@ from .. import inside as ins
 from .. import inside_view as view
 from ..resources import get_model
 from ..validation import validate_int
-from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, on_tab_open, static_text, user_errors
+from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, on_tab_open, static_text, user_errors
 from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples
 
 CSS = static_text("inside.css")  # the classes inside_view writes
@@ -218,7 +218,7 @@ def build(tab: gr.Tab) -> None:
     shown = gr.State(ins.EXAMPLE_TEXTS[0])  # the text whose pass the page shows
     outputs = [map_box, info, emb, ln, att, res, ffn, lens, out]
     on_tab_open(tab, lambda: first, outputs, concurrency_id=LIGHT)
-    events = dict(error=error, concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
+    events = dict(error=error, concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
     on_input([run.click, text.submit], ui_run, [text, layer, head], [shown, token, *outputs], **events)
     # A slider redraws on every user input: a drag (each step, the last one kept), a click on the
     # track, the arrow keys (which send no "release" in Gradio 6), a number typed in its box.
@@ -226,4 +226,4 @@ def build(tab: gr.Tab) -> None:
     for control, handler in ((layer, ui_layer), (head, ui_head), (token, ui_token)):
         # (a small progress mark, not an overlay on every panel for a redraw of a tenth of a second)
         on_input([control.input], handler, [shown, layer, head, token], outputs, show_progress="minimal", **events)
-    gr.api(user_errors(api_inside), api_name="inside", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)
+    gr.api(user_errors(api_inside), api_name="inside", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)

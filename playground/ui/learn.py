@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import gradio as gr
 
 from .. import learn
-from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, user_errors
+from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, user_errors
 from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, cards_html, error_slot, note
 
@@ -101,7 +101,7 @@ def build() -> None:
         "Here a GPT starts from random weights and learns Shakespeare while you watch, on this "
         "server's CPU, in about a minute. Its vocabulary is the **84 characters** of the training plays, so "
         "a model that knows nothing and guesses evenly scores **ln 84 = 4.43** nats per character "
-        "(the seeds' −ln(1/n)). Each step shows it 16 new windows of 64 characters, scores its guess of every "
+        "(−ln(1/n) for n equally likely characters). Each step shows it 16 new windows of 64 characters, scores its guess of every "
         "next character with cross-entropy, and nudges every weight downhill (the same step as `python -m model.train`). "
         "The dashed lines are what simpler models score on two plays it never sees: the unigram model (each "
         "character's frequency), the bigram model (the frequency after the previous character), and the shipped "
@@ -173,6 +173,6 @@ def build() -> None:
     )
     on_input(
         try_button.click, RESULTS.through(ui_continue, read=2), [prompt, seed, state], [try_output], error=try_error,
-        concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
+        concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
     )
     gr.api(user_errors(api_learn), api_name="learn", concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY)

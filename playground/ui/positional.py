@@ -1,4 +1,4 @@
-"""Positional encoding tab: the lesson's sinusoidal table for any d_model / positions / base, its
+"""Positional encoding tab: the lessons' sinusoidal table for any d_model / positions / base, its
 frequencies, the offset-only similarity, and the model's own table. Registers
 ``/positional_encoding``."""
 
@@ -37,7 +37,7 @@ def ui_model_table():
 def api_positional_encoding(d_model: int, n_positions: int, base: float) -> dict:
     """The sinusoidal table PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] =
     cos(pos / base^(2i/d_model)). Returns `table` ([rows][d_model], 6 decimals: every position
-    up to 524,288 values, the seeds' whole 1024 x 512 table; past that its first positions),
+    up to 524,288 values, the Transformer tutorial's whole 1024 x 512 table; past that its first positions),
     `table_rows` (how many), `frequencies`, `wavelengths`, `formula`, and `note` when the table
     was cut. Limits: d_model even, 2-1024; n_positions 1-1024; base 2-1,000,000 (the paper's is
     10000)."""

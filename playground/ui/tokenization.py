@@ -158,7 +158,7 @@ def build() -> None:
                 decode_error = error_slot("dec-error")
                 decode = gr.Button("Decode", elem_id="dec-run")
             with gr.Column(scale=1):
-                first_decoded = ui_decode("31373, 2506")  # the page opens on the lesson's ids, decoded
+                first_decoded = ui_decode("31373, 2506")  # the page opens on the Transformer tutorial's ids, decoded
                 decoded = gr.Textbox(first_decoded[0], label="Decoded text", interactive=False, elem_id="dec-text", elem_classes=RESULT)
                 decode_notice = note(first_decoded[1], result=True)
     next_tab("Each id now picks one row of a table of learned numbers: the token's vector.", "Embeddings")
