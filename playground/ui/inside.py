@@ -114,7 +114,7 @@ watch('value', highlight);
 """
 
 
-def build(tab: gr.Tab) -> None:
+def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     """The tab's content; the example's pass is drawn when ``tab`` is first opened (out of the first page load)."""
     cfg = get_model().config
     note(
@@ -159,3 +159,4 @@ def build(tab: gr.Tab) -> None:
     for control, handler in ((layer, ui_layer), (head, ui_head), (token, ui_token)):
         on_input([control.release], handler, [shown, layer, head, token], outputs, **events)
     gr.api(user_errors(api_inside), api_name="inside", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)
+    return {"text": text, "layer": layer, "head": head, "token": token}  # its controls, by the names of a link's parameters (playground/links.py)
