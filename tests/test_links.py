@@ -226,3 +226,15 @@ def test_every_parameter_says_what_it_accepts():
             assert p.accepted() and p.what, (tab, p.name)
     assert L.params("positional")[0].accepted() == "an even whole number from 2 to 1024"
     assert L.params("generation")[4].accepted() == "a number in (0, 1]"
+
+
+def test_docs_list_every_tabs_parameters():
+    """docs/app.md's Links section: a row per parameter, under its tab, as the contract says."""
+    docs = (ROOT / "docs" / "app.md").read_text()
+    section = docs.split("## Links\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| ")][1:]
+    listed, tab = [], None
+    for first, second in rows:
+        tab = first.strip().strip("`") or tab
+        listed.append((tab, second.strip().strip("`")))
+    assert listed == [(t, name) for t in L.TABS for name in ([p.name for p in L.params(t)] or ["–"])]  # Model: none
