@@ -238,3 +238,28 @@ def test_docs_list_every_tabs_parameters():
         tab = first.strip().strip("`") or tab
         listed.append((tab, second.strip().strip("`")))
     assert listed == [(t, name) for t in L.TABS for name in ([p.name for p in L.params(t)] or ["–"])]  # Model: none
+
+
+def test_the_pages_note_shows_a_links_words_as_text_and_its_plan_as_data():
+    """What a link's author typed reaches the page escaped: never markup."""
+    from html.parser import HTMLParser
+
+    from playground.ui.links import note_html
+
+    link = L.parse_query({"tab": "inside", "<img src=x onerror=alert(1)>": "1", "layer": "9"})
+    plan = {"tab": "inside", "run": ["ins-run"], "after": {"id": "ins-token", "value": 4, "waiting": "Token \"…\" '<b>'"}}
+    shown = note_html(link, plan)
+    assert "<img" not in shown and "&lt;img src=x onerror=alert(1)&gt;" in shown
+
+    class Read(HTMLParser):
+        tags: list = []
+        plan = None
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+            self.plan = dict(attrs).get("data-plan", self.plan)
+
+    read = Read()
+    read.feed(shown)
+    assert json.loads(read.plan) == plan and set(read.tags) == {"div", "b", "ul", "li"}
+    assert note_html(L.Link(), None) == "<div></div>"  # no link: nothing shown, no plan
