@@ -178,7 +178,7 @@ watch('value', draw);
 """
 
 
-def build(tab: gr.Tab) -> None:
+def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     """The tab's content; its figures are drawn when ``tab`` is first opened (out of the first page load)."""
     cfg = get_model().config
     note(
@@ -244,3 +244,4 @@ def build(tab: gr.Tab) -> None:
     ).then(**show_stage)
     stage_pick.change(**show_stage)
     gr.api(user_errors(api_attention), api_name="attention", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
+    return {"text": text, "layer": layer, "head": head}  # its controls, by the names of a link's parameters (playground/links.py)

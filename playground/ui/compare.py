@@ -39,7 +39,7 @@ def api_compare(prompt: str, word: str, sentence: str) -> dict:
     return cmp.compare_all(prompt, word, sentence)
 
 
-def build() -> None:
+def build() -> dict[str, gr.components.Component]:
     shown, other = cmp.labels()
     cfg = get_model().config
     other_cfg = cmp.comparison_model()[1].config
@@ -98,3 +98,4 @@ def build() -> None:
         "Watch it learn",
     )
     gr.api(user_errors(api_compare), api_name="compare", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
+    return {"text": prompt, "word": word, "sentence": sentence, "layer": layer, "head": head}  # its controls, by the names of a link's parameters (playground/links.py)

@@ -67,7 +67,7 @@ def api_embedding_arithmetic(expression: str, top_k: int) -> dict:
     return emb.embedding_arithmetic(expression, top_k).to_dict()
 
 
-def build() -> None:
+def build() -> dict[str, gr.components.Component]:
     note(
         "Each token id picks one row of the embedding table: a vector of numbers the model learned. "
         "Directions in that space carry meaning, so vectors can be added and subtracted. Nearest "
@@ -149,3 +149,4 @@ def build() -> None:
     )
 
     gr.api(user_errors(api_embedding_arithmetic), api_name="embedding_arithmetic", concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
+    return {"text": expression, "top_k": top_k, "exclude_inputs": exclude, "leading_space": space}  # its controls, by the names of a link's parameters (playground/links.py)

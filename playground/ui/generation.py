@@ -184,7 +184,7 @@ def api_generate(prompt: str, max_new_tokens: int, temperature: float, top_k: in
             yield state.to_api()
 
 
-def build() -> None:
+def build() -> dict[str, gr.components.Component]:
     """The tab's components and events (call inside ``gr.Tab``)."""
     d = gen.DEFAULTS
     note(
@@ -308,3 +308,4 @@ def build() -> None:
         concurrency_id=GENERATE,
         concurrency_limit=GENERATION_CONCURRENCY,
     )
+    return {"text": prompt, "max_new_tokens": max_new, "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed, "samples": samples}  # its controls, by the names of a link's parameters (playground/links.py)

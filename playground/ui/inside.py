@@ -180,7 +180,7 @@ watch('value', highlight);
 """
 
 
-def build(tab: gr.Tab) -> None:
+def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     """The tab's content; the example's pass is drawn when ``tab`` is first opened (out of the first page load)."""
     cfg = get_model().config
     note(
@@ -227,3 +227,4 @@ def build(tab: gr.Tab) -> None:
         # (a small progress mark, not an overlay on every panel for a redraw of a tenth of a second)
         on_input([control.input], handler, [shown, layer, head, token], outputs, show_progress="minimal", **events)
     gr.api(user_errors(api_inside), api_name="inside", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
+    return {"text": text, "layer": layer, "head": head, "token": token}  # its controls, by the names of a link's parameters (playground/links.py)

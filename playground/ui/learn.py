@@ -95,7 +95,7 @@ def api_learn(seconds: int, seed: int, init: str) -> Iterator[dict]:
             yield state.to_api()
 
 
-def build() -> None:
+def build() -> dict[str, gr.components.Component]:
     """The tab's components and events (call inside ``gr.Tab``)."""
     note(
         "Here a GPT starts from random weights and learns Shakespeare while you watch, on this "
@@ -176,3 +176,4 @@ def build() -> None:
         concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
     )
     gr.api(user_errors(api_learn), api_name="learn", concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY)
+    return {"seconds": seconds, "seed": seed, "init": init, "learning_rate": lr, "size": size, "positions": positions, "text": prompt}  # its controls, by the names of a link's parameters (playground/links.py)

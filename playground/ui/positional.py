@@ -53,7 +53,7 @@ def api_positional_encoding(d_model: int, n_positions: int, base: float) -> dict
     return out
 
 
-def build(tab: gr.Tab) -> None:
+def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     """The tab's content, built inside ``tab`` (whose first opening draws the model's own table)."""
     note(
         "Attention by itself ignores word order, so each position gets a vector added to its token "
@@ -114,3 +114,4 @@ def build(tab: gr.Tab) -> None:
         user_errors(api_positional_encoding), api_name="positional_encoding",
         concurrency_id=EXPENSIVE, concurrency_limit=EXPENSIVE_CONCURRENCY,
     )
+    return {"d_model": d_model, "n_positions": n_pos, "base": base, "dims": dims}  # its controls, by the names of a link's parameters (playground/links.py)

@@ -106,7 +106,7 @@ def api_tokenize_encodings(text: str) -> dict:
     return {"encodings": [c.to_dict() for c in tok.compare_encodings(text, True, include_gpt2=True)]}
 
 
-def build() -> None:
+def build() -> dict[str, gr.components.Component]:
     note(
         "A GPT never sees letters: text is cut into **tokens** by byte-pair encoding (GPT-2's 50,257 "
         "tokens), and each token becomes an **id**. Common words are one token, often with their "
@@ -175,3 +175,4 @@ def build() -> None:
         concurrency_id=LIGHT,
         concurrency_limit=LIGHT_CONCURRENCY,
     )
+    return {"text": text, "whitespace": show_ws, "special": special}  # its controls, by the names of a link's parameters (playground/links.py)
