@@ -7,7 +7,9 @@ the UI (and the ``/generate`` API endpoint) render; tests call it directly.
 
 from __future__ import annotations
 
+import functools
 import html
+import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,7 +33,7 @@ from .next_token import (
     next_token_distribution,
     probability_axis,
 )
-from .plots import PERCENT_HOVER, base_layout, percent
+from .plots import PERCENT_HOVER, base_layout, percent, wrap_title
 from .resources import PROVIDER_ENV, get_engine, get_scheduler
 from .tokens import decode, encode, token_text, visible_whitespace
 from .validation import InputError, validate_float, validate_int, validate_text
@@ -177,6 +179,9 @@ class GenerationState:
     notices: list[str] = field(default_factory=list)
     # Set once the engine's stream is closed, finished or stopped: no token comes after it.
     stream_closed: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    # Set from another thread (the page's Stop) to end the generation: it ends within
+    # runtime.batching.STOP_POLL_S even while it is still waiting for its first token.
+    stop_requested: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     @property
     def new_tokens(self) -> int:
@@ -255,9 +260,24 @@ def prepare(prompt: Any, max_new_tokens: Any, temperature: Any, top_k: Any, top_
     )
 
 
-def run(params: GenerationParams, n_candidates: int | None = TOP_CANDIDATES) -> Iterator[GenerationState]:
+def run(
+    params: GenerationParams, n_candidates: int | None = TOP_CANDIDATES, state: GenerationState | None = None
+) -> Iterator[GenerationState]:
     """:func:`generate` on the shared engine and tokenizer, in the app's shared decoding batch."""
-    return generate(get_engine(), params, token_text, decode, scheduler=get_scheduler(), n_candidates=n_candidates)
+    return generate(get_engine(), params, token_text, decode, scheduler=get_scheduler(), n_candidates=n_candidates, state=state)
+
+
+def new_state(engine: Engine, params: GenerationParams, decode: Callable[[list[int]], str] = decode) -> GenerationState:
+    """The state of a generation not started yet (no token, every sample "stopped" until it ends
+    otherwise): what :func:`generate` fills, made beforehand by a caller that may stop it before
+    its first token (``state.stop_requested``)."""
+    n = params.num_samples
+    state = GenerationState(params=params, provider=str(engine.provider), decode=decode, model_file=Path(engine.path).name)
+    state.steps = [[] for _ in range(n)]
+    state.stop_reasons = ["stopped"] * n
+    if params.notice:
+        state.notices.append(params.notice)
+    return state
 
 
 def generate(
@@ -268,30 +288,34 @@ def generate(
     budget_s: float = limits.GENERATION_BUDGET_S,
     scheduler: Scheduler | None = None,
     n_candidates: int | None = TOP_CANDIDATES,
+    state: GenerationState | None = None,
 ) -> Iterator[GenerationState]:
     """Stream a generation: yields the (same, updated) :class:`GenerationState` after every
     step, and once more at the end with ``finished`` set. With a ``scheduler`` (the engine's) it
     decodes in the batch shared with other generations, else on its own. Closing the generator
     (the stop button, a client that goes away) stops it after the current step. ``n_candidates``:
     the top tokens kept per step for the chart (None for a caller that shows neither them nor the
-    tokens' probabilities, e.g. the API: the engine then works out none)."""
+    tokens' probabilities, e.g. the API: the engine then works out none). ``state``: one made by
+    :func:`new_state` to be filled (its ``stop_requested`` ends the generation, first token or not)."""
     n = params.num_samples
-    state = GenerationState(
-        params=params, provider=str(engine.provider), decode=decode, model_file=Path(engine.path).name
-    )
-    state.steps = [[] for _ in range(n)]
-    state.stop_reasons = ["stopped"] * n
-    if params.notice:
-        state.notices.append(params.notice)
+    state = state if state is not None else new_state(engine, params, decode)
     sampling = SamplingParams(
         params.max_new_tokens, **sampling_settings(params).engine_args(engine.vocab_size), seed=params.seed,
         num_samples=n, n_candidates=n_candidates,
     )
-    stream = scheduler.stream(params.prompt_ids, sampling) if scheduler else runtime_stream(engine, params.prompt_ids, sampling)
+    stop = state.stop_requested
+    stream = (
+        scheduler.stream(params.prompt_ids, sampling, stop=stop) if scheduler else runtime_stream(engine, params.prompt_ids, sampling)
+    )
     try:
         for event in stream:
+            if stop.is_set():
+                break  # every unfinished sample's reason stays "stopped"
             state.ttft_s, state.elapsed_s = event.ttft_s, event.elapsed_s
-            if event.notice and event.notice not in state.notices and not params.notice:
+            # The engine's notices: the prompt was cut (which ours, params.notice, already says in
+            # this tab's words, with the counts of the text typed) or the context filled up while
+            # generating, which a learner needs to read too, whether the prompt was cut or not.
+            if event.notice and event.notice not in state.notices and not (params.notice and event.notice.startswith("The prompt")):
                 state.notices.append(event.notice)
             for sample in range(n):
                 token_id = event.token_ids[sample]
@@ -380,36 +404,61 @@ def candidates_figure(
     def shown(p: float | None) -> str:
         return percent(p) if p is not None else "not reported"
 
-    fig.add_bar(
-        x=[c.probability for c in cands], y=labels, orientation="h", name="model (temperature 1)",
-        marker_color=MODEL_COLOUR, offsetgroup="model",
-        hovertemplate=f"%{{y}}<br>model probability %{{x:{PERCENT_HOVER}}}<extra></extra>",
-    )
-    # Two traces in one bar slot: the legend keeps one colour per meaning at every step (one
-    # trace coloured bar by bar took its legend colour from whichever bar came first).
-    fig.add_bar(
-        x=[c.sample_probability for _, c in others], y=[label for label, _ in others], orientation="h",
-        name="drawn from" + (f" ({settings.label()})" if settings else " (temperature, top-k, top-p)"),
-        marker_color=SAMPLED_COLOUR, offsetgroup="sampled", text=[shown(c.sample_probability) for _, c in others],
-        textposition="outside", cliponaxis=False, constraintext="none", textfont={"size": 11},
-        hovertemplate=f"%{{y}}<br>probability of being drawn %{{x:{PERCENT_HOVER}}}<extra></extra>",
-    )
-    fig.add_bar(
-        x=[drawn_sample_probability], y=[drawn_label], orientation="h", name="the token drawn",
-        marker_color=DRAWN_COLOUR, offsetgroup="sampled", text=[shown(drawn_sample_probability)],
-        textposition="outside", cliponaxis=False, constraintext="none", textfont={"size": 11},
-        hovertemplate=f"%{{y}}: the token drawn<br>probability of being drawn %{{x:{PERCENT_HOVER}}}<extra></extra>",
-    )
+    outside = {"textposition": "outside", "cliponaxis": False, "constraintext": "none", "textfont": {"size": 11}}
+    traces = [
+        {
+            "type": "bar", "x": [c.probability for c in cands], "y": labels, "orientation": "h", "name": "model (temperature 1)",
+            "marker": {"color": MODEL_COLOUR}, "offsetgroup": "model",
+            "hovertemplate": f"%{{y}}<br>model probability %{{x:{PERCENT_HOVER}}}<extra></extra>",
+        },
+        # Two traces in one bar slot: the legend keeps one colour per meaning at every step (one
+        # trace coloured bar by bar took its legend colour from whichever bar came first).
+        {
+            "type": "bar", "x": [c.sample_probability for _, c in others], "y": [label for label, _ in others], "orientation": "h",
+            "name": "drawn from" + (f" ({settings.label()})" if settings else " (temperature, top-k, top-p)"),
+            "marker": {"color": SAMPLED_COLOUR}, "offsetgroup": "sampled", "text": [shown(c.sample_probability) for _, c in others],
+            **outside, "hovertemplate": f"%{{y}}<br>probability of being drawn %{{x:{PERCENT_HOVER}}}<extra></extra>",
+        },
+        {
+            "type": "bar", "x": [drawn_sample_probability], "y": [drawn_label], "orientation": "h", "name": "the token drawn",
+            "marker": {"color": DRAWN_COLOUR}, "offsetgroup": "sampled", "text": [shown(drawn_sample_probability)],
+            **outside, "hovertemplate": f"%{{y}}: the token drawn<br>probability of being drawn %{{x:{PERCENT_HOVER}}}<extra></extra>",
+        },
+    ]
     peak = max([c.probability for c in cands] + [c.sample_probability or 0.0 for c in cands] + [drawn_sample_probability or 0.0])
     p = f" (p = {percent(drawn_sample_probability)})" if drawn_sample_probability is not None else ""
     title = title or f"Step {step.index + 1}: drew “{visible_whitespace(step.token.text)}”{p}"
-    base_layout(fig, title, height=max(320, 34 * len(cands) + 150))
-    fig.update_layout(
-        barmode="group", bargap=0.22, margin={"l": 10, "r": 20},
-        xaxis=probability_axis(peak),
+    layout = _base_layout_json(title, height=max(320, 34 * len(cands) + 150))
+    layout.update(
+        barmode="group", bargap=0.22, margin={**layout["margin"], "l": 10, "r": 20},
+        xaxis=_expanded_titles(probability_axis(peak)),
         yaxis={"automargin": True, "categoryorder": "array", "categoryarray": labels, "tickfont": {"family": "monospace", "size": 11}},
     )
-    return fig
+    # Built as plotly's JSON, not through its validating setters: those took 80 ms a chart (half
+    # of it copying the template), which sixteen learners' generations ending together queued
+    # behind one another; the same JSON comes out (tests/test_tab_next_token.py compares).
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)
+
+
+def _expanded_titles(axis: dict) -> dict:
+    """An axis with its title as plotly writes it (``{"text": ...}``, not the shorthand string)."""
+    return {**axis, "title": {"text": axis["title"]}} if isinstance(axis.get("title"), str) else axis
+
+
+@functools.lru_cache(maxsize=8)
+def _base_layout_lines(lines: int) -> str:
+    """``plots.base_layout``'s layout (template, margins, legend) for a title of ``lines`` lines,
+    as JSON, built once per line count."""
+    return go.Figure(layout=base_layout(go.Figure(), "<br>".join(["x"] * lines)).layout).to_json()
+
+
+def _base_layout_json(title: str, height: int) -> dict:
+    """``plots.base_layout(fig, title, height=height)``'s layout as a fresh dict, without plotly's validation."""
+    wrapped = wrap_title(title)
+    layout = json.loads(_base_layout_lines(wrapped.count("<br>") + 1))["layout"]
+    layout["title"]["text"] = wrapped
+    layout["height"] = height
+    return layout
 
 
 def _model_only_figure(step: GeneratedStep, title: str | None) -> go.Figure:
@@ -512,7 +561,7 @@ def stats_markdown(state: GenerationState) -> str:
     others = sum(1 for steps in state.steps for step in steps if drawn_rank(step) != 1)
     if others and state.finished:
         line += (
-            f"\n\n🎲 {others} of the {state.new_tokens} tokens {'were' if others != 1 else 'was'} not the model's most "
+            f"\n\n{others} of the {state.new_tokens} tokens {'were' if others != 1 else 'was'} not the model's most "
             "likely: each token is drawn at random from the distribution the settings give (click one to see it)."
         )
     for notice in state.notices:

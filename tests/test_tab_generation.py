@@ -246,3 +246,156 @@ def test_a_generation_past_its_time_budget_stops_and_says_so(engine):
     assert final_state.finished and 0 < final_state.new_tokens < 2 * 512  # stopped long before the end
     assert "time limit" in final_state.stop_reason
     assert "time limit of one generation" in gen.stats_markdown(final_state)
+
+
+def _poll(condition, timeout_s: float = 30.0, every_s: float = 0.01) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(every_s)
+    return condition()
+
+
+def test_stop_before_the_first_token_ends_a_generation_waiting_for_room(engine):
+    """A generation waiting for room in the batch (every row busy) has no token, so no step to
+    end at: its stop request still ends it at once, with no token and "stopped", while the
+    batch's other generation goes on."""
+    import threading
+
+    from runtime.batching import Scheduler
+
+    scheduler = Scheduler(engine, max_rows=1)
+    try:
+        occupant = gen.generate(engine, gen.prepare("ROMEO:", 512, 0.8, 50, 0.95, 1), gen.token_text, gen.decode, scheduler=scheduler)
+        next(occupant)  # its row is the batch's only one
+        params = gen.prepare("JULIET:", 512, 0.8, 50, 0.95, 2)
+        waiting = gen.new_state(engine, params)
+        done = threading.Event()
+
+        def drain():
+            for _ in gen.generate(engine, params, gen.token_text, gen.decode, scheduler=scheduler, state=waiting):
+                pass
+            done.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        assert _poll(lambda: len(scheduler._waiting) == 1)  # in the scheduler's line, no room yet
+        waiting.stop_requested.set()
+        assert _poll(done.is_set, timeout_s=10)
+        assert waiting.finished and waiting.new_tokens == 0 and waiting.stop_reason == "stopped"
+        assert waiting.stream_closed.is_set() and "stopped by: stopped" in gen.stats_markdown(waiting)
+        assert scheduler.running_rows == 1  # the other generation was not touched
+        occupant.close()
+    finally:
+        scheduler.close()
+
+
+def test_stop_during_a_generation_ends_it_at_the_next_step(engine):
+    stream = gen.run(gen.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
+    for state in stream:
+        if state.new_tokens == 3:
+            state.stop_requested.set()
+    assert state.finished and state.new_tokens == 3 and state.stop_reason == "stopped"
+
+
+def test_a_cut_prompt_and_a_full_context_are_both_said(engine):
+    """A prompt past the context is cut (this tab's notice), and the context then fills while
+    generating (the engine's notice): a learner reads both."""
+    params = gen.prepare("To be, or not to be: " * 100, 3, 0.8, 50, 0.95, 1)
+    final = list(gen.run(params))[-1]
+    stats = gen.stats_markdown(final)
+    assert "were kept" in stats and "The context is full" in stats
+    assert sum("The prompt" in n for n in final.notices) == 1  # the engine's own "prompt cut" is not said twice
+
+
+class _PageSession:
+    """One learner's page on a launched app, from its own loopback address: events joined as the
+    page joins them, its session's stream read on a thread of its own (messages kept with the
+    time they came)."""
+
+    def __init__(self, url: str, address: str) -> None:
+        import threading
+        import uuid
+
+        import httpx
+
+        self.url, self.session = url, uuid.uuid4().hex[:11]
+        self.http = httpx.Client(timeout=60, transport=httpx.HTTPTransport(local_address=address))
+        self.messages: list[tuple[float, dict]] = []
+        self.closed = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.started = False
+
+    def join(self, fn_index: int, data: list) -> str:
+        r = self.http.post(f"{self.url}gradio_api/queue/join", json={"data": data, "fn_index": fn_index, "session_hash": self.session})
+        r.raise_for_status()
+        if not self.started:
+            self.started = True
+            self.reader.start()
+        return r.json()["event_id"]
+
+    def _read(self) -> None:
+        import json
+        import time
+
+        try:
+            with self.http.stream("GET", f"{self.url}gradio_api/queue/data", params={"session_hash": self.session}) as stream:
+                for line in stream.iter_lines():
+                    if line.startswith("data: "):
+                        self.messages.append((time.monotonic(), json.loads(line[6:])))
+                    if self.closed.is_set():
+                        return
+        except Exception:  # noqa: BLE001 -- the stream closed under us at the end of the test
+            pass
+
+    def seen(self, event_id: str, msg: str) -> dict | None:
+        return next((m for _, m in self.messages if m.get("event_id") == event_id and m.get("msg") == msg), None)
+
+    def when(self, event_id: str, msg: str) -> float | None:
+        return next((t for t, m in self.messages if m.get("event_id") == event_id and m.get("msg") == msg), None)
+
+    def close(self) -> None:
+        self.closed.set()
+        self.http.close()
+
+
+def test_stop_before_the_first_token_ends_the_generation_on_a_launched_app(app_server):
+    """Every row of the batch busy (four learners' pages, four samples each), a fifth learner's
+    Generate waits for room: Stop, pressed before its first token, ends it at once, with no
+    token and "stopped" on the page, while the others still generate. The time from the click
+    to the end is printed (the page's promise is within 1 s)."""
+    import time
+
+    import httpx
+
+    from benchmarks.page_generate import PROMPT, page_event_index
+
+    config = httpx.get(app_server.url + "config", timeout=60).json()
+    generate = page_event_index(config)
+    stop_button = next(c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == "gen-stop")
+    stop = next(d["id"] for d in config["dependencies"] if [stop_button, "click"] in [list(t) for t in d["targets"]] and d.get("backend_fn"))
+    fillers = [_PageSession(app_server.url, f"127.0.0.{30 + i}") for i in range(4)]
+    learner = _PageSession(app_server.url, "127.0.0.40")
+    try:
+        filler_events = [f.join(generate, [PROMPT, 512, 0.8, 50, 0.95, i, 4, None]) for i, f in enumerate(fillers)]
+        assert _poll(lambda: all(f.seen(e, "process_generating") for f, e in zip(fillers, filler_events)), timeout_s=120)
+        event = learner.join(generate, [PROMPT, 512, 0.8, 50, 0.95, 99, 1, None])
+        assert _poll(lambda: learner.seen(event, "process_starts"), timeout_s=60)  # its handler runs: it waits in the batch's line
+        assert not learner.seen(event, "process_generating")
+        clicked = time.monotonic()
+        stop_event = learner.join(stop, [None])
+        assert _poll(lambda: learner.seen(event, "process_completed") and learner.seen(stop_event, "process_completed"), timeout_s=30)
+        ended = learner.when(event, "process_completed") - clicked
+        print(f"\nStop before the first token: the generation ended {ended:.2f} s after the click")
+        assert all(not f.seen(e, "process_completed") for f, e in zip(fillers, filler_events)), "room came first: nothing was tested"
+        shown = learner.seen(stop_event, "process_completed")["output"]["data"]
+        assert "**0** new tokens" in shown[1] and "stopped by: stopped" in shown[1]
+        final = learner.seen(event, "process_completed")["output"]["data"]
+        assert "stopped by: stopped" in final[1] and 'class="gen-tok"' not in final[0]
+    finally:
+        for f in fillers:  # their generations stop too (Stop, then the stream closed)
+            f.join(stop, [None])
+        for s in (*fillers, learner):
+            s.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -22,15 +23,62 @@ from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, 
 from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples
 
-UI_EVERY_S = 0.08  # at most ~12 page updates a second while tokens stream
-CHART_EVERY_S = 0.6  # the candidates chart redraws less often than the text
+# While tokens stream the page gets the text and the stats at most every UI_EVERY_S, and nothing
+# else: each update is a round trip through Gradio's worker threads, its diff of every output and
+# the event loop, for every learner at once. With more than UI_CROWD page generations running the
+# interval grows in proportion, up to the API's (API_EVERY_S): sixteen learners at 10 updates a
+# second each took 2.5x the API's time for the same tokens. The candidates chart and the step
+# pickers are built once, when the generation ends (or a step is picked). docs/app.md
+# ("Generation under load") has the measurement: `python -m benchmarks.page_generate`.
+UI_EVERY_S = 0.1
+UI_CROWD = 4
 # An API client reads the stream through HTTP and JSON, not a chart: 4 updates a second keep it
 # live, and each update is a round trip of Gradio's worker threads and event loop, which 16
 # streaming clients at 20 a second kept busy enough to slow every other call.
 API_EVERY_S = 0.25
-STOP_WAIT_S = 5.0  # the most the Stop button waits for the cancelled stream to close
+STOP_WAIT_S = 5.0  # the most the Stop button waits for the stopped stream to close
 # The generations the token and step pickers read back (~5 MB for 4 x 512 tokens), the most recent 32.
 RESULTS = ResultStore()
+
+
+class RunningGenerations:
+    """The page's generations running now, by session: what the Stop button stops, from its first
+    moment (a generation waiting for room in the batch has yielded nothing yet, so neither Gradio's
+    cancel nor the session's result key reaches it). One entry per running generation, removed
+    when it ends: bounded by the generation slots."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, gen.GenerationState] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+    def add(self, session: str | None, state: gen.GenerationState) -> None:
+        if session:
+            with self._lock:
+                self._running[session] = state
+
+    def remove(self, session: str | None, state: gen.GenerationState) -> None:
+        with self._lock:
+            if session and self._running.get(session) is state:
+                del self._running[session]
+
+    def get(self, session: str | None) -> gen.GenerationState | None:
+        with self._lock:
+            return self._running.get(session) if session else None
+
+
+RUNNING = RunningGenerations()
+
+
+def ui_every_s(running: int) -> float:
+    """Seconds between two streamed updates of the page while ``running`` page generations run."""
+    return min(API_EVERY_S, UI_EVERY_S * max(1.0, running / UI_CROWD))
+
+
+def _session(request: gr.Request | None) -> str | None:
+    return getattr(request, "session_hash", None) if request is not None else None
 
 
 def _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples=1, n_candidates=gen.TOP_CANDIDATES) -> Iterator[gen.GenerationState]:
@@ -94,21 +142,28 @@ SHOW_OUTPUT_JS = """() => {
 }"""
 
 
-def ui_generate(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples):
-    last_ui = last_chart = 0.0
-    for state in _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples):
-        now = time.perf_counter()
-        if state.finished:
-            slider, radio = _picker_updates(state)
-            yield gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 10**9)
-        elif now - last_ui >= UI_EVERY_S:
-            last_ui = now
-            if now - last_chart >= CHART_EVERY_S:
-                last_chart = now
+def ui_generate(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, request: gr.Request | None = None):
+    """The Generate button: the text and the stats streamed (at most every UI_EVERY_S), then,
+    once, the chart of the last step and the pickers. The session's result key is written with
+    the first update (the state is then filled in place)."""
+    params = gen.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples)
+    state = gen.new_state(get_engine(), params)
+    session = _session(request)
+    RUNNING.add(session, state)
+    skip = gr.skip()
+    try:
+        last_ui, first = 0.0, True
+        for state in gen.run(params, state=state):
+            now = time.perf_counter()
+            if state.finished:
                 slider, radio = _picker_updates(state)
                 yield gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 10**9)
-            else:
-                yield gen.tokens_html(state), gen.stats_markdown(state), state, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            elif first or now - last_ui >= ui_every_s(len(RUNNING)):
+                last_ui = now
+                yield gen.tokens_html(state), gen.stats_markdown(state), state if first else skip, skip, skip, skip, skip
+                first = False
+    finally:
+        RUNNING.remove(session, state)
 
 
 def step_seed(seed: int, prompt_tokens: int) -> int:
@@ -148,20 +203,23 @@ def _distribution(prompt_ids: tuple[int, ...]) -> nt.NextTokenDistribution:
     return nt.next_token_distribution(list(prompt_ids))
 
 
-def ui_stopped(state: gen.GenerationState | None):
-    """The Stop button: the stream is cancelled (``cancels``), then the page shows every token
-    generated up to there and that the user stopped it (the cancelled stream yields no final
-    update of its own). A generation that already ended keeps its own stop reason.
+def ui_stopped(state: gen.GenerationState | None, request: gr.Request | None = None):
+    """The Stop button: the session's running generation is told to stop (``stop_requested``:
+    it ends within runtime.batching.STOP_POLL_S, even before its first token), then the page shows
+    every token generated up to there and that the user stopped it. A generation that already
+    ended keeps its own stop reason.
 
     It first waits for the stream to close: updates the stream sent before that could otherwise
     reach the page after this answer and overwrite it."""
+    state = RUNNING.get(_session(request)) or state
     if state is None or state.finished:
         return gr.skip(), gr.skip()
+    state.stop_requested.set()
     state.stream_closed.wait(timeout=STOP_WAIT_S)
-    if state.finished:  # it ended by itself meanwhile: its own final update says why
-        return gr.skip(), gr.skip()
-    # A snapshot: the stream updates its state in place until the cancel reaches it, and the
-    # text and the stats must count the same tokens. Unfinished samples' reason is "stopped".
+    # A snapshot: the stream may still be appending its last step, and the text and the stats
+    # must count the same tokens. Unfinished samples' reason is "stopped"; a sample that ended by
+    # itself meanwhile keeps its own (Gradio's cancel may have kept the stream's final update off
+    # the page, so this answer is the one the page shows).
     steps, reasons = [list(s) for s in state.steps], list(state.stop_reasons)
     stopped = dataclasses.replace(state, steps=steps, stop_reasons=reasons, notices=list(state.notices), finished=True)
     return gen.tokens_html(stopped), gen.stats_markdown(stopped)
@@ -218,7 +276,8 @@ def build() -> None:
                     info="0 = no cut; 1 = only the most likely", elem_id="gen-topk", min_width=120,
                 )
                 top_p = gr.Slider(
-                    0.01, limits.MAX_TOP_P, value=d["top_p"], step=0.01, label="Top-p", info="1 = no cut", elem_id="gen-topp",
+                    limits.MIN_TOP_P, limits.MAX_TOP_P, value=d["top_p"], step=0.01, label="Top-p",
+                    info="any p in (0, 1]; 1 = no cut", elem_id="gen-topp",
                 )
             with gr.Row():
                 seed = gr.Number(
