@@ -5,6 +5,7 @@ index, with the inputs the page sends), then through ``/generate``, in turns, in
 
     python -m benchmarks.page_generate                      # 16 learners, 32 tokens, 3 rounds; launches app.py
     python -m benchmarks.page_generate --learners 40 --rounds 1
+    python -m benchmarks.page_generate --precision 8-bit     # both sides on model_int8.onnx
     python -m benchmarks.page_generate --url http://127.0.0.1:7860/
 
 Both go through the same transport as the page (POST ``queue/join``, then read the session's
@@ -82,12 +83,12 @@ class Kind:
         return statistics.quantiles(self.seconds, n=20, method="inclusive")[-1]
 
 
-def run_round(url: str, kind: Kind, fn_index: int, learners: int, tokens: int, page: bool) -> None:
+def run_round(url: str, kind: Kind, fn_index: int, learners: int, tokens: int, page: bool, precision: str) -> None:
     lock = threading.Lock()
 
     def learner(i: int) -> None:
         args = [PROMPT, tokens, *SETTINGS, 1000 + i]
-        data = [*args, 1, None] if page else args  # the page also sends its samples slider and result key
+        data = [*args, 1, precision, None] if page else [*args, precision]  # the page also sends its samples, precision and result key
         try:
             seconds, msg = one_event(url, f"127.0.0.{2 + i}", fn_index, data)
             out = msg.get("output", {})
@@ -110,15 +111,16 @@ def run_round(url: str, kind: Kind, fn_index: int, learners: int, tokens: int, p
         list(pool.map(learner, range(learners)))
 
 
-def compare(url: str, learners: int = 16, tokens: int = 32, rounds: int = 3) -> tuple[Kind, Kind]:
-    """``rounds`` times: all learners through the page's event, then all through ``/generate``."""
+def compare(url: str, learners: int = 16, tokens: int = 32, rounds: int = 3, precision: str = "full") -> tuple[Kind, Kind]:
+    """``rounds`` times: all learners through the page's event, then all through ``/generate``,
+    both in ``precision`` (the page's choice, /generate's last parameter)."""
     config = httpx.get(url + "config", timeout=60).json()
     page, api = Kind("page Generate"), Kind("/generate")
     page_index, api_index = page_event_index(config), api_event_index(config)
-    run_round(url, Kind("warm-up"), api_index, 2, tokens, page=False)
+    run_round(url, Kind("warm-up"), api_index, 2, tokens, False, precision)
     for _ in range(rounds):
-        run_round(url, page, page_index, learners, tokens, page=True)
-        run_round(url, api, api_index, learners, tokens, page=False)
+        run_round(url, page, page_index, learners, tokens, True, precision)
+        run_round(url, api, api_index, learners, tokens, False, precision)
     return page, api
 
 
@@ -127,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learners", type=int, default=16, help="learners at once, each from its own address (at most 200)")
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3, help="rounds of page then API")
+    parser.add_argument("--precision", choices=("full", "8-bit"), default="full", help="both sides' precision (the page's default: full)")
     parser.add_argument("--url", help="an app already running on loopback (default: launch app.py)")
     args = parser.parse_args(argv)
     if not 1 <= args.learners <= 200:
@@ -141,11 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         url = server.url
         print(f"app ready in {server.startup_s:.1f} s at {url}", flush=True)
     try:
-        page, api = compare(url, args.learners, args.tokens, args.rounds)
+        page, api = compare(url, args.learners, args.tokens, args.rounds, args.precision)
     finally:
         if server is not None:
             stop(server)
-    print(f"{args.learners} learners at once, {args.tokens} tokens each, {args.rounds} rounds (page, then API):")
+    print(f"{args.learners} learners at once, {args.tokens} tokens each, {args.precision} precision, {args.rounds} rounds (page, then API):")
     for kind in (page, api):
         print(f"  {kind.name:14} median {kind.median():6.2f} s  p95 {kind.p95():6.2f} s  ({len(kind.seconds)} done, {len(kind.failures)} failed)")
         for failure in kind.failures[:5]:

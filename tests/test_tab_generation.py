@@ -379,14 +379,15 @@ def test_stop_before_the_first_token_ends_the_generation_on_a_launched_app(app_s
     fillers = [_PageSession(app_server.url, f"127.0.0.{30 + i}") for i in range(4)]
     learner = _PageSession(app_server.url, "127.0.0.40")
     try:
-        filler_events = [f.join(generate, [PROMPT, 512, 0.8, 50, 0.95, i, 4, None]) for i, f in enumerate(fillers)]
+        filler_events = [f.join(generate, [PROMPT, 512, 0.8, 50, 0.95, i, 4, "full", None]) for i, f in enumerate(fillers)]
         assert _poll(lambda: all(f.seen(e, "process_generating") for f, e in zip(fillers, filler_events)), timeout_s=120)
-        event = learner.join(generate, [PROMPT, 512, 0.8, 50, 0.95, 99, 1, None])
+        event = learner.join(generate, [PROMPT, 512, 0.8, 50, 0.95, 99, 1, "full", None])
         assert _poll(lambda: learner.seen(event, "process_starts"), timeout_s=60)  # its handler runs: it waits in the batch's line
         assert not learner.seen(event, "process_generating")
         clicked = time.monotonic()
         stop_event = learner.join(stop, [None])
-        assert _poll(lambda: learner.seen(event, "process_completed") and learner.seen(stop_event, "process_completed"), timeout_s=30)
+        ended = _poll(lambda: learner.seen(event, "process_completed") and learner.seen(stop_event, "process_completed"), timeout_s=30)
+        assert ended, [str(m)[:300] for _, m in learner.messages]
         ended = learner.when(event, "process_completed") - clicked
         print(f"\nStop before the first token: the generation ended {ended:.2f} s after the click")
         assert all(not f.seen(e, "process_completed") for f, e in zip(fillers, filler_events)), "room came first: nothing was tested"
