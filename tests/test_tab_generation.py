@@ -7,6 +7,7 @@ bad setting is refused with a message naming it.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -400,3 +401,53 @@ def test_stop_before_the_first_token_ends_the_generation_on_a_launched_app(app_s
             f.join(stop, [None])
         for s in (*fillers, learner):
             s.close()
+
+
+# --- precision ---------------------------------------------------------------------------------
+
+
+def test_each_precision_generates_with_its_own_file_and_the_same_ids_as_that_file_alone(engine):
+    """Full precision is the fp32 file (what Inside and Compare compute with), 8 bits the integer
+    file: each gives exactly the greedy ids of its file run alone by the runtime."""
+    from export import ensure_onnx
+    from runtime.engine import Engine
+    from runtime.generate import generate
+    from runtime.params import SamplingParams
+
+    files = ensure_onnx()
+    prompt = gen.EXAMPLE_PROMPTS[0]
+    for precision, key in (("full", "fp32"), ("8-bit", "int8")):
+        params = gen.prepare(prompt, 24, 0.0, 0, 1.0, 1, 1, precision)
+        final = list(gen.run(params))[-1]
+        alone = generate(Engine.load(files[key], provider="cpu"), gen.encode(prompt), SamplingParams(24))
+        assert final.model_file == files[key].name and final.sample_ids(0) == alone[: final.new_tokens]
+    assert "full precision" in gen.stats_markdown(list(gen.run(gen.prepare(prompt, 2, 0.0, 0, 1.0, 1, 1, "full")))[-1])
+
+
+def test_the_api_keeps_its_file_unless_asked_and_refuses_an_unknown_precision(engine):
+    from playground.ui.generation import api_generate
+
+    default = list(api_generate("ROMEO:", 3, 0.0, 0, 1.0, 1))[-1]
+    assert default["model_file"] == engine.path.name  # as before the parameter existed
+    full = list(api_generate("ROMEO:", 3, 0.0, 0, 1.0, 1, "full"))[-1]
+    assert full["model_file"] == "model.onnx"
+    with pytest.raises(InputError, match="precision must be one of 'full', '8-bit', 'auto', not '16-bit'"):
+        list(api_generate("ROMEO:", 3, 0.0, 0, 1.0, 1, "16-bit"))
+
+
+def test_the_live_chart_and_a_picked_step_use_the_precision_chosen(engine):
+    """The next-token distribution the page shows comes from the file the learner chose."""
+    from export import ensure_onnx
+    from playground import next_token as nt
+    from playground.ui.generation import _distribution
+    from runtime.engine import Engine
+
+    ids = gen.encode("ROMEO:\nBut soft,")
+    fp32 = Engine.load(ensure_onnx()["fp32"], provider="cpu")
+    logits = fp32.forward(np.asarray([ids]), fp32.empty_cache(1))[0][0].astype(np.float64)
+    expected = np.exp(logits - logits.max())
+    expected /= expected.sum()
+    shown = _distribution(tuple(ids), "full").probabilities()
+    assert np.abs(shown - expected).max() < 1e-6
+    assert np.abs(_distribution(tuple(ids), "8-bit").probabilities() - expected).max() > 1e-6  # another file: other numbers
+    assert isinstance(nt.next_token_distribution(ids, gen.engine_for("full")[0]), nt.NextTokenDistribution)

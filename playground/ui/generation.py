@@ -23,13 +23,15 @@ from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, 
 from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples
 
-# While tokens stream the page gets the text and the stats at most every UI_EVERY_S, and nothing
-# else: each update is a round trip through Gradio's worker threads, its diff of every output and
-# the event loop, for every learner at once. With more than UI_CROWD page generations running the
-# interval grows in proportion, up to the API's (API_EVERY_S): sixteen learners at 10 updates a
-# second each took 2.5x the API's time for the same tokens. The candidates chart and the step
-# pickers are built once, when the generation ends (or a step is picked). docs/app.md
-# ("Generation under load") has the measurement: `python -m benchmarks.page_generate`.
+# While tokens stream the page's event has three outputs, the text, the stats and the result key,
+# updated at most every UI_EVERY_S. Each update is a round trip through Gradio's worker threads
+# and its event loop for every learner at once, and Gradio builds a new component for every
+# output an update leaves unchanged (gr.skip()): with the chart, pickers and notes among the
+# outputs, each update cost 25-80 ms of the event loop. With more than UI_CROWD page generations
+# running the interval grows in proportion, up to the API's (API_EVERY_S). The candidates chart,
+# the step pickers and the speeds are filled once, when the generation ends, by an event of their
+# own (ui_generated). docs/app.md ("Generation under load") has the measurement:
+# `python -m benchmarks.page_generate`.
 UI_EVERY_S = 0.1
 UI_CROWD = 4
 # An API client reads the stream through HTTP and JSON, not a chart: 4 updates a second keep it
@@ -169,18 +171,23 @@ def ui_generate(
         for state in gen.run(params, state=state):
             now = time.perf_counter()
             if state.finished:
-                slider, radio = _picker_updates(state)
                 SPEEDS.record(params.precision, state)
-                yield (
-                    gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 10**9), "",
-                    SPEEDS.markdown(),
-                )
+                yield gen.tokens_html(state), gen.stats_markdown(state), state
             elif first or now - last_ui >= ui_every_s(len(RUNNING)):
                 last_ui = now
-                yield gen.tokens_html(state), gen.stats_markdown(state), state if first else skip, skip, skip, skip, skip, skip, skip
+                yield gen.tokens_html(state), gen.stats_markdown(state), state if first else skip
                 first = False
     finally:
         RUNNING.end(session, running)
+
+
+def ui_generated(state: gen.GenerationState | None):
+    """After a generation (the Generate event's own follow-up): the step pickers, the chart of
+    its last step, no "Next token" history, and the speeds note, built once."""
+    if state is None or not state.finished:
+        return (gr.skip(),) * 6
+    slider, radio = _picker_updates(state)
+    return slider, radio, *_chart(state, 0, 10**9), "", SPEEDS.markdown()
 
 
 def step_seed(seed: int, prompt_tokens: int) -> int:
@@ -414,11 +421,15 @@ def build() -> None:
         run.click,
         RESULTS.through(ui_generate, write=2, key=8),
         [prompt, max_new, temperature, top_k, top_p, seed, samples, precision, state],
-        shown,
+        shown[:3],
         error=error,
         concurrency_id=GENERATE,
         concurrency_limit=GENERATION_CONCURRENCY,
         show_progress="minimal",
+    )
+    event.then(
+        user_errors(RESULTS.through(ui_generated, read=0)), inputs=[state], outputs=shown[3:], api_visibility="private",
+        concurrency_id=LIGHT, show_progress="hidden",
     )
     on_input(
         step_btn.click, RESULTS.through(ui_next_token, read=6, write=3, key=6), [prompt, temperature, top_k, top_p, seed, precision, state], [prompt, *shown], error=error,
