@@ -451,3 +451,42 @@ def test_the_live_chart_and_a_picked_step_use_the_precision_chosen(engine):
     assert np.abs(shown - expected).max() < 1e-6
     assert np.abs(_distribution(tuple(ids), "8-bit").probabilities() - expected).max() > 1e-6  # another file: other numbers
     assert isinstance(nt.next_token_distribution(ids, gen.engine_for("full")[0]), nt.NextTokenDistribution)
+
+
+# --- the page's own events, through the wiring the page uses ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wired(engine) -> dict:
+    """{handler: the function the page really calls for it} (tests/test_ui_handlers.py)."""
+    import inspect
+
+    import app
+    from export import ensure_onnx
+
+    demo = app.build_app(ensure_onnx())
+    return {inspect.unwrap(fn.fn): fn.fn for fn in demo.fns.values() if fn.fn is not None}
+
+
+def test_the_page_streams_text_and_stats_only_then_fills_the_chart_once(wired):
+    """Generate's streamed updates carry the text, the stats and the result key (written once),
+    nothing else; the event the page runs after it draws the chart of the last step and the
+    pickers from that key."""
+    from playground.ui.generation import ui_generate, ui_generated
+
+    updates = list(wired[ui_generate]("ROMEO:", 12, 0.8, 50, 0.95, 3, 1, "full", None, None))
+    assert all(len(u) == 4 and u[-1] == "" for u in updates)  # text, stats, key, the error slot (empty)
+    keys = [u[2] for u in updates]
+    assert isinstance(keys[0], int) and all(k == keys[0] or k == {"__type__": "update"} for k in keys[1:])
+    final_html, final_stats = updates[-1][:2]
+    assert "**12** new tokens" in final_stats and final_html.count('class="gen-tok"') == 12
+    slider, radio, chart, caption, history, speeds = wired[ui_generated](keys[0])
+    assert chart.layout.title.text.startswith("Step 12:") and slider["value"] == 12 and history == ""
+    assert "full precision **" in speeds  # the speed of the generation just run
+
+
+def test_streamed_updates_come_less_often_as_more_learners_generate():
+    from playground.ui.generation import API_EVERY_S, UI_EVERY_S, ui_every_s
+
+    assert ui_every_s(0) == ui_every_s(4) == UI_EVERY_S
+    assert UI_EVERY_S < ui_every_s(8) < API_EVERY_S == ui_every_s(16) == ui_every_s(40)
