@@ -314,8 +314,9 @@ class Scheduler:
     def stream(self, prompt_ids: Sequence[int], params: SamplingParams, stop: threading.Event | None = None) -> Iterator[Step]:
         """``runtime.generate.stream``, decoded in the shared batch. Closing the iterator cancels
         the request: it leaves the batch at the next step; so does setting ``stop`` (from any
-        thread), which ends the iterator within :data:`STOP_POLL_S` even before its first step. Raises :class:`Busy` when the waiting
-        line is full, ValueError for a bad prompt or more samples than rows (both at the call)."""
+        thread), which ends the iterator within :data:`STOP_POLL_S` even before its first step.
+        Raises :class:`Busy` when the waiting line is full, ValueError for a bad prompt or more
+        samples than rows (both at the call)."""
         engine = self.engine
         ids = check_prompt(prompt_ids, engine.vocab_size, engine.eot_id)
         if params.num_samples > self.max_rows:
