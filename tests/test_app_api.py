@@ -17,7 +17,7 @@ ENDPOINTS = {
     "/tokenize_encodings": ["text"],
     "/embedding_arithmetic": ["expression", "top_k"],
     "/positional_encoding": ["d_model", "n_positions", "base"],
-    "/generate": ["prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed"],
+    "/generate": ["prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "precision"],
     "/attention": ["text", "layer", "head"],
     "/inside": ["text", "layer", "head"],
     "/compare": ["prompt", "word", "sentence"],
@@ -341,3 +341,17 @@ def test_seeded_generations_give_the_same_text_alone_and_batched_with_others(app
         together = list(pool.map(run, zip(clients * 2, requests * 2)))
     assert together == alone * 2
     assert all(len(ids) >= 1 for ids in alone)
+
+
+def test_generate_keeps_its_answers_and_takes_a_precision_last(client):
+    """Callers of the six parameters get the server's file as before; "full" and "8-bit", as a
+    seventh, choose the file; greedy ids are each file's own."""
+    before = client.predict("ROMEO:", 8, 0.0, 0, 1.0, 0, api_name="/generate")
+    auto = client.predict("ROMEO:", 8, 0.0, 0, 1.0, 0, "auto", api_name="/generate")
+    assert before["model_file"] == auto["model_file"] and before["token_ids"] == auto["token_ids"]
+    full = client.predict("ROMEO:", 8, 0.0, 0, 1.0, 0, "full", api_name="/generate")
+    eight = client.predict("ROMEO:", 8, 0.0, 0, 1.0, 0, "8-bit", api_name="/generate")
+    assert (full["model_file"], eight["model_file"]) == ("model.onnx", "model_int8.onnx")
+    assert auto["token_ids"] == (eight if auto["model_file"] == "model_int8.onnx" else full)["token_ids"]
+    with pytest.raises(Exception, match="precision must be one of"):
+        client.predict("ROMEO:", 8, 0.0, 0, 1.0, 0, "half", api_name="/generate")
