@@ -236,4 +236,6 @@ def test_the_plain_page_carries_nothing_of_a_link(page):
     wait_selected(page, "tokenization")
     from playground.tokenization import EXAMPLES
 
+    # The load event's progress timer may show in the note for a moment: wait for it to settle.
+    page.wait_for_function("() => document.querySelector('#pg-link-note').innerText.trim() === ''")
     assert textbox(page, "tok-text").input_value() == EXAMPLES[0] and note(page) == ""
