@@ -115,7 +115,8 @@ def test_untrained_model_reads_0_002_percent(page):
 def test_attention_opens_on_a_clear_head_keeps_the_token_in_view_and_folds_the_checks(page):
     from playground.attention import EXAMPLE_PROMPTS, attention, salient_head
 
-    found = salient_head(attention(EXAMPLE_PROMPTS[0], 0, 0).weights)
+    example = attention(EXAMPLE_PROMPTS[0], 0, 0)
+    found = salient_head(example.weights, example.ids)
     open_tab(page, "Attention")
     # Drawn when the tab is first opened (out of the first page load).
     page.wait_for_function(f"() => document.querySelector('#att-info').innerText.includes('{found.kind} head')")

@@ -124,3 +124,24 @@ def test_positional_formula_fits_a_phone(phone):
     assert "exp" in phone.locator("#pe-formula").inner_text()
     # the lesson's backwards sentence is called so beside the formula
     assert "backwards" in phone.locator("#pe-lesson-fix").inner_text()
+
+
+def test_attention_opens_on_an_instructive_head_of_a_whole_word_text(page):
+    from playground.attention import EXAMPLE_PROMPTS, FIRST_TOKEN_SINK, attention, salient_head
+
+    example = attention(EXAMPLE_PROMPTS[0], 0, 0, step_through=False)
+    found = salient_head(example.weights, example.ids)
+    open_tab(page, "Attention")
+    page.wait_for_function("() => document.querySelector('#att-info').innerText.includes('head (')")
+    assert textbox(page, "att-text").input_value() == EXAMPLE_PROMPTS[0]
+    info = page.locator("#att-info").inner_text()
+    assert f"layer {found.layer}, head {found.head}" in info and f"{found.kind} head" in info, info
+    assert f"{found.share:.0%}" in info
+    # not a head that sits on the first token
+    assert example.weights[found.layer, found.head, 1:, 0].mean() < FIRST_TOKEN_SINK
+    # every token of the text a whole word or a mark: the line view lists them
+    page.wait_for_function("() => document.querySelectorAll('#att-lines .att-q .att-tok').length > 0")
+    labels = page.locator("#att-lines .att-q .att-label").all_inner_texts()
+    assert [t.strip("⋅ ") for t in labels] == re.findall(r"\w+|[^\w\s]+", EXAMPLE_PROMPTS[0])
+    assert "up to and including itself" in page.get_by_text("Each token's query").first.inner_text()
+    assert not page.errors, page.errors

@@ -143,7 +143,7 @@ def build(tab: gr.Tab) -> None:
                 concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
     next_tab(
         "Token vector plus position vector is what each layer reads: there, every token gathers "
-        "information from the tokens before it, weighted by attention.",
+        "information from itself and the tokens before it, weighted by attention.",
         "Attention",
     )
 
