@@ -87,7 +87,7 @@ if (!window.pgSinusoidalHover) {
 }
 """
 TABLE_HINT = (
-    '<p class="pe-table-hint">Every cell is drawn: one column per dimension, one row of pixels per '
+    '<p class="pe-table-hint">Every cell is drawn: one column per dimension, one row per '
     "position. Hover a cell for its position, dimension and value; drag a box to zoom in.</p>"
 )
 
