@@ -56,7 +56,7 @@ def record_losses(weights_dir: Path, losses: dict[str, float], windows: int | No
     doc = {
         "source_weights_sha256": sha256_file(weights_dir / "model.safetensors"),
         "split": "val",
-        "windows": windows,
+        "windows": windows if windows is not None else "all",
         "val_loss": {key: round(float(value), 6) for key, value in losses.items()},
     }
     path.write_text(json.dumps(doc, indent=2) + "\n")
