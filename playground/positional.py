@@ -234,7 +234,7 @@ def model_position_table(model: GPT | None = None) -> ModelTableResult:
         note = (f"This model uses the sinusoidal formula (a fixed buffer, not trained): its table equals "
                 f"the formula's with base 10000 (largest difference {diff:.1e}). {norms} Every sinusoidal "
                 f"row has length √(d_model/2) = {math.sqrt(cfg.d_model / 2):.1f}, whatever the position.{scaled}")
-        figure = _table_heatmap(table, f"The model's positional encoding buffer ({cfg.block_size} × {cfg.d_model}, sinusoidal)")
+        figure = _table_heatmap(table, f"The model's positional encoding buffer ({cfg.block_size} × {cfg.d_model}, sinusoidal)", 10000.0)
         ref_fig = None
     else:
         note = (f"This model learned its position table (GPT-2 style, an nn.Embedding trained with the rest), "
@@ -245,7 +245,7 @@ def model_position_table(model: GPT | None = None) -> ModelTableResult:
                 f"loss 0.17 nats worse than learned positions in a same-budget run, which is why this model "
                 f"learned its positions (docs/training.md).")
         figure = _table_heatmap(table, f"The model's learned position table ({cfg.block_size} × {cfg.d_model})")
-        ref_fig = _table_heatmap(reference, f"Sinusoidal table of the same shape ({cfg.block_size} × {cfg.d_model})")
+        ref_fig = _table_heatmap(reference, f"Sinusoidal table of the same shape ({cfg.block_size} × {cfg.d_model})", 10000.0)
     m = min(len(table), limits.MAX_SIMILARITY_POSITIONS)
     cosine = cosine_matrix(table[:m])
     if cfg.pos_encoding == "learned" and m > 2:

@@ -171,6 +171,19 @@ def test_large_table_drawn_whole_as_an_image():
     assert tuple(r.lines.layout.xaxis.range) == (0, positional.LINES_WINDOW - 1)
 
 
+def test_a_large_models_tables_are_whole_images():
+    """A GPT-2-sized model (1024 positions x 768): its learned table an image carrying its values,
+    the sinusoidal one beside it computed by the page from the formula."""
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=300, block_size=1024, n_layer=1, n_head=2, d_model=96, pos_encoding="learned")).eval()
+    r = model_position_table(model)
+    learned, reference = r.figure.data[0], r.reference_figure.data[0]
+    assert learned.type == reference.type == "image"
+    assert decode_image(learned).shape == (1024, 96, 3)
+    np.testing.assert_array_equal(np.asarray(learned.customdata), r.table.astype(np.float32))
+    assert reference.meta == {"sinusoidal": {"base": 10000.0, "d_model": 96, "n_positions": 1024}}
+
+
 def test_an_image_without_a_formula_carries_its_values():
     from playground.image_map import image_map
 
