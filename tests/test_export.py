@@ -396,7 +396,7 @@ def test_cli_reports_missing_weights_without_a_traceback(tmp_path):
 @pytest.mark.slow
 def test_cli_writes_the_hub_folder_and_puts_the_measured_losses_in_the_card(tiny_export, val_tokens, tmp_path, capsys):
     """`python -m export` end to end on the tiny model: every file, the checks' table, and the
-    whole-split losses in the model card (the app's build leaves them "not measured")."""
+    whole-split losses in the model card, recorded beside the weights for every later build."""
     from export.__main__ import main
 
     val = tmp_path / "val.bin"
@@ -410,8 +410,12 @@ def test_cli_writes_the_hub_folder_and_puts_the_measured_losses_in_the_card(tiny
     assert all((hub / name).is_file() for name in HUB_FILES) and (hub / "onnx" / "model_int8.onnx").is_file()
     loss_rows = [line for line in (hub / "README.md").read_text().splitlines() if line.startswith("| `onnx/")]
     assert len(loss_rows) == 3 and all(float(row.rstrip(" |").rsplit("|", 1)[1]) > 0 for row in loss_rows)
-    # the app's build of the same weights leaves the losses unmeasured
-    assert "not measured" in (tiny_export.paths["fp32"].parent.parent / "README.md").read_text()
+    # recorded beside the weights: a later build's card (the app's) carries the same numbers
+    from export.metadata import recorded_losses
+
+    recorded = recorded_losses(tiny_export.weights)
+    assert set(recorded) == {"fp32", "quantized", "int8"}
+    assert [f"{recorded[k]:.4f}" for k in ("fp32", "quantized", "int8")] == [row.rstrip(" |").rsplit("|", 1)[1].strip() for row in loss_rows]
 
 
 @pytest.mark.slow
