@@ -117,33 +117,87 @@ def test_refuses_bad_dims(dims, fragment):
         positional_encoding(16, 10, 10000, dims=dims)
 
 
-def test_large_heatmap_keeps_sin_and_cos_pairs_and_averages_positions():
-    """The Transformer tutorial's 1024 x 512: drawn as whole (sine, cosine) pairs over position blocks' means (no
-    aliasing), the table itself exact."""
+def decode_image(trace) -> np.ndarray:
+    """The image trace's PNG, decoded to [rows, cols, 3] RGB (what the browser draws)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    header, data = trace.source.split(",", 1)
+    assert header == "data:image/png;base64"
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB"))
+
+
+def test_large_table_drawn_whole_as_an_image():
+    """The Transformer tutorial's 1024 x 512: every position and every dimension its own pixel (nothing averaged
+    or skipped), each pixel the RdBu colour of its value, the axes on the cells' indices."""
     from playground import positional
+    from playground.image_map import colour_table
 
     r = positional_encoding(512, 1024, 10000)
     assert r.table.shape == (1024, 512)
     trace = r.heatmap.data[0]
-    z, cols, rows = np.asarray(trace.z), np.asarray(trace.x), np.asarray(trace.y)
-    assert z.size <= positional.MAX_HEATMAP_CELLS and z.shape == (len(rows), len(cols))
-    assert "sin/cos pairs" in r.heatmap.layout.title.text and "every" not in r.heatmap.layout.title.text
-    # half the columns even (sine), half odd (cosine), in pairs (2i, 2i+1)
-    assert np.sum(cols % 2 == 0) == np.sum(cols % 2 == 1) == len(cols) // 2
-    np.testing.assert_array_equal(cols[1::2], cols[0::2] + 1)
-    # each drawn row is the mean of its block of positions: an independent recomputation
-    step = int(rows[1] - rows[0])
-    expected = r.table[:, cols].astype(np.float64).reshape(len(rows), step, len(cols)).mean(axis=1)
-    np.testing.assert_allclose(z, expected, atol=5e-4)
-    # no white half: the first block of positions reads cos ~ 1 in the cosine columns, sin ~ 0 in
-    # the sine ones (the fastest pairs fade towards 0 where they turn within the block)
-    assert np.mean(z[0, 1::2]) > 0.7 and np.mean(np.abs(z[0, 0::2])) < 0.2
+    assert trace.type == "image"
+    pixels = decode_image(trace)
+    assert pixels.shape == (1024, 512, 3)
+    # each pixel: the colour of its value, computed here from the formula itself (numpy)
+    pos = np.arange(1024)[:, None]
+    dim = np.arange(512)[None, :]
+    angle = pos / 10000.0 ** ((dim - dim % 2) / 512)
+    expected = np.where(dim % 2 == 0, np.sin(angle), np.cos(angle))
+    lut = colour_table("RdBu").astype(int)
+    level = np.abs(pixels[..., None, :].astype(int) - lut[None, None]).sum(-1).argmin(-1)
+    np.testing.assert_allclose(level / 255 * 2 - 1, expected, atol=1 / 255 + 1e-3)
+    # the fast dimensions keep their stripes: dimension 0 swings from red to blue within 4 positions
+    assert level[:8, 0].max() - level[:8, 0].min() > 200
+    # cell (row r, column c) sits on y = r, x = c; row 0 at the top; every column in the x range
+    assert (trace.x0, trace.dx, trace.y0, trace.dy) == (0, 1, 0, 1)
+    assert tuple(r.heatmap.layout.xaxis.range) == (-0.5, 511.5)
+    assert tuple(r.heatmap.layout.yaxis.range) == (1023.5, -0.5)
+    assert r.heatmap.layout.yaxis.scaleanchor is False  # cells fill the plot, not forced square
+    assert r.heatmap.layout.height >= 1024  # a row of pixels per position
+    # the hover: position, dimension, and the value the page computes from this formula
+    assert "position %{y}" in trace.hovertemplate and "dimension %{x}" in trace.hovertemplate
+    assert "%{customdata:.3f}" in trace.hovertemplate
+    assert trace.meta == {"sinusoidal": {"base": 10000.0, "d_model": 512, "n_positions": 1024}}
+    # a colour bar of the same scale, from -1 to 1
+    bar = r.heatmap.data[1].marker
+    assert bar.showscale and (bar.cmin, bar.cmax) == (-1.0, 1.0)
+    # the figure carries ~0.3 MB, not the 2 MB of half a million values
+    assert len(r.heatmap.to_json()) < 400_000
+    assert r.heatmap.data[0].source and positional.MAX_HEATMAP_CELLS < r.table.size
     # the lines plot opens on the first positions, not 1024 positions of solid colour
     assert tuple(r.lines.layout.xaxis.range) == (0, positional.LINES_WINDOW - 1)
 
 
+def test_a_large_models_tables_are_whole_images():
+    """A GPT-2-sized model (1024 positions x 768): its learned table an image carrying its values,
+    the sinusoidal one beside it computed by the page from the formula."""
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=300, block_size=1024, n_layer=1, n_head=2, d_model=96, pos_encoding="learned")).eval()
+    r = model_position_table(model)
+    learned, reference = r.figure.data[0], r.reference_figure.data[0]
+    assert learned.type == reference.type == "image"
+    assert decode_image(learned).shape == (1024, 96, 3)
+    np.testing.assert_array_equal(np.asarray(learned.customdata), r.table.astype(np.float32))
+    assert reference.meta == {"sinusoidal": {"base": 10000.0, "d_model": 96, "n_positions": 1024}}
+
+
+def test_an_image_without_a_formula_carries_its_values():
+    from playground.image_map import image_map
+
+    z = np.random.default_rng(0).normal(size=(300, 260)).astype(np.float32)
+    fig = image_map(z, "t", x_title="x", y_title="y", x_name="column", y_name="row", zmin=-3, zmax=3)
+    np.testing.assert_array_equal(np.asarray(fig.data[0].customdata), z)
+    assert decode_image(fig.data[0]).shape == (300, 260, 3)
+    assert fig.data[0].meta is None
+
+
 def test_small_heatmap_drawn_whole():
     r = positional_encoding(20, 100, 10000)
+    assert r.heatmap.data[0].type == "heatmap"
+    assert "position %{y}" in r.heatmap.data[0].hovertemplate and "dimension %{x}" in r.heatmap.data[0].hovertemplate
     assert np.asarray(r.heatmap.data[0].z).shape == (100, 20)
     np.testing.assert_allclose(np.asarray(r.heatmap.data[0].z), r.table, atol=5e-4)
 

@@ -28,9 +28,9 @@ def _info(r: att.AttentionResult, opened_on: att.SalientHead | None = None) -> s
     """The token count (and why the page opened on this head), then the checks folded away."""
     why = ""
     if opened_on is not None:
-        why = (f" The page opened on layer {opened_on.layer}, head {opened_on.head}, the clearest head on this text: a "
-               f"{opened_on.kind} head (each token gives the {'token just before it' if opened_on.kind == 'previous-token' else 'first token'} "
-               f"{opened_on.share:.0%} of its attention on average; a uniform head would give {opened_on.uniform:.0%}).")
+        why = (f" The page opened on layer {opened_on.layer}, head {opened_on.head}, the clearest head on this text: "
+               f"{'an' if opened_on.kind[0] in 'aeiou' else 'a'} {opened_on.kind} head ({opened_on.why}). Each token it applies to gives {opened_on.gives} "
+               f"{opened_on.share:.0%} of its attention on average; a uniform head would give {opened_on.uniform:.0%}.")
     check = (
         "<details class=\"pg-how\"><summary>How we know these are the model's weights</summary>\n\n"
         f"The step-through below recomputes this head from the block's own W_Q, W_K and W_V: its weights match the "
@@ -182,13 +182,15 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     """The tab's content; its figures are drawn when ``tab`` is first opened (out of the first page load)."""
     cfg = get_model().config
     note(
-        "Each token's query is compared with the keys of the tokens before it; a softmax turns the "
-        "scores into weights (each row sums to 1) and the token takes the weighted average of their "
-        "values. A decoder hides the future: everything above the diagonal is zero.",
+        "Each token's query is compared with the keys of the tokens up to and including itself; a "
+        "softmax turns the scores into weights (each row sums to 1) and the token takes the weighted "
+        "average of their values. A decoder hides the future: everything above the diagonal is zero.",
     )
     # The page opens on the example's clearest head, found from the model's weights (layer 0,
-    # head 0 was nearly uniform: a pale square that taught nothing).
-    opening = att.salient_head(att.attention(att.EXAMPLE_PROMPTS[0], 0, 0).weights)
+    # head 0 was nearly uniform: a pale square that taught nothing; heads that look at the first
+    # token are left out).
+    example = att.attention(att.EXAMPLE_PROMPTS[0], 0, 0, step_through=False)
+    opening = att.salient_head(example.weights, example.ids)
     r = att.attention(att.EXAMPLE_PROMPTS[0], opening.layer, opening.head)
     first = (r.lines_html, r.head_figure, r.mean_figure, r.heads_figure, r.stages, _info(r, opening))
     first_md, first_fig = ui_stage(first[4], 0)
