@@ -11,14 +11,13 @@ trace draws ``image-rendering: pixelated``), so zooming shows every cell, and no
 from __future__ import annotations
 
 import base64
-import io
 
 import numpy as np
 import plotly.graph_objects as go
-from PIL import Image
 from plotly.colors import get_colorscale, sample_colorscale
 
 from .plots import base_layout
+from .png_image import png_bytes
 
 __all__ = ["LEVELS", "colour_table", "png_rgb", "image_map"]
 
@@ -38,11 +37,7 @@ def png_rgb(z: np.ndarray, colorscale: str, zmin: float, zmax: float) -> bytes:
     lut = colour_table(colorscale)
     scaled = (np.nan_to_num(np.asarray(z, dtype=np.float64), nan=(zmin + zmax) / 2) - zmin) / (zmax - zmin)
     index = np.clip(np.round(scaled * (len(lut) - 1)), 0, len(lut) - 1).astype(np.uint8)
-    image = Image.frombytes("P", (index.shape[1], index.shape[0]), np.ascontiguousarray(index).tobytes())
-    image.putpalette(lut.flatten().tolist())
-    out = io.BytesIO()
-    image.save(out, format="PNG", compress_level=6)
-    return out.getvalue()
+    return png_bytes(index, palette=lut)
 
 
 def image_map(
