@@ -29,14 +29,14 @@ SIZES: dict[str, GPTConfig] = {
     "small": GPTConfig(vocab_size=1, block_size=64, n_layer=4, n_head=4, d_model=128),
 }
 SIZE_WHY = {
-    "tiny": "2 layers, d_model 64: the most steps in a minute, so the curve falls furthest",
-    "small": "4 layers, d_model 128: more capacity, but each step costs about 3x, so fewer steps in the same minute",
+    "tiny": "2 layers, d_model 64: the fastest steps",
+    "small": "4 layers, d_model 128: more capacity, each step costs about 3x (a run takes about 3x as long)",
 }
 LEARNING_RATES: dict[str, float] = {"good": 3e-3, "too high": 1e-1, "too low": 1e-4}
 LR_WHY = {
     "good": "3e-3: big steps that still go downhill",
     "too high": "1e-1: each update overshoots: the loss falls fast at first, then stalls near the unigram line",
-    "too low": "1e-4: every update is tiny: the loss creeps down and the minute ends well above the good run",
+    "too low": "1e-4: every update is tiny: the loss creeps down and the run ends well above the good one",
 }
 INITS = ("proper", "skewed")
 INIT_WHY = {

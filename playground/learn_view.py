@@ -155,17 +155,17 @@ def runs_table(runs: Sequence[RunState]) -> str:
         recent = run.recent_loss()
         held = "-" if run.val_loss is None else f"{run.val_loss:.3f}"
         status = run.status if run.running else (run.stop_reason or run.status)
+        what = f"{s.init} start, learning rate {s.learning_rate}, {s.size}, {s.positions} positions, seed {s.seed}"
         rows.append(
-            f"<tr><td>{i}</td><td>{html.escape(s.init)}</td><td>{html.escape(s.learning_rate)}</td><td>{html.escape(s.size)}</td>"
-            f"<td>{html.escape(s.positions)}</td><td>{s.seed}</td><td>{run.step:,} / {s.steps:,}</td>"
-            f"<td>{run.losses[0][1]:.3f}</td><td>{recent:.3f}</td><td>{held}</td><td>{html.escape(status)}</td></tr>"
+            f"<tr><td>{i}</td><td>{html.escape(what)}</td><td>{run.step:,} / {s.steps:,} ({html.escape(status)})</td>"
+            f"<td>{run.losses[0][1]:.3f}</td><td>{recent:.3f}</td><td>{held}</td></tr>"
         )
     block = SIZES[ended[-1].settings.size].block_size
     return (
         '<div class="learn-runs" style="overflow-x:auto"><table class="learn-runs-table">'
-        "<thead><tr><th>run</th><th>start</th><th>learning rate</th><th>size</th><th>positions</th><th>seed</th>"
-        f"<th>steps</th><th>loss at step 0</th><th>training loss (mean of last {RECENT_STEPS} steps)</th>"
-        f"<th>held-out loss ({VAL_WINDOWS} windows, {VAL_WINDOWS * block:,} characters)</th><th>ended</th></tr></thead>"
+        "<thead><tr><th>run</th><th>settings</th><th>steps</th><th>loss at step 0</th>"
+        f"<th>training loss (mean of last {RECENT_STEPS} steps)</th>"
+        f"<th>held-out loss ({VAL_WINDOWS} windows, {VAL_WINDOWS * block:,} characters)</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 

@@ -382,18 +382,29 @@ def _learn_from(url: str, address: str, data: list) -> tuple[list[dict], float]:
     return updates, time.perf_counter() - t0
 
 
-def test_two_learners_train_at_once_and_a_generation_answers_meanwhile(client):
-    first = client.submit(60, 1, "proper", 40, api_name="/learn")
-    _wait_for(first, lambda o: o["status"] == "training", 120, "the first run to train")
-    # An existing caller without `steps`: the default number of steps, capped at 8 s.
+def test_two_learners_train_at_once_and_a_generation_answers_meanwhile(client, app_server):
+    from gradio_client.exceptions import AppError
+
+    # A learner at 127.0.0.2 (raw HTTP, `steps` given) and one here through gradio_client, an
+    # existing caller without `steps` (the default steps, capped at 8 s), train at the same time.
+    first: dict = {}
+    thread = threading.Thread(target=lambda: first.update(out=_learn_from(app_server.url, "127.0.0.2", [60, 1, "proper", 40])))
+    thread.start()
     second = client.submit(8, 2, "skewed", api_name="/learn")
-    _wait_for(second, lambda o: o["status"] == "training", 30, "the second run to train beside the first")
+    _wait_for(second, lambda o: o["status"] == "training" and o["step"] > 0, 120, "the second run to train")
+    # One run per visitor: this address again is refused while its run trains, with a message.
+    with pytest.raises(AppError, match="one run per learner"):
+        client.predict(60, 3, "proper", 5, api_name="/learn")
     t0 = time.perf_counter()
     generated = client.predict("Romeo.\n", 16, 0.0, 0, 1.0, 0, api_name="/generate")
     generate_s = time.perf_counter() - t0
     assert generated["finished"] and generated["new_tokens"] == 16
     assert generate_s < 10, generate_s
-    one, two = first.result(timeout=120), second.result(timeout=120)
+    two = second.result(timeout=120)
+    thread.join(120)
+    updates, _ = first["out"]
+    one = updates[-1]
+    assert not any(u["status"] == "waiting" for u in updates)
     assert one["stop_reason"] == "steps" and one["step"] == 40 and len(one["losses"]) == 40
     assert two["stop_reason"] in ("time budget", "steps") and two["steps"] == learn_run.DEFAULT_STEPS
     for out in (one, two):
