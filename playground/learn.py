@@ -8,12 +8,14 @@ is its command line. The tab's parts, one job each:
 - ``learn_scheduler``: many learners' runs at once, grouped by shape, a line past the limit;
 - ``learn_view``: the chart, the counters, the samples, the table of runs, the sentences.
 
-    python -m playground.learn --vocab gpt2 --steps 600    # a run on the command line
+    python -m playground.learn --vocab gpt2 --steps 500    # a run on the command line
 """
 
 from __future__ import annotations
 
 import argparse
+import threading
+import time
 
 from .learn_corpus import VOCABS
 from .learn_run import DEFAULT_STEPS, INITS, LEARNING_RATES, MAX_SECONDS, POSITIONS, SIZES, settings
@@ -32,7 +34,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--learning-rate", choices=list(LEARNING_RATES), default="good")
     ap.add_argument("--size", choices=list(SIZES), default="tiny")
     ap.add_argument("--positions", choices=POSITIONS, default="learned")
+    ap.add_argument("--learners", type=int, default=0, metavar="N",
+                    help="a class: one run alone, then N runs started at once (seeds 0..N-1); when each started, when each ended")
     args = ap.parse_args(argv)
+    if args.learners:
+        return class_of(args.learners, settings(args.seconds, 0, args.init, args.learning_rate, args.size, args.positions, args.steps))
     s = settings(args.seconds, args.seed, args.init, args.learning_rate, args.size, args.positions, args.steps)
     state = None
     for state in Trainer().run(s, kind=args.vocab, poll_s=1.0):
@@ -47,6 +53,42 @@ def main(argv: list[str] | None = None) -> None:
         f"{state.recent_loss():.3f}, held-out {state.val_loss:.3f}"
     )
     print(f"sample at step {state.samples[-1][0]}:\n{state.samples[-1][1]}")
+
+
+def _timed(trainer: Trainer, s, visitor: str, out: dict) -> None:
+    """One learner: seconds from Start to its first step shown, and to its end."""
+    t0 = time.perf_counter()
+    started = None
+    for state in trainer.run(s, visitor=visitor, poll_s=0.05):
+        if started is None and state.step >= 1:
+            started = time.perf_counter() - t0
+    out[visitor] = (started, time.perf_counter() - t0, state)
+
+
+def class_of(n: int, s) -> None:
+    """A class pressing Start at once: one run alone first, then ``n`` at once on one trainer;
+    each learner's wait for its first step, its time to the end, and its curve against its seed's
+    curve alone (the run alone of seed 0, and seed i alone for the first few)."""
+    from dataclasses import replace
+
+    alone: dict = {}
+    _timed(Trainer(), s, "alone", alone)
+    first_s, alone_s, solo = alone["alone"]
+    print(f"one run alone ({s.steps} steps): first step after {first_s:.2f} s, ended after {alone_s:.1f} s")
+    trainer, out = Trainer(), {}
+    threads = [threading.Thread(target=_timed, args=(trainer, replace(s, seed=i), f"learner {i}", out)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    starts = sorted(v[0] if v[0] is not None else float("inf") for v in out.values())
+    ends = [v[1] for v in out.values()]
+    steps = [v[2].step for v in out.values()]
+    print(f"{n} at once: first steps after {starts[0]:.2f}-{starts[-1]:.2f} s ({sum(x <= 2 for x in starts)} within 2 s), "
+          f"ended after {min(ends):.1f}-{max(ends):.1f} s ({max(ends) / alone_s:.2f}x one alone), steps {min(steps)}-{max(steps)}")
+    same = out["learner 0"][2]
+    diff = max(abs(a[1] - b[1]) for a, b in zip(same.losses, solo.losses))
+    print(f"seed 0 beside {n - 1} others against alone: largest loss difference {diff:.3g} over {len(same.losses)} steps")
 
 
 if __name__ == "__main__":

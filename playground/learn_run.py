@@ -41,10 +41,11 @@ LR_WHY = {
 INITS = ("proper", "skewed")
 INIT_WHY = {
     "proper": "small random weights: every character starts about equally likely, so the first loss is ln V",
-    "skewed": "the output logits x10: the first guesses are confident and wrong, the loss starts far above ln V, "
-    "and the first steps only undo that (the hockey stick)",
+    "skewed": "the token embedding table (which is also the output head) x10: the untrained model's logits are "
+    "large and confidently wrong, the loss starts far above ln V, and the first few dozen steps only undo that "
+    "(the hockey stick); with the same steps it ends above the proper start",
 }
-SKEW = 10.0  # the skewed start multiplies the final LayerNorm's gain: every output logit x10
+SKEW = 10.0  # the skewed start multiplies the token embedding (tied to the output head) by this (docs/training.md)
 POSITIONS = ("learned", "sinusoidal")
 POSITION_WHY = {
     "learned": "a trained table of position vectors (GPT-2)",
@@ -59,7 +60,7 @@ SAMPLE_CHARS = 200  # tokens per sample (characters, for the character vocabular
 # A run is a number of steps (the same settings give the same curve however loaded the server);
 # seconds only cap it. The page's run: about 30 s alone on this project's 2-core machine
 # (docs/training.md, "Watch it learn").
-MIN_STEPS, DEFAULT_STEPS, MAX_STEPS = 1, 600, 5000
+MIN_STEPS, DEFAULT_STEPS, MAX_STEPS = 1, 500, 5000
 MIN_SECONDS, DEFAULT_SECONDS, MAX_SECONDS = 5, 300, 300
 MAX_SEED = 2**31 - 1
 VAL_WINDOWS = 64  # held-out windows scored at the end of a run (a sample of the held-out plays)
@@ -102,13 +103,14 @@ def describe(s: LearnSettings) -> str:
 
 def build_model(s: LearnSettings, vocab_size: int) -> GPT:
     """The untrained GPT of settings ``s``: weights drawn from a generator seeded with ``s.seed``
-    (other threads' random draws change nothing); the skewed start multiplies the final
-    LayerNorm's gain by :data:`SKEW`, so every output logit is SKEW times the proper one's."""
+    (other threads' random draws change nothing); the skewed start multiplies the token
+    embedding, which GPT-2 ties to the output head, by :data:`SKEW`: large, confident logits (a
+    LayerNorm gain x10 gave the same step-0 loss but a better final one: docs/training.md)."""
     config = replace(SIZES[s.size], vocab_size=vocab_size, pos_encoding=s.positions)
     model = GPT(config, generator=torch.Generator().manual_seed(s.seed))
     if s.init == "skewed":
         with torch.no_grad():
-            model.ln_f.weight.mul_(SKEW)
+            model.wte.weight.mul_(SKEW)
     return model
 
 

@@ -162,9 +162,9 @@ class Trainer:
                         self._worker = None
                         return
                     runs = list(self._running)
-                for run in runs:
-                    if run.learner is None and not run.done:
-                        self._guarded(self._prepare, run)
+                new = [run for run in runs if run.learner is None and not run.done]
+                for future in [pool.submit(self._guarded, self._prepare, run) for run in new]:
+                    future.result()  # new runs start together (their models and step-0 samples side by side)
                 groups: dict[tuple, list[_Run]] = {}
                 for run in runs:
                     if not run.done and run.learner is not None and not self._check_end(run):
@@ -189,9 +189,14 @@ class Trainer:
         opt = torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(0.9, tc.beta2))
         run.learner, run.corpus = Learner(model, opt, tc), corpus
         run.key = (run.kind, shape_key(model))
-        state.samples.append([0, sample(model, corpus, s.seed, 0)])
         state.status, state.message = "training", "Training..."
         run.t0 = time.perf_counter()
+
+    @staticmethod
+    def _first_sample(run: _Run) -> None:
+        """The untrained model's sample: the same weights built again from the seed."""
+        s = run.state.settings
+        run.state.samples.insert(0, [0, sample(build_model(s, run.corpus.vocab_size), run.corpus, s.seed, 0)])
 
     def _step(self, group: list[_Run]) -> None:
         try:
@@ -207,9 +212,11 @@ class Trainer:
             state.step, state.tokens = step, step * run.learner.tc.batch_size * run.learner.model.config.block_size
             state.elapsed_s = time.perf_counter() - run.t0
             state.tokens_per_s = state.tokens / max(state.elapsed_s, 1e-9)
+            if step == 1:  # step 0's sample, after the first step so that a run starts at once
+                self._guarded(self._first_sample, run)
             if not math.isfinite(loss):
                 state.stop_reason = "diverged"
-            elif step % SAMPLE_EVERY == 0:
+            elif step % SAMPLE_EVERY == 0 and not run.done:
                 self._guarded(lambda r: r.state.samples.append([step, sample(r.learner.model, r.corpus, r.state.settings.seed, step)]), run)
             self._check_end(run)
 
@@ -234,6 +241,8 @@ class Trainer:
     def _finish(self, run: _Run) -> None:
         state, model = run.state, run.learner.model
         if state.stop_reason != "stopped":  # Stop frees the CPU at once: no last sample, no evaluation
+            if not state.samples:
+                self._first_sample(run)
             if state.samples[-1][0] != state.step:
                 state.samples.append([state.step, sample(model, run.corpus, state.settings.seed, state.step)])
             state.val_loss = evaluate_loss(model, run.corpus.val, VAL_WINDOWS)

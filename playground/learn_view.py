@@ -184,7 +184,7 @@ def status_markdown(state: RunState | None) -> str:
         lines.append(
             f"At step 0 the loss was **{first:.2f}**, ln V = {r.ln_v:.2f}: "
             + ("random weights guess every character about evenly." if abs(gap) < 0.15 else
-               f"{gap:+.2f} above an even guess: the skewed start is confidently wrong, and the first steps only flatten it back to ln V.")
+               f"{gap:+.2f} above an even guess: the skewed start is confidently wrong, and its first steps only bring it back to ln V: training spent undoing a bad start.")
         )
     recent = state.recent_loss()
     if recent is not None and r is not None and state.step >= RECENT_STEPS:

@@ -105,12 +105,17 @@ def test_skewed_start_is_far_above_ln_v(corpus):
     skewed_settings = learn_run.settings(seconds=60, seed=3, init="skewed", steps=3)
     skewed = run(skewed_settings)
     assert skewed.losses[0][1] > math.log(corpus.vocab_size) + 1
-    # Exactly the proper start's logits x SKEW on the same batch.
+    # The proper start's weights but the token embedding (the tied output head) x SKEW ...
     proper, tilted = learn_run.build_model(QUICK, corpus.vocab_size), learn_run.build_model(skewed_settings, corpus.vocab_size)
+    for (name, p), q in zip(proper.named_parameters(), tilted.parameters()):
+        assert torch.equal(p * learn_run.SKEW if name == "wte.weight" else p, q), name
+    # ... and its step-0 loss is that model's cross-entropy, computed here by hand from its layers.
     x, y = get_batch(corpus.train, 0, learn_run.train_config(QUICK), 64, 0, 1)
     with torch.no_grad():
-        logits = proper(x)[0] * learn_run.SKEW
-    assert torch.allclose(tilted(x)[0], logits, rtol=1e-5, atol=1e-4)
+        h = tilted.wte(x) + tilted.wpe(torch.arange(64))
+        for block in tilted.blocks:
+            h = block(h)[0]
+        logits = tilted.ln_f(h) @ tilted.wte.weight.t()
     expected = F.cross_entropy(logits.flatten(0, 1), y.flatten()).item()
     assert skewed.losses[0][1] == pytest.approx(expected, abs=1e-3)
 

@@ -135,14 +135,14 @@ def ui_continue(prompt, seed, state: RunState | None) -> str:
 
 def api_learn(seconds: int, seed: int, init: str, steps: int = DEFAULT_STEPS, request: gr.Request = None) -> Iterator[dict]:
     """Train a small GPT from random weights on the server's CPU for `steps` steps (1-5000,
-    default 600), or until `seconds` (5-300) have passed, streamed: one JSON object per update
+    default 500), or until `seconds` (5-300) have passed, streamed: one JSON object per update
     with `status` (waiting, preparing, training, finished, stopped), `message` (while waiting: the
     place in line), `vocab_size`, `references` (ln V, unigram, bigram, shipped model, in nats per
     character), `step`, `steps`, `tokens`, `tokens_per_s`, `losses` ([step, loss] for every step,
     the first at step 0 before any update), `samples` ([step, text] every 50 steps and the last),
     and, at the end, `val_loss` (on `val_windows` windows, `val_tokens` characters, of the held-out
     plays) and `stop_reason` (steps, time budget, stopped, diverged). `init`: "proper" or "skewed"
-    (output logits x10); `seed` 0-2147483647; the other settings at their defaults (learning rate
+    (the token embedding, tied to the output head, x10: confidently wrong logits); `seed` 0-2147483647; the other settings at their defaults (learning rate
     "good", size "tiny", learned positions). Many runs train at once; one run per visitor."""
     s = settings(seconds, seed, init, steps=steps)
     last = 0.0
