@@ -122,7 +122,7 @@ class Trainer:
     def counts(self) -> tuple[int, int]:
         """(runs training, runs waiting)."""
         with self._cond:
-            return len(self._running), len(self._line)
+            return sum(not r.done for r in self._running), len(self._line)
 
     # --- the worker's side (the lock held where it says so) ----------------------------------
 
@@ -138,11 +138,11 @@ class Trainer:
         self._cond.notify_all()
 
     def _waiting_message(self, place: int) -> str:
-        left = [r.state.settings.steps - r.state.step for r in self._running]
+        left = [r.state.settings.steps - r.state.step for r in self._running if not r.done]
         soonest = f" (the nearest to its end has about {min(left):,} steps left)" if left else ""
         ahead = "one run" if place == 1 else f"{place} runs"
         return (
-            f"{len(self._running)} learners' models are training, the most this server trains at once. "
+            f"{len(left)} learners' models are training, the most this server trains at once. "
             f"You are {_ordinal(place)} in line, {ahead} ahead of you{soonest}. Yours starts by itself; keep this page open."
         )
 
