@@ -70,6 +70,16 @@ def empty_figure():
     return learn_view.loss_figure(None, refs=_refs.get("char"))
 
 
+def ui_reference_lines(state: RunState | None):
+    """The page's timer, until the reference lines are drawn: the chart with them once they are
+    computed, unless a run already shows its own; then the timer stops."""
+    if state is not None:
+        return gr.skip(), gr.Timer(active=False)
+    if "char" not in _refs:
+        return gr.skip(), gr.Timer(active=True)
+    return empty_figure(), gr.Timer(active=False)
+
+
 def _history(previous: RunState | None) -> list[RunState]:
     """The page's earlier runs, the one before this one last (a run that never trained left out)."""
     if previous is None:
@@ -198,7 +208,7 @@ def build() -> None:
         with gr.Column(scale=3, min_width=300):
             status = gr.Markdown(learn_view.status_markdown(None), elem_id="learn-status", elem_classes=RESULT)
             stats = gr.HTML(cards_html(learn_view.stats_cards(None)), elem_id="learn-stats", elem_classes=RESULT)
-            chart = gr.Plot(empty_figure, show_label=False, elem_id="learn-chart", elem_classes=RESULT)
+            chart = gr.Plot(empty_figure(), show_label=False, elem_id="learn-chart", elem_classes=RESULT)
             samples = gr.HTML(learn_view.samples_html(None), elem_id="learn-samples", elem_classes=RESULT)
             runs = gr.HTML(learn_view.runs_table([]), elem_id="learn-runs", elem_classes=RESULT)
             with gr.Column(elem_classes=SECTION):
@@ -220,6 +230,12 @@ def build() -> None:
         "and compare."
     )
     state = RESULTS.state()
+    # The reference lines, drawn before Start once computed (a second or two after the app starts).
+    lines_timer = gr.Timer(0.5)
+    lines_timer.tick(
+        user_errors(RESULTS.through(ui_reference_lines, read=0)), [state], [chart, lines_timer],
+        api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
+    )
     event = on_input(
         start.click, RESULTS.through(ui_learn, read=5, write=6, key=5), [seed, init, lr, size, positions, state],
         [status, stats, chart, samples, runs, start, state],
