@@ -45,7 +45,7 @@ ENDPOINTS = {  # name -> a valid argument list
     "attention": ["hello everyone", 0, 0],
     "inside": ["hello everyone", 0, 0],
     "compare": ["ROMEO:", "king", "hello everyone"],
-    "learn": [5, 0, "proper"],
+    "learn": [5, 0, "proper", 5],
 }
 
 

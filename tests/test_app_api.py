@@ -21,7 +21,7 @@ ENDPOINTS = {
     "/attention": ["text", "layer", "head"],
     "/inside": ["text", "layer", "head"],
     "/compare": ["prompt", "word", "sentence"],
-    "/learn": ["seconds", "seed", "init"],
+    "/learn": ["seconds", "seed", "init", "steps"],
 }
 
 
