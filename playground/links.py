@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from . import learn, limits
+from . import learn_run as learn
+from . import limits
 from .validation import (
     InputError,
     format_number,
@@ -187,7 +188,6 @@ def params(tab: str, shape: Shape | None = None) -> tuple[Param, ...]:
             layer, head,
         ),
         "learn": (
-            Param("seconds", "int", learn.MIN_SECONDS, learn.MAX_SECONDS, what="seconds of training"),
             Param("seed", "int", 0, learn.MAX_SEED, what="the seed"),
             Param("init", "choice", choices=learn.INITS, what="the initialisation"),
             Param("learning_rate", "choice", choices=tuple(learn.LEARNING_RATES), what="the learning rate"),

@@ -160,10 +160,9 @@ def test_generation_opens_with_the_links_prompt_and_settings(page):
 def test_model_and_learn_open_on_their_tab(page):
     open_link(page, "model")
     page.locator("#model-curves").wait_for()
-    open_link(page, "learn", seconds=30, seed=7, init="skewed", learning_rate="too high", size="small",
+    open_link(page, "learn", seed=7, init="skewed", learning_rate="too high", size="small",
               positions="sinusoidal", text="KING.\n")
     wait_number(page, "learn-seed", 7)
-    assert number(page, "learn-seconds") == "30"
     for elem_id, value in (("learn-init", "skewed"), ("learn-lr", "too high"), ("learn-size", "small"), ("learn-positions", "sinusoidal")):
         assert page.locator(f"#{elem_id} input[type=radio]:checked").input_value() == value
     assert textbox(page, "learn-prompt").input_value() == "KING.\n"

@@ -11,7 +11,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from playground import learn, limits
+from playground import learn_run as learn
+from playground import limits
 from playground import links as L
 from playground.validation import InputError
 
@@ -28,7 +29,7 @@ GOOD = {
                    "seed": "4294967295", "samples": "2"},
     "model": {},
     "compare": {"text": "Juliet.\nAy me", "word": "queen", "sentence": "O Romeo, Romeo", "layer": "5", "head": "7"},
-    "learn": {"seconds": "30", "seed": "7", "init": "skewed", "learning_rate": "too high", "size": "small",
+    "learn": {"seed": "7", "init": "skewed", "learning_rate": "too high", "size": "small",
               "positions": "sinusoidal", "text": "KING.\n"},
 }
 EXPECTED = {
@@ -41,7 +42,7 @@ EXPECTED = {
                    "seed": 4294967295, "samples": 2},
     "model": {},
     "compare": {"text": "Juliet.\nAy me", "word": "queen", "sentence": "O Romeo, Romeo", "layer": 5, "head": 7},
-    "learn": {"seconds": 30, "seed": 7, "init": "skewed", "learning_rate": "too high", "size": "small",
+    "learn": {"seed": 7, "init": "skewed", "learning_rate": "too high", "size": "small",
               "positions": "sinusoidal", "text": "KING.\n"},
 }
 
@@ -126,8 +127,7 @@ def test_the_ranges_are_the_tabs_own_limits():
     assert by["positional", "d_model"].maximum == limits.MAX_D_MODEL and by["positional", "d_model"].even
     assert by["learn", "init"].choices == learn.INITS and by["learn", "size"].choices == tuple(learn.SIZES)
     assert by["learn", "learning_rate"].choices == tuple(learn.LEARNING_RATES)
-    assert (by["learn", "seconds"].minimum, by["learn", "seconds"].maximum, by["learn", "seed"].maximum) == (
-        learn.MIN_SECONDS, learn.MAX_SECONDS, learn.MAX_SEED)
+    assert by["learn", "seed"].maximum == learn.MAX_SEED
     shape = L.Shape(12, 12, 50257)  # another model (--model DIR): its own layers and heads
     layer, head = L.params("attention", shape)[1:]
     assert (layer.maximum, head.maximum) == (11, 11)

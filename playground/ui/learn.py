@@ -252,4 +252,4 @@ def build() -> dict[str, gr.components.Component]:
         concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
     )
     gr.api(user_errors(api_learn), api_name="learn", concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY)
-    return {"seconds": seconds, "seed": seed, "init": init, "learning_rate": lr, "size": size, "positions": positions, "text": prompt}  # its controls, by the names of a link's parameters (playground/links.py)
+    return {"seed": seed, "init": init, "learning_rate": lr, "size": size, "positions": positions, "text": prompt}  # its controls, by the names of a link's parameters (playground/links.py)
