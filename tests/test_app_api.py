@@ -79,7 +79,7 @@ def test_compare_before_and_after_training(client):
         ("Hi my name is Moussa", [17250, 616, 1438, 318, 42436, 11400]),  # the Transformer tutorial
     ],
 )
-def test_tokenize_gives_the_seeds_ids(client, text, ids):
+def test_tokenize_gives_the_tutorials_ids(client, text, ids):
     out = client.predict(text, api_name="/tokenize")
     assert out["ids"] == ids
     assert out["n_tokens"] == len(ids)
@@ -88,7 +88,7 @@ def test_tokenize_gives_the_seeds_ids(client, text, ids):
     assert "".join(t["text"] for t in out["tokens"]) == text
 
 
-def test_tokenize_splits_the_seeds_glued_words(client):
+def test_tokenize_splits_the_tutorials_glued_words(client):
     out = client.predict("Attention isallyou need", api_name="/tokenize")
     pieces = [t["text"] for t in out["tokens"]]
     assert "".join(pieces) == "Attention isallyou need" and pieces[-1] == " need"
@@ -128,7 +128,7 @@ def test_embedding_arithmetic_refuses_code(client):
 # --- /positional_encoding -----------------------------------------------------------------------
 
 
-def test_positional_encoding_matches_the_seeds_table_d20(client):
+def test_positional_encoding_matches_the_tutorials_table_d20(client):
     # The Transformer tutorial prints the module's table for block_size 100, d_model 20.
     out = client.predict(20, 100, 10000, api_name="/positional_encoding")
     table = out["table"]
@@ -142,7 +142,7 @@ def test_positional_encoding_matches_the_seeds_table_d20(client):
     assert table[99][2] == pytest.approx(0.98984, abs=1e-4)
 
 
-def test_positional_encoding_matches_the_seeds_table_d512(client):
+def test_positional_encoding_matches_the_tutorials_table_d512(client):
     # The Transformer tutorial: block_size 1024, d_model 512.
     out = client.predict(512, 1024, 10000, api_name="/positional_encoding")
     t = out["table"]

@@ -477,6 +477,6 @@ def test_eight_learners_at_eight_addresses_at_once(app_server, corpus):
         diffs = [abs(a[1] - b) for a, b in zip(last["losses"], curve(own))]
         assert len(diffs) == 300
         worst = max(worst, max(diffs))
-    print(f"largest difference from the seeds' curves alone: {worst:.2e}")
+    print(f"largest difference from each seed's curve alone: {worst:.2e}")
     assert worst <= 1e-3
     assert slowest <= 4 * alone_s

@@ -146,7 +146,7 @@ LESSON_TABLES = json.loads((DATA / "lesson_positional_encoding.json").read_text(
 
 
 @pytest.mark.parametrize("table", LESSON_TABLES, ids=lambda t: f"{t['n_positions']}x{t['d_model']}")
-def test_positional_encoding_reproduces_the_seeds(table):
+def test_positional_encoding_reproduces_the_lessons_tables(table):
     pe = positional_encoding(table["n_positions"], table["d_model"])
     assert pe.shape == (table["n_positions"], table["d_model"]) and pe.dtype == torch.float32
     got = pe[table["rows"]][:, table["cols"]]

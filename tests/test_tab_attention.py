@@ -61,7 +61,7 @@ def test_step_through_reproduces_the_model(result):
     assert all(s.figure.data for s in result.stages)  # each stage draws its figure when asked
 
 
-def test_uniform_scores_give_the_seeds_running_average(small_model):
+def test_uniform_scores_give_the_tutorials_running_average(small_model):
     # The deep-learning notes: with all scores equal, masked softmax gives rows 1, 1/2 1/2, 1/3 ... and
     # wei @ v is the running mean of v. Zero the query/key projections to make every score 0.
     c = small_model.config.d_model

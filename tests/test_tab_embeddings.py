@@ -268,7 +268,7 @@ def test_contextual_refuses(args, fragment):
         contextual_embeddings(*args)
 
 
-def test_cosine_box_takes_the_seeds_expression_and_shows_the_vectors():
+def test_cosine_box_takes_the_tutorials_expression_and_shows_the_vectors():
     """cos(queen + man - woman, king), the Transformer tutorial's own, against the embedding table by hand."""
     from model import get_tokenizer
     from playground.embeddings import word_similarity

@@ -33,7 +33,7 @@ def test_seed_attention_isallyou_need_splits_the_glued_words():
     assert r.tokens[-1].text == " need"
 
 
-def test_examples_are_the_seeds():
+def test_examples_are_the_transformer_tutorials():
     assert set(EXAMPLES) == {"hello everyone", "Hi my name is Moussa", "Attention isallyou need"}
 
 
