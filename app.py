@@ -21,7 +21,7 @@ T0 = time.perf_counter()
 import gradio as gr  # noqa: E402
 
 from playground.ui import attention, common, embeddings, generation, model, positional, serving, tokenization  # noqa: E402
-from playground.ui import compare, inside, learn  # noqa: E402
+from playground.ui import compare, inside, learn, links  # noqa: E402
 from playground.model_source import ModelSource, ModelSourceError, describe, resolve, shipped  # noqa: E402
 from playground import resources  # noqa: E402
 from playground.ui.startup import prepare_model, warm_up_in_background  # noqa: E402
@@ -51,25 +51,27 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         gr.Markdown(HEADER, elem_id="pg-header")
         gr.Markdown(describe(source), elem_id="pg-model")
-        with gr.Tabs(overflow_behavior="wrap"):  # every tab one tap away, on a phone too (the tabs wrap)
+        link = links.Links()  # a link's message shows here; each tab gets a Copy link button (playground/ui/links.py)
+        with gr.Tabs(overflow_behavior="wrap") as tabs:  # every tab one tap away, on a phone too (the tabs wrap)
             with gr.Tab("1 · Tokenization", id="tokenization"):
-                tokenization.build()
+                link.tab("tokenization", tokenization.build)
             with gr.Tab("2 · Embeddings", id="embeddings"):
-                embeddings.build()
+                link.tab("embeddings", embeddings.build)
             with gr.Tab("3 · Positional encoding", id="positional") as tab:
-                positional.build(tab)  # its heavy figures drawn when the tab first opens
+                link.tab("positional", lambda: positional.build(tab))  # its heavy figures drawn when the tab first opens
             with gr.Tab("4 · Attention", id="attention") as tab:
-                attention.build(tab)  # as the PE tab: the opening figures drawn when the tab first opens
+                link.tab("attention", lambda: attention.build(tab))  # as the PE tab: the opening figures drawn when the tab first opens
             with gr.Tab("5 · Inside the model", id="inside") as tab:
-                inside.build(tab)
+                link.tab("inside", lambda: inside.build(tab))
             with gr.Tab("6 · Text generation", id="generation"):
-                generation.build()
+                link.tab("generation", generation.build)
             with gr.Tab("7 · Model", id="model"):
-                model.build(onnx_files, training_log=source.weights_dir / "training_log.json")
+                link.tab("model", lambda: model.build(onnx_files, training_log=source.weights_dir / "training_log.json"))
             with gr.Tab("8 · Compare", id="compare"):
-                compare.build()
+                link.tab("compare", compare.build)
             with gr.Tab("9 · Watch it learn", id="learn"):
-                learn.build()
+                link.tab("learn", learn.build)
+        link.wire(demo, tabs)  # a page opened from a link (/?tab=inside&text=...&layer=2) opens on that tab, so set
     # A small Space: each concurrency group (see playground/ui/common.py) has its own cap, so
     # light tabs never queue behind generations; past QUEUE_MAX_SIZE waiting, "queue is full".
     # api_open=False: every call goes through the queue and its caps (Gradio opens the queue-less
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         server_name=os.environ.get("GRADIO_SERVER_NAME") or None,
         server_port=int(os.environ["GRADIO_SERVER_PORT"]) if os.environ.get("GRADIO_SERVER_PORT") else None,
         theme=common.THEME,
-        css=common.CSS + inside.CSS,
+        css=common.CSS + inside.CSS + links.CSS,
         js=common.JS,
         footer_links=["api", "gradio"],
         # Hardening for a public Space: no tab takes a file, so uploads (which Gradio accepts on

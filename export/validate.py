@@ -1,5 +1,6 @@
 """Checks every export must pass: onnx.checker, logits parity with PyTorch (a left-padded batch
-included), cached decoding against a full pass, greedy text against PyTorch, and the quantized
+included), cached decoding against a full pass, the runtime's logits at every decode step and its
+greedy text against PyTorch's with its cache, and the quantized
 models' validation losses against fp32's (both 8-bit files: "quantized", weight-only, and
 "int8", integer products)."""
 
@@ -15,8 +16,9 @@ import torch
 
 from model import GPT, get_tokenizer, load_pretrained
 from model.evaluate import val_windows, window_batches
+from runtime.batching import Request
 from runtime.engine import Engine, left_pad
-from runtime.generate import generate
+from runtime.generate import decode, generate
 from runtime.params import SamplingParams
 
 from .build import Progress
@@ -139,6 +141,33 @@ def check_greedy_text(model: GPT, engine: Engine, n_tokens: int) -> Check:
     return Check(f"greedy text vs PyTorch, {n_tokens} tokens", f"{same} identical", f"{n_tokens} identical", same == n_tokens)
 
 
+@torch.no_grad()
+def check_decoded_logits(model: GPT, engine: Engine, n_tokens: int, tol: float = LOGIT_TOL) -> Check:
+    """The logits the runtime draws every greedy token from (``runtime.generate``, its window
+    sliding by one token as ``GPT.generate``'s once the context is full) against PyTorch's through
+    its key/value cache, fed the same tokens: the worst step. Greedy ids alone miss bugs that leave
+    a model's argmax in place, as a random tiny model's mostly does (a hidden token, a position
+    off by one, a wrong attention scale)."""
+    block = engine.block_size
+    window = get_tokenizer().encode(PROMPT)[-block // 4 :]
+    shift, engine.context_shift = engine.context_shift, 1
+    try:
+        steps = list(decode(engine, Request.new(np.array(window), SamplingParams(n_tokens, stop_at_eot=False), block)))
+    finally:
+        engine.context_shift = shift
+    out = model(torch.tensor([window]), use_cache=True)
+    worst = 0.0
+    for step in steps:
+        worst = max(worst, float(np.abs(step.logits[0] - out.logits[0, -1].numpy()).max()))
+        window.append(int(step.tokens[0]))
+        if len(window) > block:  # full: the oldest token leaves and the window is read anew
+            window = window[1:]
+            out = model(torch.tensor([window]), use_cache=True)
+        else:
+            out = model(torch.tensor([window[-1:]]), past_key_values=out.past_key_values, use_cache=True)
+    return Check(f"decoded logits vs PyTorch's cache, {n_tokens} steps", f"{worst:.2e}", f"<= {tol:.0e}", worst <= tol)
+
+
 def onnx_loss(
     engine: Engine, tokens: np.ndarray, windows: int = 0, batch: int = 4, progress: Callable[[float], None] | None = None
 ) -> float:
@@ -204,6 +233,7 @@ def run_checks(
             ("fp32 logits vs PyTorch", lambda: check_parity(model, fp32, shapes, LOGIT_TOL)),
             ("fp32 left-padded batch", lambda: check_padded_batch(fp32, LOGIT_TOL)),
             ("cached decoding", lambda: check_cached_decoding(fp32, min(16 if quick else 48, model.config.block_size))),
+            ("decoded logits vs PyTorch", lambda: check_decoded_logits(model, fp32, greedy_tokens)),
             ("greedy text vs PyTorch", lambda: check_greedy_text(model, fp32, greedy_tokens)),
         ]
     eight_bit = [key for key in EIGHT_BIT if key in engines]

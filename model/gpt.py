@@ -1,7 +1,7 @@
 """A decoder-only transformer (GPT) in one file, laid out like GPT-2.
 
 References: "Attention Is All You Need" (Vaswani et al., 2017), GPT-2 (Radford et al., 2019),
-nanoGPT. The ideas follow the project's seeds: token embedding + sinusoidal positional
+nanoGPT. The ideas follow the project's four lessons (docs/lessons.md): token embedding + sinusoidal positional
 encoding, masked multi-head self-attention (tril -> masked_fill -> softmax -> @ V; the fill is the most
 negative finite float rather than -inf, so a fully padded row stays finite),
 a position-wise feed-forward network and cross-entropy on the next token.
@@ -34,7 +34,7 @@ class GPTConfig:
     n_head: int = 4
     d_model: int = 256
     dropout: float = 0.0
-    pos_encoding: str = "sinusoidal"  # "sinusoidal" (the seeds' formula) or "learned" (GPT-2)
+    pos_encoding: str = "sinusoidal"  # "sinusoidal" (the lessons' formula) or "learned" (GPT-2)
     # Multiply the token embeddings by sqrt(d_model) before the positions are added, as "Attention
     # Is All You Need" (section 3.4) does: with GPT-2's N(0, 0.02) init the rows would otherwise be
     # ~40 times shorter than the sinusoidal table's sqrt(d_model / 2).

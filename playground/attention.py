@@ -1,7 +1,7 @@
-"""Attention tab: the model's attention weights for a prompt, and the seeds' step-through.
+"""Attention tab: the model's attention weights for a prompt, and the lessons' step-through.
 
 The weights come from ``model(idx, output_attentions=True).attentions`` (per layer [B, H, T, T]).
-The step-through recomputes one head from the block's own weights, stage by stage as the seeds
+The step-through recomputes one head from the block's own weights, stage by stage as the lessons
 write it (``q = x W_Q``, ``k = x W_K`` -> ``q @ k^T * head_size**-0.5`` -> ``tril`` ->
 ``masked_fill(tril == 0, -inf)`` -> ``softmax`` -> ``@ v``), and checks the result against the
 model's own computation.
@@ -31,10 +31,12 @@ from .resources import get_model
 from .tokens import encode_prompt, token_labels
 from .validation import validate_int
 
-__all__ = ["EXAMPLE_PROMPTS", "Stage", "SalientHead", "salient_head", "AttentionResult", "attention", "attention_weights", "line_view_html"]
+__all__ = ["EXAMPLE_PROMPTS", "HEAD_KINDS", "Stage", "SalientHead", "salient_head", "AttentionResult", "attention", "attention_weights", "line_view_html"]
 
-# In the corpus's style (see generation.EXAMPLE_PROMPTS).
-EXAMPLE_PROMPTS = ("Romeo.\nBut soft! what light through yonder window breaks?", "To be, or not to be,--that is the question:--")
+# In the corpus's style (see generation.EXAMPLE_PROMPTS), every token a whole word or a mark:
+# the first repeats its words, which the heads worth seeing (previous word, earlier occurrence)
+# act on.
+EXAMPLE_PROMPTS = ("A horse! a horse! my kingdom for a horse!", "To be, or not to be,--that is the question:--")
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class Stage:
     for (the page shows one stage at a time: drawing all seven made every layer change slower)."""
 
     name: str
-    code: str  # the seeds' line of PyTorch for this step
+    code: str  # the lessons' line of PyTorch for this step
     caption: str
     matrix: np.ndarray = field(repr=False)  # [T, T] (or [T, head_dim] for q, k and the output)
     draw: Callable[[], go.Figure] = field(repr=False, compare=False)
@@ -53,31 +55,69 @@ class Stage:
         return self.draw()
 
 
+# What each kind of head does, as the page says it: what a token gives its attention to, and why
+# the pattern matters.
+HEAD_KINDS = {
+    "previous-token": ("the token just before it", "word order, read by every later layer"),
+    "earlier-occurrence": ("the earlier occurrences of its own token", "it finds where a word was said before"),
+    "induction": ("the token that followed its own token's earlier occurrence",
+                  "how a model continues a pattern it has already seen"),
+}
+# A head that gives the first token this much of every row's weight on average is a no-op
+# "attention sink" (the least instructive pattern): never the one the page opens on.
+FIRST_TOKEN_SINK = 0.5
+
+
 @dataclass(frozen=True)
 class SalientHead:
     """A head whose pattern reads at a glance, found from the model's weights on a text."""
 
     layer: int
     head: int
-    kind: str  # "previous-token" or "first-token"
-    share: float  # mean weight a token gives that key
-    uniform: float  # the same mean for a uniform head (1 / (t + 1) per row): the baseline
+    kind: str  # a key of HEAD_KINDS
+    share: float  # mean weight a token gives the keys of its kind
+    uniform: float  # the same mean for a uniform head (n keys / (t + 1) per row): the baseline
+
+    @property
+    def gives(self) -> str:
+        return HEAD_KINDS[self.kind][0]
+
+    @property
+    def why(self) -> str:
+        return HEAD_KINDS[self.kind][1]
 
 
-def salient_head(weights: np.ndarray) -> SalientHead:
-    """The head of ``weights`` [n_layer, n_head, T, T] that most exceeds a uniform head at
-    attending to the token just before (a previous-token head) or to the first token (the
-    "attention sink" many heads use as a no-op), as mean weight over the rows t >= 1."""
-    t = weights.shape[-1]
+def _pattern_keys(ids: list[int] | None, t: int) -> dict[str, list[tuple[int, list[int]]]]:
+    """Per kind of head, the (query, its keys) pairs the pattern looks at: the token just before
+    it; the earlier tokens equal to it; the tokens that followed an earlier token equal to it."""
+    kinds: dict[str, list[tuple[int, list[int]]]] = {"previous-token": [(q, [q - 1]) for q in range(1, t)]}
+    if ids is not None:
+        kinds["earlier-occurrence"] = [(q, ks) for q in range(1, t) if (ks := [k for k in range(q) if ids[k] == ids[q]])]
+        kinds["induction"] = [(q, ks) for q in range(2, t) if (ks := [k for k in range(1, q) if ids[k - 1] == ids[q]])]
+    return {kind: pairs for kind, pairs in kinds.items() if len(pairs) >= 2 or kind == "previous-token"}
+
+
+def salient_head(weights: np.ndarray, ids: list[int] | None = None) -> SalientHead:
+    """The head of ``weights`` [n_layer, n_head, T, T] whose pattern most exceeds a uniform
+    head's: attending to the token just before (previous-token), to earlier occurrences of the
+    same token, or to the token after such an occurrence (induction; these two need ``ids``).
+    Excess = mean weight on the pattern's keys minus a uniform head's, over the queries the
+    pattern applies to. Heads that sit on the first token (FIRST_TOKEN_SINK) are left out."""
+    n_layer, n_head, t = weights.shape[0], weights.shape[1], weights.shape[-1]
     if t < 2:
         return SalientHead(0, 0, "previous-token", 1.0, 1.0)
-    rows = np.arange(1, t)
-    uniform = float(np.mean(1.0 / (rows + 1)))
-    previous = weights[:, :, rows, rows - 1].mean(axis=-1)  # [n_layer, n_head]
-    first = weights[:, :, 1:, 0].mean(axis=-1)
-    kind, scores = max((("previous-token", previous), ("first-token", first)), key=lambda ks: ks[1].max())
-    layer, head = np.unravel_index(int(np.argmax(scores)), scores.shape)
-    return SalientHead(int(layer), int(head), kind, float(scores[layer, head]), uniform)
+    sink = weights[:, :, 1:, 0].mean(axis=-1) >= FIRST_TOKEN_SINK  # [n_layer, n_head]
+    best: tuple[float, SalientHead] | None = None
+    for kind, pairs in _pattern_keys(ids, t).items():
+        share = np.mean([weights[:, :, q, ks].sum(axis=-1) for q, ks in pairs], axis=0)  # [n_layer, n_head]
+        uniform = float(np.mean([len(ks) / (q + 1) for q, ks in pairs]))
+        excess = np.where(sink, -np.inf, share - uniform)
+        if np.all(sink):
+            excess = share - uniform  # every head a sink: the clearest of them all the same
+        layer, head = np.unravel_index(int(np.argmax(excess)), excess.shape)
+        if best is None or excess[layer, head] > best[0]:
+            best = (float(excess[layer, head]), SalientHead(int(layer), int(head), kind, float(share[layer, head]), uniform))
+    return best[1]
 
 
 @dataclass(frozen=True)
@@ -242,7 +282,7 @@ def _step_through(model: GPT, ids: list[int], layer: int, head: int, tokens: lis
     q, k, v = block.attn.c_attn(ln).split(c, dim=-1)
     q, k, v = (m.view(t, n_head, d).transpose(0, 1) for m in (q, k, v))  # [H, T, D]
 
-    # The seeds' stages, for every head at once (the chosen one is shown).
+    # The lessons' stages, for every head at once (the chosen one is shown).
     wei = q @ k.transpose(-2, -1) * d**-0.5
     tril = torch.tril(torch.ones(t, t))
     masked = wei.masked_fill(tril == 0, float("-inf"))

@@ -3,7 +3,7 @@ nearest neighbours, the same sentence's attention.
 
 The model shown (the shipped one, or ``python app.py --model DIR``) is set beside a second one:
 ``--compare DIR``, or by default the untrained initialisation of the same architecture, which
-always exists. "Before and after training" is the seeds' own lesson: at initialisation every
+always exists. "Before and after training" is the deep-learning notes' own lesson: at initialisation every
 next token is about equally likely, so the loss is about ln 50257 ≈ 10.8 nats; training brings
 it down and gives the embeddings and the attention their structure.
 

@@ -24,7 +24,7 @@ from . import limits
 from .assets import load_token_counts
 from .expressions import LinearForm, parse_expression
 from .plots import base_layout, bar_plot, heatmap
-from .resources import get_model
+from .resources import get_model, shows_shipped_model
 from .similarity import cosine, cosine_matrix, unit_rows
 from .tokens import encode, encode_prompt, visible_token
 from .validation import InputError, validate_bool, validate_choice, validate_int, validate_text
@@ -83,6 +83,16 @@ def _index(model: GPT) -> _Index:
         return _indexes[model]
 
 
+def searched_text(model: GPT) -> str:
+    """Where the searched tokens come from, as far as the app knows the model: the shipped
+    model's own training text, or, for any other model, this project's Shakespeare text, which
+    that model may never have seen."""
+    if shows_shipped_model(model):
+        return "its training text (Shakespeare)"
+    return ("this project's Shakespeare text (the shipped model's training text; what this model was "
+            "trained on, the app does not know)")
+
+
 @dataclass(frozen=True)
 class WordVector:
     """A word as the model sees it: its tokens and the (mean) embedding."""
@@ -121,9 +131,11 @@ def word_vector(word: Any, *, leading_space: bool = True, model: GPT | None = No
     pieces = [visible_token(i) for i in ids]
     unseen = [p for p, i in zip(pieces, ids) if index.counts[i] == 0]
     if unseen:
+        why = ("training text (Shakespeare), so their embeddings were never trained" if shows_shipped_model(model)
+               else "Shakespeare text the shipped model was trained on, the tokens this tab compares")
         raise InputError(
             f"{word!r} is unknown to the model: its token(s) {', '.join(map(repr, unseen))} never occur in the "
-            "training text (Shakespeare), so their embeddings were never trained; try another word"
+            f"{why}; try another word"
         )
     return WordVector(word, ids, pieces, index.matrix[ids].mean(axis=0))
 
@@ -204,7 +216,7 @@ def embedding_arithmetic(
     neighbours = _neighbours(_index(model), vector, top_k, exclude)
     notes = [w.describe() for w in words if w.multi_token]
     notes.append(
-        f"Searched the {_index(model).seen_ids.size:,} tokens that occur in the training text"
+        f"Searched the {_index(model).seen_ids.size:,} tokens that occur in {searched_text(model)}"
         + (", leaving out the input words' tokens." if exclude_inputs else ".")
     )
     fig = bar_plot(
@@ -227,7 +239,7 @@ class SimilarityResult:
 
 
 def word_or_expression(text: Any, *, leading_space: bool = True, model: GPT | None = None) -> WordVector:
-    """A word's embedding, or an expression's vector (``queen + man - woman``: the seeds'
+    """A word's embedding, or an expression's vector (``queen + man - woman``: the Transformer tutorial's
     cos(queen + man − woman, king)) when ``text`` holds an operator."""
     model = model or get_model()
     if isinstance(text, str) and any(op in text for op in "+-*"):

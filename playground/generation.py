@@ -7,7 +7,9 @@ the UI (and the ``/generate`` API endpoint) render; tests call it directly.
 
 from __future__ import annotations
 
+import functools
 import html
+import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from export.naming import FP32_NAME, INT8_NAME
 from model.tokenizer import EOT_ID
 from runtime.batching import Scheduler
 from runtime.engine import Engine
@@ -31,10 +34,10 @@ from .next_token import (
     next_token_distribution,
     probability_axis,
 )
-from .plots import PERCENT_HOVER, base_layout, percent
-from .resources import PROVIDER_ENV, get_engine, get_scheduler
+from .plots import PERCENT_HOVER, base_layout, percent, wrap_title
+from .resources import PROVIDER_ENV, get_engine, get_scheduler, open_engine
 from .tokens import decode, encode, token_text, visible_whitespace
-from .validation import InputError, validate_float, validate_int, validate_text
+from .validation import InputError, validate_choice, validate_float, validate_int, validate_text
 
 __all__ = [
     "DEFAULTS",
@@ -54,8 +57,14 @@ __all__ = [
     "step_caption",
     "step_figure",
     "tokens_html",
+    "with_history",
+    "history_html",
     "stats_markdown",
     "provider_label",
+    "PRECISIONS",
+    "DEFAULT_PRECISION",
+    "engine_for",
+    "precision_of",
     "provider_markdown",
 ]
 
@@ -83,6 +92,18 @@ EXAMPLE_PROMPTS: list[str] = [
 
 TOP_CANDIDATES = 10  # candidates kept per step (the bar chart shows them all)
 
+# The precision a generation runs in: "full" (the fp32 file, as Inside the model and Compare
+# compute), "8-bit" (the integer file: 8-bit weights and activations), or "auto" (the app's
+# engine: the 8-bit file on a CPU, fp32 on CUDA; what the /generate API always used). The page
+# starts on full precision: docs/export.md ("Precision on the page") has the measurement behind it.
+PRECISIONS = ("full", "8-bit")
+AUTO_PRECISION = "auto"
+DEFAULT_PRECISION = "full"
+PRECISION_LABELS = {"full": "Full precision (32-bit floats)", "8-bit": "8 bits (int8)"}
+_PRECISION_FILES = {"full": FP32_NAME, "8-bit": INT8_NAME}
+HISTORY_STEPS = 20  # "Next token" steps listed under the chart, newest first
+HISTORY_CANDIDATES = 5  # candidates listed per step there
+
 
 @dataclass(frozen=True)
 class GenerationParams:
@@ -97,6 +118,7 @@ class GenerationParams:
     seed: int
     num_samples: int
     dropped_prompt_tokens: int = 0  # tokens cut from the start of a prompt longer than the context
+    precision: str = AUTO_PRECISION  # one of PRECISIONS, or AUTO_PRECISION
 
     @property
     def notice(self) -> str:
@@ -120,6 +142,7 @@ def validate_params(
     encode: Callable[[str], list[int]],
     block_size: int,
     vocab_size: int,
+    precision: Any = AUTO_PRECISION,
 ) -> GenerationParams:
     """Check every setting (raising :class:`InputError` with what is accepted) and tokenize the
     prompt. A prompt longer than the context keeps its last tokens: the engine slides its window
@@ -134,12 +157,13 @@ def validate_params(
     top_p = validate_float(top_p, name="top_p", minimum=limits.MIN_TOP_P, maximum=limits.MAX_TOP_P, min_inclusive=False)
     seed = validate_int(seed, name="seed", minimum=limits.MIN_SEED, maximum=limits.MAX_SEED)
     num_samples = validate_int(num_samples, name="num_samples", minimum=limits.MIN_SAMPLES, maximum=limits.MAX_SAMPLES)
+    precision = validate_choice(AUTO_PRECISION if precision is None else precision, (*PRECISIONS, AUTO_PRECISION), name="precision")
     ids = encode(prompt)
     if not ids:
         raise InputError("prompt: no tokens after tokenization; type some text")
     keep = block_size - 1  # leave room for at least one new token in the context
     dropped = max(0, len(ids) - keep)
-    return GenerationParams(prompt, ids[dropped:], max_new_tokens, temperature, top_k, top_p, seed, num_samples, dropped)
+    return GenerationParams(prompt, ids[dropped:], max_new_tokens, temperature, top_k, top_p, seed, num_samples, dropped, precision)
 
 
 @dataclass(frozen=True)
@@ -177,6 +201,11 @@ class GenerationState:
     notices: list[str] = field(default_factory=list)
     # Set once the engine's stream is closed, finished or stopped: no token comes after it.
     stream_closed: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    # Set from another thread (the page's Stop) to end the generation: it ends within
+    # runtime.batching.STOP_POLL_S even while it is still waiting for its first token.
+    stop_requested: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    # "Next token" steps taken one at a time up to this one, newest first (HISTORY_STEPS at most).
+    history: list[GeneratedStep] = field(default_factory=list)
 
     @property
     def new_tokens(self) -> int:
@@ -244,7 +273,10 @@ def provider_label(provider: str) -> str:
 # --- On the shared engine and tokenizer (playground.resources) ---------------------------------
 
 
-def prepare(prompt: Any, max_new_tokens: Any, temperature: Any, top_k: Any, top_p: Any, seed: Any, num_samples: Any = 1) -> GenerationParams:
+def prepare(
+    prompt: Any, max_new_tokens: Any, temperature: Any, top_k: Any, top_p: Any, seed: Any, num_samples: Any = 1,
+    precision: Any = AUTO_PRECISION,
+) -> GenerationParams:
     """:func:`validate_params` with the shared engine's context and GPT-2's tokenizer."""
     engine = get_engine()
     return validate_params(
@@ -252,12 +284,78 @@ def prepare(prompt: Any, max_new_tokens: Any, temperature: Any, top_k: Any, top_
         encode=encode,
         block_size=engine.block_size,
         vocab_size=engine.vocab_size,
+        precision=precision,
     )
 
 
-def run(params: GenerationParams, n_candidates: int | None = TOP_CANDIDATES) -> Iterator[GenerationState]:
-    """:func:`generate` on the shared engine and tokenizer, in the app's shared decoding batch."""
-    return generate(get_engine(), params, token_text, decode, scheduler=get_scheduler(), n_candidates=n_candidates)
+_precision_lock = threading.Lock()
+_precision_engines: dict[Path, tuple[Engine, Scheduler]] = {}  # the other file than the app's engine's (one entry)
+
+
+def engine_for(precision: str) -> tuple[Engine, Scheduler]:
+    """The engine and decoding loop of ``precision`` (:data:`PRECISIONS`, or "auto": the app's
+    own). The file that is not the app's engine's is opened on first use, beside it (its own
+    session and loop, the same row limits); a model without such a file is told with a message."""
+    engine = get_engine()
+    if precision == AUTO_PRECISION:
+        return engine, get_scheduler()
+    hub = engine.path.parent.parent  # <hub>/onnx/<file>
+    path = hub / _PRECISION_FILES[precision]
+    if path == engine.path:
+        return engine, get_scheduler()
+    with _precision_lock:
+        if path not in _precision_engines:
+            if not path.is_file():
+                raise InputError(
+                    f"precision: this model has no {precision} file ({_PRECISION_FILES[precision]}); "
+                    f"choose {' or '.join(p for p in PRECISIONS if p != precision)}"
+                )
+            for old_engine, old_scheduler in _precision_engines.values():  # another model's: closed
+                old_scheduler.close()
+            _precision_engines.clear()
+            other = open_engine(path)
+            _precision_engines[path] = (other, Scheduler(
+                other, max_rows=limits.MAX_BATCH_ROWS, max_waiting=limits.MAX_WAITING_REQUESTS, wide=other.widened()
+            ))
+        return _precision_engines[path]
+
+
+def precision_of(engine: Engine) -> str:
+    """"full" or "8-bit" for an engine's file (by its name), else "auto"."""
+    for precision, name in _PRECISION_FILES.items():
+        if engine.path.name == Path(name).name:
+            return precision
+    return AUTO_PRECISION
+
+
+def _file_precision(model_file: str) -> str:
+    """How an ONNX file's numbers are kept, in words: "full precision", "8 bits", "8-bit weights"."""
+    if model_file == Path(FP32_NAME).name:
+        return "full precision"
+    if model_file == Path(INT8_NAME).name:
+        return "8 bits"
+    return "8-bit weights" if "quantized" in model_file else "its own precision"
+
+
+def run(
+    params: GenerationParams, n_candidates: int | None = TOP_CANDIDATES, state: GenerationState | None = None
+) -> Iterator[GenerationState]:
+    """:func:`generate` on the engine of the precision asked for and GPT-2's tokenizer, in its shared decoding batch."""
+    engine, scheduler = engine_for(params.precision)
+    return generate(engine, params, token_text, decode, scheduler=scheduler, n_candidates=n_candidates, state=state)
+
+
+def new_state(engine: Engine, params: GenerationParams, decode: Callable[[list[int]], str] = decode) -> GenerationState:
+    """The state of a generation not started yet (no token, every sample "stopped" until it ends
+    otherwise): what :func:`generate` fills, made beforehand by a caller that may stop it before
+    its first token (``state.stop_requested``)."""
+    n = params.num_samples
+    state = GenerationState(params=params, provider=str(engine.provider), decode=decode, model_file=Path(engine.path).name)
+    state.steps = [[] for _ in range(n)]
+    state.stop_reasons = ["stopped"] * n
+    if params.notice:
+        state.notices.append(params.notice)
+    return state
 
 
 def generate(
@@ -268,30 +366,34 @@ def generate(
     budget_s: float = limits.GENERATION_BUDGET_S,
     scheduler: Scheduler | None = None,
     n_candidates: int | None = TOP_CANDIDATES,
+    state: GenerationState | None = None,
 ) -> Iterator[GenerationState]:
     """Stream a generation: yields the (same, updated) :class:`GenerationState` after every
     step, and once more at the end with ``finished`` set. With a ``scheduler`` (the engine's) it
     decodes in the batch shared with other generations, else on its own. Closing the generator
     (the stop button, a client that goes away) stops it after the current step. ``n_candidates``:
     the top tokens kept per step for the chart (None for a caller that shows neither them nor the
-    tokens' probabilities, e.g. the API: the engine then works out none)."""
+    tokens' probabilities, e.g. the API: the engine then works out none). ``state``: one made by
+    :func:`new_state` to be filled (its ``stop_requested`` ends the generation, first token or not)."""
     n = params.num_samples
-    state = GenerationState(
-        params=params, provider=str(engine.provider), decode=decode, model_file=Path(engine.path).name
-    )
-    state.steps = [[] for _ in range(n)]
-    state.stop_reasons = ["stopped"] * n
-    if params.notice:
-        state.notices.append(params.notice)
+    state = state if state is not None else new_state(engine, params, decode)
     sampling = SamplingParams(
         params.max_new_tokens, **sampling_settings(params).engine_args(engine.vocab_size), seed=params.seed,
         num_samples=n, n_candidates=n_candidates,
     )
-    stream = scheduler.stream(params.prompt_ids, sampling) if scheduler else runtime_stream(engine, params.prompt_ids, sampling)
+    stop = state.stop_requested
+    stream = (
+        scheduler.stream(params.prompt_ids, sampling, stop=stop) if scheduler else runtime_stream(engine, params.prompt_ids, sampling)
+    )
     try:
         for event in stream:
+            if stop.is_set():
+                break  # every unfinished sample's reason stays "stopped"
             state.ttft_s, state.elapsed_s = event.ttft_s, event.elapsed_s
-            if event.notice and event.notice not in state.notices and not params.notice:
+            # The engine's notices: the prompt was cut (which ours, params.notice, already says in
+            # this tab's words, with the counts of the text typed) or the context filled up while
+            # generating, which a learner needs to read too, whether the prompt was cut or not.
+            if event.notice and event.notice not in state.notices and not (params.notice and event.notice.startswith("The prompt")):
                 state.notices.append(event.notice)
             for sample in range(n):
                 token_id = event.token_ids[sample]
@@ -380,36 +482,61 @@ def candidates_figure(
     def shown(p: float | None) -> str:
         return percent(p) if p is not None else "not reported"
 
-    fig.add_bar(
-        x=[c.probability for c in cands], y=labels, orientation="h", name="model (temperature 1)",
-        marker_color=MODEL_COLOUR, offsetgroup="model",
-        hovertemplate=f"%{{y}}<br>model probability %{{x:{PERCENT_HOVER}}}<extra></extra>",
-    )
-    # Two traces in one bar slot: the legend keeps one colour per meaning at every step (one
-    # trace coloured bar by bar took its legend colour from whichever bar came first).
-    fig.add_bar(
-        x=[c.sample_probability for _, c in others], y=[label for label, _ in others], orientation="h",
-        name="drawn from" + (f" ({settings.label()})" if settings else " (temperature, top-k, top-p)"),
-        marker_color=SAMPLED_COLOUR, offsetgroup="sampled", text=[shown(c.sample_probability) for _, c in others],
-        textposition="outside", cliponaxis=False, constraintext="none", textfont={"size": 11},
-        hovertemplate=f"%{{y}}<br>probability of being drawn %{{x:{PERCENT_HOVER}}}<extra></extra>",
-    )
-    fig.add_bar(
-        x=[drawn_sample_probability], y=[drawn_label], orientation="h", name="the token drawn",
-        marker_color=DRAWN_COLOUR, offsetgroup="sampled", text=[shown(drawn_sample_probability)],
-        textposition="outside", cliponaxis=False, constraintext="none", textfont={"size": 11},
-        hovertemplate=f"%{{y}}: the token drawn<br>probability of being drawn %{{x:{PERCENT_HOVER}}}<extra></extra>",
-    )
+    outside = {"textposition": "outside", "cliponaxis": False, "constraintext": "none", "textfont": {"size": 11}}
+    traces = [
+        {
+            "type": "bar", "x": [c.probability for c in cands], "y": labels, "orientation": "h", "name": "model (temperature 1)",
+            "marker": {"color": MODEL_COLOUR}, "offsetgroup": "model",
+            "hovertemplate": f"%{{y}}<br>model probability %{{x:{PERCENT_HOVER}}}<extra></extra>",
+        },
+        # Two traces in one bar slot: the legend keeps one colour per meaning at every step (one
+        # trace coloured bar by bar took its legend colour from whichever bar came first).
+        {
+            "type": "bar", "x": [c.sample_probability for _, c in others], "y": [label for label, _ in others], "orientation": "h",
+            "name": "drawn from" + (f" ({settings.label()})" if settings else " (temperature, top-k, top-p)"),
+            "marker": {"color": SAMPLED_COLOUR}, "offsetgroup": "sampled", "text": [shown(c.sample_probability) for _, c in others],
+            **outside, "hovertemplate": f"%{{y}}<br>probability of being drawn %{{x:{PERCENT_HOVER}}}<extra></extra>",
+        },
+        {
+            "type": "bar", "x": [drawn_sample_probability], "y": [drawn_label], "orientation": "h", "name": "the token drawn",
+            "marker": {"color": DRAWN_COLOUR}, "offsetgroup": "sampled", "text": [shown(drawn_sample_probability)],
+            **outside, "hovertemplate": f"%{{y}}: the token drawn<br>probability of being drawn %{{x:{PERCENT_HOVER}}}<extra></extra>",
+        },
+    ]
     peak = max([c.probability for c in cands] + [c.sample_probability or 0.0 for c in cands] + [drawn_sample_probability or 0.0])
     p = f" (p = {percent(drawn_sample_probability)})" if drawn_sample_probability is not None else ""
     title = title or f"Step {step.index + 1}: drew “{visible_whitespace(step.token.text)}”{p}"
-    base_layout(fig, title, height=max(320, 34 * len(cands) + 150))
-    fig.update_layout(
-        barmode="group", bargap=0.22, margin={"l": 10, "r": 20},
-        xaxis=probability_axis(peak),
+    layout = _base_layout_json(title, height=max(320, 34 * len(cands) + 150))
+    layout.update(
+        barmode="group", bargap=0.22, margin={**layout["margin"], "l": 10, "r": 20},
+        xaxis=_expanded_titles(probability_axis(peak)),
         yaxis={"automargin": True, "categoryorder": "array", "categoryarray": labels, "tickfont": {"family": "monospace", "size": 11}},
     )
-    return fig
+    # Built as plotly's JSON, not through its validating setters: those took 80 ms a chart (half
+    # of it copying the template), which sixteen learners' generations ending together queued
+    # behind one another; the same JSON comes out (tests/test_tab_next_token.py compares).
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)
+
+
+def _expanded_titles(axis: dict) -> dict:
+    """An axis with its title as plotly writes it (``{"text": ...}``, not the shorthand string)."""
+    return {**axis, "title": {"text": axis["title"]}} if isinstance(axis.get("title"), str) else axis
+
+
+@functools.lru_cache(maxsize=8)
+def _base_layout_lines(lines: int) -> str:
+    """``plots.base_layout``'s layout (template, margins, legend) for a title of ``lines`` lines,
+    as JSON, built once per line count."""
+    return go.Figure(layout=base_layout(go.Figure(), "<br>".join(["x"] * lines)).layout).to_json()
+
+
+def _base_layout_json(title: str, height: int) -> dict:
+    """``plots.base_layout(fig, title, height=height)``'s layout as a fresh dict, without plotly's validation."""
+    wrapped = wrap_title(title)
+    layout = json.loads(_base_layout_lines(wrapped.count("<br>") + 1))["layout"]
+    layout["title"]["text"] = wrapped
+    layout["height"] = height
+    return layout
 
 
 def _model_only_figure(step: GeneratedStep, title: str | None) -> go.Figure:
@@ -461,9 +588,48 @@ def step_figure(state: GenerationState | None, sample: Any, step_number: Any) ->
     step, settings = steps[i], sampling_settings(state.params)
     p_drawn = None
     if drawn_rank(step) is None:
-        dist = next_token_distribution(step_context(state, s, i))
+        dist = next_token_distribution(step_context(state, s, i), engine_for(state.params.precision)[0])
         p_drawn = float(dist.probabilities(settings)[step.token.token_id])
     return candidates_figure(step, settings=settings, drawn_sample_probability=p_drawn), step_caption(step, settings)
+
+
+def with_history(state: GenerationState, previous: GenerationState | None, prompt: str) -> GenerationState:
+    """``state`` (one "Next token" step on ``prompt``) with the steps taken before it, newest
+    first, when ``prompt`` continues the previous step's text (its prompt and its token); a
+    prompt typed anew, or a Generate in between, starts the list again."""
+    step = state.steps[0][-1] if state.steps and state.steps[0] else None
+    earlier: list[GeneratedStep] = []
+    if previous is not None and previous.history and prompt == previous.params.prompt + previous.completions()[0]:
+        earlier = previous.history
+    if step is not None:
+        state.history = [GeneratedStep(len(earlier), step.token, step.candidates), *earlier][:HISTORY_STEPS]
+    return state
+
+
+def history_html(state: GenerationState | None) -> str:
+    """The "Next token" steps so far as a table, newest first: each step's token drawn (with its
+    probability) and the model's most likely candidates then. Empty when there are none."""
+    if state is None or not state.history:
+        return ""
+    rows = []
+    for step in state.history:
+        drawn = step.token
+        p = drawn.sample_probability if drawn.sample_probability is not None else drawn.probability
+        cands = " ".join(
+            f'<span class="gen-hist-cand{" gen-hist-drawn" if c.token_id == drawn.token_id else ""}">'
+            f"<code>{html.escape(visible_whitespace(c.text))}</code>&nbsp;{percent(c.probability)}</span>"
+            for c in step.candidates[:HISTORY_CANDIDATES]
+        )
+        rows.append(
+            f"<tr><td>{step.index + 1}</td><td><code>{html.escape(visible_whitespace(drawn.text))}</code> ({percent(p)})</td>"
+            f"<td>{cands}</td></tr>"
+        )
+    more = f", the last {HISTORY_STEPS}" if len(state.history) >= HISTORY_STEPS else ""
+    return (
+        f'<div class="gen-history"><div class="gen-history-title">Steps so far, newest first{more}</div>'
+        '<table><thead><tr><th>step</th><th>drawn (p)</th><th>the model\'s most likely then (model p)</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _token_html(text: str) -> str:
@@ -504,7 +670,7 @@ def stats_markdown(state: GenerationState) -> str:
         f"**{tps:.1f}** tokens/s" if tps is not None else "tokens/s –",
         f"time to first token **{ttft * 1000:.0f} ms**" if ttft is not None else "time to first token –",
         f"provider **{provider_label(state.provider)}**"
-        + (f" (`{state.model_file}`)" if state.model_file else ""),
+        + (f" (`{state.model_file}`, {_file_precision(state.model_file)})" if state.model_file else ""),
     ]
     if state.finished:
         bits.append(f"stopped by: {state.stop_reason}")
@@ -512,7 +678,7 @@ def stats_markdown(state: GenerationState) -> str:
     others = sum(1 for steps in state.steps for step in steps if drawn_rank(step) != 1)
     if others and state.finished:
         line += (
-            f"\n\n🎲 {others} of the {state.new_tokens} tokens {'were' if others != 1 else 'was'} not the model's most "
+            f"\n\n{others} of the {state.new_tokens} tokens {'were' if others != 1 else 'was'} not the model's most "
             "likely: each token is drawn at random from the distribution the settings give (click one to see it)."
         )
     for notice in state.notices:

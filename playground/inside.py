@@ -1,6 +1,6 @@
 """Inside the model: one forward pass of the model shown, stage by stage, on the learner's text.
 
-Every stage is computed by hand from the block's own parameters, in the seeds' terms and shapes
+Every stage is computed by hand from the block's own parameters, in the lessons' terms and shapes
 (no module of the model is called): the embedding lookup plus the position rows, LayerNorm with
 its mean, standard deviation, gamma and beta, ``c_attn`` split into Q, K and V and reshaped
 ``(T, d_model) -> (n_head, T, head_dim)``, ``q @ k^T / sqrt(head_dim)``, the causal mask,
@@ -106,7 +106,7 @@ class ForwardPass:
     next_logits: np.ndarray = field(repr=False)  # [T-1] the logit of the token that came next
     next_ranks: np.ndarray = field(repr=False)  # [T-1] its rank among the vocabulary (1 = top)
     hidden_max_diff: float  # the last hidden state h vs the model's own forward pass
-    _lens: dict[int, list[list[tuple[int, float]]]] = field(default_factory=dict, repr=False, compare=False)
+    _lens: dict[int, tuple[list[list[tuple[int, float]]], list[tuple[int, float]] | None]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def loss(self) -> float | None:
@@ -122,14 +122,29 @@ class ForwardPass:
         """The logit lens at ``position``: per layer, the top ``LENS_K`` (id, probability) if the
         model stopped after that layer (ln_f, then @ E^T). Worked out on first use per position
         (one small matmul) and kept: the last layer's is the model's own output."""
+        return self._lens_at(position)[0]
+
+    def lens_next(self, position: int) -> list[tuple[int, float]] | None:
+        """Per layer, the (rank, probability) the logit lens gives the token that really came
+        after ``position`` (rank 1 = the lens's top token, out of the whole vocabulary); None at
+        the text's last token, which nothing follows."""
+        return self._lens_at(position)[1]
+
+    def _lens_at(self, position: int) -> tuple[list[list[tuple[int, float]]], list[tuple[int, float]] | None]:
         if position not in self._lens:
             with torch.inference_mode():
                 x = torch.from_numpy(np.stack([t.x_out[position] for t in self.layers]))  # [n_layer, C]
-                logits = _output_head(x, self.model)[0]
-                probs, ids = torch.topk(F.softmax(logits, dim=-1), LENS_K, dim=-1)
-            self._lens[position] = [
-                [(int(i), float(p)) for i, p in zip(row_i, row_p)] for row_i, row_p in zip(ids.tolist(), probs.tolist())
-            ]
+                logits = _output_head(x, self.model)[0]  # [n_layer, V]
+                probs = F.softmax(logits, dim=-1)
+                top_p, top_i = torch.topk(probs, LENS_K, dim=-1)
+                nxt = None
+                if position + 1 < len(self.ids):
+                    target = self.ids[position + 1]
+                    # rank as the output's next_ranks: 1 + the tokens scored strictly higher
+                    ranks = (logits > logits[:, target : target + 1]).sum(-1) + 1
+                    nxt = [(int(k), float(p)) for k, p in zip(ranks.tolist(), probs[:, target].tolist())]
+            top = [[(int(i), float(p)) for i, p in zip(row_i, row_p)] for row_i, row_p in zip(top_i.tolist(), top_p.tolist())]
+            self._lens[position] = (top, nxt)
         return self._lens[position]
 
 
@@ -255,6 +270,10 @@ class InsideResult:
     def lens(self, position: int) -> list[list[tuple[str, float]]]:
         """Per layer, the top next tokens (text, probability) at ``position``."""
         return [[(token_text(i), p) for i, p in row] for row in self.fp.lens(position)]
+
+    def lens_next(self, position: int) -> list[tuple[int, float]] | None:
+        """Per layer, the rank and probability of the token that came after ``position`` (None at the last)."""
+        return self.fp.lens_next(position)
 
     def to_dict(self, decimals: int = 5) -> dict[str, Any]:
         """JSON-ready: the contract's ``tokens``, ``token_losses``, ``logit_lens`` (at the last

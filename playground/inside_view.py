@@ -1,40 +1,50 @@
 """The Inside the model tab's panels, drawn from an :class:`playground.inside.InsideResult`.
 
-Plain HTML (and one plotly figure) built from the numbers of the pass, so that a change of
-layer, head or token only redraws: a vector is a strip of coloured cells (blue below zero, red
-above, white at zero; the hover gives each value), its first values are printed, its shape is
-named. Each panel is a ``<section id="ins-s-<stage>">`` the map at the top links to. No Gradio.
+Plain HTML built from the numbers of the pass, so that a change of layer, head or token only
+redraws: a vector is a strip, one PNG image of coloured cells (blue below zero, red above, white at
+zero) with its colour range at its right end and its values in a ``data-v`` attribute (the page's
+script shows the value under the pointer), its first values are printed, its shape is named; a
+head's attention is one image of its whole causal matrix. Few elements per panel, so the browser
+redraws them at once. Each panel is a ``<section id="ins-s-<stage>">`` the map at the top links to,
+its heading marked with where it sits in that map. No Gradio.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import math
 from collections.abc import Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
 from model import GPTConfig
 
 from .inside import InsideResult
-from .plots import base_layout
+from .png_image import png_data_uri
 from .tokens import token_text, visible_token, visible_whitespace
 
-__all__ = ["STAGES", "PANELS", "map_html", "panels", "residual_figure", "info_markdown"]
+__all__ = ["STAGES", "PANELS", "map_html", "panels", "residual_chart", "info_markdown", "strip", "strip_colours"]
 
-# (anchor, number, title) of the panels, in the map's order.
-STAGES = (
-    ("embedding", 1, "Embedding"),
-    ("layernorm", 2, "LayerNorm"),
-    ("attention", 3, "Q, K, V and attention"),
-    ("residual", 4, "Residual stream"),
-    ("ffn", 5, "Feed-forward network"),
-    ("lens", 7, "Logit lens"),
-    ("output", 8, "Output and loss"),
+# The stages in the map's order: (anchor, title, the map box's detail). Their numbers are their
+# places in this list, so the map and the headings count 1, 2, 3... with no gap.
+_ORDER = (
+    ("embedding", "Embedding"),
+    ("layernorm", "LayerNorm"),
+    ("attention", "Q, K, V and attention"),
+    ("residual", "Residual stream"),
+    ("ffn", "Feed-forward network"),
+    ("lens", "Logit lens"),
+    ("output", "Output and loss"),
 )
+# (anchor, number, title) of the panels, in the map's order.
+STAGES = tuple((anchor, i + 1, title) for i, (anchor, title) in enumerate(_ORDER))
+NUMBER = {anchor: n for anchor, n, _ in STAGES}
+IN_BLOCK = ("layernorm", "attention", "residual", "ffn")  # the stages repeated in every block
 FIRST = 6  # values printed of a vector
 STRONGEST = 5  # FFN units listed
+NEGATIVE, POSITIVE, ATTENDED = (37, 99, 235), (220, 38, 38), (79, 70, 229)  # blue, red, indigo
+MASKED = (226, 232, 240)  # a key after the query: no weight at all
 
 
 def _f(x: float, digits: int = 3) -> str:
@@ -47,40 +57,80 @@ def _vec(v: np.ndarray, n: int = FIRST) -> str:
     return "[" + ", ".join(_f(float(x)) for x in v[:n]) + more + "]"
 
 
-def _colours(v: np.ndarray, scale: float) -> list[str]:
-    """Blue (negative) — white — red (positive) as hex, saturated at ``|v| = scale``."""
-    a = np.clip(np.abs(v) / (scale or 1.0), 0.0, 1.0)
-    neg = v < 0
-    # white (255) towards blue (37, 99, 235) or red (220, 38, 38)
-    r = np.where(neg, 255 - a * (255 - 37), 255 - a * (255 - 220))
-    g = np.where(neg, 255 - a * (255 - 99), 255 - a * (255 - 38))
-    b = np.where(neg, 255 - a * (255 - 235), 255 - a * (255 - 38))
-    return [f"#{int(x):02x}{int(y):02x}{int(z):02x}" for x, y, z in zip(r, g, b)]
+def strip_colours(v: np.ndarray, scale: float) -> np.ndarray:
+    """``[len(v), 3]`` uint8: white at 0 towards blue (negative) or red (positive), full at
+    ``|v| = scale``."""
+    v = np.asarray(v, dtype=np.float64)
+    a = np.clip(np.abs(v) / (scale or 1.0), 0.0, 1.0)[:, None]
+    end = np.where((v < 0)[:, None], np.array(NEGATIVE, dtype=np.float64), np.array(POSITIVE, dtype=np.float64))
+    return np.rint(255.0 - a * (255.0 - end)).astype(np.uint8)
+
+
+def _scale_key(low: str, high: str, gradient: str = "ins-grad-div", middle: str = "") -> str:
+    mid = f"<em>{middle}</em>" if middle else ""
+    return f'<span class="ins-scale" title="colour scale"><em>{low}</em><i class="{gradient}"></i>{mid}<em>{high}</em></span>'
 
 
 def strip(v: np.ndarray, label: str, *, scale: float | None = None, groups: int = 1, chosen: int | None = None,
-          first: int = 0, group_labels: bool = True) -> str:
-    """One vector as a row of cells (wrapping on a narrow screen); ``groups`` equal segments
-    (the heads) are marked apart, segment ``chosen`` outlined. Hover: index and value."""
+          group_labels: bool = True) -> str:
+    """One vector as one row of coloured cells, a single image scaled to the width (on a phone
+    too); ``groups`` equal segments (the heads) are marked apart, segment ``chosen`` outlined.
+    Its colour range at its right end; the value under the pointer is shown by the page's script
+    from ``data-v``."""
     v = np.asarray(v, dtype=np.float64)
-    scale = scale if scale is not None else float(np.abs(v).max())
-    colours = _colours(v, scale)
-    size = len(v) // groups
-    cells = []
-    for g in range(groups):
-        part = "".join(
-            f'<i style="background:{colours[i]}" title="{first + i}: {v[i]:.4f}"></i>' for i in range(g * size, (g + 1) * size)
-        )
-        cls = "ins-seg ins-on" if chosen == g else "ins-seg"
-        tag = f'<b class="ins-seg-label">head {g}</b>' if groups > 1 and group_labels else ""
-        cells.append(f'<span class="{cls}">{tag}{part}</span>')
-    return f'<div class="ins-strip"><span class="ins-strip-label">{html.escape(label)}</span><span class="ins-cells">{"".join(cells)}</span></div>'
+    scale = float(scale if scale is not None else np.abs(v).max()) or 1.0
+    src = png_data_uri(strip_colours(v, scale)[None])
+    n = len(v)
+    overlay = ""
+    if groups > 1:
+        width = 100.0 / groups
+        overlay += f'<span class="ins-grid" style="--ins-groups:{groups}"></span>'
+        if chosen is not None:
+            overlay += f'<span class="ins-seg-on" style="left:{chosen * width:.4f}%;width:{width:.4f}%"></span>'
+    labels = ""
+    if groups > 1 and group_labels:
+        labels = '<span class="ins-heads">' + "".join(
+            f'<b{" class=ins-on" if g == chosen else ""}>head {g}</b>' for g in range(groups)) + "</span>"
+    values = ",".join(f"{x:.4f}" for x in v)
+    smooth = " ins-smooth" if n > 512 else ""  # scaled down: averaged rather than every other cell dropped
+    name = html.escape(label)
+    return (
+        f'<div class="ins-strip"><span class="ins-strip-label">{name}</span>'
+        f'<span class="ins-cells" data-v="{values}" data-name="{name}" data-groups="{groups}">{labels}'
+        f'<span class="ins-img-wrap"><img class="ins-img{smooth}" src="{src}" alt="{name}: {n} values, colour scale ±{scale:.2f}" '
+        f'draggable="false">{overlay}</span></span>'
+        + _scale_key(f"−{scale:.2f}", f"+{scale:.2f}")
+        + "</div>"
+    )
 
 
-def _section(anchor: str, body: str) -> str:
-    number, title = next((n, t) for a, n, t in STAGES if a == anchor)
-    return (f'<section class="ins-panel" id="ins-s-{anchor}"><h3>{number} · {html.escape(title)} '
-            f'<a class="ins-up" href="#ins-map" data-goto="ins-map">↑ map</a></h3>{body}</section>')
+def _key() -> str:
+    """How to read a panel's strips."""
+    return ('<p class="ins-key">Each strip is one vector, a cell per number: '
+            f'{_scale_key("−", "+", middle="0")} blue below 0, white at 0, red above; full colour at the ± range '
+            "written at the strip's right end. Hover or touch a cell for its index and value.</p>")
+
+
+def _here(anchor: str, layer: int | None = None) -> str:
+    """A small copy of the map beside a panel's heading, this stage filled: where it sits in the
+    data flow (click: the map)."""
+    def cell(a: str) -> str:
+        return f'<i class="ins-on">{NUMBER[a]}</i>' if a == anchor else f"<i>{NUMBER[a]}</i>"
+
+    inner = "".join(cell(a) for a in IN_BLOCK)
+    before = "".join(cell(a) for a, _, _ in STAGES if NUMBER[a] < NUMBER[IN_BLOCK[0]])
+    after = "".join(cell(a) for a, _, _ in STAGES if NUMBER[a] > NUMBER[IN_BLOCK[-1]])
+    where = f", inside block {layer}" if layer is not None and anchor in IN_BLOCK else ""
+    return (f'<a class="ins-here ins-up" href="#ins-map" data-goto="ins-map" '
+            f'title="Stage {NUMBER[anchor]} of {len(STAGES)} in the map{where} (click: the map)">'
+            f'<span class="ins-here-text">text</span>{before}<span class="ins-here-block">{inner}</span>{after}'
+            f'<span class="ins-here-up">↑ map</span></a>')
+
+
+def _section(anchor: str, body: str, layer: int | None = None) -> str:
+    number, title = NUMBER[anchor], next(t for a, _, t in STAGES if a == anchor)
+    return (f'<section class="ins-panel" id="ins-s-{anchor}"><h3><span>{number} · {html.escape(title)}</span> '
+            f"{_here(anchor, layer)}</h3>{body}</section>")
 
 
 def _code(text: str) -> str:
@@ -99,17 +149,18 @@ def _shape(*dims: int | str) -> str:
     return "<code>(" + ", ".join(str(d) for d in dims) + ")</code>"
 
 
-# --- 9 · the map --------------------------------------------------------------------------------
+# --- the map ------------------------------------------------------------------------------------
 
 
 def map_html(cfg: GPTConfig, layer: int, head: int, n_tokens: int) -> str:
-    """The data flow of the model, drawn from its config: each box links to its panel; the
-    chosen layer and head are highlighted."""
+    """The data flow of the model, drawn from its config: each box links to its panel (the text to
+    the first, where the tokens become vectors); the chosen layer and head are highlighted."""
     C, H, D, F, V = cfg.d_model, cfg.n_head, cfg.head_dim, 4 * cfg.d_model, cfg.vocab_size
 
-    def box(anchor: str, title: str, detail: str) -> str:
+    def box(anchor: str, title: str, detail: str, numbered: bool = True) -> str:
+        label = f"{NUMBER[anchor]} · {title}" if numbered else title
         return (f'<a class="ins-box" href="#ins-s-{anchor}" data-goto="ins-s-{anchor}">'
-                f"<b>{html.escape(title)}</b><span>{detail}</span></a>")
+                f"<b>{html.escape(label)}</b><span>{detail}</span></a>")
 
     arrow = '<span class="ins-arrow" aria-hidden="true">→</span>'
     layers = "".join(f'<span class="ins-chip{" ins-on" if i == layer else ""}">{i}</span>' for i in range(cfg.n_layer))
@@ -117,26 +168,26 @@ def map_html(cfg: GPTConfig, layer: int, head: int, n_tokens: int) -> str:
     block = (
         f'<div class="ins-block"><div class="ins-block-title">block × {cfg.n_layer}: layer {layers}</div>'
         f'<div class="ins-flow">'
-        + box("layernorm", "2 · LayerNorm", "ln_1: mean 0, std 1, × γ + β")
+        + box("layernorm", "LayerNorm", "ln_1: mean 0, std 1, × γ + β")
         + arrow
-        + box("attention", "3 · Q, K, V", f"{H} heads × {D}: {heads}<br>softmax(q·k/√{D}) @ V")
+        + box("attention", "Q, K, V", f"{H} heads × {D}: {heads}<br>softmax(q·k/√{D}) @ V")
         + arrow
-        + box("residual", "4 · + residual", "x + attention(x)")
+        + box("residual", "+ residual", "x + attn(ln_1(x))")
         + arrow
-        + box("ffn", "5 · FFN", f"ln_2 → {C} → {F} → GELU → {C}, + x")
+        + box("ffn", "FFN", f"x + mlp(ln_2(x))<br>ln_2 → {C} → {F} → GELU → {C}")
         + "</div></div>"
     )
     return (
         '<nav class="ins-map" aria-label="The data flow of one forward pass">'
-        + box("output", "text", f"{n_tokens} tokens")
+        + box("embedding", "text", f"{n_tokens} tokens", numbered=False)
         + arrow
-        + box("embedding", "1 · Embedding", f"E[ids] + P → ({n_tokens}, {C})")
+        + box("embedding", "Embedding", f"E[ids] + P → ({n_tokens}, {C})")
         + arrow
         + block
         + arrow
-        + box("lens", "7 · Logit lens", "ln_f + head after each layer")
+        + box("lens", "Logit lens", "ln_f + head after each layer")
         + arrow
-        + box("output", "8 · Output", f"ln_f → h·Eᵀ ({V:,}) → softmax → loss")
+        + box("output", "Output", f"ln_f → h·Eᵀ ({V:,}) → softmax → loss")
         + "</nav>"
     )
 
@@ -162,6 +213,7 @@ def _embedding(r: InsideResult) -> str:
         + _p(f"Token {t} {_tok(r, t)} is id <b>{fp.ids[t]}</b>: its vector is row {fp.ids[t]} of the embedding table E "
              f"{_shape(f'{cfg.vocab_size:,}', C)}{times}. Position {t} adds row {t} of {kind}. Every token of the text "
              f"gets one row: the block's input has shape {_shape(T, C)}.")
+        + _key()
         + strip(fp.tok_emb[t], row, scale=scale)
         + strip(fp.pos_emb[t], f"+ P[{t}]", scale=scale)
         + strip(fp.x0[t], "= x", scale=scale)
@@ -186,7 +238,39 @@ def _layernorm(r: InsideResult) -> str:
         + strip(beta, "β", scale=float(np.abs(beta).max()))
         + strip(tr.ln1_out[t], "ln_1(x)", scale=float(np.abs(tr.ln1_out[t]).max()))
         + _p(f"First values: x = {_vec(x)}, γ = {_vec(gamma)}, β = {_vec(beta)}, ln_1(x) = {_vec(tr.ln1_out[t])}")
-    ))
+    ), L)
+
+
+def attention_image(weights: np.ndarray) -> np.ndarray:
+    """``[T, T, 3]`` uint8: a head's causal attention, white (weight 0) to indigo (weight 1);
+    the cells above the diagonal (later keys, masked) grey."""
+    T = weights.shape[0]
+    w = np.clip(np.asarray(weights, dtype=np.float64), 0.0, 1.0)[..., None]
+    rgb = np.rint(255.0 - w * (255.0 - np.array(ATTENDED, dtype=np.float64))).astype(np.uint8)
+    rgb[np.triu(np.ones((T, T), dtype=bool), k=1)] = MASKED
+    return rgb
+
+
+def _matrix(r: InsideResult) -> str:
+    """The chosen head's whole attention matrix, queries down and keys across, the chosen
+    query's row outlined; its weights (lower triangle, row by row) in ``data-w`` for the hover."""
+    fp, tr, t, h = r.fp, r.trace, r.token, r.head
+    T = len(fp.ids)
+    w = tr.weights[h]
+    rows = np.tril_indices(T)
+    values = ",".join(f"{x:.3f}" for x in w[rows])
+    tokens = html.escape(json.dumps(fp.tokens, ensure_ascii=False), quote=True)
+    row = 100.0 / T
+    return (
+        '<div class="ins-matrix-wrap"><div class="ins-matrix-axes"><span class="ins-axis-x">keys 0 … '
+        f'{T - 1} →</span><span class="ins-axis-y">queries 0 … {T - 1} →</span>'
+        f'<div class="ins-matrix" data-w="{values}" data-n="{T}" data-tokens="{tokens}">'
+        f'<img class="ins-img" src="{png_data_uri(attention_image(w))}" draggable="false" '
+        f'alt="layer {r.layer}, head {h}: attention of every query (rows) to every key (columns)">'
+        f'<span class="ins-qrow" style="top:{t * row:.4f}%;height:{row:.4f}%"></span></div></div>'
+        + _scale_key("0", "1", "ins-grad-att")
+        + '<span class="ins-masked-key"><i></i> masked (a later key)</span></div>'
+    )
 
 
 def _attention(r: InsideResult) -> str:
@@ -197,18 +281,21 @@ def _attention(r: InsideResult) -> str:
     q_row, k_row, v_row = (m[:, t, :].reshape(-1) for m in (tr.q, tr.k, tr.v))
     scores, weights = tr.scores[h, t], tr.weights[h, t]
     dots = scores * math.sqrt(D)
-    rows = []
-    for j in range(t + 1):
+
+    def row(j: int) -> str:
         w = float(weights[j])
-        rows.append(
-            f'<tr><td>{j}</td><td>{html.escape(fp.tokens[j])}</td><td>{_f(float(dots[j]), 2)}</td><td>{_f(float(scores[j]), 2)}</td>'
-            f'<td class="ins-bar"><span style="width:{100 * w:.1f}%"></span><em>{w:.3f}</em></td></tr>'
-        )
+        return (f'<tr><td>{j}</td><td>{html.escape(fp.tokens[j])}</td><td>{_f(float(dots[j]), 2)}</td><td>{_f(float(scores[j]), 2)}</td>'
+                f'<td class="ins-bar"><span style="width:{100 * w:.1f}%"></span><em>{w:.3f}</em></td></tr>')
+
+    head_row = f"<thead><tr><th>key</th><th>token</th><th>q·k</th><th>÷ √{D}</th><th>weight</th></tr></thead>"
+    strongest = np.argsort(-weights[: t + 1], kind="stable")[:STRONGEST]
+    rows = [row(j) for j in range(t + 1)]
     future = T - 1 - t
     if future:
         rows.append(f'<tr class="ins-masked"><td>{t + 1}–{T - 1}</td><td colspan="2">{future} later token{"s" if future > 1 else ""}: masked</td>'
                     f"<td>−inf</td><td>0</td></tr>")
     concat = tr.concat[t]
+    top = int(np.argmax(weights[: t + 1]))
     return _section("attention", (
         _code(f"q, k, v = c_attn(ln_1(x)).split({C}, dim=-1)    # each (T, {C})")
         + _code(f"q = q.view(T, {H}, {D}).transpose(0, 1)    # ({T}, {C}) → ({H}, {T}, {D}): {H} heads of {D}")
@@ -219,18 +306,26 @@ def _attention(r: InsideResult) -> str:
         + strip(k_row, "k", groups=H, chosen=h, group_labels=False)
         + strip(v_row, "v", groups=H, chosen=h, group_labels=False)
         + _code(f"wei = q @ k.transpose(-2, -1) / √{D};  wei.masked_fill(tril == 0, −inf);  softmax;  out = wei @ v")
-        + _p(f"Layer {L}, head {h}: token {t}'s query against the key of every token. The dot product q·k, divided by "
-             f"√{D} = {math.sqrt(D):.2f}, then the causal mask hides the later tokens (−inf), and softmax turns the row "
-             "into weights that sum to 1:")
-        + '<div class="ins-table-wrap"><table class="ins-table"><thead><tr><th>key</th><th>token</th><th>q·k</th>'
-          f"<th>÷ √{D}</th><th>weight</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
+        + _p(f"Layer {L}, head {h}: every query against every key at once, a {_shape(T, T)} matrix per head. The dot "
+             f"product q·k, divided by √{D} = {math.sqrt(D):.2f}; the causal mask hides each query's later keys (−inf, "
+             f"grey above the diagonal) and softmax turns each row into weights that sum to 1. Query {t} {_tok(r, t)} "
+             f"is the outlined row; it attends most to key {top} {_tok(r, top)} ({float(weights[top]):.3f}). Hover a "
+             "cell for its weight; click a row to choose that token.")
+        + _matrix(r)
+        + _p(f"Query {t}'s strongest keys, the row's numbers step by step:")
+        + f'<div class="ins-table-wrap"><table class="ins-table ins-strongest">{head_row}<tbody>'
+        + "".join(row(int(j)) for j in strongest) + "</tbody></table></div>"
+        + f'<details class="ins-details"><summary>Query {t}\'s whole row, key by key ({t + 1} keys'
+        + (", then the masked later ones" if future else "") + ")</summary>"
+        + f'<div class="ins-table-wrap"><table class="ins-table">{head_row}<tbody>' + "".join(rows)
+        + "</tbody></table></div></details>"
         + _p(f"The head's output is the weighted sum of the value vectors: {_shape(D)} = {_vec(tr.head_out[h, t])}")
         + strip(tr.head_out[h, t], f"head {h} out", scale=float(np.abs(concat).max()))
         + _p(f"The {H} heads' outputs side by side (concatenated) make {C} values again; the output projection "
              f"<code>c_proj</code> ({C} → {C}) mixes them:")
         + strip(concat, "concat", groups=H, chosen=h)
         + strip(tr.attn_out[t], "c_proj", scale=float(np.abs(tr.attn_out[t]).max()))
-    ))
+    ), L)
 
 
 def _residual(r: InsideResult) -> str:
@@ -246,26 +341,71 @@ def _residual(r: InsideResult) -> str:
         + strip(tr.x_in[t], "x", scale=scale)
         + strip(tr.attn_out[t], "+ attention", scale=scale)
         + strip(tr.x_mid[t], "= x", scale=scale)
-    ))
+        + _p(f"Token {t} {_tok(r, t)}'s stream over all {len(r.fp.layers)} layers (layer {L} marked):")
+        + residual_chart(r)
+    ), L)
 
 
-def residual_figure(r: InsideResult) -> go.Figure:
+def _nice_step(top: float) -> float:
+    """A round tick step giving 3 to 6 ticks up to ``top``."""
+    raw = top / 4 or 1.0
+    mag = 10 ** math.floor(math.log10(raw))
+    return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+
+
+def residual_norms(r: InsideResult) -> dict[str, list[float]]:
     """Per layer, for the chosen token: the norm of the stream entering it, and of what attention
     and the feed-forward network add."""
-    fp, t = r.fp, r.token
-    layers = np.arange(len(fp.layers))
+    t = r.token
     norm = lambda a: [float(np.linalg.norm(x)) for x in a]  # noqa: E731
-    fig = go.Figure([
-        go.Bar(x=layers, y=norm(tr.attn_out[t] for tr in fp.layers), name="‖attention added‖", marker_color="#6366f1"),
-        go.Bar(x=layers, y=norm(tr.mlp_out[t] for tr in fp.layers), name="‖FFN added‖", marker_color="#f97316"),
-        go.Scatter(x=layers, y=norm(tr.x_in[t] for tr in fp.layers), name="‖x‖ entering", mode="lines+markers",
-                   line={"color": "#0f172a"}),
-    ])
-    base_layout(fig, f"Token {t} ({fp.tokens[t]}): the residual stream layer by layer", height=320,
-                xaxis_title="layer", yaxis_title="norm")
-    fig.update_xaxes(tickmode="array", tickvals=layers.tolist())
-    fig.update_layout(barmode="group")
-    return fig
+    return {
+        "attention": norm(tr.attn_out[t] for tr in r.fp.layers),
+        "ffn": norm(tr.mlp_out[t] for tr in r.fp.layers),
+        "entering": norm(tr.x_in[t] for tr in r.fp.layers),
+    }
+
+
+def residual_chart(r: InsideResult) -> str:
+    """The residual stream layer by layer as an inline SVG (a few dozen shapes, drawn with the
+    panel): bars for the norms attention and the FFN add, a line for the norm entering each
+    layer; the chosen layer shaded. Each shape's tooltip gives its value."""
+    norms = residual_norms(r)
+    n = len(norms["entering"])
+    W, Hh, left, right, top, bottom = 640, 230, 44, 10, 28, 30
+    top_value = max(max(v) for v in norms.values()) * 1.08 or 1.0
+    step = _nice_step(top_value)
+    y = lambda v: top + (Hh - top - bottom) * (1 - v / top_value)  # noqa: E731
+    slot = (W - left - right) / n
+    bar = slot * 0.3
+    parts = [f'<svg class="ins-chart" viewBox="0 0 {W} {Hh}" role="img" '
+             f'aria-label="Token {r.token}: the residual stream layer by layer">']
+    tick = 0.0
+    while tick <= top_value:
+        parts.append(f'<line x1="{left}" x2="{W - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="ins-gridline"/>'
+                     f'<text x="{left - 4}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>')
+        tick += step
+    line = []
+    for i in range(n):
+        x0 = left + i * slot
+        if i == r.layer:
+            parts.append(f'<rect x="{x0:.1f}" y="{top}" width="{slot:.1f}" height="{Hh - top - bottom}" class="ins-chart-on"/>')
+        for k, (key, cls, what) in enumerate((("attention", "ins-c-att", "attention added"), ("ffn", "ins-c-ffn", "FFN added"))):
+            v = norms[key][i]
+            bx = x0 + slot / 2 - bar + k * bar
+            parts.append(f'<rect x="{bx:.1f}" y="{y(v):.1f}" width="{bar:.1f}" height="{y(0) - y(v):.1f}" class="{cls}">'
+                         f"<title>layer {i}: ‖{what}‖ = {v:.3f}</title></rect>")
+        line.append((x0 + slot / 2, y(norms["entering"][i])))
+        parts.append(f'<text x="{x0 + slot / 2:.1f}" y="{Hh - bottom + 16}" text-anchor="middle">layer {i}</text>')
+    parts.append('<polyline class="ins-c-line" points="' + " ".join(f"{a:.1f},{b:.1f}" for a, b in line) + '"/>')
+    for i, (a, b) in enumerate(line):
+        parts.append(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="4" class="ins-c-dot"><title>layer {i}: ‖x‖ entering = '
+                     f'{norms["entering"][i]:.3f}</title></circle>')
+    legend = (("ins-c-att", "‖attention added‖"), ("ins-c-ffn", "‖FFN added‖"), ("ins-c-dot", "‖x‖ entering"))
+    for k, (cls, text) in enumerate(legend):
+        lx = left + k * 170
+        parts.append(f'<rect x="{lx}" y="6" width="12" height="12" class="{cls}"/><text x="{lx + 17}" y="16">{text}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
 
 
 def _ffn(r: InsideResult) -> str:
@@ -289,7 +429,7 @@ def _ffn(r: InsideResult) -> str:
              f"{_f(float(np.linalg.norm(tr.mlp_out[t])), 2)}):")
         + strip(tr.mlp_out[t], "c_proj", scale=float(np.abs(tr.x_out[t]).max()))
         + strip(tr.x_out[t], "x out", scale=float(np.abs(tr.x_out[t]).max()))
-    ))
+    ), L)
 
 
 def _chips(row: Sequence[tuple[str, float]], target: str | None = None) -> str:
@@ -307,15 +447,31 @@ def visible_token_text(text: str) -> str:
 
 def _lens(r: InsideResult) -> str:
     fp, t = r.fp, r.token
+    V = fp.model.config.vocab_size
     target = token_text(fp.ids[t + 1]) if t + 1 < len(fp.ids) else None
-    rows = []
+    following = r.lens_next(t)
     n = len(fp.layers)
+    head = "<tr><th>stop after</th><th>top 5 next tokens</th>"
+    if following is not None:
+        head += f"<th>{_tok(r, t + 1)}: rank, probability</th>"
+    rows = [head + "</tr>"]
     for i, row in enumerate(r.lens(t)):
         label = f"after layer {i}" + (" = the output" if i == n - 1 else "")
         cls = ' class="ins-row-on"' if i == r.layer else ""
-        rows.append(f'<tr{cls}><td>{label}</td><td>{_chips(row, target)}</td></tr>')
-    came = (f"The token that really came next, {_tok(r, t + 1)}, is outlined where it appears." if target is not None
-            else "This is the text's last token: the model's guess for what comes after the text.")
+        cell = ""
+        if following is not None:
+            rank, p = following[i]
+            top = " ins-top" if rank == 1 else ""
+            cell = (f'<td class="ins-next{top}" data-rank="{rank}" data-p="{p:.6g}">rank <b>{rank:,}</b> '
+                    f"<em>{100 * p:.2f}%</em></td>")
+        rows.append(f'<tr{cls}><td>{label}</td><td>{_chips(row, target)}</td>{cell}</tr>')
+    if target is not None:
+        ranks = [k for k, _ in following]
+        came = (f"The token that really came next, {_tok(r, t + 1)}, is outlined where it is in a top 5; the last "
+                f"column gives its rank among all {V:,} tokens (1 = the lens's first choice) and its probability "
+                f"after every layer: rank {ranks[0]:,} after layer 0, {ranks[-1]:,} at the output.")
+    else:
+        came = "This is the text's last token: the model's guess for what comes after the text."
     return _section("lens", (
         _code("lens(x_ℓ) = softmax(ln_f(x_ℓ) @ E.T)    # stop after layer ℓ")
         + _p(f"If the model stopped after each layer (the final LayerNorm and the output head applied to the stream "
@@ -376,7 +532,7 @@ def _output(r: InsideResult) -> str:
         _code("h = ln_f(x);  logits = h @ E.T;  p = softmax(logits);  loss = −ln p[next]")
         + _p(f"After the last block the final LayerNorm (token {t}: mean {_f(float(fp.lnf_mean[t]))}, std "
              f"{_f(float(fp.lnf_std[t]))}) gives h {_shape(T, C)}. The logits are h times the transpose of the same "
-             f"embedding matrix E {_shape(f'{V:,}', C)} as stage 1 (weight tying): {_shape(T, f'{V:,}')}, one score "
+             f"embedding matrix E {_shape(f'{V:,}', C)} as stage {NUMBER['embedding']} (weight tying): {_shape(T, f'{V:,}')}, one score "
              f"per token of the vocabulary. Softmax: p = e^logit / Σ e^logit (here Σ = e^{lse:.2f}). After "
              f"{_tok(r, t)} the most probable next tokens:")
         + '<div class="ins-table-wrap"><table class="ins-table"><thead><tr><th>token</th><th>logit</th><th>probability</th></tr>'

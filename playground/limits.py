@@ -36,7 +36,7 @@ MIN_D_MODEL, MAX_D_MODEL = 2, 1_024  # even only
 MIN_POSITIONS, MAX_POSITIONS = 1, 1_024
 MIN_BASE, MAX_BASE = 2.0, 1_000_000.0  # the paper's base is 10000
 MAX_PLOT_DIMS = 16  # dimensions drawn in the line plot at once
-MAX_TABLE_VALUES = 1_024 * 512  # the API's table: the seeds' whole 1024 x 512 one; larger ones are cut to its first rows
+MAX_TABLE_VALUES = 1_024 * 512  # the API's table: the Transformer tutorial's whole 1024 x 512 one; larger ones are cut to its first rows
 MAX_SIMILARITY_POSITIONS = 256  # the positions x positions similarity heatmap is cut to this
 
 # --- Attention tab -----------------------------------------------------------------------------

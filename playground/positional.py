@@ -1,4 +1,4 @@
-"""Positional encoding tab: the seeds' sinusoidal table, its frequencies, and the model's own table.
+"""Positional encoding tab: the lessons' sinusoidal table, its frequencies, and the model's own table.
 
 PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = cos(pos / base^(2i/d_model)),
 values from ``model.positional_encoding`` (the function the model itself uses). Because
@@ -21,6 +21,7 @@ from model import positional_encoding as model_positional_encoding
 
 from . import limits
 from .assets import VOCAB_SIZE, seen_token_ids
+from .image_map import image_map
 from .plots import base_layout, heatmap, line_plot
 from .resources import get_model
 from .similarity import cosine_matrix
@@ -29,10 +30,12 @@ from .validation import InputError, parse_int_list, validate_float, validate_int
 __all__ = [
     "FORMULA_LATEX",
     "FORMULA_LINES",
-    "SEED_DIMS",
+    "PAGE_FORMULA_LINES",
+    "TUTORIAL_DIMS",
     "PositionalResult",
     "ModelTableResult",
     "frequencies",
+    "wavelength",
     "positional_encoding",
     "model_position_table",
 ]
@@ -44,17 +47,27 @@ FORMULA_LINES = (
     r"f_i = \frac{1}{\text{base}^{2i/d_{model}}} = \exp\left(-\frac{2i\,\ln \text{base}}{d_{model}}\right)",
 )
 FORMULA_LATEX = r", \quad ".join(FORMULA_LINES)
-SEED_DIMS = (2, 4, 6, 8)  # seed 001 plots out[0, :, 2:10:2]
-# A heatmap of more cells than this is drawn downsampled (see _downsampled; the table is exact):
-# a phone or a laptop shows little more, and each cell costs bytes on the wire and time to draw.
+# The page's lines: f_i's two forms one under the other (on one line it was 403 px wide, wider
+# than a 390 px phone).
+PAGE_FORMULA_LINES = (
+    *FORMULA_LINES[:2],
+    r"\begin{aligned} f_i &= \frac{1}{\text{base}^{2i/d_{model}}} \\ &= \exp\left(-\frac{2i\,\ln \text{base}}{d_{model}}\right) \end{aligned}",
+)
+TUTORIAL_DIMS = (2, 4, 6, 8)  # the Transformer tutorial plots out[0, :, 2:10:2]
+# A table of more cells than this is drawn as an image (image_map): as a plotly heatmap the
+# browser took seconds to colour half a million cells. Smaller ones stay heatmaps.
 MAX_HEATMAP_CELLS = 256 * 256
-MAX_HEATMAP_COLUMNS = 256
 LINES_WINDOW = 128  # positions the dimensions-over-positions plot opens on
 
 
 def frequencies(d_model: int, base: float) -> np.ndarray:
     """f_i = 1 / base^(2i/d_model) for i = 0 .. d_model/2 - 1 (radians per position)."""
     return np.exp(np.arange(0, d_model, 2, dtype=np.float64) * (-math.log(base) / d_model))
+
+
+def wavelength(dim: int, d_model: int, base: float) -> float:
+    """Positions per full turn of dimension ``dim``: 2π / f_i with 2i = dim rounded down to even."""
+    return 2 * math.pi * base ** ((dim - dim % 2) / d_model)
 
 
 @dataclass(frozen=True)
@@ -88,46 +101,29 @@ class PositionalResult:
         }
 
 
-def _downsampled(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What the heatmap draws of a table with more than MAX_HEATMAP_CELLS cells, without aliasing:
-    whole (sine, cosine) column pairs, every k-th pair past MAX_HEATMAP_COLUMNS (keeping every k-th
-    column kept only the even, sine, ones), and the positions averaged in blocks (a low-pass: a
-    dimension that turns faster than the block fades to 0 instead of drawing a false slow wave).
-    Returns (cells, first position of each row block, dimension of each column)."""
+def _table_heatmap(table: np.ndarray, title: str, base: float | None = None) -> go.Figure:
+    """The whole table, one cell per position and dimension: a heatmap, or past
+    MAX_HEATMAP_CELLS an image of the same cells (1024 x 512: 524,288), never averaged.
+    ``base``: the table is the sinusoidal formula's with this base (the page computes the
+    image's hover values from it instead of receiving them)."""
     n, d = table.shape
-    pair_step = max(1, math.ceil(d / MAX_HEATMAP_COLUMNS))
-    cols = np.array([c for i in range(0, d, 2 * pair_step) for c in (i, i + 1) if c < d])
-    row_step = max(1, math.ceil(n * len(cols) / MAX_HEATMAP_CELLS))
-    starts = np.arange(0, n, row_step)
-    counts = np.diff(np.append(starts, n))[:, None]
-    cells = np.add.reduceat(table[:, cols].astype(np.float64), starts, axis=0) / counts
-    return cells, starts, cols
-
-
-def _table_heatmap(table: np.ndarray, title: str) -> go.Figure:
-    shown, rows, cols = _downsampled(table)
-    row_step = int(rows[1] - rows[0]) if len(rows) > 1 else 1
-    notes = []
-    if len(cols) < table.shape[1]:
-        notes.append(f"{len(cols) // 2} of {table.shape[1] // 2} sin/cos pairs")
-    if row_step > 1:
-        notes.append(f"positions averaged {row_step} by {row_step}")
-    if notes:
-        title += f" (drawn: {', '.join(notes)})"
-    where = f"positions %{{y}}–+{row_step - 1} (mean)" if row_step > 1 else "position %{y}"
-    fig = heatmap(
-        shown, title, x_title="dimension", y_title="position", colorscale="RdBu", zmid=0.0, decimals=3,
-        hover=f"{where}<br>dimension %{{x}}<br>value %{{z:.3f}}<extra></extra>",
+    # Tall enough that every position has a row of pixels: averaged or skipped rows would turn
+    # the fast dimensions' stripes grey or into a false slow wave.
+    height = max(450, n + 130) if n > 256 else None
+    if table.size > MAX_HEATMAP_CELLS:
+        lim = float(np.max(np.abs(table))) or 1.0  # centred on 0, as the heatmap's zmid=0
+        return image_map(table, title, x_title="dimension", y_title="position", x_name="dimension",
+                         y_name="position", colorscale="RdBu", zmin=-lim, zmax=lim, height=height,
+                         formula=None if base is None else {"sinusoidal": {"base": base, "d_model": d, "n_positions": n}})
+    return heatmap(
+        table, title, x_title="dimension", y_title="position", colorscale="RdBu", zmid=0.0, decimals=3,
+        hover="position %{y}<br>dimension %{x}<br>value %{z:.3f}<extra></extra>", height=height,
     )
-    # The real indices on the axes: rows are evenly spaced, columns in (2i, 2i+1) pairs, which
-    # plotly draws as cells of equal width around each index.
-    fig.data[0].update(x=cols.tolist(), y=rows.tolist())
-    return fig
 
 
 def _parse_dims(dims: Any, d_model: int) -> list[int]:
     if dims is None:
-        return [d for d in SEED_DIMS if d < d_model] or [0]
+        return [d for d in TUTORIAL_DIMS if d < d_model] or [0]
     if isinstance(dims, str):
         dims = parse_int_list(dims, name="dimensions", max_chars=200, max_count=limits.MAX_PLOT_DIMS)
     if isinstance(dims, (int, float)) or not isinstance(dims, Sequence) or not dims:
@@ -156,8 +152,8 @@ def positional_encoding(d_model: Any = 20, n_positions: Any = 100, base: Any = 1
     """The sinusoidal table [n_positions, d_model] for the given base, with its figures.
 
     ``dims``: dimensions drawn over positions (indices, or text such as ``"2, 4, 6, 8"``);
-    default the seed's 2, 4, 6, 8. d_model must be even (a sine and a cosine per frequency).
-    Defaults are the seed's module example (block_size 100, d_model 20).
+    default the Transformer tutorial's 2, 4, 6, 8. d_model must be even (a sine and a cosine per frequency).
+    Defaults are the Transformer tutorial's module example (block_size 100, d_model 20).
     """
     d_model = validate_int(d_model, name="d_model", minimum=limits.MIN_D_MODEL, maximum=limits.MAX_D_MODEL)
     if d_model % 2:
@@ -194,7 +190,7 @@ def positional_encoding(d_model: Any = 20, n_positions: Any = 100, base: Any = 1
     return PositionalResult(
         d_model=d_model, n_positions=n_positions, base=base, dims=dims, table=table,
         frequencies=freqs, wavelengths=wavelengths, offset_spread=spread,
-        heatmap=_table_heatmap(table, f"Sinusoidal positional encoding: {n_positions} positions × {d_model} dimensions"),
+        heatmap=_table_heatmap(table, f"Sinusoidal positional encoding: {n_positions} positions × {d_model} dimensions, base {base:g}", base),
         lines=lines, spectrum=spectrum, similarity=similarity, offsets=offsets,
     )
 
@@ -238,7 +234,7 @@ def model_position_table(model: GPT | None = None) -> ModelTableResult:
         note = (f"This model uses the sinusoidal formula (a fixed buffer, not trained): its table equals "
                 f"the formula's with base 10000 (largest difference {diff:.1e}). {norms} Every sinusoidal "
                 f"row has length √(d_model/2) = {math.sqrt(cfg.d_model / 2):.1f}, whatever the position.{scaled}")
-        figure = _table_heatmap(table, f"The model's positional encoding buffer ({cfg.block_size} × {cfg.d_model}, sinusoidal)")
+        figure = _table_heatmap(table, f"The model's positional encoding buffer ({cfg.block_size} × {cfg.d_model}, sinusoidal)", 10000.0)
         ref_fig = None
     else:
         note = (f"This model learned its position table (GPT-2 style, an nn.Embedding trained with the rest), "
@@ -249,7 +245,7 @@ def model_position_table(model: GPT | None = None) -> ModelTableResult:
                 f"loss 0.17 nats worse than learned positions in a same-budget run, which is why this model "
                 f"learned its positions (docs/training.md).")
         figure = _table_heatmap(table, f"The model's learned position table ({cfg.block_size} × {cfg.d_model})")
-        ref_fig = _table_heatmap(reference, f"Sinusoidal table of the same shape ({cfg.block_size} × {cfg.d_model})")
+        ref_fig = _table_heatmap(reference, f"Sinusoidal table of the same shape ({cfg.block_size} × {cfg.d_model})", 10000.0)
     m = min(len(table), limits.MAX_SIMILARITY_POSITIONS)
     cosine = cosine_matrix(table[:m])
     if cfg.pos_encoding == "learned" and m > 2:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # annotations only
 
 __all__ = [
     "ResourceError",
+    "shows_shipped_model",
     "get_model",
     "get_encoding",
     "set_model",
@@ -73,6 +74,12 @@ def get_model(path: str | Path | None = None) -> GPT:
                         "restore them with `git checkout model/weights` or retrain with `python -m model.train`"
                     ) from err
     return _model
+
+
+def shows_shipped_model(model: GPT | None = None) -> bool:
+    """Whether ``model`` (default: the shared one) is the shipped model, trained on this
+    project's Shakespeare text: the shared model while no ``--model DIR`` replaced it."""
+    return _model_dir is None and (model is None or model is _model)
 
 
 def set_model(model: GPT | None) -> None:

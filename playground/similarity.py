@@ -1,5 +1,5 @@
 """Cosine similarity, which the embeddings and positional-encoding tabs both measure:
-cos(a, b) = a·b / (|a| |b|) (seed 001's ``cosine_similarity``). A zero vector is like nothing: 0."""
+cos(a, b) = a·b / (|a| |b|) (the Transformer tutorial's ``cosine_similarity``). A zero vector is like nothing: 0."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Tokenization tab: text -> GPT-2 tokens (coloured spans, ids, counts) and ids -> text.
 
-The seeds' example: ``tiktoken.get_encoding("gpt2").encode("hello everyone") == [31373, 2506]``,
+The Transformer tutorial's example: ``tiktoken.get_encoding("gpt2").encode("hello everyone") == [31373, 2506]``,
 pieces ``['hello', ' everyone']``. A token is a byte sequence; one character can span several
 tokens (emoji, CJK), so the coloured view groups tokens into spans of whole characters and
 lists every id of a span in its label.
@@ -37,7 +37,7 @@ __all__ = [
     "OTHER_ENCODINGS",
 ]
 
-# The lesson's examples (seed 001: tokenization section, embedding layer section); the third is
+# The Transformer tutorial's examples (its tokenization and embedding layer sections); the third is
 # its example of words glued together, which splitting on spaces would get wrong.
 EXAMPLES = ("hello everyone", "Hi my name is Moussa", "Attention isallyou need")
 EXAMPLE_LABELS = ("hello everyone", "Hi my name is Moussa", "glued words: “Attention isallyou need”")

@@ -58,6 +58,9 @@ WIDE_MIN_TOKENS = 4
 # longer request has a call of its own). The graph returns the logits of every position it
 # reads, 201 KB per token, so this bounds a prefill's largest buffer to about 100 MB.
 MAX_PREFILL_TOKENS = 512
+# How often a stream given a ``stop`` event looks at it while it waits for its next step (a
+# request waiting for room in the batch, or for its prefill, has no step to end at).
+STOP_POLL_S = 0.05
 
 
 class Busy(RuntimeError):
@@ -308,10 +311,12 @@ class Scheduler:
         self.running_rows = 0  # rows in the batch after the last step (for tests and monitoring)
         self.steps = 0  # graph calls of the loop so far
 
-    def stream(self, prompt_ids: Sequence[int], params: SamplingParams) -> Iterator[Step]:
+    def stream(self, prompt_ids: Sequence[int], params: SamplingParams, stop: threading.Event | None = None) -> Iterator[Step]:
         """``runtime.generate.stream``, decoded in the shared batch. Closing the iterator cancels
-        the request: it leaves the batch at the next step. Raises :class:`Busy` when the waiting
-        line is full, ValueError for a bad prompt or more samples than rows (both at the call)."""
+        the request: it leaves the batch at the next step; so does setting ``stop`` (from any
+        thread), which ends the iterator within :data:`STOP_POLL_S` even before its first step.
+        Raises :class:`Busy` when the waiting line is full, ValueError for a bad prompt or more
+        samples than rows (both at the call)."""
         engine = self.engine
         ids = check_prompt(prompt_ids, engine.vocab_size, engine.eot_id)
         if params.num_samples > self.max_rows:
@@ -328,7 +333,7 @@ class Scheduler:
                 self._thread = threading.Thread(target=self._loop, name="decode-loop", daemon=True)
                 self._thread.start()
             self._cond.notify()
-        return to_steps(self._read(seq), seq.dropped)
+        return to_steps(self._read(seq, stop), seq.dropped)
 
     def close(self) -> None:
         """Stop the loop (running requests end with an error)."""
@@ -338,10 +343,17 @@ class Scheduler:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def _read(self, seq: Request) -> Generator[DecodeStep, None, None]:
+    def _read(self, seq: Request, stop: threading.Event | None = None) -> Generator[DecodeStep, None, None]:
         try:
             while True:
-                item = seq.sink.get()
+                try:
+                    item = seq.sink.get(timeout=STOP_POLL_S) if stop is not None else seq.sink.get()
+                except queue.Empty:
+                    item = False
+                if stop is not None and stop.is_set():
+                    return
+                if item is False:
+                    continue
                 if item is None:
                     return
                 if isinstance(item, BaseException):

@@ -45,7 +45,7 @@ ENDPOINTS = {  # name -> a valid argument list
     "attention": ["hello everyone", 0, 0],
     "inside": ["hello everyone", 0, 0],
     "compare": ["ROMEO:", "king", "hello everyone"],
-    "learn": [5, 0, "proper"],
+    "learn": [5, 0, "proper", 5],
 }
 
 
@@ -155,7 +155,7 @@ def test_page_events_with_wrong_counts_or_values_get_messages(app_server):
     assert message["success"] is False
     assert_message(message["output"], "didn't receive enough input values", "got: 0")
     # null for a slider: Gradio's own preprocessing fails; its message says which input and why.
-    status, message = join(base, {"fn_index": fn_index(base, "ui_generate"), "data": ["ROMEO:", None, 0.8, 50, 0.95, 1, 1, None]})
+    status, message = join(base, {"fn_index": fn_index(base, "ui_generate"), "data": ["ROMEO:", None, 0.8, 50, 0.95, 1, 1, "full", None]})
     assert message["success"] is False
     assert_message(message["output"], "index 1", "slider", "None")
     assert "Original error" not in message["output"]["error"]
@@ -163,7 +163,7 @@ def test_page_events_with_wrong_counts_or_values_get_messages(app_server):
 
 def test_an_event_that_runs_only_in_the_page_gets_a_message(app_server):
     deps = httpx.get(app_server.url + "config", timeout=30).json()["dependencies"]
-    stop = next(d["id"] for d in deps if not d["backend_fn"])  # the Stop button: cancels in the page
+    stop = next(d["id"] for d in deps if not d["backend_fn"] and d.get("cancels"))  # the Stop button: cancels in the page
     status, message = join(app_server.url, {"fn_index": stop, "data": []})
     assert status == 200 and message["success"] is False
     assert_message(message["output"], "no backend method")
@@ -659,7 +659,7 @@ def _soak_requests(base: str) -> list:
         (20, page("ui_attention", ["the king spoke to the queen of the land", 1, 1, None])),
         (20, page("ui_stage", [None, 2])),  # a new session reads the pinned default stages
         (10, page("ui_pick_token", [None])),  # no event data: a message
-        (6, page("ui_generate", ["ROMEO:", 16, 0.8, 50, 0.95, 1, 2, None])),
+        (6, page("ui_generate", ["ROMEO:", 16, 0.8, 50, 0.95, 1, 2, "full", None])),
         (20, page("ui_decode", [", ".join(["31373"] * 5_000)])),
         (10, new_client),
     ]

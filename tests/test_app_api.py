@@ -1,6 +1,6 @@
 """Every API endpoint of the launched app, called with gradio_client as a user would.
 
-Expected values come from the seeds (token ids printed in seed 001, the positional-encoding
+Expected values come from the lessons (token ids printed in the Transformer tutorial, the positional-encoding
 tables it prints) and from the definitions (causal mask, probabilities), not from our output.
 """
 
@@ -17,11 +17,11 @@ ENDPOINTS = {
     "/tokenize_encodings": ["text"],
     "/embedding_arithmetic": ["expression", "top_k"],
     "/positional_encoding": ["d_model", "n_positions", "base"],
-    "/generate": ["prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed"],
+    "/generate": ["prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "precision"],
     "/attention": ["text", "layer", "head"],
     "/inside": ["text", "layer", "head"],
     "/compare": ["prompt", "word", "sentence"],
-    "/learn": ["seconds", "seed", "init"],
+    "/learn": ["seconds", "seed", "init", "steps"],
 }
 
 
@@ -44,7 +44,7 @@ def test_named_endpoints_have_exactly_the_documented_parameters(client):
     assert set(api) == set(ENDPOINTS)
 
 
-# --- /tokenize_encodings: the same text in OpenAI's other encodings (issue 13.5) ----------------
+# --- /tokenize_encodings: the same text in OpenAI's other encodings ---------------------------
 
 
 def test_tokenize_encodings_compares_counts_and_splits(client):
@@ -56,7 +56,7 @@ def test_tokenize_encodings_compares_counts_and_splits(client):
     assert got["o200k_base"]["ids"] == [80207, 382, 2146, 283, 1309] and got["o200k_base"]["n_tokens"] == 5
 
 
-# --- /compare: the shipped model beside its untrained initialisation (issue 13.3) ----------------
+# --- /compare: the shipped model beside its untrained initialisation ----------------------------
 
 
 def test_compare_before_and_after_training(client):
@@ -75,11 +75,11 @@ def test_compare_before_and_after_training(client):
 @pytest.mark.parametrize(
     "text, ids",
     [
-        ("hello everyone", [31373, 2506]),  # seed 001
-        ("Hi my name is Moussa", [17250, 616, 1438, 318, 42436, 11400]),  # seed 001
+        ("hello everyone", [31373, 2506]),  # the Transformer tutorial
+        ("Hi my name is Moussa", [17250, 616, 1438, 318, 42436, 11400]),  # the Transformer tutorial
     ],
 )
-def test_tokenize_gives_the_seeds_ids(client, text, ids):
+def test_tokenize_gives_the_tutorials_ids(client, text, ids):
     out = client.predict(text, api_name="/tokenize")
     assert out["ids"] == ids
     assert out["n_tokens"] == len(ids)
@@ -88,7 +88,7 @@ def test_tokenize_gives_the_seeds_ids(client, text, ids):
     assert "".join(t["text"] for t in out["tokens"]) == text
 
 
-def test_tokenize_splits_the_seeds_glued_words(client):
+def test_tokenize_splits_the_tutorials_glued_words(client):
     out = client.predict("Attention isallyou need", api_name="/tokenize")
     pieces = [t["text"] for t in out["tokens"]]
     assert "".join(pieces) == "Attention isallyou need" and pieces[-1] == " need"
@@ -128,8 +128,8 @@ def test_embedding_arithmetic_refuses_code(client):
 # --- /positional_encoding -----------------------------------------------------------------------
 
 
-def test_positional_encoding_matches_the_seeds_table_d20(client):
-    # Seed 001 prints the module's table for block_size 100, d_model 20.
+def test_positional_encoding_matches_the_tutorials_table_d20(client):
+    # The Transformer tutorial prints the module's table for block_size 100, d_model 20.
     out = client.predict(20, 100, 10000, api_name="/positional_encoding")
     table = out["table"]
     assert len(table) == 100 and len(table[0]) == 20
@@ -142,8 +142,8 @@ def test_positional_encoding_matches_the_seeds_table_d20(client):
     assert table[99][2] == pytest.approx(0.98984, abs=1e-4)
 
 
-def test_positional_encoding_matches_the_seeds_table_d512(client):
-    # Seed 001: block_size 1024, d_model 512.
+def test_positional_encoding_matches_the_tutorials_table_d512(client):
+    # The Transformer tutorial: block_size 1024, d_model 512.
     out = client.predict(512, 1024, 10000, api_name="/positional_encoding")
     t = out["table"]
     assert t[1][2] == pytest.approx(0.82186, abs=1e-4)
@@ -155,7 +155,7 @@ def test_positional_encoding_matches_the_seeds_table_d512(client):
 
 
 def test_positional_encoding_answers_are_capped_and_say_so(client):
-    """An answer carries at most limits.MAX_TABLE_VALUES values: the seeds' whole 1024 x 512 table,
+    """An answer carries at most limits.MAX_TABLE_VALUES values: the Transformer tutorial's whole 1024 x 512 table,
     and of a 1024 x 1024 one its first 512 positions, with a note saying so."""
     from playground import limits
 
@@ -265,7 +265,7 @@ def test_attention_refuses_a_layer_out_of_range(client):
         client.predict("hello everyone", 99, 0, api_name="/attention")
 
 
-# --- /inside: one forward pass, stage by stage (issue 22) -----------------------------------------
+# --- /inside: one forward pass, stage by stage --------------------------------------------------
 
 
 def test_inside_gives_losses_the_lens_and_compares_loss(client):
@@ -342,3 +342,17 @@ def test_seeded_generations_give_the_same_text_alone_and_batched_with_others(app
         together = list(pool.map(run, zip(clients, requests)))
     assert together == alone
     assert all(len(ids) >= 1 for ids in alone)
+
+
+def test_generate_keeps_its_answers_and_takes_a_precision_last(client):
+    """Callers of the six parameters get the server's file as before; "full" and "8-bit", as a
+    seventh, choose the file; greedy ids are each file's own."""
+    before = client.predict("ROMEO:", 8, 0.0, 0, 1.0, 0, api_name="/generate")
+    auto = client.predict("ROMEO:", 8, 0.0, 0, 1.0, 0, "auto", api_name="/generate")
+    assert before["model_file"] == auto["model_file"] and before["token_ids"] == auto["token_ids"]
+    full = client.predict("ROMEO:", 8, 0.0, 0, 1.0, 0, "full", api_name="/generate")
+    eight = client.predict("ROMEO:", 8, 0.0, 0, 1.0, 0, "8-bit", api_name="/generate")
+    assert (full["model_file"], eight["model_file"]) == ("model.onnx", "model_int8.onnx")
+    assert auto["token_ids"] == (eight if auto["model_file"] == "model_int8.onnx" else full)["token_ids"]
+    with pytest.raises(Exception, match="precision must be one of"):
+        client.predict("ROMEO:", 8, 0.0, 0, 1.0, 0, "half", api_name="/generate")

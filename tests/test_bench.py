@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from benchmarks.bench import main, weight_bytes_per_token
@@ -40,11 +38,3 @@ def test_bench_prints_the_comparison_table(tiny_export, capsys):
     assert all(len(cols) == 2 and all(float(c) > 0 for c in cols) for cols in steps)
     context = [cols for name, cols in rows.items() if name.startswith("model_int8.onnx, 1 thread") or name.startswith("the app's loop")]
     assert len(context) == 2 and all(float(c) > 0 for cols in context for c in cols)
-
-
-def test_the_old_command_runs_the_benchmark():
-    """`python -m export.bench --streams-only` is named by issues: it still runs benchmarks/bench.py."""
-    root = Path(__file__).resolve().parent.parent
-    run = subprocess.run([sys.executable, "-m", "export.bench", "--help"], cwd=root, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    assert "--streams-only" in run.stdout and "greedy tokens/s of our onnxruntime engine" in run.stdout

@@ -98,7 +98,7 @@ def test_tokenization_tab(page):
     textbox(page, "tok-text").fill("Hi my name is Moussa")
     page.locator("#tok-run").click()
     ids = textbox(page, "tok-ids")
-    # Seed 001's ids for this sentence.
+    # The Transformer tutorial's ids for this sentence.
     page.wait_for_function(
         "() => document.querySelector('#tok-ids textarea').value.includes('17250, 616, 1438, 318, 42436, 11400')"
     )

@@ -48,7 +48,7 @@ def test_compare_tab_side_by_side(page):
 
 def test_compare_tab_at_phone_width(page):
     """At a phone's width (390 px) the two sides stack and nothing of the tab is wider than the
-    page's column (the page's own width at 390 px is issue 13.4's, measured by its own test)."""
+    page's column (the page's own width at 390 px has its own test, in test_browser_page.py)."""
     open_tab(page, "Compare")
     page.set_viewport_size({"width": 390, "height": 844})
     try:

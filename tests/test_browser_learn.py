@@ -1,8 +1,12 @@
-"""Headless Chromium on the Watch it learn tab (issue 23), at 1280 px and at a phone's 390 px:
-Start, the chart growing while the model trains, Stop, and no horizontal scroll. Screenshots
-docs/screenshots/learn.png and phone-learn.png with PLAYGROUND_SCREENSHOTS=1."""
+"""Headless Chromium on the Watch it learn tab, at 1280 px and at a phone's 390 px: the reference
+lines before Start, Start disabled while a run trains, Stop, a skewed start whose hockey stick
+fills a visible part of the log-scale step axis, two runs in the table, the trained model
+continuing a prompt, and no horizontal scroll. Screenshots docs/screenshots/learn.png and
+phone-learn.png with PLAYGROUND_SCREENSHOTS=1."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 
@@ -12,35 +16,74 @@ from test_browser_page import PHONE, open_tab, page_width
 pytestmark = pytest.mark.browser
 
 DESKTOP = {"width": 1280, "height": 900}
-# The number of loss points drawn (the chart's last trace is the training loss).
-POINTS_JS = "() => { const gd = document.querySelector('#learn-chart .js-plotly-plot'); return gd && gd.data ? gd.data[gd.data.length - 1].x.length : 0; }"
+GD = "document.querySelector('#learn-chart .js-plotly-plot')"
+# The loss points drawn (the chart's last trace is the training loss).
+POINTS_JS = f"() => {{ const gd = {GD}; return gd && gd.data ? gd.data[gd.data.length - 1].x.length : 0; }}"
 
 
 def points(page) -> int:
     return page.evaluate(POINTS_JS)
 
 
-def start_watch_stop(page, width: int, shot: str, steps_before_shot: int) -> None:
+def start_disabled(page) -> bool:
+    return page.locator("#learn-start").is_disabled()
+
+
+def train_then_stop(page, at_least: int) -> None:
+    page.locator("#learn-start").click()
+    page.wait_for_function(f"(n) => ({POINTS_JS})() >= n", arg=at_least, timeout=180_000)
+    assert start_disabled(page)  # one run at a time from a page
+    page.locator("#learn-stop").dispatch_event("click")
+    page.wait_for_function("() => document.querySelector('#learn-status').innerText.startsWith('Stopped after')", timeout=30_000)
+    n = points(page)
+    page.wait_for_timeout(1000)
+    assert points(page) == n
+    page.wait_for_function("() => !document.querySelector('#learn-start').disabled")
+
+
+def the_lesson(page, width: int, shot: str) -> None:
     open_tab(page, "Watch it learn")
     page.locator("#learn-chart .js-plotly-plot").wait_for()
+    # The lines to beat are drawn before Start.
+    page.wait_for_function(f"() => {GD}.data.some(t => (t.name || '').startsWith('ln V'))", timeout=60_000)
+    train_then_stop(page, at_least=30)
+    assert page.locator("#learn-status").inner_text().startswith("Stopped after")
+    # The skewed start with the same seed: the hockey stick.
+    page.locator("#learn-init").get_by_test_id("skewed-radio-label").click()
     page.locator("#learn-start").click()
-    # It trains: the chart gets points, then more of them (polled, however slow the machine).
-    page.wait_for_function(f"() => ({POINTS_JS})() >= 2", timeout=120_000)
-    first = points(page)
-    page.wait_for_function(f"(n) => ({POINTS_JS})() > n + 10", arg=first, timeout=60_000)
-    page.wait_for_function(f"(n) => ({POINTS_JS})() >= n", arg=steps_before_shot, timeout=60_000)
-    assert page.locator("#learn-status").inner_text().startswith("At step 0 the loss was")
+    # The new run's curve (the first run's is now the grey one), 15 steps of it.
+    page.wait_for_function(
+        f"() => ({GD}.data[0].name || '').startsWith('earlier run') && ({POINTS_JS})() >= 15", timeout=180_000
+    )
+    chart = page.evaluate(
+        f"""() => {{ const gd = {GD}, xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+        const loss = gd.data[gd.data.length - 1];
+        return {{type: xa.type, xrange: xa.range, yrange: ya.range, width: xa._length, first: loss.y[0], tenth: loss.y[10],
+                 refs: Object.fromEntries(gd.data.filter(t => t.y.length === 2).map(t => [t.name, t.y[0]]))}}; }}"""
+    )
+    ln_v = next(v for k, v in chart["refs"].items() if k.startswith("ln V"))
+    assert chart["type"] == "log"
+    # Steps 0 to 10 (x = 1 to 11 on the log axis) take at least a quarter of the plot's width...
+    lo, hi = chart["xrange"]
+    share = (math.log10(11) - lo) / (hi - lo)
+    assert share >= 0.25 and share * chart["width"] >= 0.25 * chart["width"] > 40, chart
+    # ... and the stick itself is on it: step 0 far above ln V, inside the y range, back near ln V by step 10.
+    assert chart["first"] > ln_v + 1 and chart["yrange"][1] >= chart["first"], chart
+    assert chart["tenth"] < chart["first"] - 1, chart
+    assert "above an even guess" in page.locator("#learn-status").inner_text()
+    samples = page.locator("#learn-samples .gen-sample-title").all_inner_texts()
+    assert samples[0] == "step 0: random weights", samples
     cards = page.locator("#learn-stats .pg-card span").all_inner_texts()
-    assert cards[:3] == ["steps", "tokens seen", "tokens / s"], cards
-    assert page.locator("#learn-samples .gen-sample-title").first.inner_text().startswith("step ")
+    assert cards[:3] == ["steps", "tokens seen", "tokens / s"] and "mean of last 20 steps" in cards[3], cards
     assert page_width(page) <= width
     save_screenshot(page, page.shots_dir / f"{shot}.png")
-    # Stop: the page says so, and the chart stops growing.
     page.locator("#learn-stop").dispatch_event("click")
-    page.wait_for_function("() => document.querySelector('#learn-status').innerText.startsWith('Stopped after')")
-    n1 = points(page)
-    page.wait_for_timeout(1500)
-    assert points(page) == n1
+    page.wait_for_function("() => document.querySelector('#learn-status').innerText.startsWith('Stopped after')", timeout=30_000)
+    # Both runs in the table, newest first, the earlier one in grey on the chart.
+    page.wait_for_function("() => document.querySelectorAll('#learn-runs tbody tr').length === 2")
+    rows = page.locator("#learn-runs tbody tr").all_inner_texts()
+    assert "skewed" in rows[0] and "proper" in rows[1], rows
+    assert page.evaluate(f"() => {GD}.data[0].name").startswith("earlier run: proper start")
     # The stopped run's model continues a prompt.
     page.locator("#learn-prompt textarea").fill("Romeo.\n")
     page.locator("#learn-try").click()
@@ -50,28 +93,11 @@ def start_watch_stop(page, width: int, shot: str, steps_before_shot: int) -> Non
     assert not page.errors, page.errors
 
 
-def set_seconds(page, seconds: int) -> None:
-    box = page.locator("#learn-seconds input[type=number]")
-    box.fill(str(seconds))
-    box.press("Enter")
-
-
 def test_learn_tab_at_1280(app_server, shots_dir):
     with browser_page(app_server, shots_dir, viewport=DESKTOP) as page:
-        # A short proper run to its end, then the skewed start beside it (the previous run in grey).
-        open_tab(page, "Watch it learn")
-        set_seconds(page, 5)
-        page.locator("#learn-start").click()
-        page.wait_for_function("() => document.querySelector('#learn-status').innerText.startsWith('Finished')", timeout=120_000)
-        assert "held-out plays" in page.locator("#learn-status").inner_text()
-        set_seconds(page, 60)
-        page.locator("#learn-init").get_by_test_id("skewed-radio-label").click()
-        start_watch_stop(page, DESKTOP["width"], "learn", steps_before_shot=400)
-        names = page.evaluate("() => document.querySelector('#learn-chart .js-plotly-plot').data.map(t => t.name)")
-        assert names[0].startswith("previous run (proper start") and names[-1] == "training loss", names
-        assert "above an even guess" in page.locator("#learn-status").inner_text()
+        the_lesson(page, DESKTOP["width"], "learn")
 
 
 def test_learn_tab_on_a_phone(app_server, shots_dir):
     with browser_page(app_server, shots_dir, viewport=PHONE, is_mobile=True, has_touch=True) as page:
-        start_watch_stop(page, PHONE["width"], "phone-learn", steps_before_shot=250)
+        the_lesson(page, PHONE["width"], "phone-learn")

@@ -1,5 +1,5 @@
-"""Headless Chromium on the launched app, as a learner meets it (issue 24): the positional
-heatmap at the seeds' 1024 x 512 keeps its sine and cosine columns; on a 390 px phone every tab
+"""Headless Chromium on the launched app, as a learner meets it (the positional
+table at the Transformer tutorial's 1024 x 512: test_browser_tabs.py): on a 390 px phone every tab
 is one tap away, Generate brings its output into view and a tap shows a token's details; token
 ids sit beside their tokens; an untrained model's candidates read 0.002 %; the Attention tab
 opens on a head that shows something, keeps the selected token in view and folds its checks
@@ -8,10 +8,8 @@ away; and the first page load is at most 600 KB on the wire with ``Accept-Encodi
 from __future__ import annotations
 
 import re
-import time
 
 import httpx
-import numpy as np
 import pytest
 
 from test_browser import browser_page, open_tab, shots_dir, textbox  # noqa: F401 -- fixture reused
@@ -44,32 +42,6 @@ def plot_data(page, elem_id: str) -> list[dict]:
             x: t.x && Array.from(t.x), y: t.y && Array.from(t.y), text: t.text && Array.from(t.text),
             z0: t.z && t.z[0] ? Array.from(t.z[0]) : null}}))"""
     )
-
-
-def test_positional_heatmap_at_1024_by_512_keeps_sine_and_cosine(page):
-    from playground.positional import positional_encoding
-
-    open_tab(page, "Positional")
-    page.locator("#pe-dmodel input[type=number]").fill("512")
-    page.locator("#pe-npos input[type=number]").fill("1024")
-    t0 = time.perf_counter()
-    page.locator("#pe-run").click()
-    page.wait_for_function("() => document.querySelector('#pe-summary').innerText.includes('1024 positions × 512')")
-    page.wait_for_function("() => (document.querySelector('#pe-heatmap .gtitle') || {}).textContent?.includes('1024')")
-    print(f"\nPE 1024 x 512 drawn {time.perf_counter() - t0:.1f} s after the click")
-    (trace,) = plot_data(page, "pe-heatmap")
-    cols = np.array(trace["x"])
-    assert np.sum(cols % 2 == 0) == np.sum(cols % 2 == 1) > 100  # sine and cosine columns, in pairs
-    np.testing.assert_array_equal(cols[1::2], cols[0::2] + 1)
-    # the drawn first row: the mean of positions 0 and 1 of each column, from the formula itself
-    table = positional_encoding(512, 1024, 10000).table.astype(np.float64)
-    expected = table[: int(trace["y"][1]), cols].mean(axis=0)
-    np.testing.assert_allclose(trace["z0"], expected, atol=2e-3)
-    # no white half: the cosine columns are drawn (cos near 1 at the first positions)
-    assert np.mean(trace["z0"][1::2]) > 0.7 and np.mean(np.abs(trace["z0"][0::2])) < 0.2
-    title = page.locator("#pe-heatmap .gtitle").text_content()
-    assert "sin/cos pairs" in title and "th" not in title.split("(")[-1]
-    assert not page.errors, page.errors
 
 
 def test_every_tab_one_tap_away_on_a_phone(phone):
@@ -111,7 +83,7 @@ def test_token_ids_beside_their_tokens_without_hover(phone):
     phone.locator("#tok-run").tap()
     phone.wait_for_function("() => document.querySelectorAll('#tok-spans .gpt-token').length === 2")
     ids = phone.locator("#tok-spans .gpt-id")
-    assert ids.all_inner_texts() == ["31373", "2506"]  # the seeds' ids for "hello everyone"
+    assert ids.all_inner_texts() == ["31373", "2506"]  # the Transformer tutorial's ids for "hello everyone"
     for i in range(2):
         box = ids.nth(i).bounding_box()
         assert box and box["width"] > 0 and box["y"] < PHONE["height"] * 3
@@ -143,7 +115,8 @@ def test_untrained_model_reads_0_002_percent(page):
 def test_attention_opens_on_a_clear_head_keeps_the_token_in_view_and_folds_the_checks(page):
     from playground.attention import EXAMPLE_PROMPTS, attention, salient_head
 
-    found = salient_head(attention(EXAMPLE_PROMPTS[0], 0, 0).weights)
+    example = attention(EXAMPLE_PROMPTS[0], 0, 0)
+    found = salient_head(example.weights, example.ids)
     open_tab(page, "Attention")
     # Drawn when the tab is first opened (out of the first page load).
     page.wait_for_function(f"() => document.querySelector('#att-info').innerText.includes('{found.kind} head')")

@@ -1,5 +1,5 @@
 """Headless Chromium at a phone's size (390 x 844) on the launched app: the page as a learner
-meets it (issue 15, issue 13.4 and 13.6).
+meets it: every tab one tap away, nothing wider than the screen.
 
 - every tab fits the screen (no horizontal scroll), ends with the sentence that leads to the next
   tab, and is photographed (docs/screenshots/phone-<tab>.png with PLAYGROUND_SCREENSHOTS=1);

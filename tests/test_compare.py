@@ -25,7 +25,7 @@ def _default_comparison():
 def test_untrained_initialisation_scores_about_ln_vocab():
     trained, untrained = cmp.compare_next_token(PROMPT)
     assert untrained.label == cmp.UNTRAINED
-    # The seeds' lesson: a fresh model is close to a uniform guess, ln 50257 = 10.82 nats.
+    # The deep-learning notes: a fresh model is close to a uniform guess, ln 50257 = 10.82 nats.
     assert abs(untrained.loss - LN_V) < 0.6 and abs(untrained.entropy - LN_V) < 0.3
     assert trained.loss < LN_V - 3 and trained.entropy < untrained.entropy - 3
     assert untrained.step.candidates[0].probability < 0.01  # nothing stands out

@@ -22,7 +22,10 @@ from export.build import stale_files
 from export.hub import HUB_FILES, zip_hub
 from export.metadata import sha256_file
 from export.onnx_export import IR_VERSION
-from export.validate import INT8_PAD_TOL, LOGIT_TOL, check_padded_batch, check_parity, check_size, format_table, run_checks
+from export.validate import (
+    INT8_PAD_TOL, LOGIT_TOL, check_cached_decoding, check_decoded_logits, check_padded_batch, check_parity, check_size,
+    format_table, run_checks,
+)
 from model import GPT, load_pretrained
 from runtime.engine import Engine, left_pad
 from runtime.generate import generate
@@ -135,7 +138,7 @@ def test_all_checks_pass_including_greedy_past_the_context(tiny_export):
     results = run_checks(tiny_export.paths, load_pretrained(tiny_export.weights), quick=True, greedy_tokens=40)
     assert all(c.ok for c in results), format_table(results)
     table = format_table(results)
-    assert "greedy text" in table and "left-padded batch" in table
+    assert "greedy text" in table and "left-padded batch" in table and "decoded logits vs PyTorch's cache, 40 steps" in table
     for name in ("model.onnx", "model_quantized.onnx", "model_int8.onnx"):
         assert f"{name} vs PyTorch logits" in table
     for name in ("model_quantized.onnx", "model_int8.onnx"):
@@ -159,6 +162,40 @@ def test_parity_check_catches_a_wrong_graph(tiny_export, tmp_path):
     onnx.save_model(proto, str(broken))
     check = check_parity(load_pretrained(tiny_export.weights), Engine.load(broken, provider="cpu"), [(1, 8)], 1e-4)
     assert not check.ok
+
+
+def test_the_shipped_fp32_file_passes_the_logit_checks_at_every_step(shipped_onnx):
+    """The export's logit checks on the trained model, whose every part shapes its logits (on the
+    tiny random one a wrong attention scale moved them by 1e-4): the graph against PyTorch, a
+    left-padded batch, the cache, and 100 decode steps (the tiny model's checks slide past its
+    context). Each stays within LOGIT_TOL; docs/testing.md lists the bugs this catches."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # batch-1 PyTorch steps: ~20 times faster on 1 of 2 busy cores
+    try:
+        model, engine = load_pretrained(), Engine.load(shipped_onnx["fp32"], provider="cpu")
+        results = [check_parity(model, engine, [(2, 40)], LOGIT_TOL), check_padded_batch(engine),
+                   check_cached_decoding(engine, 24), check_decoded_logits(model, engine, 100)]
+    finally:
+        torch.set_num_threads(threads)
+    assert all(c.ok for c in results), format_table(results)
+
+
+def test_the_decoded_logits_check_catches_a_graph_whose_argmax_survives(tiny_export, tmp_path):
+    """Every logit of a graph offset by the same 0.01: greedy ids are unchanged, the check is not."""
+    proto = onnx.load(str(tiny_export.paths["fp32"]))
+    logits = next(n for n in proto.graph.output if n.name == "logits")
+    offset = numpy_helper.from_array(np.array(0.01, dtype=np.float32), "offset")
+    proto.graph.initializer.append(offset)
+    producer = next(n for n in proto.graph.node if "logits" in n.output)
+    producer.output[list(producer.output).index("logits")] = "logits_before_offset"
+    proto.graph.node.append(onnx.helper.make_node("Add", ["logits_before_offset", "offset"], [logits.name]))
+    broken = tmp_path / "offset.onnx"
+    onnx.save_model(proto, str(broken))
+    model, engine = load_pretrained(tiny_export.weights), Engine.load(broken, provider="cpu")
+    check = check_decoded_logits(model, engine, 8)
+    assert not check.ok and float(check.value) == pytest.approx(0.01, rel=0.05)
+    assert generate(engine, [464, 3290], SamplingParams(8, stop_at_eot=False)) == generate(
+        Engine.load(tiny_export.paths["fp32"], provider="cpu"), [464, 3290], SamplingParams(8, stop_at_eot=False))
 
 
 @pytest.mark.parametrize("key", ["quantized", "int8"])
@@ -262,6 +299,87 @@ def test_hub_config_and_card(tiny_export):
     assert "onnx/model_quantized.onnx" in card and "onnx/model_int8.onnx" in card and 'dtype: "q8"' in card
 
 
+def card_table(card: str) -> dict[str, list[str]]:
+    """The model card's file table: {file: its cells}."""
+    rows = [line for line in card.splitlines() if line.startswith("| `")]
+    return {row.split("|")[1].strip().strip("`"): [c.strip() for c in row.strip("|").split("|")] for row in rows}
+
+
+def test_card_carries_the_recorded_losses_and_every_size(tiny_export, tmp_path):
+    """Measured losses are recorded beside the weights and every later card of those weights
+    carries them; without a record: the training log's loss for float32, "not measured" said
+    once (not in every cell); new weights make a record stale."""
+    from export.hub import write_model_card
+    from export.metadata import EVALUATION_NAME, recorded_losses
+
+    cfg = tiny_export.config
+    hub = tiny_export.paths["fp32"].parent.parent
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "model.safetensors").write_bytes((tiny_export.weights / "model.safetensors").read_bytes())
+    log = [{"step": 0, "tokens": 0, "val_loss": 10.9}, {"step": 50, "tokens": 12_800, "val_loss": 6.54321, "val_windows": 40}]
+    (weights / "training_log.json").write_text(json.dumps(log))
+    folder = tmp_path / "hub"
+    for name in ("onnx/model.onnx", "onnx/model_quantized.onnx", "onnx/model_int8.onnx", "model.safetensors"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes((hub / name).read_bytes())
+
+    card = write_model_card(folder, cfg, 1000, weights).read_text()
+    table = card_table(card)
+    assert set(table) == {"onnx/model.onnx", "onnx/model_quantized.onnx", "onnx/model_int8.onnx", "model.safetensors"}
+    for name, cells in table.items():  # every size given, as the file's own
+        assert cells[2] == f"{(folder / name).stat().st_size / 1e6:.1f} MB", (name, cells)
+        assert "not measured" not in cells[3]
+    assert table["onnx/model.onnx"][3].startswith("6.5432 ")  # the training log's last evaluation
+    assert table["onnx/model_int8.onnx"][3] == table["onnx/model_quantized.onnx"][3] == "–"
+    assert card.count("Not measured yet for these weights") == 1 and card.count("Test loss") == 1
+    assert "the losses above" not in card
+
+    measured = {"fp32": 6.1234, "quantized": 6.1301, "int8": 6.1402}
+    write_model_card(folder, cfg, 1000, weights, measured)
+    assert recorded_losses(weights) == measured
+    card = write_model_card(folder, cfg, 1000, weights).read_text()  # a later build: no losses given
+    table = card_table(card)
+    assert [table[f"onnx/{n}.onnx"][3] for n in ("model", "model_quantized", "model_int8")] == ["6.1234", "6.1301", "6.1402"]
+    assert "Not measured yet for these weights" not in card and card.count("not measured yet") == 1  # the test loss
+
+    torch.manual_seed(2)
+    save_pretrained(GPT(cfg), weights)  # retrained weights: the record is theirs no more
+    assert (weights / EVALUATION_NAME).is_file() and recorded_losses(weights) == {}
+    assert "6.1234" not in write_model_card(folder, cfg, 1000, weights).read_text()
+
+
+def test_shipped_weights_have_their_losses_recorded():
+    """The shipped weights' record of `python -m export` (their whole-split losses), so that the
+    folder the app builds, and the zip the Model tab offers, carries them."""
+    from export.metadata import recorded_losses
+    from model import WEIGHTS_DIR
+
+    losses = recorded_losses(WEIGHTS_DIR)
+    assert set(losses) == {"fp32", "quantized", "int8"}
+    log = json.loads((WEIGHTS_DIR / "training_log.json").read_text())
+    assert abs(losses["fp32"] - log[-1]["val_loss"]) < 0.01  # the ONNX file scores what PyTorch did
+    assert all(abs(losses[k] - losses["fp32"]) < 0.01 for k in ("quantized", "int8"))
+
+
+def test_generation_with_the_cards_transformers_snippet_warns_nothing(tiny_export):
+    """generation_config.json sets no max_length: transformers warned at every
+    generate(max_new_tokens=...) that both were set, the card's own snippet included."""
+    from export.hub import client_snippets
+
+    hub = tiny_export.paths["fp32"].parent.parent
+    assert "max_length" not in json.loads((hub / "generation_config.json").read_text())
+    code = client_snippets(str(hub))["transformers (PyTorch)"][1]
+    assert "max_new_tokens=40" in code
+    code = code.replace("max_new_tokens=40", "max_new_tokens=8")  # the tiny model's context is 32 tokens
+    proc = subprocess.run([sys.executable, "-W", "always", "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    complaints = [line for line in proc.stderr.splitlines()
+                  if not line.startswith("Loading weights") and line.strip() and "Loading weights" not in line]
+    assert not complaints, complaints
+    assert proc.stdout.strip()
+
+
 def test_hub_zip_holds_the_folder_and_is_built_once(tiny_export, tmp_path):
     hub = tiny_export.paths["fp32"].parent.parent
     path = zip_hub(hub, tmp_path / "hub.zip")
@@ -315,7 +433,7 @@ def test_cli_reports_missing_weights_without_a_traceback(tmp_path):
 @pytest.mark.slow
 def test_cli_writes_the_hub_folder_and_puts_the_measured_losses_in_the_card(tiny_export, val_tokens, tmp_path, capsys):
     """`python -m export` end to end on the tiny model: every file, the checks' table, and the
-    whole-split losses in the model card (the app's build leaves them "not measured")."""
+    whole-split losses in the model card, recorded beside the weights for every later build."""
     from export.__main__ import main
 
     val = tmp_path / "val.bin"
@@ -329,8 +447,12 @@ def test_cli_writes_the_hub_folder_and_puts_the_measured_losses_in_the_card(tiny
     assert all((hub / name).is_file() for name in HUB_FILES) and (hub / "onnx" / "model_int8.onnx").is_file()
     loss_rows = [line for line in (hub / "README.md").read_text().splitlines() if line.startswith("| `onnx/")]
     assert len(loss_rows) == 3 and all(float(row.rstrip(" |").rsplit("|", 1)[1]) > 0 for row in loss_rows)
-    # the app's build of the same weights leaves the losses unmeasured
-    assert "not measured" in (tiny_export.paths["fp32"].parent.parent / "README.md").read_text()
+    # recorded beside the weights: a later build's card (the app's) carries the same numbers
+    from export.metadata import recorded_losses
+
+    recorded = recorded_losses(tiny_export.weights)
+    assert set(recorded) == {"fp32", "quantized", "int8"}
+    assert [f"{recorded[k]:.4f}" for k in ("fp32", "quantized", "int8")] == [row.rstrip(" |").rsplit("|", 1)[1].strip() for row in loss_rows]
 
 
 @pytest.mark.slow

@@ -243,7 +243,7 @@ def test_the_load_tables_clients_count_what_they_received(app_server, client, ki
 
 @pytest.mark.slow
 def test_light_tabs_stay_fast_while_every_tabs_heaviest_request_loops(app_server):
-    """Issue 28's bar: 4 clients loop the heaviest request of every tab (the 1024 x 1024
+    """The busy Space's bar: 4 clients loop the heaviest request of every tab (the 1024 x 1024
     positional table, 64-token passes, a 512-token generation, a training run...) and 4 more
     reload the page, for a minute; a visitor on the Tokenization tab, in a process of its own,
     gets ``/tokenize`` answered within 0.5 s at the 95th percentile, and nothing fails."""

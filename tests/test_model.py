@@ -1,5 +1,5 @@
 """The network, its positional encoding and the tokenizer, checked against independent references:
-the seeds' printed tables, tiktoken's own r50k_base/gpt2 definition, known GPT-2 ids and math."""
+the lessons' printed tables, tiktoken's own r50k_base/gpt2 definition, known GPT-2 ids and math."""
 
 from __future__ import annotations
 
@@ -55,14 +55,14 @@ def test_hello_everyone_offline(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if k != "DATA_GYM_CACHE_DIR"} | {"TIKTOKEN_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[31373, 2506]"  # the seed's (001) and ../shared/data/README.md's ids
+    assert out.stdout.strip() == "[31373, 2506]"  # the Transformer tutorial's and ../shared/data/README.md's ids
 
 
 @pytest.mark.parametrize(
     "text, ids",
     [
-        ("hello everyone", [31373, 2506]),  # seed 001, tiktoken.get_encoding("gpt2")
-        ("Hi my name is Moussa", [17250, 616, 1438, 318, 42436, 11400]),  # seed 001
+        ("hello everyone", [31373, 2506]),  # the Transformer tutorial, tiktoken.get_encoding("gpt2")
+        ("Hi my name is Moussa", [17250, 616, 1438, 318, 42436, 11400]),  # the Transformer tutorial
         ("Hello world", [15496, 995]),  # the GPT-2 ids every tutorial prints
     ],
 )
@@ -142,11 +142,11 @@ def test_endoftext():
 # --- positional encoding ---------------------------------------------------------------------
 
 
-SEED_TABLES = json.loads((DATA / "seed_positional_encoding.json").read_text())["tables"]
+LESSON_TABLES = json.loads((DATA / "lesson_positional_encoding.json").read_text())["tables"]
 
 
-@pytest.mark.parametrize("table", SEED_TABLES, ids=lambda t: f"{t['n_positions']}x{t['d_model']}")
-def test_positional_encoding_reproduces_the_seeds(table):
+@pytest.mark.parametrize("table", LESSON_TABLES, ids=lambda t: f"{t['n_positions']}x{t['d_model']}")
+def test_positional_encoding_reproduces_the_lessons_tables(table):
     pe = positional_encoding(table["n_positions"], table["d_model"])
     assert pe.shape == (table["n_positions"], table["d_model"]) and pe.dtype == torch.float32
     got = pe[table["rows"]][:, table["cols"]]
@@ -173,7 +173,7 @@ def test_sinusoidal_model_adds_the_table(small_model):
 
 
 def test_untrained_loss_is_ln_vocab(val_tokens):
-    """Seed 003: before training every token is about equally likely, so the loss is ln(V)."""
+    """The deep-learning notes: before training every token is about equally likely, so the loss is ln(V)."""
     config = PRESETS["cpu"][0]
     assert config.vocab_size == 50257
     torch.manual_seed(0)

@@ -1,4 +1,4 @@
-"""No orphaned work (issue 11): a job whose client never opens its result stream (a POST to
+"""No orphaned work: a job whose client never opens its result stream (a POST to
 ``/gradio_api/call/<endpoint>`` without its GET, a ``queue/join`` without ``queue/data``) or
 closes it stops; a client that reads, or opens its stream within the grace period, gets every
 update. Raw HTTP, as a hand-written client sends it.

@@ -1,5 +1,5 @@
-"""The page is built once and revalidated by ETag (issue 28: "the page is built once, compressed,
-cacheable"), without ever serving one client a page built for another host.
+"""The page is built once and revalidated by ETag (a reload costs a lookup, not
+45 ms of Gradio's CPU), without ever serving one client a page built for another host.
 
 On the launched app: the kept page is byte for byte the page Gradio builds, a reload with the ETag
 gets 304 and no body, and a request naming another host gets that host's root URL while the
@@ -34,6 +34,15 @@ def test_a_reload_gets_the_same_page_and_a_revalidation_gets_304(app_server):
         plain = client.get(app_server.url, headers={"Accept-Encoding": "identity"})
         assert "content-encoding" not in plain.headers and plain.headers["etag"] != first.headers["etag"]
         assert plain.content == first.content  # the same page, sent uncompressed
+
+
+def test_a_client_refusing_gzip_gets_the_page_and_its_json_uncompressed(app_server):
+    with httpx.Client(timeout=60) as client:
+        gzipped = client.get(app_server.url, headers=GZIP)  # kept first: it must not be served below
+        for url in (app_server.url, app_server.url + "config"):
+            refused = client.get(url, headers={"Accept-Encoding": "gzip;q=0, identity"})
+            assert refused.status_code == 200 and "content-encoding" not in refused.headers
+    assert gzipped.headers["content-encoding"] == "gzip" and refused.json()["root"].startswith("http://127.0.0.1")
 
 
 def test_the_kept_page_is_the_one_gradio_builds(app_server):
@@ -162,3 +171,73 @@ def test_the_compressed_page_is_kept_as_it_went_out():
     status, headers, body = answers[0]
     assert headers[b"content-encoding"] == b"gzip" and gzip.decompress(body) == b"x" * 5000
     assert get(cache)[2] == b"x" * 5000 and gradio.calls == 2  # identity: its own entry
+
+
+class RootPage(Gradio):
+    """A stand-in whose page names the root URL Gradio's own ``get_root_url`` works out from the
+    request, from whichever headers Gradio reads today."""
+
+    async def __call__(self, scope, receive, send):
+        from fastapi import Request
+        from gradio.route_utils import get_root_url
+
+        self.calls += 1
+        root = get_root_url(Request(scope), route_path=scope["path"], root_path=scope.get("root_path"))
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/html")]})
+        await send({"type": "http.response.body", "body": f'"root":"{root}"'.encode()})
+
+
+# Each header a client can forge to change the page's root URL, ALONE (the other one of a pair
+# would otherwise keep the cache's keys apart): its page must never be served to anybody else.
+FORGED = {
+    "x_forwarded_host": "evil.example",
+    "x_forwarded_proto": "https",
+    "x_gradio_server": "https://evil.example/",
+}
+
+
+HONEST = b'"root":"http://a"'  # the page of a client that forges nothing, at host "a"
+
+
+def forge(cache: PageCache, header: str) -> bytes:
+    return (get(cache, host="evil.example") if header == "host" else get(cache, **{header: FORGED[header]}))[2]
+
+
+@pytest.mark.parametrize("honest_first", [True, False], ids=["honest page kept first", "forged page kept first"])
+@pytest.mark.parametrize("header", [*FORGED, "host"])
+def test_a_page_built_for_a_forged_header_is_never_served_to_others(header, honest_first):
+    gradio = RootPage()
+    cache = PageCache(gradio)
+    if honest_first:
+        assert get(cache)[2] == HONEST
+    forged = forge(cache, header)
+    assert forged != HONEST and forged.startswith(b'"root":"http')  # Gradio did build another root for it
+    for _ in range(2):
+        assert get(cache)[2] == HONEST
+    assert forge(cache, header) == forged and gradio.calls == 2  # each kept under its own key
+
+
+@pytest.mark.parametrize("accept, compressed", [
+    ("gzip", True), ("gzip;q=0.5", True), ("br, GZIP ; q=1", True), ("x-gzip", True),
+    ("gzip;q=0", False), ("gzip; q=0.000", False), ("br, gzip;q=0", False), ("identity", False), ("", False),
+    ("gzip;q=abc", False), ("gzip;q=2", False), ("*", False), ("gzip;q=0, gzip", False),
+])
+def test_accept_encoding_q_values_decide_the_compression_and_the_cache_key(accept, compressed):
+    from playground.ui.compression import gzip_middleware, wants_gzip
+
+    class Large(Gradio):
+        async def __call__(self, scope, receive, send):
+            self.calls += 1
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/html")]})
+            await send({"type": "http.response.body", "body": b"x" * 5000})
+
+    assert wants_gzip(accept) is compressed and wants_gzip(accept.encode()) is compressed
+    middleware = gzip_middleware()
+    gradio = Large()
+    cache = PageCache(middleware.cls(gradio, *middleware.args, **middleware.kwargs))
+    status, headers, body = get(cache, accept_encoding="gzip")  # a gzip client's page is kept first
+    assert headers[b"content-encoding"] == b"gzip"
+    status, headers, body = get(cache, accept_encoding=accept) if accept else get(cache)
+    assert status == 200 and (headers.get(b"content-encoding") == b"gzip") is compressed
+    assert (gzip.decompress(body) if compressed else body) == b"x" * 5000
+    assert gradio.calls == (1 if compressed else 2)  # a refusing client never gets the kept gzip page

@@ -1,4 +1,4 @@
-"""A public Space under load and abuse (issue 28), on a launched app: memory that comes back after
+"""A public Space under load and abuse, on a launched app: memory that comes back after
 generation traffic and floods of bad session ids, work stopped for clients that stop reading,
 session ids that are short tokens, connections bounded (header timeout, per address and in all),
 and the app still answering a normal generation quickly afterwards.
@@ -146,7 +146,7 @@ def test_hundreds_of_oversized_session_ids_leave_memory_where_it_was(guarded_app
     with ThreadPoolExecutor(8) as pool:  # 8 connections: under the per-address cap
         statuses = list(pool.map(join, range(300)))
     assert set(statuses) == {400}, set(statuses)
-    time.sleep(30)  # the issue's measure: 30 s after
+    time.sleep(30)  # memory is measured 30 s after
     print(f"\nRSS {before:.0f} MB before, {_rss_mb(pid):.0f} MB 30 s after 300 oversized session ids")
     assert _rss_mb(pid) - before <= 100, (before, _rss_mb(pid))
 
@@ -312,7 +312,7 @@ def test_abandoned_generations_and_a_new_one_within_5_s(guarded_app, how):
 
 @pytest.mark.slow
 def test_memory_comes_back_after_three_rounds_of_16_long_generations(guarded_app):
-    """Issue 28's reproduction: 16 concurrent 512-token generations from ~300-token prompts, three
+    """The memory reproduction: 16 concurrent 512-token generations from ~300-token prompts, three
     rounds; 30 s after, RSS at most 400 MB above where it was."""
     base, pid = guarded_app.url, guarded_app.process.pid
     before = _rss_mb(pid)

@@ -173,3 +173,14 @@ def test_a_cut_too_close_for_float32_is_decided_as_the_full_sort_does():
             found = nucleus_from_logits(row, 1.0, p)
             assert len(want) == kept
             assert found is not None and found[0].tolist() == want.tolist(), (n, p)
+
+
+@pytest.mark.parametrize("length", [8, 1024], ids=["a row a top-k cut leaves", "a whole row"])
+def test_a_nucleus_whose_mass_reaches_p_exactly_stops_there(length):
+    """top-p keeps the smallest set whose mass is at least p: when the two most likely tokens
+    carry exactly p (binary fractions: the sums are exact), the third stays out. A cut that
+    kept tokens while the mass before them was <= p (not < p) would keep it."""
+    p = np.full(length, 0.25 / (length - 2))
+    p[:2] = 0.5, 0.25
+    for top_p, n in ((0.5, 1), (0.75, 2), (0.7500001, 3)):
+        assert sorted(nucleus(p, top_p).tolist()) == list(range(n)), top_p

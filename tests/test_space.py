@@ -1,4 +1,4 @@
-"""The hosted Space (issue 27): the deploy command's file set (export/space.py), the folder it
+"""The hosted Space: the deploy command's file set (export/space.py), the folder it
 writes started the way a Space starts it, where the built files live (export/naming.py), the
 published model repository (export/publish.py, playground/hub_link.py), and what the page says
 when CUDA was asked for and cannot be used (runtime/providers.py). No network: nothing is uploaded."""

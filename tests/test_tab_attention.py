@@ -1,4 +1,4 @@
-"""Attention tab: the model's weights, the seeds' step-through and its check, bad input."""
+"""Attention tab: the model's weights, the lessons' step-through and its check, bad input."""
 
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def test_step_through_reproduces_the_model(result):
     assert all(s.figure.data for s in result.stages)  # each stage draws its figure when asked
 
 
-def test_uniform_scores_give_the_seeds_running_average(small_model):
-    # Seed 003: with all scores equal, masked softmax gives rows 1, 1/2 1/2, 1/3 ... and
+def test_uniform_scores_give_the_tutorials_running_average(small_model):
+    # The deep-learning notes: with all scores equal, masked softmax gives rows 1, 1/2 1/2, 1/3 ... and
     # wei @ v is the running mean of v. Zero the query/key projections to make every score 0.
     c = small_model.config.d_model
     d = c // small_model.config.n_head
@@ -82,9 +82,9 @@ def test_uniform_scores_give_the_seeds_running_average(small_model):
         hook.remove()
     t = len(r.ids)
     assert t == 8
-    seed_rows = [1.0, 0.5, 0.3333, 0.25, 0.2, 0.1667, 0.1429, 0.125]  # printed in seed 003
+    notes_rows = [1.0, 0.5, 0.3333, 0.25, 0.2, 0.1667, 0.1429, 0.125]  # printed in the deep-learning notes
     weights = r.stages[5].matrix
-    np.testing.assert_allclose(np.diag(weights), seed_rows, atol=1e-4)
+    np.testing.assert_allclose(np.diag(weights), notes_rows, atol=1e-4)
     np.testing.assert_allclose(weights[7], [0.125] * 8, atol=1e-4)
     assert r.output_max_diff < 1e-5
     # Head 0's values straight from the block's W_V on its LayerNorm input (captured by a hook);
@@ -198,20 +198,71 @@ def test_salient_head_is_found_from_the_weights():
     weights[2, 1] = np.eye(t, k=-1) + np.eye(t) * (np.arange(t) == 0)[:, None]  # token t looks at t - 1
     found = salient_head(weights)
     assert (found.layer, found.head, found.kind) == (2, 1, "previous-token") and found.share == 1.0
-    weights[2, 1] = uniform
-    weights[0, 3] = 0.0
-    weights[0, 3, :, 0] = 1.0  # every token looks at the first
-    found = salient_head(weights)
-    assert (found.layer, found.head, found.kind) == (0, 3, "first-token")
     assert found.uniform == pytest.approx(np.mean(1 / np.arange(2, t + 1)))
+    # a head that sits on the first token (the attention sink) is never chosen, even where it
+    # looks at the previous token more than any other head does
+    previous = weights[2, 1].copy()
+    weights[0, 3] = 0.55 * np.eye(t)[0][None, :] + 0.45 * previous
+    weights[0, 3, :2] = previous[:2]
+    weights[2, 1] = 0.35 * previous + 0.65 * uniform
+    sink_share = np.mean(weights[0, 3, np.arange(1, t), np.arange(t - 1)])
+    other_share = np.mean(weights[2, 1, np.arange(1, t), np.arange(t - 1)])
+    assert sink_share > other_share  # the sink would win on the pattern alone
+    found = salient_head(weights)
+    assert (found.layer, found.head, found.kind) == (2, 1, "previous-token")
+
+
+def test_induction_and_earlier_occurrence_heads_are_found_from_the_ids():
+    """ids 5 6 7 5 6 7 ...: an induction head looks, from each repeat, at the token that followed
+    its earlier occurrence (from the second 5 at the first 6); an earlier-occurrence head at the
+    earlier occurrence itself. Each is found only when its pattern beats the previous-token head's."""
+    from playground.attention import salient_head
+
+    ids = [5, 6, 7, 5, 6, 7, 5, 6, 7]
+    t = len(ids)
+    uniform = np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None]
+    weights = np.broadcast_to(uniform, (2, 2, t, t)).copy()
+    weights[0, 0] = 0.6 * np.eye(t, k=-1) + 0.4 * uniform  # a weaker previous-token head
+    weights[0, 0, 0, 0] = 1.0
+    induction = np.zeros((t, t))
+    for q in range(t):
+        keys = [k for k in range(1, q) if ids[k - 1] == ids[q]]
+        induction[q, keys] = 1.0 / len(keys) if keys else 0.0
+        if not keys:
+            induction[q, : q + 1] = 1.0 / (q + 1)
+    weights[1, 1] = induction
+    found = salient_head(weights, ids)
+    assert (found.layer, found.head, found.kind) == (1, 1, "induction") and found.share == pytest.approx(1.0)
+    # without the ids only the previous-token pattern can be measured
+    assert salient_head(weights).kind == "previous-token"
+    same = np.zeros((t, t))
+    for q in range(t):
+        keys = [k for k in range(q) if ids[k] == ids[q]] or list(range(q + 1))
+        same[q, keys] = 1.0 / len(keys)
+    weights[1, 1] = uniform
+    weights[1, 0] = same
+    found = salient_head(weights, ids)
+    assert (found.layer, found.head, found.kind) == (1, 0, "earlier-occurrence")
 
 
 def test_the_page_opens_on_a_head_that_shows_something():
-    from playground.attention import EXAMPLE_PROMPTS, salient_head
+    """On the example (whole words, repeated), the head found is no attention sink and far from
+    uniform, and the example splits into whole words."""
+    from playground.attention import EXAMPLE_PROMPTS, FIRST_TOKEN_SINK, salient_head
 
     r = attention(EXAMPLE_PROMPTS[0], 0, 0)
-    found = salient_head(r.weights)
-    assert found.share > 1.8 * found.uniform  # far from the pale, nearly uniform layer 0 head 0
-    w = r.weights[0, 0]
-    rows = np.arange(1, w.shape[0])
-    assert w[rows, rows - 1].mean() < found.share and w[1:, 0].mean() < found.share
+    assert all(tok.strip("⋅").isalpha() or not any(c.isalpha() for c in tok) for tok in r.tokens), r.tokens
+    assert all(tok.strip("⋅").lower() in EXAMPLE_PROMPTS[0].lower().replace("!", " ").split() or not tok.strip("⋅").isalpha()
+               for tok in r.tokens), r.tokens  # every word one token: no "R | ome | o"
+    found = salient_head(r.weights, r.ids)
+    assert found.share > 2 * found.uniform
+    assert r.weights[found.layer, found.head, 1:, 0].mean() < FIRST_TOKEN_SINK
+    # the found head's share, recomputed here from its weights
+    w, ids = r.weights[found.layer, found.head], r.ids
+    keys = {
+        "previous-token": {q: [q - 1] for q in range(1, len(ids))},
+        "earlier-occurrence": {q: [k for k in range(q) if ids[k] == ids[q]] for q in range(1, len(ids))},
+        "induction": {q: [k for k in range(1, q) if ids[k - 1] == ids[q]] for q in range(2, len(ids))},
+    }[found.kind]
+    shares = [w[q, ks].sum() for q, ks in keys.items() if ks]
+    assert np.mean(shares) == pytest.approx(found.share, rel=1e-5)

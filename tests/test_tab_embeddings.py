@@ -268,8 +268,8 @@ def test_contextual_refuses(args, fragment):
         contextual_embeddings(*args)
 
 
-def test_cosine_box_takes_the_seeds_expression_and_shows_the_vectors():
-    """cos(queen + man - woman, king), the seeds' own, against the embedding table by hand."""
+def test_cosine_box_takes_the_tutorials_expression_and_shows_the_vectors():
+    """cos(queen + man - woman, king), the Transformer tutorial's own, against the embedding table by hand."""
     from model import get_tokenizer
     from playground.embeddings import word_similarity
     from playground.resources import get_model
@@ -294,3 +294,35 @@ def test_pca_star_is_a_point_named_in_the_legend_not_a_label_over_queen():
     assert star.mode == "markers" and star.name.startswith("★") and star.text is None
     words = fig.data[0]
     assert "queen" in list(words.text)
+
+
+def test_the_searched_tokens_are_worded_by_what_the_app_knows_of_the_model(tmp_path):
+    """The shipped model: "its training text"; a model given with --model DIR (here the shipped
+    weights copied elsewhere: the app cannot tell what it was trained on) is not said to have
+    been trained on it."""
+    import shutil
+
+    from model import WEIGHTS_DIR
+    from playground import resources
+    from playground.embeddings import embedding_arithmetic
+
+    shipped = embedding_arithmetic("king - man + woman", top_k=3)
+    assert "occur in its training text (Shakespeare)" in shipped.notice
+    folder = tmp_path / "other"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(WEIGHTS_DIR / name, folder / name)
+    resources.use_model(folder, None)
+    try:
+        other = embedding_arithmetic("king - man + woman", top_k=3)
+        assert "its training text" not in other.notice and "the app does not know" in other.notice
+        assert f"the {shipped.notice.split('Searched the ')[1].split(' ')[0]} tokens" in other.notice  # the same count
+        counts, enc = load_token_counts(), get_encoding()
+        unseen = next(text for tid in np.flatnonzero(counts == 0)
+                      if (text := enc.decode([int(tid)])).startswith(" ") and text[1:].isalpha() and enc.encode(text) == [int(tid)])
+        with pytest.raises(InputError, match="the shipped model was trained on") as err:
+            embedding_arithmetic(f"king - {unseen.strip()}")
+        assert "were never trained" not in str(err.value)
+    finally:
+        resources.use_model(None, None)
+    assert "its training text" in embedding_arithmetic("king - man + woman", top_k=3).notice

@@ -7,6 +7,7 @@ bad setting is refused with a message naming it.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -246,3 +247,246 @@ def test_a_generation_past_its_time_budget_stops_and_says_so(engine):
     assert final_state.finished and 0 < final_state.new_tokens < 2 * 512  # stopped long before the end
     assert "time limit" in final_state.stop_reason
     assert "time limit of one generation" in gen.stats_markdown(final_state)
+
+
+def _poll(condition, timeout_s: float = 30.0, every_s: float = 0.01) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(every_s)
+    return condition()
+
+
+def test_stop_before_the_first_token_ends_a_generation_waiting_for_room(engine):
+    """A generation waiting for room in the batch (every row busy) has no token, so no step to
+    end at: its stop request still ends it at once, with no token and "stopped", while the
+    batch's other generation goes on."""
+    import threading
+
+    from runtime.batching import Scheduler
+
+    scheduler = Scheduler(engine, max_rows=1)
+    try:
+        occupant = gen.generate(engine, gen.prepare("ROMEO:", 512, 0.8, 50, 0.95, 1), gen.token_text, gen.decode, scheduler=scheduler)
+        next(occupant)  # its row is the batch's only one
+        params = gen.prepare("JULIET:", 512, 0.8, 50, 0.95, 2)
+        waiting = gen.new_state(engine, params)
+        done = threading.Event()
+
+        def drain():
+            for _ in gen.generate(engine, params, gen.token_text, gen.decode, scheduler=scheduler, state=waiting):
+                pass
+            done.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        assert _poll(lambda: len(scheduler._waiting) == 1)  # in the scheduler's line, no room yet
+        waiting.stop_requested.set()
+        assert _poll(done.is_set, timeout_s=10)
+        assert waiting.finished and waiting.new_tokens == 0 and waiting.stop_reason == "stopped"
+        assert waiting.stream_closed.is_set() and "stopped by: stopped" in gen.stats_markdown(waiting)
+        assert scheduler.running_rows == 1  # the other generation was not touched
+        occupant.close()
+    finally:
+        scheduler.close()
+
+
+def test_stop_during_a_generation_ends_it_at_the_next_step(engine):
+    stream = gen.run(gen.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
+    for state in stream:
+        if state.new_tokens == 3:
+            state.stop_requested.set()
+    assert state.finished and state.new_tokens == 3 and state.stop_reason == "stopped"
+
+
+def test_a_cut_prompt_and_a_full_context_are_both_said(engine):
+    """A prompt past the context is cut (this tab's notice), and the context then fills while
+    generating (the engine's notice): a learner reads both."""
+    params = gen.prepare("To be, or not to be: " * 100, 3, 0.8, 50, 0.95, 1)
+    final = list(gen.run(params))[-1]
+    stats = gen.stats_markdown(final)
+    assert "were kept" in stats and "The context is full" in stats
+    assert sum("The prompt" in n for n in final.notices) == 1  # the engine's own "prompt cut" is not said twice
+
+
+class _PageSession:
+    """One learner's page on a launched app, from its own loopback address: events joined as the
+    page joins them, its session's stream read on a thread of its own (messages kept with the
+    time they came)."""
+
+    def __init__(self, url: str, address: str) -> None:
+        import threading
+        import uuid
+
+        import httpx
+
+        self.url, self.session = url, uuid.uuid4().hex[:11]
+        self.http = httpx.Client(timeout=60, transport=httpx.HTTPTransport(local_address=address))
+        self.messages: list[tuple[float, dict]] = []
+        self.closed = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.started = False
+
+    def join(self, fn_index: int, data: list) -> str:
+        r = self.http.post(f"{self.url}gradio_api/queue/join", json={"data": data, "fn_index": fn_index, "session_hash": self.session})
+        r.raise_for_status()
+        if not self.started:
+            self.started = True
+            self.reader.start()
+        return r.json()["event_id"]
+
+    def _read(self) -> None:
+        import json
+        import time
+
+        try:
+            with self.http.stream("GET", f"{self.url}gradio_api/queue/data", params={"session_hash": self.session}) as stream:
+                for line in stream.iter_lines():
+                    if line.startswith("data: "):
+                        self.messages.append((time.monotonic(), json.loads(line[6:])))
+                    if self.closed.is_set():
+                        return
+        except Exception:  # noqa: BLE001 -- the stream closed under us at the end of the test
+            pass
+
+    def seen(self, event_id: str, msg: str) -> dict | None:
+        return next((m for _, m in self.messages if m.get("event_id") == event_id and m.get("msg") == msg), None)
+
+    def when(self, event_id: str, msg: str) -> float | None:
+        return next((t for t, m in self.messages if m.get("event_id") == event_id and m.get("msg") == msg), None)
+
+    def close(self) -> None:
+        self.closed.set()
+        self.http.close()
+
+
+def test_stop_before_the_first_token_ends_the_generation_on_a_launched_app(app_server):
+    """Every row of the batch busy (four learners' pages, four samples each), a fifth learner's
+    Generate waits for room: Stop, pressed before its first token, ends it at once, with no
+    token and "stopped" on the page, while the others still generate. The time from the click
+    to the end is printed (the page's promise is within 1 s)."""
+    import time
+
+    import httpx
+
+    from benchmarks.page_generate import PROMPT, page_event_index
+
+    config = httpx.get(app_server.url + "config", timeout=60).json()
+    generate = page_event_index(config)
+    stop_button = next(c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == "gen-stop")
+    stop = next(d["id"] for d in config["dependencies"] if [stop_button, "click"] in [list(t) for t in d["targets"]] and d.get("backend_fn"))
+    fillers = [_PageSession(app_server.url, f"127.0.0.{30 + i}") for i in range(4)]
+    learner = _PageSession(app_server.url, "127.0.0.40")
+    try:
+        filler_events = [f.join(generate, [PROMPT, 512, 0.8, 50, 0.95, i, 4, "full", None]) for i, f in enumerate(fillers)]
+        assert _poll(lambda: all(f.seen(e, "process_generating") for f, e in zip(fillers, filler_events)), timeout_s=120)
+        event = learner.join(generate, [PROMPT, 512, 0.8, 50, 0.95, 99, 1, "full", None])
+        assert _poll(lambda: learner.seen(event, "process_starts"), timeout_s=60)  # its handler runs: it waits in the batch's line
+        assert not learner.seen(event, "process_generating")
+        clicked = time.monotonic()
+        stop_event = learner.join(stop, [None])
+        ended = _poll(lambda: learner.seen(event, "process_completed") and learner.seen(stop_event, "process_completed"), timeout_s=30)
+        assert ended, [str(m)[:300] for _, m in learner.messages]
+        ended = learner.when(event, "process_completed") - clicked
+        print(f"\nStop before the first token: the generation ended {ended:.2f} s after the click")
+        assert all(not f.seen(e, "process_completed") for f, e in zip(fillers, filler_events)), "room came first: nothing was tested"
+        shown = learner.seen(stop_event, "process_completed")["output"]["data"]
+        assert "**0** new tokens" in shown[1] and "stopped by: stopped" in shown[1]
+        final = learner.seen(event, "process_completed")["output"]["data"]
+        assert "stopped by: stopped" in final[1] and 'class="gen-tok"' not in final[0]
+    finally:
+        for f in fillers:  # their generations stop too (Stop, then the stream closed)
+            f.join(stop, [None])
+        for s in (*fillers, learner):
+            s.close()
+
+
+# --- precision ---------------------------------------------------------------------------------
+
+
+def test_each_precision_generates_with_its_own_file_and_the_same_ids_as_that_file_alone(engine):
+    """Full precision is the fp32 file (what Inside and Compare compute with), 8 bits the integer
+    file: each gives exactly the greedy ids of its file run alone by the runtime."""
+    from export import ensure_onnx
+    from runtime.engine import Engine
+    from runtime.generate import generate
+    from runtime.params import SamplingParams
+
+    files = ensure_onnx()
+    prompt = gen.EXAMPLE_PROMPTS[0]
+    for precision, key in (("full", "fp32"), ("8-bit", "int8")):
+        params = gen.prepare(prompt, 24, 0.0, 0, 1.0, 1, 1, precision)
+        final = list(gen.run(params))[-1]
+        alone = generate(Engine.load(files[key], provider="cpu"), gen.encode(prompt), SamplingParams(24))
+        assert final.model_file == files[key].name and final.sample_ids(0) == alone[: final.new_tokens]
+    assert "full precision" in gen.stats_markdown(list(gen.run(gen.prepare(prompt, 2, 0.0, 0, 1.0, 1, 1, "full")))[-1])
+
+
+def test_the_api_keeps_its_file_unless_asked_and_refuses_an_unknown_precision(engine):
+    from playground.ui.generation import api_generate
+
+    default = list(api_generate("ROMEO:", 3, 0.0, 0, 1.0, 1))[-1]
+    assert default["model_file"] == engine.path.name  # as before the parameter existed
+    full = list(api_generate("ROMEO:", 3, 0.0, 0, 1.0, 1, "full"))[-1]
+    assert full["model_file"] == "model.onnx"
+    with pytest.raises(InputError, match="precision must be one of 'full', '8-bit', 'auto', not '16-bit'"):
+        list(api_generate("ROMEO:", 3, 0.0, 0, 1.0, 1, "16-bit"))
+
+
+def test_the_live_chart_and_a_picked_step_use_the_precision_chosen(engine):
+    """The next-token distribution the page shows comes from the file the learner chose."""
+    from export import ensure_onnx
+    from playground import next_token as nt
+    from playground.ui.generation import _distribution
+    from runtime.engine import Engine
+
+    ids = gen.encode("ROMEO:\nBut soft,")
+    fp32 = Engine.load(ensure_onnx()["fp32"], provider="cpu")
+    logits = fp32.forward(np.asarray([ids]), fp32.empty_cache(1))[0][0].astype(np.float64)
+    expected = np.exp(logits - logits.max())
+    expected /= expected.sum()
+    shown = _distribution(tuple(ids), "full").probabilities()
+    assert np.abs(shown - expected).max() < 1e-6
+    assert np.abs(_distribution(tuple(ids), "8-bit").probabilities() - expected).max() > 1e-6  # another file: other numbers
+    assert isinstance(nt.next_token_distribution(ids, gen.engine_for("full")[0]), nt.NextTokenDistribution)
+
+
+# --- the page's own events, through the wiring the page uses ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wired(engine) -> dict:
+    """{handler: the function the page really calls for it} (tests/test_ui_handlers.py)."""
+    import inspect
+
+    import app
+    from export import ensure_onnx
+
+    demo = app.build_app(ensure_onnx())
+    return {inspect.unwrap(fn.fn): fn.fn for fn in demo.fns.values() if fn.fn is not None}
+
+
+def test_the_page_streams_text_and_stats_only_then_fills_the_chart_once(wired):
+    """Generate's streamed updates carry the text, the stats and the result key (written once),
+    nothing else; the event the page runs after it draws the chart of the last step and the
+    pickers from that key."""
+    from playground.ui.generation import ui_generate, ui_generated
+
+    updates = list(wired[ui_generate]("ROMEO:", 12, 0.8, 50, 0.95, 3, 1, "full", None, None))
+    assert all(len(u) == 4 and u[-1] == "" for u in updates)  # text, stats, key, the error slot (empty)
+    keys = [u[2] for u in updates]
+    assert isinstance(keys[0], int) and all(k == keys[0] or k == {"__type__": "update"} for k in keys[1:])
+    final_html, final_stats = updates[-1][:2]
+    assert "**12** new tokens" in final_stats and final_html.count('class="gen-tok"') == 12
+    slider, radio, chart, caption, history, speeds = wired[ui_generated](keys[0])
+    assert chart.layout.title.text.startswith("Step 12:") and slider["value"] == 12 and history == ""
+    assert "full precision **" in speeds  # the speed of the generation just run
+
+
+def test_streamed_updates_come_less_often_as_more_learners_generate():
+    from playground.ui.generation import API_EVERY_S, UI_EVERY_S, ui_every_s
+
+    assert ui_every_s(0) == ui_every_s(4) == UI_EVERY_S
+    assert UI_EVERY_S < ui_every_s(8) < API_EVERY_S == ui_every_s(16) == ui_every_s(40)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from playground import inside as ins
 from playground import limits
 from playground.compare import next_token
 from playground.inside import inside
-from playground.inside_view import STAGES, map_html, panels, residual_figure
+from playground.inside_view import ATTENDED, MASKED, NEGATIVE, POSITIVE, STAGES, map_html, panels, residual_norms, strip_colours
 from playground.resources import get_model
 from playground.validation import InputError
 
@@ -164,6 +165,141 @@ def test_logit_lens_ends_on_the_models_own_top5(result):
     assert [t for t, _ in lens[0]] == [token_text(int(i)) for i in torch.topk(p0, ins.LENS_K).indices]
 
 
+def _rank_and_probability(logits: torch.Tensor, target: int) -> list[tuple[int, float]]:
+    """Per row of ``logits`` [L, V]: 1 + the tokens scored above ``target``, and its softmax probability."""
+    p = torch.softmax(logits.double(), dim=-1)[:, target]
+    return [(int((row > row[target]).sum()) + 1, float(q)) for row, q in zip(logits, p)]
+
+
+@torch.inference_mode()
+def test_logit_lens_ranks_the_token_that_came_next_as_the_models_modules_do(result):
+    """After every layer, the rank and probability of the token that really came next: the stream
+    after each block run by the model's own modules (Block.forward), then its ln_f and lm_head."""
+    fp, model = result.fp, get_model()
+    idx = torch.tensor([fp.ids])
+    scale = math.sqrt(model.config.d_model) if model.config.scale_embedding else 1.0
+    x = model.wte(idx) * scale + model.position_table()[: len(fp.ids)]
+    streams = []
+    for block in model.blocks:
+        x = block(x)[0]
+        streams.append(x[0])
+    assert result.lens_next(len(fp.ids) - 1) is None  # nothing follows the last token
+    outlined_nowhere = 0
+    for t in range(0, len(fp.ids) - 1, 3):  # every third position: a lens is a product with all of E
+        logits = model.lm_head(model.ln_f(torch.stack([s[t] for s in streams])))  # [n_layer, V]
+        target = fp.ids[t + 1]
+        shown = result.lens_next(t)
+        expected = _rank_and_probability(logits, target)
+        assert [k for k, _ in shown] == [k for k, _ in expected], f"position {t}"
+        np.testing.assert_allclose([p for _, p in shown], [p for _, p in expected], atol=1e-6, rtol=1e-4)
+        # at the output, the same rank as the model's own output head gives
+        assert shown[-1][0] == int(fp.next_ranks[t])
+        outlined_nowhere += all(k > ins.LENS_K for k, _ in shown)
+    # the case the rank column is for: a next token in no layer's top 5 (this text has some)
+    assert outlined_nowhere > 0
+
+
+@pytest.mark.slow
+@torch.inference_mode()
+def test_logit_lens_ranks_match_transformers(result, tmp_path):
+    """The same ranks and probabilities from transformers' GPT2LMHeadModel on the converted
+    weights: its hidden state after each block (the last one already through ln_f), then its
+    ln_f and lm_head."""
+    transformers = pytest.importorskip("transformers")
+    from model import WEIGHTS_DIR
+    from model.convert import to_hf
+
+    hf = transformers.GPT2LMHeadModel.from_pretrained(to_hf(WEIGHTS_DIR, tmp_path / "hf")).eval()
+    fp = result.fp
+    out = hf(torch.tensor([fp.ids]), output_hidden_states=True)
+    n = len(fp.layers)
+    per_layer = [hf.lm_head(hf.transformer.ln_f(out.hidden_states[i + 1][0])) for i in range(n - 1)] + [out.logits[0]]
+    for t in range(len(fp.ids) - 1):
+        expected = _rank_and_probability(torch.stack([lg[t] for lg in per_layer]), fp.ids[t + 1])
+        shown = result.lens_next(t)
+        assert [k for k, _ in shown] == [k for k, _ in expected], f"position {t}"
+        np.testing.assert_allclose([p for _, p in shown], [p for _, p in expected], atol=1e-5, rtol=1e-3)
+
+
+def test_lens_panel_shows_the_next_tokens_rank_and_probability(result):
+    r = inside(TEXT, 2, 3, token=4)
+    lens = panels(r)[5]
+    for i, (rank, p) in enumerate(r.lens_next(4)):
+        assert f'data-rank="{rank}"' in lens and f"rank <b>{rank:,}</b> <em>{100 * p:.2f}%</em>" in lens, i
+    assert "ins-next" not in panels(result)[5]  # the last token: no next token to rank
+
+
+def _decode_png(data_uri: str) -> np.ndarray:
+    """A data: URI's PNG as [height, width, 3], decoded by Pillow (a matplotlib dependency)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    assert data_uri.startswith("data:image/png;base64,")
+    with Image.open(io.BytesIO(base64.b64decode(data_uri.split(",", 1)[1]))) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def _images(panel: str) -> list[np.ndarray]:
+    return [_decode_png(src) for src in re.findall(r'src="(data:image/png;base64,[^"]+)"', panel)]
+
+
+@torch.inference_mode()
+def test_the_attention_matrix_picture_is_the_models_own_attention(result):
+    """The attention panel's picture, decoded and its colours turned back into weights, is the
+    chosen head's whole matrix as the model's own modules give it (output_attentions); the cells
+    above the diagonal are the masked grey; the chosen query's row is outlined where it is."""
+    fp = result.fp
+    att = panels(result)[2]
+    T = len(fp.ids)
+    matrix = next(im for im in _images(att) if im.shape[:2] == (T, T))
+    reference = get_model()(torch.tensor([fp.ids]), output_attentions=True).attentions[result.layer][0, result.head].numpy()
+    masked = np.triu(np.ones((T, T), dtype=bool), k=1)
+    assert np.all(matrix[masked] == MASKED)
+    # white (0) to indigo (1), linear in each channel: the red channel has the widest span
+    weights = (255.0 - matrix[..., 0]) / (255.0 - ATTENDED[0])
+    np.testing.assert_allclose(weights[~masked], reference[~masked], atol=0.5 / (255 - ATTENDED[0]) + 1e-6)
+    # the table of the query's strongest keys starts with its largest weight, as the model gives it
+    strongest = re.search(r'class="ins-table ins-strongest">.*?<tbody><tr><td>(\d+)</td>.*?<em>([\d.]+)</em>', att)
+    row = reference[result.token]
+    assert int(strongest.group(1)) == int(np.argmax(row)) and float(strongest.group(2)) == pytest.approx(row.max(), abs=5e-4)
+    top = f"{100.0 * result.token / T:.4f}%"
+    assert f'class="ins-qrow" style="top:{top}' in att
+    assert f'data-n="{T}"' in att
+
+
+def test_strip_pictures_and_their_colour_ranges(result):
+    """A strip's picture is one row of one cell per value, white at 0, full blue at −range and full
+    red at +range, its range written beside it; the embedding's x strip is E[id] + P[t]."""
+    fp, t = result.fp, result.token
+    emb = panels(result)[0]
+    model = get_model()
+    scale = math.sqrt(model.config.d_model) if model.config.scale_embedding else 1.0
+    x = (model.wte.weight[fp.ids[t]] * scale + model.position_table()[t]).detach().numpy()
+    pictures = _images(emb)
+    assert len(pictures) == 3 and all(p.shape == (1, model.config.d_model, 3) for p in pictures)
+    top = float(np.abs(x).max())
+    assert emb.count(f"<em>−{top:.2f}</em>") == 3 and emb.count(f"<em>+{top:.2f}</em>") == 3  # one range for the three
+    expected = np.where((x < 0)[:, None], NEGATIVE, POSITIVE)
+    a = np.abs(x)[:, None] / top
+    np.testing.assert_allclose(pictures[2][0], 255 - a * (255 - expected), atol=1.01)
+    assert tuple(strip_colours(np.array([0.0, 2.0, -2.0, 5.0]), 2.0)[0]) == (255, 255, 255)
+    assert [tuple(c) for c in strip_colours(np.array([2.0, -2.0, 5.0]), 2.0)] == [POSITIVE, NEGATIVE, POSITIVE]
+    # the FFN's 1024 units are one picture too, however narrow the screen
+    assert any(p.shape == (1, 4 * model.config.d_model, 3) for p in _images(panels(result)[4]))
+
+
+def test_png_image_is_a_valid_png():
+    from playground.png_image import png_bytes, png_data_uri
+
+    rgb = np.arange(2 * 5 * 3, dtype=np.uint8).reshape(2, 5, 3) * 3
+    np.testing.assert_array_equal(_decode_png(png_data_uri(rgb)), rgb)
+    assert png_bytes(rgb).startswith(b"\x89PNG")
+    with pytest.raises(ValueError, match="height, width, 3"):
+        png_bytes(np.zeros((4, 4)))
+
+
 def test_layernorm_ffn_and_attention_numbers(result):
     tr, t = result.trace, result.token
     ln = get_model().blocks[2].ln_1
@@ -216,12 +352,31 @@ def test_panels_show_the_chosen_numbers(result):
     assert f"{fp.loss:.3f}" in out and "10.825" in out  # the loss beside ln V
     assert out.count('class="ins-lt') == len(fp.ids)  # every token of the text, coloured by its loss
     assert "after layer 5 = the output" in lens
-    fig = residual_figure(result)
-    np.testing.assert_allclose(fig.data[0].y, [np.linalg.norm(x.attn_out[t]) for x in fp.layers], rtol=1e-6)
+    np.testing.assert_allclose(residual_norms(result)["attention"], [np.linalg.norm(x.attn_out[t]) for x in fp.layers], rtol=1e-6)
+    # the chart's bars say those norms in their tooltips
+    for layer, x in enumerate(fp.layers):
+        assert f"layer {layer}: ‖attention added‖ = {np.linalg.norm(x.attn_out[t]):.3f}" in res
+        assert f"layer {layer}: ‖FFN added‖ = {np.linalg.norm(x.mlp_out[t]):.3f}" in res
     page_map = map_html(get_model().config, 2, 3, len(fp.ids))
     for anchor, _, _ in STAGES:
         assert f'data-goto="ins-s-{anchor}"' in page_map
     assert page_map.count("ins-chip ins-on") == 2  # the chosen layer and head
+
+
+def test_stages_are_numbered_without_a_gap(result):
+    """The map's boxes and the panels' headings count 1, 2, 3... in the order of the pass; the map's
+    text box leads to the first stage; each heading's small map fills its own number; the map
+    writes the residual adds as the blocks compute them."""
+    page_map = map_html(get_model().config, 2, 3, len(result.fp.ids))
+    boxes = re.findall(r'data-goto="ins-s-(\w+)"><b>([^<]+)</b>', page_map)
+    assert boxes[0] == ("embedding", "text")
+    numbers = [int(title.split(" · ")[0]) for _, title in boxes[1:]]
+    assert numbers == list(range(1, len(STAGES) + 1)) == [n for _, n, _ in STAGES]
+    assert [anchor for anchor, _ in boxes[1:]] == [anchor for anchor, _, _ in STAGES]
+    for n, html in enumerate(panels(result), start=1):
+        assert re.search(rf"<h3><span>{n} · ", html), html[:200]
+        assert re.findall(r'<i class="ins-on">(\d+)</i>', html) == [str(n)]
+    assert "x + attn(ln_1(x))" in page_map and "x + mlp(ln_2(x))" in page_map and "attention(x)" not in page_map
 
 
 def test_untrained_model_loss_is_about_ln_v():

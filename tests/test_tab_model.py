@@ -1,4 +1,4 @@
-"""The Model tab's notes (issue 15.6): where the 8-bit file's megabytes go, and why the last
+"""The Model tab's notes: where the 8-bit file's megabytes go, and why the last
 point of the validation curve drops."""
 
 from __future__ import annotations

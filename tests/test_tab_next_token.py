@@ -1,4 +1,4 @@
-"""The next token, as the Text generation tab shows it (issue 15.4, issue 13.6): the live
+"""The next token, as the Text generation tab shows it: the live
 distribution under the sampling settings (playground/next_token.py), the candidates chart of a
 generated step (legend, the drawn token's bar, a token drawn from outside the top candidates),
 its caption, whitespace made visible, and one token at a time with "Next token".
@@ -166,7 +166,7 @@ def test_captions_and_stats_say_why_a_less_likely_token_came_out(engine):
     first_likely = ranks.index(1)
     assert gen.step_caption(final.steps[0][first_likely], settings(1.5)) == "The token drawn is the model's most likely one."
     greedy = run(n=8, temperature=0.0)
-    assert all(gen.drawn_rank(s) == 1 for s in greedy.steps[0]) and "🎲" not in gen.stats_markdown(greedy)
+    assert all(gen.drawn_rank(s) == 1 for s in greedy.steps[0]) and "not the model's most likely" not in gen.stats_markdown(greedy)
 
 
 def test_whitespace_tokens_are_drawn_visibly(engine):
@@ -190,9 +190,77 @@ def test_next_token_appends_one_drawn_token_and_repeats_with_the_seed(engine):
     assert new_prompt.startswith(prompt) and len(new_prompt) > len(prompt) and state.new_tokens == 1
     assert "**1** new token" in stats and html.count('class="gen-tok"') == 1
     assert ui_next_token(prompt, 0.8, 50, 0.95, 42)[0] == new_prompt  # same prompt, same seed: same token
-    fig, caption = out[-2:]
+    fig, caption = out[6:8]
     assert fig.layout.title.text.startswith("Step 1:") and caption.startswith("The token drawn is")
     # The next step draws with another seed (the prompt grew), not the same random number.
     assert step_seed(42, 5) != step_seed(42, 6)
     greedy = ui_next_token(new_prompt, 0.0, 0, 1.0, 42)
     assert gen.drawn_rank(greedy[3].steps[0][0]) == 1
+
+
+def test_the_candidates_chart_is_the_json_plotly_itself_would_write(engine):
+    """The chart is written as plotly's JSON without its validating setters (fast enough for many
+    learners at once): plotly, building the same figure with every check, writes the same JSON,
+    and the layout is ``plots.base_layout``'s (template, title, margins)."""
+    import json
+
+    import plotly.graph_objects as go
+
+    from playground.plots import base_layout
+
+    final = run(n=6, temperature=1.5)
+    for step in final.steps[0]:
+        fig = gen.candidates_figure(step, settings=settings(1.5), drawn_sample_probability=0.01)
+        ours = json.loads(fig.to_json())
+        assert json.loads(go.Figure(fig.to_dict()).to_json()) == ours
+        title = ours["layout"]["title"]["text"]
+        reference = json.loads(base_layout(go.Figure(), title.replace("<br>", " "), height=ours["layout"]["height"]).to_json())["layout"]
+        for key in ("template", "title", "legend", "height"):
+            assert ours["layout"][key] == reference[key], key
+        assert ours["layout"]["margin"]["t"] == reference["margin"]["t"]
+
+
+@pytest.fixture(scope="module")
+def wired(engine) -> dict:
+    """{handler: the function the page really calls for it} (tests/test_ui_handlers.py)."""
+    import inspect
+
+    import app
+    from export import ensure_onnx
+
+    demo = app.build_app(ensure_onnx())
+    return {inspect.unwrap(fn.fn): fn.fn for fn in demo.fns.values() if fn.fn is not None}
+
+
+def test_next_token_keeps_the_earlier_steps_newest_first_and_bounded(wired, monkeypatch):
+    """Each "Next token" click through the page's own wiring (the session's result key carried
+    from click to click): the steps so far stay listed under the chart, newest first, each with
+    the token drawn and the model's candidates then; at most HISTORY_STEPS of them; a prompt typed
+    anew starts the list again."""
+    import re
+
+    from playground.ui.generation import ui_next_token
+
+    monkeypatch.setattr(gen, "HISTORY_STEPS", 3)
+    step = wired[ui_next_token]
+    prompt, key, drawn = "ROMEO:\nBut soft,", None, []
+    for _ in range(4):
+        out = step(prompt, 0.0, 0, 1.0, 42, "full", key)  # greedy: the drawn token is the first candidate
+        new_prompt, key, history = out[0], out[3], out[8]
+        drawn.append(new_prompt[len(prompt):])
+        prompt = new_prompt
+    assert out[-1] == ""  # no error
+    rows = re.findall(r"<tr><td>(\d+)</td><td><code>(.*?)</code>", history)
+    assert [int(n) for n, _ in rows] == [4, 3, 2]  # newest first, the last 3
+    from playground.tokens import visible_whitespace
+
+    assert [t for _, t in rows] == [html_escape(visible_whitespace(t)) for t in drawn[::-1][:3]]
+    assert "the last 3" in history and history.count("gen-hist-drawn") == 3
+    fresh = step("KING HENRY.\n", 0.0, 0, 1.0, 42, "full", key)
+    assert len(re.findall(r"<tr><td>", fresh[8])) == 1
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)

@@ -1,4 +1,4 @@
-"""Positional encoding tab: the seeds' printed tables, the offset property, limits, the model's table."""
+"""Positional encoding tab: the lessons' printed tables, the offset property, limits, the model's table."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from playground.validation import InputError
 
 
 def test_seed_003_table_block4_dim6():
-    # Seed 003 prints pe for block_size=4, emb_dim=6 (and div_term [1.0000, 0.0464, 0.0022]).
+    # The deep-learning notes print pe for block_size=4, emb_dim=6 (and div_term [1.0000, 0.0464, 0.0022]).
     r = positional_encoding(6, 4, 10000)
     expected = [
         [0.0000, 1.0000, 0.0000, 1.0000, 0.0000, 1.0000],
@@ -28,31 +28,31 @@ def test_seed_003_table_block4_dim6():
 
 
 def test_seed_001_module_example_block100_dim20():
-    # Seed 001: PositionalEncoding(block_size=100, d_model=20) applied to zeros prints these.
+    # The Transformer tutorial: PositionalEncoding(block_size=100, d_model=20) applied to zeros prints these.
     r = positional_encoding(20, 100, 10000)
     np.testing.assert_allclose(r.table[1, :3], [8.4147e-01, 5.4030e-01, 3.8767e-01], atol=1e-4)
     np.testing.assert_allclose(r.table[1, -3:], [1.0000e00, 2.5119e-04, 1.0000e00], atol=1e-6)
     np.testing.assert_allclose(r.table[99, :3], [-9.9921e-01, 3.9821e-02, 9.8984e-01], atol=1e-4)
     np.testing.assert_allclose(r.table[99, -3:], [9.9805e-01, 2.4865e-02, 9.9969e-01], atol=1e-4)
-    assert r.dims == [2, 4, 6, 8]  # the seed's plot of dims 2, 4, 6, 8
+    assert r.dims == [2, 4, 6, 8]  # the Transformer tutorial's plot of dims 2, 4, 6, 8
     assert [t.name for t in r.lines.data] == ["dim 2", "dim 4", "dim 6", "dim 8"]
     np.testing.assert_allclose(r.lines.data[0].y, r.table[:, 2])
 
 
 def test_seed_001_large_table_and_frequencies():
-    # Seed 001: block_size=1024, d_model=512; freq[:4] and rows 1 and 1023 as printed.
+    # The Transformer tutorial: block_size=1024, d_model=512; freq[:4] and rows 1 and 1023 as printed.
     r = positional_encoding(512, 1024, 10000)
     np.testing.assert_allclose(r.frequencies[:4], [1.0000, 0.9647, 0.9306, 0.8977], atol=1e-4)
     np.testing.assert_allclose(r.table[1, :3], [8.4147e-01, 5.4030e-01, 8.2186e-01], atol=1e-4)
     np.testing.assert_allclose(r.table[1, -2:], [1.0366e-04, 1.0], atol=1e-6)
     np.testing.assert_allclose(r.table[1023, :3], [-9.1649e-01, 4.0007e-01, 3.7901e-01], atol=2e-4)
     np.testing.assert_allclose(r.table[1023, -3:], [9.9396e-01, 1.0585e-01, 9.9438e-01], atol=1e-4)
-    # Seed 000: for d_model 512 the pair with 2i/d_model = 0.5 divides pos by 10000^0.5 = 100.
+    # The positional-encoding walkthrough: for d_model 512 the pair with 2i/d_model = 0.5 divides pos by 10000^0.5 = 100.
     assert 1 / r.frequencies[128] == pytest.approx(100.0)
 
 
 def test_seed_001_first_50_frequencies():
-    # Seed 001 prints freq[:50] for d_model = 512.
+    # The Transformer tutorial prints freq[:50] for d_model = 512.
     printed = [1.0000, 0.9647, 0.9306, 0.8977, 0.8660, 0.8354, 0.8058, 0.7774, 0.7499, 0.7234, 0.6978,
                0.6732, 0.6494, 0.6264, 0.6043, 0.5829, 0.5623, 0.5425, 0.5233, 0.5048, 0.4870, 0.4698,
                0.4532, 0.4371, 0.4217, 0.4068, 0.3924, 0.3786, 0.3652, 0.3523, 0.3398, 0.3278, 0.3162,
@@ -117,33 +117,87 @@ def test_refuses_bad_dims(dims, fragment):
         positional_encoding(16, 10, 10000, dims=dims)
 
 
-def test_large_heatmap_keeps_sin_and_cos_pairs_and_averages_positions():
-    """The seeds' 1024 x 512: drawn as whole (sine, cosine) pairs over position blocks' means (no
-    aliasing), the table itself exact."""
+def decode_image(trace) -> np.ndarray:
+    """The image trace's PNG, decoded to [rows, cols, 3] RGB (what the browser draws)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    header, data = trace.source.split(",", 1)
+    assert header == "data:image/png;base64"
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB"))
+
+
+def test_large_table_drawn_whole_as_an_image():
+    """The Transformer tutorial's 1024 x 512: every position and every dimension its own pixel (nothing averaged
+    or skipped), each pixel the RdBu colour of its value, the axes on the cells' indices."""
     from playground import positional
+    from playground.image_map import colour_table
 
     r = positional_encoding(512, 1024, 10000)
     assert r.table.shape == (1024, 512)
     trace = r.heatmap.data[0]
-    z, cols, rows = np.asarray(trace.z), np.asarray(trace.x), np.asarray(trace.y)
-    assert z.size <= positional.MAX_HEATMAP_CELLS and z.shape == (len(rows), len(cols))
-    assert "sin/cos pairs" in r.heatmap.layout.title.text and "every" not in r.heatmap.layout.title.text
-    # half the columns even (sine), half odd (cosine), in pairs (2i, 2i+1)
-    assert np.sum(cols % 2 == 0) == np.sum(cols % 2 == 1) == len(cols) // 2
-    np.testing.assert_array_equal(cols[1::2], cols[0::2] + 1)
-    # each drawn row is the mean of its block of positions: an independent recomputation
-    step = int(rows[1] - rows[0])
-    expected = r.table[:, cols].astype(np.float64).reshape(len(rows), step, len(cols)).mean(axis=1)
-    np.testing.assert_allclose(z, expected, atol=5e-4)
-    # no white half: the first block of positions reads cos ~ 1 in the cosine columns, sin ~ 0 in
-    # the sine ones (the fastest pairs fade towards 0 where they turn within the block)
-    assert np.mean(z[0, 1::2]) > 0.7 and np.mean(np.abs(z[0, 0::2])) < 0.2
+    assert trace.type == "image"
+    pixels = decode_image(trace)
+    assert pixels.shape == (1024, 512, 3)
+    # each pixel: the colour of its value, computed here from the formula itself (numpy)
+    pos = np.arange(1024)[:, None]
+    dim = np.arange(512)[None, :]
+    angle = pos / 10000.0 ** ((dim - dim % 2) / 512)
+    expected = np.where(dim % 2 == 0, np.sin(angle), np.cos(angle))
+    lut = colour_table("RdBu").astype(int)
+    level = np.abs(pixels[..., None, :].astype(int) - lut[None, None]).sum(-1).argmin(-1)
+    np.testing.assert_allclose(level / 255 * 2 - 1, expected, atol=1 / 255 + 1e-3)
+    # the fast dimensions keep their stripes: dimension 0 swings from red to blue within 4 positions
+    assert level[:8, 0].max() - level[:8, 0].min() > 200
+    # cell (row r, column c) sits on y = r, x = c; row 0 at the top; every column in the x range
+    assert (trace.x0, trace.dx, trace.y0, trace.dy) == (0, 1, 0, 1)
+    assert tuple(r.heatmap.layout.xaxis.range) == (-0.5, 511.5)
+    assert tuple(r.heatmap.layout.yaxis.range) == (1023.5, -0.5)
+    assert r.heatmap.layout.yaxis.scaleanchor is False  # cells fill the plot, not forced square
+    assert r.heatmap.layout.height >= 1024  # a row of pixels per position
+    # the hover: position, dimension, and the value the page computes from this formula
+    assert "position %{y}" in trace.hovertemplate and "dimension %{x}" in trace.hovertemplate
+    assert "%{customdata:.3f}" in trace.hovertemplate
+    assert trace.meta == {"sinusoidal": {"base": 10000.0, "d_model": 512, "n_positions": 1024}}
+    # a colour bar of the same scale, from -1 to 1
+    bar = r.heatmap.data[1].marker
+    assert bar.showscale and (bar.cmin, bar.cmax) == (-1.0, 1.0)
+    # the figure carries ~0.3 MB, not the 2 MB of half a million values
+    assert len(r.heatmap.to_json()) < 400_000
+    assert r.heatmap.data[0].source and positional.MAX_HEATMAP_CELLS < r.table.size
     # the lines plot opens on the first positions, not 1024 positions of solid colour
     assert tuple(r.lines.layout.xaxis.range) == (0, positional.LINES_WINDOW - 1)
 
 
+def test_a_large_models_tables_are_whole_images():
+    """A GPT-2-sized model (1024 positions x 768): its learned table an image carrying its values,
+    the sinusoidal one beside it computed by the page from the formula."""
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=300, block_size=1024, n_layer=1, n_head=2, d_model=96, pos_encoding="learned")).eval()
+    r = model_position_table(model)
+    learned, reference = r.figure.data[0], r.reference_figure.data[0]
+    assert learned.type == reference.type == "image"
+    assert decode_image(learned).shape == (1024, 96, 3)
+    np.testing.assert_array_equal(np.asarray(learned.customdata), r.table.astype(np.float32))
+    assert reference.meta == {"sinusoidal": {"base": 10000.0, "d_model": 96, "n_positions": 1024}}
+
+
+def test_an_image_without_a_formula_carries_its_values():
+    from playground.image_map import image_map
+
+    z = np.random.default_rng(0).normal(size=(300, 260)).astype(np.float32)
+    fig = image_map(z, "t", x_title="x", y_title="y", x_name="column", y_name="row", zmin=-3, zmax=3)
+    np.testing.assert_array_equal(np.asarray(fig.data[0].customdata), z)
+    assert decode_image(fig.data[0]).shape == (300, 260, 3)
+    assert fig.data[0].meta is None
+
+
 def test_small_heatmap_drawn_whole():
     r = positional_encoding(20, 100, 10000)
+    assert r.heatmap.data[0].type == "heatmap"
+    assert "position %{y}" in r.heatmap.data[0].hovertemplate and "dimension %{x}" in r.heatmap.data[0].hovertemplate
     assert np.asarray(r.heatmap.data[0].z).shape == (100, 20)
     np.testing.assert_allclose(np.asarray(r.heatmap.data[0].z), r.table, atol=5e-4)
 

@@ -1,4 +1,4 @@
-"""Tokenization tab: the seeds' examples, the switches, ids -> text and bad input."""
+"""Tokenization tab: the lessons' examples, the switches, ids -> text and bad input."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from playground.validation import InputError
 
 
 def test_seed_hello_everyone():
-    # Seed 001: encoder.encode("hello everyone") -> [31373, 2506]; pieces ['hello', ' everyone'].
+    # The Transformer tutorial: encoder.encode("hello everyone") -> [31373, 2506]; pieces ['hello', ' everyone'].
     r = tokenize("hello everyone")
     assert r.ids == [31373, 2506]
     assert [t.text for t in r.tokens] == ["hello", " everyone"]
@@ -20,12 +20,12 @@ def test_seed_hello_everyone():
 
 
 def test_seed_hi_my_name_is_moussa():
-    # Seed 001, embedding layer section: tokenizer.encode("Hi my name is Moussa").
+    # The Transformer tutorial, embedding layer section: tokenizer.encode("Hi my name is Moussa").
     assert tokenize("Hi my name is Moussa").ids == [17250, 616, 1438, 318, 42436, 11400]
 
 
 def test_seed_attention_isallyou_need_splits_the_glued_words():
-    # Seed 001: "isallyou" is three words glued together; BPE still splits it into known pieces.
+    # The Transformer tutorial: "isallyou" is three words glued together; BPE still splits it into known pieces.
     r = tokenize("Attention isallyou need")
     assert "".join(s.text for s in r.spans) == "Attention isallyou need"
     covering = [t.text for t in r.tokens if t.text.strip() and t.text.strip() in "isallyou"]
@@ -33,7 +33,7 @@ def test_seed_attention_isallyou_need_splits_the_glued_words():
     assert r.tokens[-1].text == " need"
 
 
-def test_examples_are_the_seeds():
+def test_examples_are_the_transformer_tutorials():
     assert set(EXAMPLES) == {"hello everyone", "Hi my name is Moussa", "Attention isallyou need"}
 
 

@@ -21,7 +21,7 @@ from playground.validation import InputError
 
 
 def test_one_id_to_its_text():
-    assert [token_text(i) for i in (31373, 2506)] == ["hello", " everyone"]  # seed 001
+    assert [token_text(i) for i in (31373, 2506)] == ["hello", " everyone"]  # the Transformer tutorial
     assert token_text(50256) == "<|endoftext|>"
     assert token_text(198) == "\n"
 

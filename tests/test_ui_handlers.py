@@ -31,8 +31,8 @@ CASES = [
     (generation.ui_generate, ("", 10, 0.8, 50, 0.95, 1, 1), "prompt is empty"),
     (attention.ui_attention, ("hello", 99, 0), "layer must be from 0 to 5"),
     (attention.ui_attention, ("hello", 0, 0.5), "whole number"),
-    (learn.ui_learn, (1000, 0, "proper", "good", "tiny", "learned", None), "seconds must be from 5 to 120"),
-    (learn.ui_learn, (60, 0, "hot", "good", "tiny", "learned", None), "init must be one of"),
+    (learn.ui_learn, (-1, "proper", "good", "tiny", "learned", None), "seed must be"),
+    (learn.ui_learn, (0, "hot", "good", "tiny", "learned", None), "init must be one of"),
     (learn.ui_continue, ("ROMEO:", 0, None), "no trained model yet"),
 ]
 

@@ -1,5 +1,5 @@
 """Attention tab: a BertViz-style line view (click a token, see what it attends to) beside the
-chosen head's heatmap, the mean over heads, every head of a layer, and the lesson's step-through
+chosen head's heatmap, the mean over heads, every head of a layer, and the lessons' step-through
 from the chosen head's queries and keys. The page opens on the example's clearest head. Registers ``/attention``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import gradio as gr
 
 from .. import attention as att
 from ..resources import get_model
-from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, on_tab_open, user_errors
+from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, on_tab_open, user_errors
 from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples, with_notice
 
@@ -28,9 +28,9 @@ def _info(r: att.AttentionResult, opened_on: att.SalientHead | None = None) -> s
     """The token count (and why the page opened on this head), then the checks folded away."""
     why = ""
     if opened_on is not None:
-        why = (f" The page opened on layer {opened_on.layer}, head {opened_on.head}, the clearest head on this text: a "
-               f"{opened_on.kind} head (each token gives the {'token just before it' if opened_on.kind == 'previous-token' else 'first token'} "
-               f"{opened_on.share:.0%} of its attention on average; a uniform head would give {opened_on.uniform:.0%}).")
+        why = (f" The page opened on layer {opened_on.layer}, head {opened_on.head}, the clearest head on this text: "
+               f"{'an' if opened_on.kind[0] in 'aeiou' else 'a'} {opened_on.kind} head ({opened_on.why}). Each token it applies to gives {opened_on.gives} "
+               f"{opened_on.share:.0%} of its attention on average; a uniform head would give {opened_on.uniform:.0%}.")
     check = (
         "<details class=\"pg-how\"><summary>How we know these are the model's weights</summary>\n\n"
         f"The step-through below recomputes this head from the block's own W_Q, W_K and W_V: its weights match the "
@@ -178,17 +178,19 @@ watch('value', draw);
 """
 
 
-def build(tab: gr.Tab) -> None:
+def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     """The tab's content; its figures are drawn when ``tab`` is first opened (out of the first page load)."""
     cfg = get_model().config
     note(
-        "Each token's query is compared with the keys of the tokens before it; a softmax turns the "
-        "scores into weights (each row sums to 1) and the token takes the weighted average of their "
-        "values. A decoder hides the future: everything above the diagonal is zero.",
+        "Each token's query is compared with the keys of the tokens up to and including itself; a "
+        "softmax turns the scores into weights (each row sums to 1) and the token takes the weighted "
+        "average of their values. A decoder hides the future: everything above the diagonal is zero.",
     )
     # The page opens on the example's clearest head, found from the model's weights (layer 0,
-    # head 0 was nearly uniform: a pale square that taught nothing).
-    opening = att.salient_head(att.attention(att.EXAMPLE_PROMPTS[0], 0, 0).weights)
+    # head 0 was nearly uniform: a pale square that taught nothing; heads that look at the first
+    # token are left out).
+    example = att.attention(att.EXAMPLE_PROMPTS[0], 0, 0, step_through=False)
+    opening = att.salient_head(example.weights, example.ids)
     r = att.attention(att.EXAMPLE_PROMPTS[0], opening.layer, opening.head)
     first = (r.lines_html, r.head_figure, r.mean_figure, r.heads_figure, r.stages, _info(r, opening))
     first_md, first_fig = ui_stage(first[4], 0)
@@ -238,9 +240,10 @@ def build(tab: gr.Tab) -> None:
         [text, layer, head, stages],
         [lines, head_fig, mean_fig, heads_fig, stages, info],
         error=error,
-        concurrency_id=HEAVY,
+        concurrency_id=FORWARD,
         concurrency_limit=FORWARD_CONCURRENCY,
         trigger_mode="always_last",
     ).then(**show_stage)
     stage_pick.change(**show_stage)
-    gr.api(user_errors(api_attention), api_name="attention", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)
+    gr.api(user_errors(api_attention), api_name="attention", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
+    return {"text": text, "layer": layer, "head": head}  # its controls, by the names of a link's parameters (playground/links.py)

@@ -21,7 +21,7 @@ from ..validation import InputError
 from ..plots import PALETTE
 from .widgets import error_html
 
-__all__ = ["LIGHT", "HEAVY", "GENERATE", "EXPENSIVE", "EXPENSIVE_CONCURRENCY", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "on_tab_open", "THEME", "CSS", "JS"]
+__all__ = ["LIGHT", "FORWARD", "GENERATE", "EXPENSIVE", "EXPENSIVE_CONCURRENCY", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "on_tab_open", "THEME", "CSS", "JS"]
 
 log = logging.getLogger("playground")
 
@@ -29,7 +29,9 @@ log = logging.getLogger("playground")
 # never wait behind a generation; model forward passes share a small pool; generations stream
 # for seconds and are capped on their own.
 LIGHT = "light"  # tokenization, positional encoding, model info
-HEAVY = "forward"  # embeddings, attention: one PyTorch forward pass
+# PyTorch on the server's cores (a forward pass of Embeddings, Attention, Inside, Compare; a Watch it
+# learn run): every event of the group passes FORWARD_CONCURRENCY as its concurrency_limit.
+FORWARD = "forward"
 GENERATE = "generate"  # the ONNX engine, streaming
 # Big answers: building and sending megabytes of JSON holds the interpreter for most of a second,
 # so a few of them at once would starve every other tab; one at a time, each under a cost cap.

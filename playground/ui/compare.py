@@ -8,7 +8,7 @@ import gradio as gr
 
 from .. import compare as cmp
 from ..resources import get_model
-from .common import FORWARD_CONCURRENCY, HEAVY, user_errors
+from .common import FORWARD, FORWARD_CONCURRENCY, user_errors
 from .widgets import neighbours_table, next_tab, note
 
 PROMPT = "Romeo.\nWhat say you to"  # in the corpus's style (see generation.EXAMPLE_PROMPTS)
@@ -39,7 +39,7 @@ def api_compare(prompt: str, word: str, sentence: str) -> dict:
     return cmp.compare_all(prompt, word, sentence)
 
 
-def build() -> None:
+def build() -> dict[str, gr.components.Component]:
     shown, other = cmp.labels()
     cfg = get_model().config
     other_cfg = cmp.comparison_model()[1].config
@@ -48,7 +48,7 @@ def build() -> None:
         "the same probability (a loss of about ln 50257 ≈ 10.8 nats), its embeddings have no meaning and "
         "its attention is nearly uniform: training is what gives them structure."
     )
-    events = dict(api_visibility="private", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
+    events = dict(api_visibility="private", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
 
     gr.Markdown("### The same prompt: which token comes next?")
     first = ui_compare_next_token(PROMPT)
@@ -97,4 +97,5 @@ def build() -> None:
         "In the next tab you start a small GPT from random weights and watch its loss fall.",
         "Watch it learn",
     )
-    gr.api(user_errors(api_compare), api_name="compare", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)
+    gr.api(user_errors(api_compare), api_name="compare", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
+    return {"text": prompt, "word": word, "sentence": sentence, "layer": layer, "head": head}  # its controls, by the names of a link's parameters (playground/links.py)

@@ -10,7 +10,7 @@ import gradio as gr
 
 from .. import embeddings as emb
 from .. import limits
-from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
+from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
 from .widgets import RESULT, SECTION, error_slot, neighbours_table, next_tab, note, text_with_examples, with_notice
 
 
@@ -21,7 +21,7 @@ def ui_arithmetic(expression, top_k, exclude_inputs, leading_space):
 
 
 def _vector_line(w: emb.WordVector) -> str:
-    """The vector itself, as the seeds print it: the lookup, then its first and last numbers."""
+    """The vector itself, as the Transformer tutorial prints it: the lookup, then its first and last numbers."""
     v = w.vector
     shown = ", ".join(f"{x:.3f}" for x in v[:6]) + ", …, " + ", ".join(f"{x:.3f}" for x in v[-2:])
     if w.expression:
@@ -67,7 +67,7 @@ def api_embedding_arithmetic(expression: str, top_k: int) -> dict:
     return emb.embedding_arithmetic(expression, top_k).to_dict()
 
 
-def build() -> None:
+def build() -> dict[str, gr.components.Component]:
     note(
         "Each token id picks one row of the embedding table: a vector of numbers the model learned. "
         "Directions in that space carry meaning, so vectors can be added and subtracted. Nearest "
@@ -141,7 +141,7 @@ def build() -> None:
         ctx_plot = gr.Plot(first_ctx[1], label="Cosine similarities", show_label=False, elem_id="ctx-plot", elem_classes=RESULT)
     on_input(
         [ctx_run.click, ctx_word.submit, ctx_a.submit, ctx_b.submit], ui_context, [ctx_word, ctx_a, ctx_b],
-        [ctx_out, ctx_plot], error=ctx_error, concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY,
+        [ctx_out, ctx_plot], error=ctx_error, concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY,
     )
     next_tab(
         "These vectors say which token, not where it stands: the model still needs each token's position.",
@@ -149,3 +149,4 @@ def build() -> None:
     )
 
     gr.api(user_errors(api_embedding_arithmetic), api_name="embedding_arithmetic", concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
+    return {"text": expression, "top_k": top_k, "exclude_inputs": exclude, "leading_space": space}  # its controls, by the names of a link's parameters (playground/links.py)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -22,20 +23,78 @@ from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, 
 from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples
 
-UI_EVERY_S = 0.08  # at most ~12 page updates a second while tokens stream
-CHART_EVERY_S = 0.6  # the candidates chart redraws less often than the text
+# While tokens stream the page's event has three outputs, the text, the stats and the result key,
+# updated at most every UI_EVERY_S. Each update is a round trip through Gradio's worker threads
+# and its event loop for every learner at once, and Gradio builds a new component for every
+# output an update leaves unchanged (gr.skip()): with the chart, pickers and notes among the
+# outputs, each update cost 25-80 ms of the event loop. With more than UI_CROWD page generations
+# running the interval grows in proportion, up to the API's (API_EVERY_S). The candidates chart,
+# the step pickers and the speeds are filled once, when the generation ends, by an event of their
+# own (ui_generated). docs/app.md ("Generation under load") has the measurement:
+# `python -m benchmarks.page_generate`.
+UI_EVERY_S = 0.1
+UI_CROWD = 4
 # An API client reads the stream through HTTP and JSON, not a chart: 4 updates a second keep it
 # live, and each update is a round trip of Gradio's worker threads and event loop, which 16
 # streaming clients at 20 a second kept busy enough to slow every other call.
 API_EVERY_S = 0.25
-STOP_WAIT_S = 5.0  # the most the Stop button waits for the cancelled stream to close
+STOP_WAIT_S = 5.0  # the most the Stop button waits for the stopped stream to close
+STOP_GRACE_S = 1.0  # ... and for a generation clicked just before it to begin
 # The generations the token and step pickers read back (~5 MB for 4 x 512 tokens), the most recent 32.
 RESULTS = ResultStore()
 
 
-def _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples=1, n_candidates=gen.TOP_CANDIDATES) -> Iterator[gen.GenerationState]:
-    params = gen.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples)
-    yield from gen.run(params, n_candidates)
+@dataclasses.dataclass
+class Running:
+    """A page generation from the moment its handler begins: its stop signal, and its state once
+    its settings are checked (None before)."""
+
+    stop: threading.Event = dataclasses.field(default_factory=threading.Event)
+    state: gen.GenerationState | None = None
+    ended: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+
+class RunningGenerations:
+    """The page's generations running now, by session: what the Stop button stops, from its first
+    moment (a generation waiting for room in the batch has yielded nothing yet, so neither Gradio's
+    cancel nor the session's result key reaches it). One entry per running generation, removed
+    when it ends: bounded by the generation slots."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, Running] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+    def begin(self, session: str | None) -> Running:
+        running = Running()
+        if session:
+            with self._lock:
+                self._running[session] = running
+        return running
+
+    def end(self, session: str | None, running: Running) -> None:
+        running.ended.set()
+        with self._lock:
+            if session and self._running.get(session) is running:
+                del self._running[session]
+
+    def get(self, session: str | None) -> Running | None:
+        with self._lock:
+            return self._running.get(session) if session else None
+
+
+RUNNING = RunningGenerations()
+
+
+def ui_every_s(running: int) -> float:
+    """Seconds between two streamed updates of the page while ``running`` page generations run."""
+    return min(API_EVERY_S, UI_EVERY_S * max(1.0, running / UI_CROWD))
+
+
+def _session(request: gr.Request | None) -> str | None:
+    return getattr(request, "session_hash", None) if request is not None else None
 
 
 def _step_choices(state: gen.GenerationState | None) -> tuple[int, int]:
@@ -94,21 +153,41 @@ SHOW_OUTPUT_JS = """() => {
 }"""
 
 
-def ui_generate(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples):
-    last_ui = last_chart = 0.0
-    for state in _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples):
-        now = time.perf_counter()
-        if state.finished:
-            slider, radio = _picker_updates(state)
-            yield gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 10**9)
-        elif now - last_ui >= UI_EVERY_S:
-            last_ui = now
-            if now - last_chart >= CHART_EVERY_S:
-                last_chart = now
-                slider, radio = _picker_updates(state)
-                yield gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 10**9)
-            else:
-                yield gen.tokens_html(state), gen.stats_markdown(state), state, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+def ui_generate(
+    prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, precision, request: gr.Request | None = None,
+):
+    """The Generate button: the text and the stats streamed (at most every UI_EVERY_S), then,
+    once, the chart of the last step and the pickers. The session's result key is written with
+    the first update (the state is then filled in place)."""
+    session = _session(request)
+    running = RUNNING.begin(session)  # first: a Stop from here on reaches it
+    skip = gr.skip()
+    try:
+        params = gen.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, _precision(precision))
+        state = gen.new_state(gen.engine_for(params.precision)[0], params)
+        state.stop_requested = running.stop
+        running.state = state
+        last_ui, first = 0.0, True
+        for state in gen.run(params, state=state):
+            now = time.perf_counter()
+            if state.finished:
+                SPEEDS.record(params.precision, state)
+                yield gen.tokens_html(state), gen.stats_markdown(state), state
+            elif first or now - last_ui >= ui_every_s(len(RUNNING)):
+                last_ui = now
+                yield gen.tokens_html(state), gen.stats_markdown(state), state if first else skip
+                first = False
+    finally:
+        RUNNING.end(session, running)
+
+
+def ui_generated(state: gen.GenerationState | None):
+    """After a generation (the Generate event's own follow-up): the step pickers, the chart of
+    its last step, no "Next token" history, and the speeds note, built once."""
+    if state is None or not state.finished:
+        return (gr.skip(),) * 6
+    slider, radio = _picker_updates(state)
+    return slider, radio, *_chart(state, 0, 10**9), "", SPEEDS.markdown()
 
 
 def step_seed(seed: int, prompt_tokens: int) -> int:
@@ -118,56 +197,119 @@ def step_seed(seed: int, prompt_tokens: int) -> int:
     return (seed + prompt_tokens) % (limits.MAX_SEED + 1)
 
 
-def ui_next_token(prompt, temperature, top_k, top_p, seed):
+def ui_next_token(prompt, temperature, top_k, top_p, seed, precision=gen.DEFAULT_PRECISION, previous: gen.GenerationState | None = None):
     """One token, Transformer Explainer's "generate next token": drawn with the settings, shown
     with its candidates, and appended to the prompt (whose new distribution the live chart then
-    shows)."""
-    params = gen.prepare(prompt, 1, temperature, top_k, top_p, seed, 1)
+    shows); the steps taken before it stay listed under the chart (``previous``: the session's
+    last result)."""
+    params = gen.prepare(prompt, 1, temperature, top_k, top_p, seed, 1, _precision(precision))
     params = dataclasses.replace(params, seed=step_seed(params.seed, len(params.prompt_ids)))
     state = None
     for state in gen.run(params):
         pass
+    state = gen.with_history(state, previous, prompt)
     slider, radio = _picker_updates(state)
     new_prompt = prompt + state.completions()[0]
-    return new_prompt, gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 1)
+    return (
+        new_prompt, gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 1),
+        gen.history_html(state), gr.skip(),
+    )
 
 
-def ui_live(prompt, temperature, top_k, top_p):
+def ui_live(prompt, temperature, top_k, top_p, precision=gen.DEFAULT_PRECISION):
     """The live chart under the settings: the distribution after the prompt (computed once per
     prompt) reshaped by the settings as they move. An empty box (while typing) changes nothing."""
     if not isinstance(prompt, str) or not prompt.strip():
         return gr.skip()
     engine = get_engine()
     settings = nt.validate_sampling(temperature, top_k, top_p, vocab_size=engine.vocab_size)
-    params = gen.prepare(prompt, 1, settings.temperature, settings.top_k, settings.top_p, 0, 1)
-    return nt.distribution_figure(_distribution(tuple(params.prompt_ids)), settings)
+    params = gen.prepare(prompt, 1, settings.temperature, settings.top_k, settings.top_p, 0, 1, _precision(precision))
+    return nt.distribution_figure(_distribution(tuple(params.prompt_ids), params.precision), settings)
 
 
 @functools.lru_cache(maxsize=64)  # one forward pass per prompt; moving a slider only reshapes
-def _distribution(prompt_ids: tuple[int, ...]) -> nt.NextTokenDistribution:
-    return nt.next_token_distribution(list(prompt_ids))
+def _distribution(prompt_ids: tuple[int, ...], precision: str) -> nt.NextTokenDistribution:
+    return nt.next_token_distribution(list(prompt_ids), gen.engine_for(precision)[0])
 
 
-def ui_stopped(state: gen.GenerationState | None):
-    """The Stop button: the stream is cancelled (``cancels``), then the page shows every token
-    generated up to there and that the user stopped it (the cancelled stream yields no final
-    update of its own). A generation that already ended keeps its own stop reason.
+def _precision(value: Any) -> Any:
+    """The page's precision radio: None (a hand-made request without it) is the page's default."""
+    return gen.DEFAULT_PRECISION if value is None else value
 
-    It first waits for the stream to close: updates the stream sent before that could otherwise
-    reach the page after this answer and overwrite it."""
-    if state is None or state.finished:
+
+class Speeds:
+    """The decoding speed of the last page generation in each precision on this server, for the
+    note beside the choice (two numbers, kept in place)."""
+
+    def __init__(self) -> None:
+        self._tps: dict[str, float] = {}
+
+    def record(self, precision: str, state: gen.GenerationState) -> None:
+        if precision in gen.PRECISIONS and state.tokens_per_s is not None:
+            self._tps[precision] = state.tokens_per_s
+
+    def markdown(self) -> str:
+        def one(p: str) -> str:
+            tps, label = self._tps.get(p), gen.PRECISION_LABELS[p].split(" (")[0].lower()
+            return f"{label} **{tps:.0f}** tokens/s" if tps else f"{label}: not run yet"
+
+        return (
+            "Speed on this server, the last generation in each: " + " · ".join(one(p) for p in gen.PRECISIONS)
+            + " (shared by everyone generating at the moment)."
+        )
+
+
+SPEEDS = Speeds()
+
+PRECISION_INFO = (
+    "**8 bits** keeps each weight as one of 256 levels instead of a 32-bit number (a quarter of the "
+    "size) and rounds each token's activations the same way, so the products run on fast 8-bit "
+    "integer instructions. The price: every logit moves a little, and where the two most likely "
+    "tokens are nearly tied the 8-bit model can pick the other one; from there its text goes its "
+    "own way. Inside the model and Compare compute in full precision."
+)
+
+
+def ui_stopped(state: gen.GenerationState | None, request: gr.Request | None = None):
+    """The Stop button: the session's running generation is told to stop (it ends within
+    runtime.batching.STOP_POLL_S, even before its first token), then the page shows every token
+    generated up to there and that the user stopped it. A generation that already ended keeps
+    its own stop reason.
+
+    A Stop clicked a moment after Generate can arrive before the generation's handler began:
+    it waits up to STOP_GRACE_S for one to begin. It then waits for the stream to close: updates
+    the stream sent before that could otherwise reach the page after this answer and overwrite it."""
+    session = _session(request)
+    running = RUNNING.get(session)
+    if running is None and session:
+        deadline = time.monotonic() + STOP_GRACE_S
+        while running is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+            running = RUNNING.get(session)
+    if running is not None:
+        running.stop.set()  # before its state exists, too: the state takes this very signal
+        deadline = time.monotonic() + STOP_WAIT_S
+        while running.state is None and not running.ended.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)  # its settings are being checked: a moment
+        state = running.state
+    # A generation that ended by itself says so in its own final update (a stopped one ends only
+    # after its stream closed, which the wait below covers).
+    if state is None or (state.finished and not state.stop_requested.is_set()):
         return gr.skip(), gr.skip()
+    state.stop_requested.set()
     state.stream_closed.wait(timeout=STOP_WAIT_S)
-    if state.finished:  # it ended by itself meanwhile: its own final update says why
-        return gr.skip(), gr.skip()
-    # A snapshot: the stream updates its state in place until the cancel reaches it, and the
-    # text and the stats must count the same tokens. Unfinished samples' reason is "stopped".
+    # A snapshot: the stream may still be appending its last step, and the text and the stats
+    # must count the same tokens. Unfinished samples' reason is "stopped"; a sample that ended by
+    # itself meanwhile keeps its own (Gradio's cancel may have kept the stream's final update off
+    # the page, so this answer is the one the page shows).
     steps, reasons = [list(s) for s in state.steps], list(state.stop_reasons)
     stopped = dataclasses.replace(state, steps=steps, stop_reasons=reasons, notices=list(state.notices), finished=True)
     return gen.tokens_html(stopped), gen.stats_markdown(stopped)
 
 
-def api_generate(prompt: str, max_new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int) -> Iterator[dict]:
+def api_generate(
+    prompt: str, max_new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int, precision: str = gen.AUTO_PRECISION,
+) -> Iterator[dict]:
     """Generate text from a prompt, streamed: one JSON object per update with `completion` (the
     new text so far), `token_ids`, `new_tokens`, `finished`, `stop_reason`,
     `time_to_first_token_s`, `tokens_per_s`, `provider` (CPU or CUDA execution provider) and
@@ -175,16 +317,19 @@ def api_generate(prompt: str, max_new_tokens: int, temperature: float, top_k: in
     As in transformers, OpenAI's API, llama.cpp and Ollama, temperature 0 is greedy (always the
     most likely token; seed, top_k and top_p then change nothing) and top_k 0 keeps every token.
     Limits: prompt 1-4000 characters (longer than the context keeps its last tokens),
-    max_new_tokens 1-512, temperature 0-5, top_k 0-50257, top_p in (0, 1], seed 0-4294967295."""
+    max_new_tokens 1-512, temperature 0-5, top_k 0-50257, top_p in (0, 1], seed 0-4294967295.
+    precision (optional, last): "auto" (the default: the server's file, as above), "full"
+    (`model.onnx`, as the page's default and the Inside and Compare tabs) or "8-bit" (`model_int8.onnx`)."""
     last = 0.0
-    for state in _run(prompt, max_new_tokens, temperature, top_k, top_p, seed, n_candidates=None):  # no chart, no probabilities
+    params = gen.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, 1, precision)
+    for state in gen.run(params, n_candidates=None):  # no chart, no probabilities
         now = time.perf_counter()
         if state.finished or state.new_tokens == 1 or now - last >= API_EVERY_S:
             last = now
             yield state.to_api()
 
 
-def build() -> None:
+def build() -> dict[str, gr.components.Component]:
     """The tab's components and events (call inside ``gr.Tab``)."""
     d = gen.DEFAULTS
     note(
@@ -218,13 +363,20 @@ def build() -> None:
                     info="0 = no cut; 1 = only the most likely", elem_id="gen-topk", min_width=120,
                 )
                 top_p = gr.Slider(
-                    0.01, limits.MAX_TOP_P, value=d["top_p"], step=0.01, label="Top-p", info="1 = no cut", elem_id="gen-topp",
+                    limits.MIN_TOP_P, limits.MAX_TOP_P, value=d["top_p"], step=0.01, label="Top-p",
+                    info="any p in (0, 1]; 1 = no cut", elem_id="gen-topp",
                 )
             with gr.Row():
                 seed = gr.Number(
                     value=d["seed"], precision=0, minimum=limits.MIN_SEED, maximum=limits.MAX_SEED, label="Seed", min_width=120,
                 )
                 samples = gr.Slider(limits.MIN_SAMPLES, limits.MAX_SAMPLES, value=1, step=1, label="Samples")
+            precision = gr.Radio(
+                [(gen.PRECISION_LABELS[p], p) for p in gen.PRECISIONS], value=gen.DEFAULT_PRECISION, label="Precision",
+                elem_id="gen-precision",
+            )
+            speeds = note(SPEEDS.markdown(), elem_id="gen-speeds", result=True)
+            note(PRECISION_INFO, elem_id="gen-precision-info")
             live_error = error_slot("gen-live-error")
             live = gr.Plot(label="Next token at these settings", show_label=False, elem_id="gen-live", elem_classes=RESULT)
             note(
@@ -256,6 +408,7 @@ def build() -> None:
                 elem_classes=RESULT,
             )
             caption = note(elem_id="gen-caption", result=True)
+            history = gr.HTML("", elem_id="gen-history", elem_classes=RESULT)
     next_tab(
         "Tokens, vectors, positions, attention and the next token are all in one file you can download, "
         "with how well the model learned them.",
@@ -263,26 +416,30 @@ def build() -> None:
     )
     state = RESULTS.state()
 
-    shown = [output, stats, state, step_pick, sample_pick, chart, caption]
+    shown = [output, stats, state, step_pick, sample_pick, chart, caption, history, speeds]
     event = on_input(
         run.click,
-        RESULTS.through(ui_generate, write=2, key=7),
-        [prompt, max_new, temperature, top_k, top_p, seed, samples, state],
-        shown,
+        RESULTS.through(ui_generate, write=2, key=8),
+        [prompt, max_new, temperature, top_k, top_p, seed, samples, precision, state],
+        shown[:3],
         error=error,
         concurrency_id=GENERATE,
         concurrency_limit=GENERATION_CONCURRENCY,
         show_progress="minimal",
     )
+    event.then(
+        user_errors(RESULTS.through(ui_generated, read=0)), inputs=[state], outputs=shown[3:], api_visibility="private",
+        concurrency_id=LIGHT, show_progress="hidden",
+    )
     on_input(
-        step_btn.click, RESULTS.through(ui_next_token, write=3, key=5), [prompt, temperature, top_k, top_p, seed, state], [prompt, *shown], error=error,
+        step_btn.click, RESULTS.through(ui_next_token, read=6, write=3, key=6), [prompt, temperature, top_k, top_p, seed, precision, state], [prompt, *shown], error=error,
         concurrency_id=GENERATE, concurrency_limit=GENERATION_CONCURRENCY, show_progress="minimal",
     )
     for trigger in (run.click, step_btn.click):
         trigger(None, js=SHOW_OUTPUT_JS, api_visibility="private", queue=False)
     # No triggers: on page load and whenever one of its inputs changes (a slider while it moves).
     on_input(
-        None, ui_live, [prompt, temperature, top_k, top_p], [live], error=live_error,
+        None, ui_live, [prompt, temperature, top_k, top_p, precision], [live], error=live_error,
         concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY, trigger_mode="always_last", show_progress="hidden",
     )
     # Two listeners, in this order: the page sends the cancel first, then asks for the stopped
@@ -308,3 +465,4 @@ def build() -> None:
         concurrency_id=GENERATE,
         concurrency_limit=GENERATION_CONCURRENCY,
     )
+    return {"text": prompt, "max_new_tokens": max_new, "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed, "samples": samples}  # its controls, by the names of a link's parameters (playground/links.py)

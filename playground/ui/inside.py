@@ -13,14 +13,14 @@ from .. import inside as ins
 from .. import inside_view as view
 from ..resources import get_model
 from ..validation import validate_int
-from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, on_tab_open, static_text, user_errors
+from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, on_tab_open, static_text, user_errors
 from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples
 
 CSS = static_text("inside.css")  # the classes inside_view writes
 
 
 # What each output shows depends on: a control change redraws only the outputs it changes.
-OUTPUTS = ("map", "info", "embedding", "layernorm", "attention", "residual", "residual_fig", "ffn", "lens", "output")
+OUTPUTS = ("map", "info", "embedding", "layernorm", "attention", "residual", "ffn", "lens", "output")
 DEPENDS = {
     "layer": {"map", "info", "layernorm", "attention", "residual", "ffn", "lens"},
     "head": {"map", "info", "attention"},
@@ -35,7 +35,6 @@ def _render(r: ins.InsideResult, only: set[str] | None = None) -> tuple:
     draw = {
         "map": lambda: view.map_html(cfg, r.layer, r.head, len(r.fp.ids)),
         "info": lambda: view.info_markdown(r),
-        "residual_fig": lambda: view.residual_figure(r),
         **{anchor: (lambda anchor=anchor: view.PANELS[anchor](r)) for anchor, _, _ in view.STAGES},
     }
     return tuple(draw[name]() if only is None or name in only else gr.skip() for name in OUTPUTS)
@@ -75,27 +74,94 @@ def api_inside(text: str, layer: int, head: int) -> dict:
     return ins.inside(text, layer, head).to_dict()
 
 
-# The map's boxes (and each panel's "↑ map") scroll to their target, the page keeping its address
+# The map's boxes (and each panel's small map) scroll to their target, the page keeping its address
 # (no #hash navigation); the box of the panel in view is highlighted as the page scrolls; a click on
-# a token of the loss text chooses it.
+# a token of the loss text, or on a row of the attention matrix, chooses that token. A strip or the
+# matrix is one image: the value under the pointer is read from its data attribute into one
+# tooltip, so the page holds no element per number.
 GOTO_JS = """
-document.addEventListener('click', (e) => {
-  // A token of the loss text chooses the position that predicted it: its number goes into the
-  // token slider's box, and the box's blur is the slider's release (Gradio's own event).
-  const tok = e.target.closest('.ins-lt[data-t]');
+function chooseToken(t) {
+  // The token's number goes into the token slider's box; its "input" event is the one the page
+  // listens to (as a drag or an arrow key on the slider).
   const box = document.querySelector('#ins-token input[type=number]');
-  if (tok && box) {
-    box.value = tok.dataset.t;
-    box.dispatchEvent(new Event('input', {bubbles: true}));
-    box.dispatchEvent(new FocusEvent('blur'));
-    return;
-  }
+  if (!box) return;
+  box.value = String(t);
+  box.dispatchEvent(new Event('input', {bubbles: true}));
+}
+function matrixCell(m, e) {
+  const img = m.querySelector('img');
+  const r = img.getBoundingClientRect();
+  const n = Number(m.dataset.n);
+  const col = Math.floor((e.clientX - r.left) / r.width * n), row = Math.floor((e.clientY - r.top) / r.height * n);
+  if (row < 0 || col < 0 || row >= n || col >= n) return null;
+  return {row, col, n};
+}
+document.addEventListener('click', (e) => {
+  const tok = e.target.closest('.ins-lt[data-t]');
+  if (tok) { chooseToken(tok.dataset.t); return; }
+  const m = e.target.closest('.ins-matrix[data-n]');
+  if (m) { const c = matrixCell(m, e); if (c) chooseToken(c.row); return; }
   const link = e.target.closest('[data-goto]');
   if (!link || !link.closest('#ins-map, .ins-panel')) return;
   e.preventDefault();
   const target = document.getElementById(link.dataset.goto);
   if (target) target.scrollIntoView({behavior: 'smooth', block: 'start'});
 });
+let tip = document.getElementById('ins-tip');
+if (!tip) {
+  tip = document.createElement('div');
+  tip.id = 'ins-tip';
+  tip.setAttribute('role', 'tooltip');
+  document.body.appendChild(tip);
+}
+// Parsed once per drawn state: Gradio's HTML updates its elements in place (the same element, new
+// attributes), so an entry is keyed by the element and checked against the attribute it was read from.
+const parsed = new WeakMap();
+function read(el, key, parse) {
+  const raw = el.dataset[key];
+  let entry = parsed.get(el);
+  if (!entry || entry.key !== key || entry.raw !== raw) {
+    entry = {key, raw, value: parse(raw)};
+    parsed.set(el, entry);
+  }
+  return entry.value;
+}
+const numbers = (raw) => raw.split(',').map(Number);
+function describe(e) {
+  const s = e.target.closest('.ins-cells[data-v]');
+  if (s) {
+    const img = s.querySelector('img');
+    const r = img.getBoundingClientRect();
+    const v = read(s, 'v', numbers);
+    const i = Math.floor((e.clientX - r.left) / r.width * v.length);
+    if (i < 0 || i >= v.length || e.clientY < r.top || e.clientY > r.bottom) return null;
+    const groups = Number(s.dataset.groups || 1), size = v.length / groups;
+    const where = groups > 1 ? ` (head ${Math.floor(i / size)}, ${i % size})` : '';
+    return `${s.dataset.name}: index ${i}${where} = ${v[i].toFixed(4)}`;
+  }
+  const m = e.target.closest('.ins-matrix[data-n]');
+  if (m) {
+    const c = matrixCell(m, e);
+    if (!c) return null;
+    const tokens = JSON.parse(m.dataset.tokens);
+    const pair = `query ${c.row} ${JSON.stringify(tokens[c.row])} → key ${c.col} ${JSON.stringify(tokens[c.col])}`;
+    if (c.col > c.row) return `${pair}: masked (a later key), weight 0`;
+    return `${pair}: weight ${read(m, 'w', numbers)[c.row * (c.row + 1) / 2 + c.col].toFixed(3)}`;
+  }
+  return null;
+}
+function showTip(e) {
+  const text = describe(e);
+  if (!text) { tip.style.display = 'none'; return; }
+  tip.textContent = text;
+  tip.style.display = 'block';
+  const x = Math.min(e.clientX + 12, window.innerWidth - tip.offsetWidth - 4);
+  tip.style.left = Math.max(4, x) + 'px';
+  tip.style.top = (e.clientY + 16) + 'px';
+}
+document.addEventListener('pointermove', showTip, {passive: true});
+document.addEventListener('pointerdown', showTip, {passive: true});
+window.addEventListener('scroll', () => { tip.style.display = 'none'; }, {passive: true});
 function highlight() {
   const panels = [...document.querySelectorAll('.ins-panel')].filter((p) => p.offsetParent !== null);
   if (!panels.length) return;
@@ -114,7 +180,7 @@ watch('value', highlight);
 """
 
 
-def build(tab: gr.Tab) -> None:
+def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     """The tab's content; the example's pass is drawn when ``tab`` is first opened (out of the first page load)."""
     cfg = get_model().config
     note(
@@ -140,7 +206,6 @@ def build(tab: gr.Tab) -> None:
         ln = gr.HTML(elem_id="ins-layernorm", **html)
         att = gr.HTML(elem_id="ins-attention", **html)
         res = gr.HTML(elem_id="ins-residual", **html)
-        res_fig = gr.Plot(show_label=False, elem_id="ins-residual-fig", elem_classes=RESULT)
         ffn = gr.HTML(elem_id="ins-ffn", **html)
         lens = gr.HTML(elem_id="ins-lens", **html)
         out = gr.HTML(elem_id="ins-output", **html)
@@ -151,11 +216,15 @@ def build(tab: gr.Tab) -> None:
     )
 
     shown = gr.State(ins.EXAMPLE_TEXTS[0])  # the text whose pass the page shows
-    outputs = [map_box, info, emb, ln, att, res, res_fig, ffn, lens, out]
+    outputs = [map_box, info, emb, ln, att, res, ffn, lens, out]
     on_tab_open(tab, lambda: first, outputs, concurrency_id=LIGHT)
-    events = dict(error=error, concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
+    events = dict(error=error, concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
     on_input([run.click, text.submit], ui_run, [text, layer, head], [shown, token, *outputs], **events)
-    # A slider redraws when let go, or when a number typed in its box is confirmed with Enter.
+    # A slider redraws on every user input: a drag (each step, the last one kept), a click on the
+    # track, the arrow keys (which send no "release" in Gradio 6), a number typed in its box.
+    # Not "change": that also fires when ui_run sets the token slider, redrawing twice.
     for control, handler in ((layer, ui_layer), (head, ui_head), (token, ui_token)):
-        on_input([control.release], handler, [shown, layer, head, token], outputs, **events)
-    gr.api(user_errors(api_inside), api_name="inside", concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY)
+        # (a small progress mark, not an overlay on every panel for a redraw of a tenth of a second)
+        on_input([control.input], handler, [shown, layer, head, token], outputs, show_progress="minimal", **events)
+    gr.api(user_errors(api_inside), api_name="inside", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
+    return {"text": text, "layer": layer, "head": head, "token": token}  # its controls, by the names of a link's parameters (playground/links.py)

@@ -1,178 +1,257 @@
 """Watch it learn tab: a small GPT trained from random weights on the server's CPU, its loss
-charted live against the reference lines, a sample of its text every few steps, Stop.
+charted live (the first steps magnified) against the reference lines, a sample of its text every
+few steps beside step 0's, the learner's runs in a table, Stop.
 
-Also registers the ``/learn`` API endpoint (streaming JSON; the last update is the finished run).
-One run trains at a time (playground/learn.Trainer): the others wait in line with a message."""
+Also registers the ``/learn`` API endpoint (streaming JSON; the last update is the ended run).
+Many learners train at once (playground/learn_scheduler.Trainer), one run per visitor:
+:func:`visitor_id` is the one place that decides who the visitor is."""
 
 from __future__ import annotations
 
 import html
+import threading
 import time
 from collections.abc import Iterator
 
 import gradio as gr
 
-from .. import learn
-from .common import FORWARD_CONCURRENCY, HEAVY, LIGHT, on_input, user_errors
+from .. import learn_view
+from ..learn_corpus import CORPUS_DIR, load_corpus
+from ..learn_refs import References, references
+from ..learn_run import (
+    CONTINUE_CHARS, DEFAULT_SECONDS, DEFAULT_STEPS, INIT_WHY, INITS, LEARNING_RATES, LR_WHY, MAX_SEED, POSITION_WHY,
+    POSITIONS, SIZE_WHY, SIZES, LearnSettings, RunState, continue_text, settings,
+)
+from ..learn_scheduler import MAX_LINE, MAX_RUNNING, TRAINER
+from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, user_errors
 from .serving.sessions import ResultStore
+from .serving.visitors import visitor_of
 from .widgets import RESULT, SECTION, cards_html, error_slot, note
 
 LEARN = "learn"  # its own concurrency group: training never takes the light tabs' or generations' slots
-# Learners served at once: one trains, the others wait in the Trainer's line, told their place.
-# Past this many Gradio's queue holds them (the page shows its own place in the queue).
-LEARN_CONCURRENCY = 4
-MAX_WAITING_LEARNERS = 8  # then "busy, try again" (serving.harden's max_waiting in app.py)
+# Learners served at once: those training and those in the trainer's line (told their place);
+# past this many Gradio's queue holds them (the page shows its own place in the queue).
+LEARN_CONCURRENCY = MAX_RUNNING + MAX_LINE
+MAX_WAITING_LEARNERS = 16  # then "busy, try again" (serving.harden's max_waiting in app.py)
 UI_EVERY_S = 0.5  # page updates while a run trains
 API_EVERY_S = 1.0
 STOP_WAIT_S = 5.0  # the most the Stop view waits for the run to end
-# The runs the Stop view, the next run's grey curve and "Continue with your model" read back (a run
-# holds the model it trained: ~3 MB at the "small" size), the most recent 32.
+MAX_HISTORY = 8  # earlier runs a page keeps (their curves and table rows, not their models)
+# The runs the Stop view, the table, the grey curves and "Continue with your model" read back (a
+# run holds the model it trained: ~3 MB at the "small" size), the most recent 32.
 RESULTS = ResultStore()
-
 
 PROMPT = "Romeo.\n"  # a speaker as the training text writes one: the run has seen this layout
 
 
-def _view(state: learn.RunState | None, previous: learn.RunState | None = None):
+def visitor_id(request: gr.Request | None) -> str | None:
+    """Who the visitor is (one run per visitor): the serving layer's visitor, the socket's address
+    or, behind a trusted proxy, the address the proxy appended; None when there is no request (no
+    limit)."""
+    if request is None:
+        return None
+    return visitor_of(request)
+
+
+_refs: dict[str, References] = {}
+
+
+def _warm_references() -> None:
+    """The character vocabulary's reference lines, computed once in the background when the
+    texts are already here (the first run downloads them otherwise), so the empty chart has them."""
+    if not any((CORPUS_DIR / "texts").glob("*_gut.txt")):
+        return
+    try:
+        _refs["char"] = references(load_corpus("char"))
+    except Exception:  # noqa: BLE001 -- the first Start says what is wrong
+        pass
+
+
+def empty_figure():
+    """The chart before Start: the reference lines when they are ready."""
+    return learn_view.loss_figure(None, refs=_refs.get("char"))
+
+
+def ui_reference_lines(state: RunState | None):
+    """The page's timer, until the reference lines are drawn: the chart with them once they are
+    computed, unless a run already shows its own; then the timer stops."""
+    if state is not None:
+        return gr.skip(), gr.Timer(active=False)
+    if "char" not in _refs:
+        return gr.skip(), gr.Timer(active=True)
+    return empty_figure(), gr.Timer(active=False)
+
+
+def _history(previous: RunState | None) -> list[RunState]:
+    """The page's earlier runs, the one before this one last (a run that never trained left out)."""
+    if previous is None:
+        return []
+    earlier = list(previous.history)
+    if previous.losses and not previous.running:
+        earlier.append(previous.summary())
+    return earlier[-MAX_HISTORY:]
+
+
+def _view(state: RunState | None, running: bool = False):
+    history = state.history if state is not None else []
     return (
-        learn.status_markdown(state),
-        cards_html(learn.stats_cards(state)),
-        learn.loss_figure(state, previous),
-        learn.samples_html(state),
+        learn_view.status_markdown(state),
+        cards_html(learn_view.stats_cards(state)),
+        learn_view.loss_figure(state, history, refs=_refs.get("char")),
+        learn_view.samples_html(state),
+        learn_view.runs_table([*history, state] if state is not None else []),
+        gr.update(interactive=not running),
     )
 
 
-def ui_learn(seconds, seed, init, learning_rate, size, positions, previous: learn.RunState | None) -> Iterator[tuple]:
-    """A run, shown as it trains; the session's previous run stays on the chart in grey."""
-    s = learn.settings(seconds, seed, init, learning_rate, size, positions)
-    if previous is not None and (previous.running or not previous.losses):
-        previous = previous.previous  # a run that never trained (stopped in line) is not worth a curve
-    if previous is not None:
-        previous.previous = None  # one run back, no chain of every run of the session
+def ui_learn(seed, init, learning_rate, size, positions, previous: RunState | None, request: gr.Request = None) -> Iterator[tuple]:
+    """A run, shown as it trains; Start is disabled until it ends. The session's earlier runs
+    stay in the table and, the last few, on the chart in grey."""
+    s = settings(DEFAULT_SECONDS, seed, init, learning_rate, size, positions, DEFAULT_STEPS)
+    history = _history(previous)
+    runs = TRAINER.run(s, visitor=visitor_id(request))
     last = 0.0
-    for state in learn.TRAINER.run(s):
-        state.previous = previous
-        now = time.perf_counter()
-        if not state.running or now - last >= UI_EVERY_S:
-            last = now
-            yield (*_view(state, previous), state)
+    try:
+        for state in runs:
+            state.history = history
+            now = time.perf_counter()
+            if not state.running or now - last >= UI_EVERY_S:
+                last = now
+                yield (*_view(state, running=state.running), state)
+    except Exception:
+        # The run failed after it started: Start comes back with the error message.
+        yield (*[gr.skip()] * 5, gr.update(interactive=True), gr.skip())
+        raise
+    finally:
+        runs.close()
 
 
-def ui_stopped(state: learn.RunState | None):
-    """The Stop button: the run is cancelled (``cancels``), which stops its thread; then the page
-    shows the run as it ended (the cancelled stream sends no last update of its own)."""
+def ui_stopped(state: RunState | None):
+    """The Stop button: the run is cancelled (``cancels``), which stops it; then the page shows
+    the run as it ended (the cancelled stream sends no last update of its own) and Start again."""
     if state is None:
-        return (*[gr.skip()] * 4,)
+        return (*[gr.skip()] * 5, gr.update(interactive=True))
     deadline = time.perf_counter() + STOP_WAIT_S
     while state.running and state.status != "waiting" and time.perf_counter() < deadline:
         time.sleep(0.05)
-    if state.status == "waiting":  # it never started: nothing to show but that
-        return ("Stopped before your turn came: press **Start** to queue again.", *[gr.skip()] * 3)
-    return _view(state, state.previous)
+    if state.status in ("waiting",) or (state.stop_reason == "stopped" and not state.losses):
+        return ("Stopped before your turn came: press **Start** to queue again.", *[gr.skip()] * 4, gr.update(interactive=True))
+    return _view(state, running=False)
 
 
-def ui_continue(prompt, seed, state: learn.RunState | None) -> str:
+def ui_continue(prompt, seed, state: RunState | None) -> str:
     """The learner's own model, once its run has ended, continuing a prompt."""
-    text = learn.continue_text(state, prompt, seed)
+    text = continue_text(state, prompt, seed)
     return f'<div class="gen-output"><span class="gen-prompt">{html.escape(prompt)}</span>{html.escape(text)}</div>'
 
 
-def api_learn(seconds: int, seed: int, init: str) -> Iterator[dict]:
-    """Train a small GPT from random weights on the server's CPU for `seconds` (5-120), streamed:
-    one JSON object per update with `status` (waiting, preparing, training, finished, stopped),
-    `message` (while waiting: the place in line), `vocab_size`, `references` (ln V, unigram,
-    bigram, shipped model, in nats per character), `step`, `tokens`, `tokens_per_s`, `losses`
-    ([step, loss] for every step, the first at step 0 before any update), `samples` ([step, text]
-    every 50 steps) and, at the end, `val_loss` (held-out) and `stop_reason`. `init`: "proper" or
-    "skewed" (output logits x10); `seed` 0-2147483647; the other settings at their defaults
-    (learning rate "good", size "tiny", learned positions). One run trains at a time: others wait."""
-    s = learn.settings(seconds, seed, init)
+def api_learn(seconds: int, seed: int, init: str, steps: int = DEFAULT_STEPS, request: gr.Request = None) -> Iterator[dict]:
+    """Train a small GPT from random weights on the server's CPU for `steps` steps (1-5000,
+    default 500), or until `seconds` (5-300) have passed, streamed: one JSON object per update
+    with `status` (waiting, preparing, training, finished, stopped), `message` (while waiting: the
+    place in line), `vocab_size`, `references` (ln V, unigram, bigram, shipped model, in nats per
+    character), `step`, `steps`, `tokens`, `tokens_per_s`, `losses` ([step, loss] for every step,
+    the first at step 0 before any update), `samples` ([step, text] every 50 steps and the last),
+    and, at the end, `val_loss` (on `val_windows` windows, `val_tokens` characters, of the held-out
+    plays) and `stop_reason` (steps, time budget, stopped, diverged). `init`: "proper" or "skewed"
+    (the token embedding, tied to the output head, x10: confidently wrong logits); `seed` 0-2147483647; the other settings at their defaults (learning rate
+    "good", size "tiny", learned positions). Many runs train at once; one run per visitor."""
+    s = settings(seconds, seed, init, steps=steps)
     last = 0.0
-    for state in learn.TRAINER.run(s, poll_s=0.5):
+    for state in TRAINER.run(s, visitor=visitor_id(request), poll_s=0.5):
         now = time.perf_counter()
         if not state.running or now - last >= API_EVERY_S:
             last = now
             yield state.to_api()
 
 
-def build() -> None:
+def build() -> dict[str, gr.components.Component]:
     """The tab's components and events (call inside ``gr.Tab``)."""
+    threading.Thread(target=_warm_references, name="learn-references", daemon=True).start()
+    d = LearnSettings()
+    tiny = SIZES["tiny"]
     note(
         "Here a GPT starts from random weights and learns Shakespeare while you watch, on this "
-        "server's CPU, in about a minute. Its vocabulary is the **84 characters** of the training plays, so "
-        "a model that knows nothing and guesses evenly scores **ln 84 = 4.43** nats per character "
-        "(the seeds' −ln(1/n)). Each step shows it 16 new windows of 64 characters, scores its guess of every "
-        "next character with cross-entropy, and nudges every weight downhill (the same step as `python -m model.train`). "
-        "The dashed lines are what simpler models score on two plays it never sees: the unigram model (each "
-        "character's frequency), the bigram model (the frequency after the previous character), and the shipped "
-        "model, converted from nats per GPT-2 token to nats per character."
+        f"server's CPU: {d.steps:,} steps, about half a minute. Its vocabulary is the **84 characters** of the "
+        "training plays, so a model that knows nothing and guesses evenly scores **ln 84 = 4.43** nats per character "
+        f"(−ln(1/n) for n equally likely characters). Each step draws {16} windows of {tiny.block_size} characters at random places in the "
+        "training plays, scores its guess of every next character with cross-entropy, and nudges every weight downhill "
+        "(the same step as `python -m model.train`). The dashed lines are what simpler models score on two plays it never "
+        "trains on: the unigram model (each character's frequency), the bigram model (the frequency after the previous "
+        "character), and the shipped model, converted from nats per GPT-2 token to nats per character."
     )
-    d = learn.LearnSettings()
     with gr.Row(equal_height=False, elem_classes=SECTION):
         with gr.Column(scale=2, min_width=300):
             init = gr.Radio(
-                list(learn.INITS), value=d.init, label="Initialisation", elem_id="learn-init",
-                info=f"proper: {learn.INIT_WHY['proper']}; skewed: {learn.INIT_WHY['skewed']}.",
+                list(INITS), value=d.init, label="Initialisation", elem_id="learn-init",
+                info=f"proper: {INIT_WHY['proper']}; skewed: {INIT_WHY['skewed']}.",
             )
             lr = gr.Radio(
-                list(learn.LEARNING_RATES), value=d.learning_rate, label="Learning rate", elem_id="learn-lr",
-                info="; ".join(f"{k}: {v}" for k, v in learn.LR_WHY.items()) + ".",
+                list(LEARNING_RATES), value=d.learning_rate, label="Learning rate", elem_id="learn-lr",
+                info="; ".join(f"{k}: {v}" for k, v in LR_WHY.items()) + ".",
             )
             size = gr.Radio(
-                list(learn.SIZES), value=d.size, label="Model size", elem_id="learn-size",
-                info="; ".join(f"{k}: {v}" for k, v in learn.SIZE_WHY.items()) + ".",
+                list(SIZES), value=d.size, label="Model size", elem_id="learn-size",
+                info="; ".join(f"{k}: {v}" for k, v in SIZE_WHY.items()) + ".",
             )
             positions = gr.Radio(
-                list(learn.POSITIONS), value=d.positions, label="Positions", elem_id="learn-positions",
-                info="; ".join(f"{k}: {v}" for k, v in learn.POSITION_WHY.items()) + ".",
+                list(POSITIONS), value=d.positions, label="Positions", elem_id="learn-positions",
+                info="; ".join(f"{k}: {v}" for k, v in POSITION_WHY.items()) + ".",
+            )
+            seed = gr.Number(
+                value=d.seed, precision=0, minimum=0, maximum=MAX_SEED, label="Seed", elem_id="learn-seed",
+                info="the initial weights and the batches: same seed and settings, same curve, however busy the server",
+                min_width=120,
             )
             with gr.Row():
-                seed = gr.Number(
-                    value=d.seed, precision=0, minimum=0, maximum=learn.MAX_SEED, label="Seed", elem_id="learn-seed",
-                    info="the initial weights and the batches: same seed, same curve", min_width=120,
-                )
-                seconds = gr.Slider(
-                    learn.MIN_SECONDS, learn.MAX_SECONDS, value=d.seconds, step=5, label="Seconds of training",
-                    elem_id="learn-seconds",
-                )
-            with gr.Row():
-                start = gr.Button("Start", variant="primary", elem_id="learn-start", min_width=100)
+                start = gr.Button(f"Start ({d.steps:,} steps)", variant="primary", elem_id="learn-start", min_width=100)
                 stop = gr.Button("Stop", variant="stop", elem_id="learn-stop", min_width=80)
             error = error_slot("learn-error")
         with gr.Column(scale=3, min_width=300):
-            status = gr.Markdown(learn.status_markdown(None), elem_id="learn-status", elem_classes=RESULT)
-            stats = gr.HTML(cards_html(learn.stats_cards(None)), elem_id="learn-stats", elem_classes=RESULT)
-            chart = gr.Plot(learn.loss_figure(None), show_label=False, elem_id="learn-chart", elem_classes=RESULT)
-            samples = gr.HTML(learn.samples_html(None), elem_id="learn-samples", elem_classes=RESULT)
+            status = gr.Markdown(learn_view.status_markdown(None), elem_id="learn-status", elem_classes=RESULT)
+            stats = gr.HTML(cards_html(learn_view.stats_cards(None)), elem_id="learn-stats", elem_classes=RESULT)
+            chart = gr.Plot(empty_figure(), show_label=False, elem_id="learn-chart", elem_classes=RESULT)
+            samples = gr.HTML(learn_view.samples_html(None), elem_id="learn-samples", elem_classes=RESULT)
+            runs = gr.HTML(learn_view.runs_table([]), elem_id="learn-runs", elem_classes=RESULT)
             with gr.Column(elem_classes=SECTION):
                 prompt = gr.Textbox(
                     PROMPT, label="Try your model: a prompt", lines=2, max_lines=6, elem_id="learn-prompt",
-                    info=f"when a run has ended, the model it trained writes {learn.CONTINUE_CHARS} characters after it",
+                    info=f"when a run has ended, the model it trained writes {CONTINUE_CHARS} characters after it",
                 )
                 try_button = gr.Button("Continue with your model", elem_id="learn-try")
                 try_error = error_slot("learn-try-error")
                 try_output = gr.HTML("", elem_id="learn-try-out", elem_classes=RESULT)
     note(
-        "Each step's loss is measured on a batch the model has not trained on yet (a minute covers less than one "
-        "pass over the plays), so the red curve is an honest score of new text; the number under it at the end is the "
-        "held-out plays'. Try the skewed start with the same seed: the curve starts far above ln V and spends its "
-        "first steps coming back down to it, the hockey stick. Your previous run stays on the chart in grey: change one "
-        "setting, press Start again, and compare."
+        "Each step's loss (the red curve) is measured on that step's batch before the model updates on it: windows "
+        "drawn at random from the training plays. Early on they are text the model has not trained on; a run of a few "
+        "hundred steps sees a small part of the plays, but later batches do overlap earlier ones, so the honest score of "
+        "new text is the held-out one, measured when the run ends on a sample of windows from the two held-out plays. "
+        "The step axis is logarithmic, so the first ten steps take as much room as the next ninety: try the skewed start "
+        "with the same seed, and watch it start far above ln V and spend its first steps coming back down to it, the "
+        "hockey stick. Your last runs stay on the chart in grey and in the table: change one setting, press Start again, "
+        "and compare."
     )
     state = RESULTS.state()
+    # The reference lines, drawn before Start once computed (a second or two after the app starts).
+    lines_timer = gr.Timer(0.5)
+    lines_timer.tick(
+        user_errors(RESULTS.through(ui_reference_lines, read=0)), [state], [chart, lines_timer],
+        api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
+    )
     event = on_input(
-        start.click, RESULTS.through(ui_learn, read=6, write=4, key=6), [seconds, seed, init, lr, size, positions, state],
-        [status, stats, chart, samples, state],
+        start.click, RESULTS.through(ui_learn, read=5, write=6, key=5), [seed, init, lr, size, positions, state],
+        [status, stats, chart, samples, runs, start, state],
         error=error, concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY, show_progress="hidden",
     )
     # As in Text generation: the cancel first, then the view of the run as it stopped.
     stop.click(None, cancels=[event], api_visibility="private")
     stop.click(
-        user_errors(RESULTS.through(ui_stopped, read=0)), inputs=[state], outputs=[status, stats, chart, samples], api_visibility="private",
-        concurrency_id=LIGHT, show_progress="hidden",
+        user_errors(RESULTS.through(ui_stopped, read=0)), inputs=[state], outputs=[status, stats, chart, samples, runs, start],
+        api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     on_input(
         try_button.click, RESULTS.through(ui_continue, read=2), [prompt, seed, state], [try_output], error=try_error,
-        concurrency_id=HEAVY, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
+        concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
     )
     gr.api(user_errors(api_learn), api_name="learn", concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY)
+    return {"seed": seed, "init": init, "learning_rate": lr, "size": size, "positions": positions, "text": prompt}  # its controls, by the names of a link's parameters (playground/links.py)

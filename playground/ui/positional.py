@@ -1,4 +1,4 @@
-"""Positional encoding tab: the lesson's sinusoidal table for any d_model / positions / base, its
+"""Positional encoding tab: the lessons' sinusoidal table for any d_model / positions / base, its
 frequencies, the offset-only similarity, and the model's own table. Registers
 ``/positional_encoding``."""
 
@@ -37,7 +37,7 @@ def ui_model_table():
 def api_positional_encoding(d_model: int, n_positions: int, base: float) -> dict:
     """The sinusoidal table PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] =
     cos(pos / base^(2i/d_model)). Returns `table` ([rows][d_model], 6 decimals: every position
-    up to 524,288 values, the seeds' whole 1024 x 512 table; past that its first positions),
+    up to 524,288 values, the Transformer tutorial's whole 1024 x 512 table; past that its first positions),
     `table_rows` (how many), `frequencies`, `wavelengths`, `formula`, and `note` when the table
     was cut. Limits: d_model even, 2-1024; n_positions 1-1024; base 2-1,000,000 (the paper's is
     10000)."""
@@ -53,14 +53,62 @@ def api_positional_encoding(d_model: int, n_positions: int, base: float) -> dict
     return out
 
 
-def build(tab: gr.Tab) -> None:
+# The table's image carries no numbers (ui: image_map's ``formula``): when the pointer first
+# reaches a figure whose trace says it is the sinusoidal table, its hover values are computed
+# here from the formula, in float64 as model.positional_encoding computes them, and handed to
+# plotly as the trace's customdata. A capture listener on the document runs before plotly's own
+# hover handler, so the first hover already has them; a new figure (new trace) is filled anew.
+# The trace arrives with an empty customdata row (image_map), which these rows replace.
+HOVER_VALUES_JS = """
+if (!window.pgSinusoidalHover) {
+  window.pgSinusoidalHover = true;
+  const fill = (gd) => {
+    const t = gd.data && gd.data[0];
+    const f = t && t.meta && t.meta.sinusoidal;
+    if (!f || (t.customdata && t.customdata.length === f.n_positions)) return;
+    const d = f.d_model, n = f.n_positions, lnBase = Math.log(f.base);
+    const freq = Array.from({length: d}, (_, c) => Math.exp(-(c - (c % 2)) * lnBase / d));
+    const rows = new Array(n);
+    for (let p = 0; p < n; p++) {
+      const r = new Float32Array(d);
+      for (let c = 0; c < d; c++) r[c] = c % 2 ? Math.cos(p * freq[c]) : Math.sin(p * freq[c]);
+      rows[p] = r;
+    }
+    t.customdata = rows;
+    if (gd._fullData && gd._fullData[0]) gd._fullData[0].customdata = rows;
+  };
+  const reach = (e) => {
+    const gd = e.target instanceof Element && e.target.closest('.js-plotly-plot');
+    if (gd) fill(gd);
+  };
+  document.addEventListener('pointermove', reach, true);
+  document.addEventListener('pointerdown', reach, true);
+  document.addEventListener('mousemove', reach, true);
+}
+"""
+TABLE_HINT = (
+    '<p class="pe-table-hint">Every cell is drawn: one column per dimension, one row per '
+    "position. Hover a cell for its position, dimension and value; drag a box to zoom in.</p>"
+)
+
+
+def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     """The tab's content, built inside ``tab`` (whose first opening draws the model's own table)."""
     note(
         "Attention by itself ignores word order, so each position gets a vector added to its token "
         "embedding. The lesson's formula (from *Attention Is All You Need*) uses sines and cosines of "
         "decreasing frequency:",
     )
-    gr.Markdown("\n\n".join(f"$$ {line} $$" for line in pe.FORMULA_LINES), latex_delimiters=LATEX, elem_id="pe-formula")
+    gr.Markdown("\n\n".join(f"$$ {line} $$" for line in pe.PAGE_FORMULA_LINES), latex_delimiters=LATEX, elem_id="pe-formula")
+    note(
+        f"f_i falls as i grows: the **first dimensions turn fastest** (dimensions 0 and 1 a full turn every "
+        f"2π ≈ 6.3 positions) and the last ones slowest (at d_model 512, base 10000: a turn every "
+        f"{pe.wavelength(510, 512, 10000):,.0f} positions). The lesson says the "
+        "opposite, “lower dimensions of the embedding vector (e.g., dimensions 0, 2, 4) will vary more "
+        "slowly (lower frequency)”: **that sentence is backwards**, as the table and the frequency plot "
+        "below show.",
+        elem_id="pe-lesson-fix",
+    )
     first = ui_positional(20, 100, 10000, "2, 4, 6, 8")
     with gr.Column(elem_classes=SECTION):
         with gr.Row(equal_height=False):
@@ -73,13 +121,15 @@ def build(tab: gr.Tab) -> None:
         run = gr.Button("Compute", variant="primary", elem_id="pe-run")
         summary = gr.Markdown(first[0], elem_id="pe-summary", elem_classes=RESULT)
         plot = dict(show_label=False, elem_classes=RESULT)
+        # The table the whole width: 512 dimensions need 512 columns of pixels.
+        heat = gr.Plot(first[1], label="Table", elem_id="pe-heatmap", **plot)
+        gr.HTML(TABLE_HINT, elem_id="pe-table-hint", js_on_load=HOVER_VALUES_JS)
         with gr.Row(equal_height=False):
-            heat = gr.Plot(first[1], label="Table", elem_id="pe-heatmap", **plot)
             lines = gr.Plot(first[2], label="Dimensions over positions", elem_id="pe-lines", **plot)
-        with gr.Row(equal_height=False):
             spectrum = gr.Plot(first[3], label="Frequency / wavelength", elem_id="pe-spectrum", **plot)
+        with gr.Row(equal_height=False):
             similarity = gr.Plot(first[4], label="Similarity between positions", elem_id="pe-similarity", **plot)
-        offsets = gr.Plot(first[5], label="Similarity against offset", elem_id="pe-offsets", **plot)
+            offsets = gr.Plot(first[5], label="Similarity against offset", elem_id="pe-offsets", **plot)
 
     with gr.Accordion("The model's own table", open=True):
         # Drawn when the tab opens (three 256 x 256 maps: most of the page's weight otherwise).
@@ -93,7 +143,7 @@ def build(tab: gr.Tab) -> None:
                 concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
     next_tab(
         "Token vector plus position vector is what each layer reads: there, every token gathers "
-        "information from the tokens before it, weighted by attention.",
+        "information from itself and the tokens before it, weighted by attention.",
         "Attention",
     )
 
@@ -114,3 +164,4 @@ def build(tab: gr.Tab) -> None:
         user_errors(api_positional_encoding), api_name="positional_encoding",
         concurrency_id=EXPENSIVE, concurrency_limit=EXPENSIVE_CONCURRENCY,
     )
+    return {"d_model": d_model, "n_positions": n_pos, "base": base, "dims": dims}  # its controls, by the names of a link's parameters (playground/links.py)

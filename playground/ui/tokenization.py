@@ -106,7 +106,7 @@ def api_tokenize_encodings(text: str) -> dict:
     return {"encodings": [c.to_dict() for c in tok.compare_encodings(text, True, include_gpt2=True)]}
 
 
-def build() -> None:
+def build() -> dict[str, gr.components.Component]:
     note(
         "A GPT never sees letters: text is cut into **tokens** by byte-pair encoding (GPT-2's 50,257 "
         "tokens), and each token becomes an **id**. Common words are one token, often with their "
@@ -158,7 +158,7 @@ def build() -> None:
                 decode_error = error_slot("dec-error")
                 decode = gr.Button("Decode", elem_id="dec-run")
             with gr.Column(scale=1):
-                first_decoded = ui_decode("31373, 2506")  # the page opens on the lesson's ids, decoded
+                first_decoded = ui_decode("31373, 2506")  # the page opens on the Transformer tutorial's ids, decoded
                 decoded = gr.Textbox(first_decoded[0], label="Decoded text", interactive=False, elem_id="dec-text", elem_classes=RESULT)
                 decode_notice = note(first_decoded[1], result=True)
     next_tab("Each id now picks one row of a table of learned numbers: the token's vector.", "Embeddings")
@@ -175,3 +175,4 @@ def build() -> None:
         concurrency_id=LIGHT,
         concurrency_limit=LIGHT_CONCURRENCY,
     )
+    return {"text": text, "whitespace": show_ws, "special": special}  # its controls, by the names of a link's parameters (playground/links.py)

@@ -6,7 +6,8 @@ browser that revalidates (``Cache-Control: no-cache``) gets ``304 Not Modified``
 
 What the page holds is fixed once the app is launched (``Blocks.config``), except the root URL
 Gradio writes into it, which it works out from the request (``Host``, ``X-Forwarded-Host``,
-``X-Forwarded-Proto``, the ASGI ``root_path``): those are part of the key, so a client that
+``X-Forwarded-Proto``, ``X-Gradio-Server``, the ASGI ``root_path``): those are part of the key,
+so a client that
 sends another host gets a page built for that host, never one built for somebody else. Requests
 with a query string (``?page=``, ``?deep_link=``), ``HEAD`` and any request carrying Gradio's
 login cookie pass through untouched. The cache holds at most :data:`MAX_ENTRIES` answers
@@ -28,13 +29,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..compression import wants_gzip
+
 __all__ = ["BUILDS_PER_MINUTE", "CACHED_PATHS", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "BuildBudget", "PageCache"]
 
 CACHED_PATHS = ("/", "/config")
 MAX_ENTRIES = 16  # distinct (path, host, encoding) answers: a Space sees one or two hosts
 MAX_ENTRY_BYTES = 4 * 2**20  # the page is 1.25 MB uncompressed; anything far larger is not cached
 # Request headers Gradio reads to build the page's root URL (Accept-Encoding is keyed apart: gzip or not).
-KEY_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto")
+KEY_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-gradio-server")
 LOGIN_COOKIE = b"access-token"  # Gradio's login cookie (an app with ``auth``): the page is per user
 BUILDS_PER_MINUTE = 12  # builds of answers not kept: ~45 ms of CPU each, so at most ~1% of a core
 
@@ -102,7 +105,7 @@ class PageCache:
         if (scope["type"] != "http" or scope.get("method") != "GET" or scope.get("path") not in self.paths
                 or scope.get("query_string") or LOGIN_COOKIE in headers.get(b"cookie", b"")):
             return None
-        gzip = b"gzip" in headers.get(b"accept-encoding", b"")
+        gzip = wants_gzip(headers.get(b"accept-encoding"))  # as the compression decides, q-values read
         return (scope["path"], scope.get("scheme"), scope.get("root_path", ""), gzip,
                 *(headers.get(name) for name in KEY_HEADERS))
 

@@ -2,8 +2,8 @@
 model, then its outputs serialised as Gradio sends them (a figure's JSON), median of a few runs
 after one warm-up.
 
-    python -m playground.bench              # the table, each action against TARGET_S
-    python -m playground.bench --repeats 5
+    python -m benchmarks.bench_tabs         # the table, each action against TARGET_S
+    python -m benchmarks.bench_tabs --repeats 5
 
 What the browser adds (the trip, drawing the plots) is not in these figures: see docs/app.md."""
 
@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 
 __all__ = ["TARGET_S", "Action", "actions", "serialise", "gzipped", "time_action", "main"]
 
-TARGET_S = 1.5  # issue 24: no tab keeps a learner waiting longer for one action
+TARGET_S = 1.5  # no tab keeps a learner waiting longer for one action
 
 
 @dataclass(frozen=True)
@@ -48,20 +48,20 @@ def serialise(value: Any) -> int:
 
 def gzipped(value: Any) -> int:
     """The same JSON's bytes on the wire, gzipped as the app sends it (ui/compression.py)."""
-    from .ui.compression import COMPRESS_LEVEL
+    from playground.ui.compression import COMPRESS_LEVEL
 
     return len(gzip.compress(_json(value).encode(), COMPRESS_LEVEL))
 
 
 def actions() -> list[Action]:
     """The slowest action of each tab, with the inputs a learner would use."""
-    from . import embeddings as emb
-    from . import limits
-    from .attention import EXAMPLE_PROMPTS
-    from .generation import EXAMPLE_PROMPTS as PROMPTS
-    from .resources import get_model
+    from playground import embeddings as emb
+    from playground import limits
+    from playground.attention import EXAMPLE_PROMPTS
+    from playground.generation import EXAMPLE_PROMPTS as PROMPTS
+    from playground.resources import get_model
     from .bench_inside import text_of
-    from .ui import attention, compare, embeddings, generation, inside, positional, tokenization
+    from playground.ui import attention, compare, embeddings, generation, inside, positional, tokenization
 
     cfg = get_model().config
     fresh = itertools.count()  # Inside keeps its last passes: each run a new text, as a learner typing
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Every tab's slowest action, timed as the server answers it.")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
-    from .resources import budget_cpu
+    from playground.resources import budget_cpu
 
     threads = budget_cpu()  # the app's share of the cores for PyTorch (app.py does the same)
     rows = []

@@ -1,6 +1,6 @@
 """Time each control change of the Inside the model tab on a 64-token text (a benchmark, not a test):
 
-    python -m playground.bench_inside [--repeats 5]
+    python -m benchmarks.bench_inside [--repeats 5]
 
 A new text computes the whole pass (a cache miss: each repeat changes the text's last word) and
 draws every panel; a new layer, head or token only redraws, from the kept pass, the panels it

@@ -1,0 +1,292 @@
+"""Watch it learn's trainer: many learners' runs at once, on one worker thread.
+
+Runs whose models have the same shape (vocabulary, size, positions) form a group, and a group
+steps all its runs as one batched computation (:func:`playground.learn_batched.batched_step`);
+every run takes one step a turn, the batches on two threads (the server's two cores). Each run keeps its own settings, seed,
+curve and samples, and stops at its number of steps, at its seconds cap, on ``stop`` (Stop, or the
+learner leaving) or when its loss becomes infinite. At most :data:`MAX_RUNNING` runs train at once
+(docs/training.md measures how many start within 2 s); the next ones wait in line, told their
+place; one run per visitor at a time.
+
+Same seed and settings, same curve: a run's batches and samples come from (seed, step), and the
+stacked step gives each model what it gives alone (docs/training.md states the tolerance
+measured beside others)."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import torch
+
+from model.evaluate import evaluate_loss
+from model.train import param_groups
+
+from .learn_batched import Learner, batched_step, shape_key
+from .learn_corpus import Corpus, load_corpus
+from .learn_refs import references
+from .learn_run import SAMPLE_EVERY, VAL_WINDOWS, LearnSettings, RunState, build_model, sample, train_config
+from .validation import InputError
+
+__all__ = ["MAX_RUNNING", "MAX_LINE", "Trainer", "TRAINER"]
+
+MAX_RUNNING = 8  # runs training at once (docs/training.md, "Watch it learn for a class")
+MAX_LINE = 8  # runs waiting in line; past it a learner is told to try again in a minute
+WORKERS = min(2, os.cpu_count() or 1)  # threads stepping runs side by side, one core each
+STOP_WAIT_S = 5.0  # the most a closed run waits for the worker to let it go (one batched step)
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+@dataclass
+class _Run:
+    """A run and what the worker keeps of it."""
+
+    state: RunState
+    kind: str
+    stop: threading.Event
+    learner: Learner | None = None
+    corpus: Corpus | None = None
+    key: tuple = ()
+    t0: float = 0.0
+    done: bool = False  # the worker has let it go
+
+
+class Trainer:
+    """Many runs at once on one worker thread (started when a run arrives, gone when none is left)."""
+
+    def __init__(self, max_running: int = MAX_RUNNING, max_line: int = MAX_LINE, workers: int = WORKERS) -> None:
+        self.max_running, self.max_line, self.workers = max_running, max_line, workers
+        self._cond = threading.Condition()
+        self._running: list[_Run] = []
+        self._line: list[_Run] = []
+        self._worker: threading.Thread | None = None
+
+    # --- the learner's side ------------------------------------------------------------------
+
+    def run(self, s: LearnSettings, *, kind: str = "char", visitor: str | None = None, poll_s: float = 0.25) -> Iterator[RunState]:
+        """Queue a run, then yield its state every ``poll_s`` (while it waits, its place in line);
+        the last yield is the ended run. Closing the generator (Stop, the learner leaving) stops
+        the run within one batched step. A visitor with a run still going is refused."""
+        run = _Run(RunState(s, visitor=visitor, kind=kind), kind, threading.Event())
+        with self._cond:
+            if visitor is not None:
+                mine = next((r for r in self._running + self._line if r.state.visitor == visitor and not r.done), None)
+                if mine is not None:
+                    raise InputError(
+                        f"you already have a run {'in line' if mine in self._line else 'training'} (step "
+                        f"{mine.state.step:,} of {mine.state.settings.steps:,}): one run per learner at a time; "
+                        "press Stop on it or wait for it to end"
+                    )
+            if len(self._line) >= self.max_line:
+                raise InputError(
+                    f"{len(self._running)} runs are training and {len(self._line)} wait in line, the most this "
+                    "server takes: try again in a minute"
+                )
+            self._line.append(run)
+            self._admit()
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="learn", daemon=True)
+                self._worker.start()
+        try:
+            while True:
+                with self._cond:
+                    if run.done:
+                        break
+                    self._cond.wait(timeout=poll_s)
+                    if run.done:
+                        break
+                yield run.state
+            if run.state.error is not None:
+                raise run.state.error
+            yield run.state
+        finally:
+            run.stop.set()
+            with self._cond:
+                if run in self._line:
+                    self._line.remove(run)
+                    run.done = True
+                    self._stopped(run)
+                    self._admit()
+                deadline = time.perf_counter() + STOP_WAIT_S
+                while not run.done and time.perf_counter() < deadline:
+                    self._cond.wait(timeout=0.05)
+
+    def counts(self) -> tuple[int, int]:
+        """(runs training, runs waiting)."""
+        with self._cond:
+            return sum(not r.done for r in self._running), len(self._line)
+
+    # --- the worker's side (the lock held where it says so) ----------------------------------
+
+    def _admit(self) -> None:
+        """Lock held: move runs from the line into training while there is room; tell the others
+        their place."""
+        while self._line and sum(not r.done for r in self._running) < self.max_running:
+            run = self._line.pop(0)
+            run.state.position, run.state.status, run.state.message = 0, "preparing", "Preparing the training text..."
+            self._running.append(run)
+        for place, run in enumerate(self._line, start=1):
+            run.state.position, run.state.message = place, self._waiting_message(place)
+        self._cond.notify_all()
+
+    def _waiting_message(self, place: int) -> str:
+        left = [r.state.settings.steps - r.state.step for r in self._running if not r.done]
+        soonest = f" (the nearest to its end has about {min(left):,} steps left)" if left else ""
+        ahead = "one run" if place == 1 else f"{place} runs"
+        return (
+            f"{len(left)} learners' models are training, the most this server trains at once. "
+            f"You are {_ordinal(place)} in line, {ahead} ahead of you{soonest}. Yours starts by itself; keep this page open."
+        )
+
+    def _work(self) -> None:
+        """The worker: each turn, every training run takes one step. Runs of one shape step as
+        one batched computation; the batches (a large group split in two) go to :data:`WORKERS`
+        threads of one PyTorch thread each, one core each without OpenMP's barriers (which cost
+        seconds a step on a shared, oversubscribed machine)."""
+        torch.set_num_threads(1)  # per thread: the threads serving the other tabs keep theirs
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="learn-step", initializer=torch.set_num_threads, initargs=(1,)) as pool:
+            while True:
+                with self._cond:
+                    for run in [r for r in self._running if r.done]:
+                        self._running.remove(run)
+                    self._admit()
+                    if not self._running:
+                        self._worker = None
+                        return
+                    runs = list(self._running)
+                new = [run for run in runs if run.learner is None and not run.done]
+                for future in [pool.submit(self._guarded, self._prepare, run) for run in new]:
+                    future.result()  # new runs start together (their models and step-0 samples side by side)
+                groups: dict[tuple, list[_Run]] = {}
+                for run in runs:
+                    if not run.done and run.learner is not None and not self._check_end(run):
+                        groups.setdefault(run.key, []).append(run)
+                for future in [pool.submit(self._step, batch) for batch in _batches(list(groups.values()), self.workers)]:
+                    future.result()
+
+    def _guarded(self, fn, run: _Run) -> None:
+        try:
+            fn(run)
+        except Exception as err:  # noqa: BLE001 -- the learner's stream raises it
+            run.state.error, run.state.status = err, "failed"
+            self._let_go(run)
+
+    def _prepare(self, run: _Run) -> None:
+        s, state = run.state.settings, run.state
+        corpus = load_corpus(run.kind, progress=lambda message: setattr(state, "message", message))
+        state.refs, state.vocab_size = references(corpus), corpus.vocab_size
+        model = build_model(s, corpus.vocab_size)
+        model.train()
+        tc = train_config(s)
+        opt = torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(0.9, tc.beta2))
+        run.learner, run.corpus = Learner(model, opt, tc), corpus
+        run.key = (run.kind, shape_key(model))
+        state.status, state.message = "training", "Training..."
+        run.t0 = time.perf_counter()
+
+    @staticmethod
+    def _first_sample(run: _Run) -> None:
+        """The untrained model's sample: the same weights built again from the seed."""
+        s = run.state.settings
+        run.state.samples.insert(0, [0, sample(build_model(s, run.corpus.vocab_size), run.corpus, s.seed, 0)])
+
+    def _step(self, group: list[_Run]) -> None:
+        try:
+            losses = batched_step([run.learner for run in group], group[0].corpus.train)
+        except Exception as err:  # noqa: BLE001
+            for run in group:
+                run.state.error, run.state.status = err, "failed"
+                self._let_go(run)
+            return
+        for run, loss in zip(group, losses):
+            state, step = run.state, run.learner.step
+            state.losses.append([step - 1, loss])
+            state.step, state.tokens = step, step * run.learner.tc.batch_size * run.learner.model.config.block_size
+            state.elapsed_s = time.perf_counter() - run.t0
+            state.tokens_per_s = state.tokens / max(state.elapsed_s, 1e-9)
+            if step == 1:  # step 0's sample, after the first step so that a run starts at once
+                self._guarded(self._first_sample, run)
+            if not math.isfinite(loss):
+                state.stop_reason = "diverged"
+            elif step % SAMPLE_EVERY == 0 and not run.done:
+                self._guarded(lambda r: r.state.samples.append([step, sample(r.learner.model, r.corpus, r.state.settings.seed, step)]), run)
+            self._check_end(run)
+
+    def _check_end(self, run: _Run) -> bool:
+        """Whether the run has ended (and if so, ends it)."""
+        if run.done:
+            return True
+        state = run.state
+        state.elapsed_s = time.perf_counter() - run.t0
+        if run.stop.is_set():
+            state.stop_reason = "stopped"
+        elif not state.stop_reason:
+            if state.step >= state.settings.steps:
+                state.stop_reason = "steps"
+            elif state.elapsed_s >= state.settings.seconds:
+                state.stop_reason = "time budget"
+        if not state.stop_reason:
+            return False
+        self._guarded(self._finish, run)
+        return True
+
+    def _finish(self, run: _Run) -> None:
+        state, model = run.state, run.learner.model
+        if state.stop_reason != "stopped":  # Stop frees the CPU at once: no last sample, no evaluation
+            if not state.samples:
+                self._first_sample(run)
+            if state.samples[-1][0] != state.step:
+                state.samples.append([state.step, sample(model, run.corpus, state.settings.seed, state.step)])
+            state.val_loss = evaluate_loss(model, run.corpus.val, VAL_WINDOWS)
+        state.elapsed_s = time.perf_counter() - run.t0
+        model.eval()
+        state.model = model  # the learner can try it (continue_text) once the run has ended
+        state.status = "stopped" if state.stop_reason == "stopped" else "finished"
+        state.message = _ended_message(state)
+        self._let_go(run)
+
+    def _let_go(self, run: _Run) -> None:
+        with self._cond:
+            run.done = True
+            run.learner = None  # its optimizer's moments go; the ended run keeps its model
+            self._cond.notify_all()
+
+    @staticmethod
+    def _stopped(run: _Run) -> None:
+        run.state.status, run.state.stop_reason = "stopped", "stopped"
+        run.state.message = "Stopped before your turn came."
+
+
+def _batches(groups: list[list[_Run]], workers: int) -> list[list[_Run]]:
+    """The batched steps of a turn: one per group, the largest groups halved until there are
+    ``workers`` of them (a group's runs give the same numbers in any batch)."""
+    batches = [list(g) for g in groups if g]
+    while 0 < len(batches) < workers:
+        largest = max(batches, key=len)
+        if len(largest) < 2:
+            break
+        batches.remove(largest)
+        half = (len(largest) + 1) // 2
+        batches += [largest[:half], largest[half:]]
+    return batches
+
+
+def _ended_message(state: RunState) -> str:
+    if state.stop_reason == "stopped":
+        return f"Stopped after {state.step:,} steps."
+    if state.stop_reason == "diverged":
+        return f"The loss became infinite at step {state.step:,}: the learning rate is far too high."
+    if state.stop_reason == "time budget":
+        return f"Stopped at the {state.settings.seconds} s cap after {state.step:,} of {state.settings.steps:,} steps (the server is busy)."
+    return f"Finished: {state.step:,} steps in {state.elapsed_s:.0f} s."
+
+
+TRAINER = Trainer()  # the app's one trainer

@@ -1,0 +1,198 @@
+"""What the Watch it learn tab shows: the loss chart (the first steps magnified on a log-scale
+step axis, the reference lines, the learner's earlier runs in grey), the counters, the samples
+(step 0 beside the latest), the table of the learner's runs and the sentences under them."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from .learn_refs import References
+from .learn_run import RECENT_STEPS, SAMPLE_EVERY, SIZES, VAL_WINDOWS, LearnSettings, RunState, describe
+from .plots import base_layout
+
+__all__ = [
+    "REFERENCE_STYLE", "LOSS_COLOUR", "HISTORY_RUNS", "loss_figure", "stats_cards", "samples_html", "runs_table",
+    "status_markdown", "val_sample_words",
+]
+
+REFERENCE_STYLE = {  # reference line -> (colour, dash)
+    "ln V (even guess)": ("#9ca3af", "dot"),
+    "unigram": ("#f59e0b", "dash"),
+    "bigram": ("#10b981", "dash"),
+    "shipped model": ("#6366f1", "dashdot"),
+}
+LOSS_COLOUR = "#dc2626"
+HISTORY_COLOUR = "#9ca3af"
+HISTORY_RUNS = 3  # earlier runs drawn in grey (the table lists more)
+STEP_TICKS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+
+
+def _x(step: int) -> int:
+    """Where step ``step`` sits on the log-scale axis: step + 1 (a log axis has no 0), so step 0,
+    the untrained model's loss, is the axis's left end and the first steps take a third of its width."""
+    return step + 1
+
+
+def _unit(kind: str) -> str:
+    return "character" if kind == "char" else "token"
+
+
+def loss_figure(
+    state: RunState | None,
+    history: Sequence[RunState] = (),
+    refs: References | None = None,
+    steps: int | None = None,
+    height: int = 420,
+) -> go.Figure:
+    """The loss of every step so far on a log-scale step axis (the hockey stick and the fast first
+    fall take a third of the width), the reference lines (``refs`` before a run has its own), the
+    last :data:`HISTORY_RUNS` of ``history`` in grey. No legend: each line is labelled at its end."""
+    fig = go.Figure()
+    r = state.refs if state is not None and state.refs is not None else refs
+    kind = state.kind if state is not None else "char"
+    target = state.settings.steps if state is not None else (steps or LearnSettings().steps)
+    earlier = [run for run in history if run is not state and run.losses][-HISTORY_RUNS:]
+    x_end = _x(max([target, *(run.losses[-1][0] for run in earlier)]))
+    for i, run in enumerate(earlier):
+        fig.add_trace(go.Scatter(
+            x=[_x(p[0]) for p in run.losses], y=[p[1] for p in run.losses], mode="lines",
+            name=f"earlier run: {describe(run.settings)}", line={"color": HISTORY_COLOUR, "width": 1},
+            opacity=0.45 + 0.5 * (i + 1) / len(earlier), customdata=[p[0] for p in run.losses],
+            hovertemplate=f"earlier run ({html.escape(describe(run.settings))})<br>step %{{customdata}}: loss %{{y:.3f}}<extra></extra>",
+        ))
+    if r is not None:
+        for (name, value), (colour, dash) in zip(r.lines().items(), REFERENCE_STYLE.values()):
+            fig.add_trace(go.Scatter(
+                x=[1, x_end], y=[value, value], mode="lines", name=f"{name} {value:.2f}",
+                line={"color": colour, "dash": dash, "width": 1.5}, hovertemplate=f"{name}: {value:.3f}<extra></extra>",
+            ))
+            fig.add_annotation(
+                x=1, xref="paper", xanchor="right", y=value, yanchor="bottom", text=f"{name.split(' (')[0]} {value:.2f}",
+                showarrow=False, font={"size": 11, "color": colour},
+            )
+    losses = state.losses if state is not None else []
+    fig.add_trace(go.Scatter(
+        x=[_x(p[0]) for p in losses], y=[p[1] for p in losses], mode="lines", name="training loss",
+        line={"color": LOSS_COLOUR, "width": 1.5}, customdata=[p[0] for p in losses],
+        hovertemplate="step %{customdata}: loss %{y:.3f} (this step's batch)<extra></extra>",
+    ))
+    unit = _unit(kind)
+    recent = state.recent_loss() if state is not None else None
+    if not losses:
+        title = "Loss while it learns: the lines to beat" if r is not None else "Loss while it learns"
+    else:
+        title = (
+            f"Loss while it learns: step {state.step:,}, mean of the last {min(RECENT_STEPS, len(losses))} "
+            f"steps {recent:.2f} nats/{unit}"
+        )
+    base_layout(fig, title, height=height, xaxis_title="step (log scale: the first steps magnified)",
+                yaxis_title=f"cross-entropy (nats/{unit})")
+    top = max([*(p[1] for p in losses[:1]), *(run.losses[0][1] for run in earlier), r.ln_v if r else 5.0]) + 0.4
+    fig.update_yaxes(range=[0, top], rangemode="tozero")
+    ticks = [t for t in STEP_TICKS if _x(t) <= x_end]
+    fig.update_xaxes(
+        type="log", range=[0, math.log10(x_end)], tickmode="array", tickvals=[_x(t) for t in ticks],
+        ticktext=[f"{t:,}" for t in ticks],
+    )
+    fig.update_layout(showlegend=False, hovermode="closest")
+    return fig
+
+
+def stats_cards(state: RunState | None) -> list[tuple[str, str]]:
+    """(value, label) of the run's counters: step, tokens seen, tokens/s, loss now, time."""
+    if state is None or state.status in ("waiting",):
+        return [("-", "steps"), ("-", "tokens seen"), ("-", "tokens / s"), ("-", f"loss now (mean of last {RECENT_STEPS} steps)"), ("-", "seconds")]
+    recent = state.recent_loss()
+    return [
+        (f"{state.step:,} / {state.settings.steps:,}", "steps"),
+        (f"{state.tokens:,}", "tokens seen"),
+        (f"{state.tokens_per_s:,.0f}", "tokens / s"),
+        ("-" if recent is None else f"{recent:.2f}", f"loss now (mean of last {RECENT_STEPS} steps)"),
+        (f"{state.elapsed_s:.0f}", "seconds"),
+    ]
+
+
+def _sample(step: int, text: str, label: str) -> str:
+    return f'<div class="gen-sample"><div class="gen-sample-title">{label}</div>{html.escape(text)}</div>'
+
+
+def samples_html(state: RunState | None, max_older: int = 4) -> str:
+    """Step 0's sample (random weights) beside the latest one, then the ones between, newest first."""
+    if state is None or not state.samples:
+        return f'<div class="gen-output gen-empty">Samples of the model\'s text appear here: step 0\'s beside the latest (one every {SAMPLE_EVERY} steps).</div>'
+    first, latest = state.samples[0], state.samples[-1]
+    pair = [_sample(*first, "step 0: random weights")]
+    if latest is not first:
+        pair.append(_sample(*latest, f"step {latest[0]:,}: the latest"))
+    older = [p for p in state.samples[1:-1]][::-1][:max_older]
+    rest = "".join(_sample(step, text, f"step {step:,}") for step, text in older)
+    return (
+        '<div class="gen-output learn-samples">'
+        '<div class="learn-sample-pair" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(220px,1fr));gap:12px">'
+        f'{"".join(pair)}</div>{rest}</div>'
+    )
+
+
+def val_sample_words(size: str) -> str:
+    """The held-out score's sample, in words: 64 windows of 64 characters."""
+    block = SIZES[size].block_size
+    return f"{VAL_WINDOWS} windows of {block} characters ({VAL_WINDOWS * block:,}) from the held-out plays"
+
+
+def runs_table(runs: Sequence[RunState]) -> str:
+    """The learner's runs, newest first: settings, steps, the final training loss (mean of the
+    last steps) and the held-out loss (on a sample of the held-out plays)."""
+    ended = [run for run in runs if run.losses]
+    if not ended:
+        return '<div class="gen-output gen-empty">Your runs will be listed here, to compare their settings.</div>'
+    rows = []
+    for i, run in reversed(list(enumerate(ended, start=1))):
+        s = run.settings
+        recent = run.recent_loss()
+        held = "-" if run.val_loss is None else f"{run.val_loss:.3f}"
+        status = run.status if run.running else (run.stop_reason or run.status)
+        what = f"{s.init} start, learning rate {s.learning_rate}, {s.size}, {s.positions} positions, seed {s.seed}"
+        rows.append(
+            f"<tr><td>{i}</td><td>{html.escape(what)}</td><td>{run.step:,} / {s.steps:,} ({html.escape(status)})</td>"
+            f"<td>{run.losses[0][1]:.3f}</td><td>{recent:.3f}</td><td>{held}</td></tr>"
+        )
+    block = SIZES[ended[-1].settings.size].block_size
+    return (
+        '<div class="learn-runs" style="overflow-x:auto"><table class="learn-runs-table">'
+        "<thead><tr><th>run</th><th>settings</th><th>steps</th><th>loss at step 0</th>"
+        f"<th>training loss (mean of last {RECENT_STEPS} steps)</th>"
+        f"<th>held-out loss ({VAL_WINDOWS} windows, {VAL_WINDOWS * block:,} characters)</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def status_markdown(state: RunState | None) -> str:
+    """One or two sentences: where the run is, and what the curve shows."""
+    if state is None:
+        return "Press **Start**: a GPT with random weights starts learning Shakespeare, one character at a time."
+    if state.status in ("waiting", "preparing"):
+        return state.message
+    r = state.refs
+    first = state.losses[0][1] if state.losses else None
+    lines = [state.message] if state.status != "training" else []
+    if first is not None and r is not None:
+        gap = first - r.ln_v
+        lines.append(
+            f"At step 0 the loss was **{first:.2f}**, ln V = {r.ln_v:.2f}: "
+            + ("random weights guess every character about evenly." if abs(gap) < 0.15 else
+               f"{gap:+.2f} above an even guess: the skewed start is confidently wrong, and its first steps only bring it back to ln V: training spent undoing a bad start.")
+        )
+    recent = state.recent_loss()
+    if recent is not None and r is not None and state.step >= RECENT_STEPS:
+        beaten = [name for name, value in (("unigram", r.unigram), ("bigram", r.bigram)) if recent < value]
+        lines.append(
+            f"Mean of the last {RECENT_STEPS} steps **{recent:.2f}**"
+            + (f": below the {' and '.join(beaten)} model{'s' if len(beaten) > 1 else ''}." if beaten else ".")
+        )
+    if state.val_loss is not None:
+        lines.append(f"On {val_sample_words(state.settings.size)}, never trained on, it scores **{state.val_loss:.2f}**.")
+    return " ".join(lines)
