@@ -104,3 +104,22 @@ def test_gradios_private_names_are_used_only_here():
             if private.search(line):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_a_short_argument_list_gets_the_handlers_trailing_defaults():
+    """Gradio refuses a list shorter than the endpoint's inputs: the missing trailing parameters
+    take the handler's defaults, and only where every missing one has a default."""
+    from types import SimpleNamespace
+
+    from playground.ui.gradio_internals import with_trailing_defaults
+
+    def handler(prompt, n=4, precision="auto", request=None):
+        return prompt
+
+    fn = SimpleNamespace(fn=handler, inputs=[object()] * 3, api_visibility="public")
+    assert with_trailing_defaults(fn, ["a"]) == ["a", 4, "auto"]
+    assert with_trailing_defaults(fn, ["a", 7]) == ["a", 7, "auto"]
+    assert with_trailing_defaults(fn, ["a", 7, "full"]) == ["a", 7, "full"]
+    assert with_trailing_defaults(fn, []) == []  # the prompt has no default: Gradio's message says so
+    private = SimpleNamespace(fn=handler, inputs=[object()] * 3, api_visibility="private")
+    assert with_trailing_defaults(private, ["a"]) == ["a"]  # the page's events send their whole list

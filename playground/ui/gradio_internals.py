@@ -53,7 +53,7 @@ __all__ = [
     "LeanSessionState", "LeanStateHolder", "use_lean_sessions",
     "Arrival", "Refusal", "gate_pushes", "queue_load", "waiting_events", "reorder_waiting", "queue_of", "live", "waiting", "event_known", "session_of_event", "holds_session",
     "unread_results", "drop_results", "forget_read_sessions", "Job", "stoppable_jobs", "stop_job",
-    "event_name", "on_processing_error", "server_of", "gradio_folders", "probe_app", "moved", "check",
+    "event_name", "with_trailing_defaults", "on_processing_error", "server_of", "gradio_folders", "probe_app", "moved", "check",
 ]
 
 log = logging.getLogger("playground")
@@ -317,6 +317,27 @@ def event_name(fn: Any) -> str:
     return f"event {fn._id} ({fn.name})" if fn.name else f"event {fn._id}"
 
 
+def with_trailing_defaults(fn: Any, inputs: Any) -> Any:
+    """``inputs`` of a public endpoint, the parameters a caller left out at the end filled with the
+    handler's defaults. Gradio refuses a short list ("didn't receive enough input values") even
+    where the handler has defaults, so a parameter added last with a default would break every
+    raw HTTP caller that sends the old list; gradio_client fills them in from /info itself. The
+    handler's leading parameters are the endpoint's inputs (a ``gr.Request`` comes after them)."""
+    if getattr(fn, "api_visibility", "private") == "private" or not isinstance(inputs, list):
+        return inputs
+    wanted = len(fn.inputs)
+    if len(inputs) >= wanted:
+        return inputs
+    try:
+        params = list(inspect.signature(fn.fn).parameters.values())[:wanted]
+    except (TypeError, ValueError):
+        return inputs
+    missing = params[len(inputs):]
+    if len(params) < wanted or any(p.default is inspect.Parameter.empty for p in missing):
+        return inputs  # Gradio's own message then says what is missing
+    return [*inputs, *(p.default for p in missing)]
+
+
 def on_processing_error(demo: gr.Blocks, answer: Callable[[str, Exception], Exception | None]) -> None:
     """Ask ``answer`` (the event's name, the exception) about every exception raised while Gradio
     processes a request (its checks of the values sent, a component's preprocessing, the app's
@@ -327,7 +348,8 @@ def on_processing_error(demo: gr.Blocks, answer: Callable[[str, Exception], Exce
 
     async def process_api_answered(block_fn: Any, inputs: Any, *args: Any, **kwargs: Any):
         try:
-            return await process_api(block_fn, inputs, *args, **kwargs)
+            fn = demo.fns[block_fn] if isinstance(block_fn, int) else block_fn
+            return await process_api(block_fn, with_trailing_defaults(fn, inputs), *args, **kwargs)
         except Exception as err:  # noqa: BLE001 -- each one is answered or let through
             fn = demo.fns[block_fn] if isinstance(block_fn, int) else block_fn
             replacement = answer(event_name(fn), err)
