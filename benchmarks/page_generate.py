@@ -55,20 +55,21 @@ def api_event_index(config: dict) -> int:
     return next(d["id"] for d in config["dependencies"] if d.get("api_name") == "generate")
 
 
-def one_event(url: str, source: str, fn_index: int, data: list, then: int | None = None) -> tuple[float, dict]:
+def one_event(url: str, source: str, fn_index: int, data: list, then: int | None = None) -> tuple[float, float, dict]:
     """Run one event as the page does, from ``source``, and the event the page runs after it
     (``then``, with the session's result key); (seconds from the first POST to the end of the
-    last, the first event's final message)."""
+    last, seconds to the end of the first: the text done, the first event's final message)."""
     session = uuid.uuid4().hex[:11]
     transport = httpx.HTTPTransport(local_address=source)
     with httpx.Client(timeout=TIMEOUT_S, transport=transport) as http:
         t0 = time.perf_counter()
         first = _join_and_wait(http, url, session, fn_index, data)
+        text_done = time.perf_counter() - t0
         if then is not None and first.get("success"):
             last = _join_and_wait(http, url, session, then, [None])
             if not last.get("success"):
                 raise RuntimeError(f"the page's follow-up event failed: {str(last)[:200]}")
-        return time.perf_counter() - t0, first
+        return time.perf_counter() - t0, text_done, first
 
 
 def _join_and_wait(http: httpx.Client, url: str, session: str, fn_index: int, data: list) -> dict:
@@ -89,6 +90,7 @@ def _join_and_wait(http: httpx.Client, url: str, session: str, fn_index: int, da
 class Kind:
     name: str
     seconds: list[float] = field(default_factory=list)
+    text_seconds: list[float] = field(default_factory=list)  # the page's text done, before its chart
     failures: list[str] = field(default_factory=list)
 
     def median(self) -> float:
@@ -109,7 +111,7 @@ def run_round(
         args = [PROMPT, tokens, *SETTINGS, 1000 + i]
         data = [*args, 1, precision, None] if page else [*args, precision]  # the page also sends its samples, precision and result key
         try:
-            seconds, msg = one_event(url, f"127.0.0.{2 + i}", fn_index, data, then)
+            seconds, text_done, msg = one_event(url, f"127.0.0.{2 + i}", fn_index, data, then)
             out = msg.get("output", {})
             if not msg.get("success"):
                 raise RuntimeError(str(out)[:200])
@@ -125,6 +127,7 @@ def run_round(
             return
         with lock:
             kind.seconds.append(seconds)
+            kind.text_seconds.append(text_done)
 
     with ThreadPoolExecutor(max_workers=learners) as pool:
         list(pool.map(learner, range(learners)))
@@ -173,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {kind.name:14} median {kind.median():6.2f} s  p95 {kind.p95():6.2f} s  ({len(kind.seconds)} done, {len(kind.failures)} failed)")
         for failure in kind.failures[:5]:
             print(f"    {failure}")
-    print(f"  page / API (medians): {page.median() / api.median():.2f}x")
+    text = statistics.median(page.text_seconds) if page.text_seconds else float("nan")
+    print(f"  page, its text done (before the chart that follows it): median {text:6.2f} s")
+    print(f"  page / API (medians): {page.median() / api.median():.2f}x; the text alone {text / api.median():.2f}x")
     return 1 if page.failures or api.failures else 0
 
 
