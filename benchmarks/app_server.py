@@ -7,11 +7,14 @@ session and is shared by the API, robustness and browser tests.
 from __future__ import annotations
 
 import os
+import tempfile
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,3 +79,17 @@ def stop(server: AppServer) -> None:
     except subprocess.TimeoutExpired:
         server.process.kill()
         server.process.wait()
+
+
+@contextmanager
+def app_url(url: str | None = None) -> Iterator[str]:
+    """A benchmark's app: ``url`` when one is running already, else ``python app.py`` launched
+    on a free loopback port for the ``with`` block (its log in a temporary folder)."""
+    if url is not None:
+        yield url
+        return
+    server = launch(Path(tempfile.mkdtemp()) / "app.log")
+    try:
+        yield server.url
+    finally:
+        stop(server)

@@ -16,11 +16,9 @@ import argparse
 import os
 import shutil
 import statistics
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 
-from benchmarks.app_server import launch, stop
+from benchmarks.app_server import app_url
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
@@ -124,14 +122,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--width", type=int, default=1280)
     ap.add_argument("--url", help="a running app (default: launch python app.py)")
     args = ap.parse_args(argv)
-    server = None
-    if args.url is None:
-        server = launch(Path(tempfile.mkdtemp()) / "app.log")
-    try:
-        times = measure(args.url or server.url, args.repeats, args.width)
-    finally:
-        if server is not None:
-            stop(server)
+    with app_url(args.url) as url:
+        times = measure(url, args.repeats, args.width)
     load = os.getloadavg()[0]
     print(f"Inside the model in headless Chromium at {args.width} px, click (or key) to drawn, {args.repeats} changes each "
           f"(load average {load:.1f} on {os.cpu_count()} cores):")

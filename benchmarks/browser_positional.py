@@ -16,11 +16,9 @@ import argparse
 import os
 import re
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
-from benchmarks.app_server import launch, stop
+from benchmarks.app_server import app_url
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
@@ -87,16 +85,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--url", help="an app already running (default: launch one)")
     args = parser.parse_args(argv)
-    server = None
-    if args.url is None:
-        server = launch(Path(tempfile.mkdtemp()) / "app.log")
-    try:
+    with app_url(args.url) as url:
         load_before = os.getloadavg()[0]
-        big, small = measure(args.url or server.url, args.repeats)
+        big, small = measure(url, args.repeats)
         load_after = os.getloadavg()[0]
-    finally:
-        if server is not None:
-            stop(server)
     print(f"load average {load_before:.1f} before, {load_after:.1f} after ({os.cpu_count()} cores)")
     for name, times in ((f"{POSITIONS} x {D_MODEL}", big), (f"{SMALL[1]} x {SMALL[0]}", small)):
         print(f"Positional encoding {name}, click to drawn in headless Chromium (s): "
