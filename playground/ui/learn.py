@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import gradio as gr
 
 from .. import learn_view
-from ..learn_corpus import CORPUS_DIR, load_corpus
+from ..learn_corpus import load_corpus
 from ..learn_refs import References, references
 from ..learn_run import (
     CONTINUE_CHARS, DEFAULT_SECONDS, DEFAULT_STEPS, INIT_WHY, INITS, LEARNING_RATES, LR_WHY, MAX_SEED, POSITION_WHY,
@@ -57,10 +57,8 @@ _refs: dict[str, References] = {}
 
 
 def _warm_references() -> None:
-    """The character vocabulary's reference lines, computed once in the background when the
-    texts are already here (the first run downloads them otherwise), so the empty chart has them."""
-    if not any((CORPUS_DIR / "texts").glob("*_gut.txt")):
-        return
+    """The character vocabulary's reference lines, computed once in the background (downloading
+    the texts first on a fresh clone), so that the chart has them before anyone presses Start."""
     try:
         _refs["char"] = references(load_corpus("char"))
     except Exception:  # noqa: BLE001 -- the first Start says what is wrong
