@@ -446,8 +446,10 @@ def test_a_learner_who_leaves_frees_their_place(app_server):
 @pytest.mark.slow
 def test_eight_learners_at_eight_addresses_at_once(app_server, corpus):
     """8 learners call /learn(120, seed_i, "proper", 300) at once: all reach step 300, none is
-    refused, the slowest within 4x one such run alone (measured here first), and each curve is its
-    seed's curve trained alone within 1e-3 at every step."""
+    refused or waits in line, each curve is its seed's curve trained alone within 1e-3 at every
+    step, and they train together: the slowest takes well under the 8x of one run after another
+    (one such run alone measured here first; the ratio is printed, and docs/training.md has it
+    measured by ``python -m playground.learn --learners 8``)."""
     url = app_server.url
     alone, alone_s = _learn_from(url, "127.0.1.100", [120, 100, "proper", 300])
     assert alone[-1]["step"] == 300, alone[-1]
@@ -479,4 +481,7 @@ def test_eight_learners_at_eight_addresses_at_once(app_server, corpus):
         worst = max(worst, max(diffs))
     print(f"largest difference from each seed's curve alone: {worst:.2e}")
     assert worst <= 1e-3
-    assert slowest <= 4 * alone_s
+    # Eight runs on two cores are four runs' work per core: about 4x one alone, however well they
+    # are stacked, and a shared runner moves a single ratio by +-1x (2.99x to 4.95x measured, in
+    # docs/training.md). One run after another would be 8x: 6x tells the two apart.
+    assert slowest <= 6 * alone_s, f"8 runs took {slowest / alone_s:.2f}x one alone: they did not train together"
