@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -116,8 +117,22 @@ def stats_cards(state: RunState | None) -> list[tuple[str, str]]:
     ]
 
 
+BREAK_RUN = 3  # line breaks in a row from which a sample shows them as a count
+
+
+def visible_sample(text: str) -> str:
+    """A sample as HTML, its runs of line breaks made visible: a confidently wrong model (the
+    skewed start) writes nothing but line breaks, which would show as an empty box; a run of
+    :data:`BREAK_RUN` or more becomes one marked "↵ ×N" and one line break."""
+    parts = re.split(f"(\n{{{BREAK_RUN},}})", text)
+    return "".join(
+        f'<span class="learn-breaks" title="{len(part)} line breaks in a row">↵ ×{len(part)}</span>\n' if i % 2 else html.escape(part)
+        for i, part in enumerate(parts)
+    )
+
+
 def _sample(step: int, text: str, label: str) -> str:
-    return f'<div class="gen-sample"><div class="gen-sample-title">{label}</div>{html.escape(text)}</div>'
+    return f'<div class="gen-sample"><div class="gen-sample-title">{label}</div>{visible_sample(text)}</div>'
 
 
 def samples_html(state: RunState | None, max_older: int = 4) -> str:

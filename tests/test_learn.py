@@ -332,6 +332,16 @@ def test_samples_keep_step_0_beside_the_latest(proper):
     assert text.index("step 0: random weights") < text.index("step 30: the latest")
 
 
+def test_a_sample_of_line_breaks_shows_them_counted(corpus):
+    """The skewed start's step-0 sample is all line breaks: the box shows them, not blank lines."""
+    skewed = learn_run.build_model(learn_run.settings(60, 0, "skewed"), corpus.vocab_size)
+    text = learn_run.sample(skewed, corpus, 0, 0)
+    assert set(text) == {"\n"}, "the skewed start no longer writes only line breaks: pick another example"
+    shown = learn_view.visible_sample(text)
+    assert shown == f'<span class="learn-breaks" title="{len(text)} line breaks in a row">↵ ×{len(text)}</span>\n'
+    assert learn_view.visible_sample("a\n\nb\n\n\nc<") == 'a\n\nb<span class="learn-breaks" title="3 line breaks in a row">↵ ×3</span>\nc&lt;'
+
+
 def test_the_runs_table_lists_every_run_with_its_held_out_sample(proper):
     table = learn_view.runs_table([proper.summary(), proper])
     assert table.count("<tr><td>") == 2
