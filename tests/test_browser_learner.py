@@ -12,26 +12,13 @@ import re
 import httpx
 import pytest
 
-from test_browser import browser_page, open_tab, shots_dir, textbox  # noqa: F401 -- fixture reused
+from browser_pages import page, phone  # noqa: F401 -- fixtures
 from test_browser_page import PHONE
+from test_browser import open_tab, shots_dir, textbox  # noqa: F401 -- fixture reused
 
 pytestmark = pytest.mark.browser
 
 FIRST_LOAD_MAX_BYTES = 600_000
-
-
-# One browser per test (Playwright's sync API runs one at a time: a laptop and a phone fixture
-# alive together in one module would nest them).
-@pytest.fixture
-def page(app_server, shots_dir):
-    with browser_page(app_server, shots_dir, viewport={"width": 1280, "height": 900}) as pg:
-        yield pg
-
-
-@pytest.fixture
-def phone(app_server, shots_dir):
-    with browser_page(app_server, shots_dir, viewport=PHONE, is_mobile=True, has_touch=True) as pg:
-        yield pg
 
 
 def plot_data(page, elem_id: str) -> list[dict]:

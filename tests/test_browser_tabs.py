@@ -12,22 +12,11 @@ import time
 import numpy as np
 import pytest
 
-from test_browser import browser_page, open_tab, shots_dir, textbox  # noqa: F401 -- fixture reused
+from browser_pages import page, phone  # noqa: F401 -- fixtures
 from test_browser_page import PHONE
+from test_browser import open_tab, shots_dir, textbox  # noqa: F401 -- fixture reused
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def page(app_server, shots_dir):
-    with browser_page(app_server, shots_dir, viewport={"width": 1280, "height": 900}) as pg:
-        yield pg
-
-
-@pytest.fixture
-def phone(app_server, shots_dir):
-    with browser_page(app_server, shots_dir, viewport=PHONE, is_mobile=True, has_touch=True) as pg:
-        yield pg
 
 
 def formula_value(position: int, dimension: int, d_model: int, base: float) -> float:
