@@ -402,7 +402,8 @@ def generate(
                 cands = [TokenChoice(c.token_id, decode_one(c.token_id), c.prob, c.sample_prob) for c in event.candidates[sample]]
                 chosen = next((c for c in cands if c.token_id == token_id), None)
                 if chosen is None:  # drawn from outside the top candidates
-                    chosen = TokenChoice(token_id, decode_one(token_id), float(event.token_probs[sample] or 0.0), None)
+                    q = event.token_sample_probs[sample] if event.token_sample_probs else None
+                    chosen = TokenChoice(token_id, decode_one(token_id), float(event.token_probs[sample] or 0.0), q)
                 steps = state.steps[sample]
                 steps.append(GeneratedStep(len(steps), chosen, cands))
                 if event.finished[sample]:
@@ -454,9 +455,9 @@ def candidates_figure(
     """Horizontal bars: the top next-token candidates of one step, as the model rates them
     (temperature 1, grey) and in the distribution the token was drawn from (``settings``:
     temperature, top-k, top-p; indigo), the drawn token in orange, with its own legend entry.
-    A token drawn from outside the top candidates gets a bar of its own; its sampling
-    probability, which the engine's stream does not report, is ``drawn_sample_probability``
-    (see :func:`step_figure`).
+    A token drawn from outside the top candidates gets a bar of its own, with the sampling
+    probability the engine reported for it (``drawn_sample_probability`` where it reported none,
+    see :func:`step_figure`).
 
     ``model_only``: nothing was sampled (the Compare tab's greedy look at the next token): one
     bar per token, the model's probability, its most likely token in orange. ``title`` replaces
@@ -471,6 +472,8 @@ def candidates_figure(
     if model_only:
         return _model_only_figure(step, title)
     if drawn_rank(step) is None:  # a token drawn from outside the top list still shows
+        if drawn_sample_probability is None:
+            drawn_sample_probability = step.token.sample_probability
         cands.append(TokenChoice(drawn_id, step.token.text, step.token.probability, drawn_sample_probability))
     else:
         drawn_sample_probability = step.token.sample_probability
@@ -576,8 +579,8 @@ def step_caption(step: GeneratedStep, settings: SamplingSettings) -> str:
 
 def step_figure(state: GenerationState | None, sample: Any, step_number: Any) -> tuple[go.Figure, str]:
     """The candidates chart and its caption for ``step_number`` (1-based) of ``sample``, clamped
-    to what exists. A token drawn from outside the top candidates has its sampling probability
-    recomputed once (one forward pass on that step's context, through the engine)."""
+    to what exists. A token drawn from outside the top candidates for which the engine reported no
+    sampling probability has it recomputed (one forward pass on that step's context)."""
     if state is None or not state.steps or not any(state.steps):
         return candidates_figure(None), ""
     s = min(max(int(sample or 0), 0), len(state.steps) - 1)
@@ -587,7 +590,7 @@ def step_figure(state: GenerationState | None, sample: Any, step_number: Any) ->
     i = min(max(int(step_number or 1), 1), len(steps)) - 1
     step, settings = steps[i], sampling_settings(state.params)
     p_drawn = None
-    if drawn_rank(step) is None:
+    if drawn_rank(step) is None and step.token.sample_probability is None:
         dist = next_token_distribution(step_context(state, s, i), engine_for(state.params.precision)[0])
         p_drawn = float(dist.probabilities(settings)[step.token.token_id])
     return candidates_figure(step, settings=settings, drawn_sample_probability=p_drawn), step_caption(step, settings)

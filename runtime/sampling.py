@@ -259,14 +259,14 @@ def choose_rows(
     return tokens, kept
 
 
-Shown = tuple[np.ndarray, np.ndarray, np.ndarray, float]  # top ids, model and sampling probabilities, p(token)
+Shown = tuple[np.ndarray, np.ndarray, np.ndarray, float, float]  # top ids, model and sampling probabilities, p(token), q(token)
 
 
 def top_candidates(row: np.ndarray, n: int, token: int, kept: tuple[np.ndarray, np.ndarray] | None) -> Shown:
     """The ``n`` most likely ids of one row [V] of logits (best first, the lower id first among
     equals), their model probabilities (softmax at temperature 1) and sampling probabilities
     (from ``kept``, the row's :func:`candidates`; None: greedy, all mass on ``token``), and the
-    model probability of ``token``. Only the top ``n`` are normalised: the rest of the softmax is
+    model and sampling probabilities of ``token`` (drawn from inside the top ``n`` or not). Only the top ``n`` are normalised: the rest of the softmax is
     one sum, not 50,257 divisions.
 
     The sum is of float32 exponentials, in float64: within ~1e-8 of the float64 softmax's (the
@@ -288,12 +288,13 @@ def top_candidates(row: np.ndarray, n: int, token: int, kept: tuple[np.ndarray, 
     top = pool[top[np.lexsort((top, -row[pool][top]))]]
     probs = np.exp(np.subtract(row[top], m, dtype=np.float64)) / total
     if kept is None:
-        sample = (top == token).astype(np.float64)
+        sample, q_token = (top == token).astype(np.float64), 1.0
     else:
         ids, p = kept
-        at = np.minimum(np.searchsorted(ids, top), len(ids) - 1)
-        sample = np.where(ids[at] == top, p[at], 0.0)
-    return top, probs, sample, float(np.exp(float(row[token]) - float(m)) / total)
+        at = np.minimum(np.searchsorted(ids, np.append(top, token)), len(ids) - 1)
+        q = np.where(ids[at] == np.append(top, token), p[at], 0.0)
+        sample, q_token = q[:-1], float(q[-1])
+    return top, probs, sample, float(np.exp(float(row[token]) - float(m)) / total), q_token
 
 
 def _best(values: np.ndarray, n: int) -> np.ndarray:

@@ -7,6 +7,9 @@ and the :class:`Step` a reader gets (``runtime.generate.stream``, ``Scheduler.st
 - ``token_ids``: ``list[int | None]``, the new token per sample (None once that sample finished)
 - ``token_probs``: ``list[float | None]``, the model's probability (softmax at temperature 1) of it
   (None throughout with ``n_candidates=None``)
+- ``token_sample_probs``: ``list[float | None]``, its probability in the distribution it was drawn
+  from (after temperature, top-k, top-p; 1.0 when greedy), whether or not it is among the
+  candidates (None as ``token_probs``)
 - ``candidates``: ``list[list[Candidate]]``, the ``n_candidates`` most likely tokens, each
   ``Candidate(token_id, prob, sample_prob)``: ``prob`` from the model at temperature 1,
   ``sample_prob`` from the distribution actually sampled (after temperature, top-k, top-p;
@@ -67,6 +70,7 @@ class Step:
     tokens_per_s: float
     prompt_tokens_dropped: int
     notice: str | None
+    token_sample_probs: list[float | None] | None = None
 
 
 def to_steps(decoded: Generator[DecodeStep, None, None], dropped: int) -> Iterator[Step]:
@@ -80,14 +84,15 @@ def to_steps(decoded: Generator[DecodeStep, None, None], dropped: int) -> Iterat
             ttft = ttft or elapsed
             token_ids: list[int | None] = [int(t) if ok else None for t, ok in zip(tokens, live)]
             token_probs: list[float | None] = [None] * len(tokens)
+            token_sample_probs: list[float | None] = [None] * len(tokens)
             candidates: list[list[Candidate]] = [[] for _ in tokens]
             for r, shown in enumerate(step.shown or ()):
                 if shown is None:
                     continue
-                top, probs, sample, p_token = shown
-                token_probs[r] = p_token
+                top, probs, sample, p_token, q_token = shown
+                token_probs[r], token_sample_probs[r] = p_token, q_token
                 candidates[r] = [Candidate(int(t), float(p), float(q)) for t, p, q in zip(top, probs, sample)]
             yield Step(index, token_ids, token_probs, candidates, step.finished.tolist(), ttft, elapsed,
-                       (index + 1) / elapsed, dropped, step.notice)
+                       (index + 1) / elapsed, dropped, step.notice, token_sample_probs)
     finally:
         decoded.close()

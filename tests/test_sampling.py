@@ -129,13 +129,18 @@ def test_the_candidates_shown_equal_the_dense_distributions(seed):
         for row, p, q in zip(logits, model, sample):
             kept = None if temperature == 0 else candidates(row, temperature, top_k, top_p)
             token = int(row.argmax())
-            top, probs, sampled, p_token = top_candidates(row, 10, token, kept)
+            top, probs, sampled, p_token, q_token = top_candidates(row, 10, token, kept)
             want = np.lexsort((np.arange(V), -p))[:10]  # by probability, then id
             assert top.tolist() == want.tolist(), (temperature, top_k, top_p)
             # (The model's softmax is normalised by a float64 sum of float32 exponentials: ~1e-8.)
             np.testing.assert_allclose(probs, p[want], rtol=1e-7)
             np.testing.assert_allclose(sampled, q[want], rtol=1e-9, atol=1e-15)
             assert p_token == pytest.approx(p[token], rel=1e-7)
+            assert q_token == pytest.approx(q[token], rel=1e-9, abs=1e-15)
+            if kept is not None:  # a token drawn from far down the list (outside the top 10, perhaps the cut)
+                far = int(np.argsort(-p, kind="stable")[V // 2])
+                *_, p_far, q_far = top_candidates(row, 10, far, kept)
+                assert p_far == pytest.approx(p[far], rel=1e-6) and q_far == pytest.approx(q[far], rel=1e-9, abs=1e-15)
 
 
 def test_the_float32_route_keeps_the_full_sorts_set():

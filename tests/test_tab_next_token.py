@@ -141,19 +141,22 @@ def test_a_token_drawn_from_outside_the_top_candidates_still_shows_with_its_prob
     assert "outside the model's top 10" in caption and "at random" in caption
 
 
-def test_step_figure_recomputes_the_probability_of_a_token_from_outside_the_top(engine):
+def test_a_token_from_outside_the_top_comes_with_its_sampling_probability(engine, monkeypatch):
+    """The engine reports the sampling probability of every drawn token, from inside the top
+    candidates or not, equal to a fresh forward pass's distribution; the chart of such a step
+    needs no forward pass of its own (the page draws it as a generation ends)."""
     final = run(n=40, temperature=2.0, top_k=0, top_p=1.0, seed=7)
     steps = final.steps[0]
     outside = [i for i, s in enumerate(steps) if gen.drawn_rank(s) is None]
     inside = [i for i, s in enumerate(steps) if gen.drawn_rank(s) is not None]
     assert outside and inside  # at temperature 2 some draws come from far down the list
-    # The recomputation agrees with what the engine reported for the tokens it did report.
     s = settings(2.0)
-    i = inside[-1]
-    p = nt.next_token_distribution(gen.step_context(final, 0, i)).probabilities(s)[steps[i].token.token_id]
-    assert p == pytest.approx(steps[i].token.sample_probability, rel=1e-3)
+    for i in (inside[-1], *outside[:3]):
+        p = nt.next_token_distribution(gen.step_context(final, 0, i)).probabilities(s)[steps[i].token.token_id]
+        assert p == pytest.approx(steps[i].token.sample_probability, rel=1e-3)
+    monkeypatch.setattr(gen, "next_token_distribution", lambda *a, **k: pytest.fail("a forward pass for the chart"))
     fig, caption = gen.step_figure(final, 0, outside[0] + 1)
-    assert fig.data[2].x[0] > 0 and "outside" in caption
+    assert fig.data[2].x[0] == pytest.approx(steps[outside[0]].token.sample_probability) and "outside" in caption
     assert f"Step {outside[0] + 1}:" in fig.layout.title.text
 
 
