@@ -131,8 +131,12 @@ def visible_sample(text: str) -> str:
     )
 
 
+ONE_CHARACTER = "nothing but line breaks: the model is sure of one character, and wrong"
+
+
 def _sample(step: int, text: str, label: str) -> str:
-    return f'<div class="gen-sample"><div class="gen-sample-title">{label}</div>{visible_sample(text)}</div>'
+    why = f' <span class="learn-breaks-why">({ONE_CHARACTER})</span>' if text and set(text) == {"\n"} else ""
+    return f'<div class="gen-sample"><div class="gen-sample-title">{label}</div>{visible_sample(text).rstrip()}{why}</div>'
 
 
 def samples_html(state: RunState | None, max_older: int = 4) -> str:

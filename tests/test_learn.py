@@ -330,6 +330,7 @@ def test_the_chart_magnifies_the_first_steps_and_draws_the_lines_before_start(pr
 def test_samples_keep_step_0_beside_the_latest(proper):
     text = learn_view.samples_html(proper)
     assert text.index("step 0: random weights") < text.index("step 30: the latest")
+    assert learn_view.ONE_CHARACTER not in text  # the proper start writes all sorts of characters
 
 
 def test_a_sample_of_line_breaks_shows_them_counted(corpus):
@@ -339,6 +340,7 @@ def test_a_sample_of_line_breaks_shows_them_counted(corpus):
     assert set(text) == {"\n"}, "the skewed start no longer writes only line breaks: pick another example"
     shown = learn_view.visible_sample(text)
     assert shown == f'<span class="learn-breaks" title="{len(text)} line breaks in a row">↵ ×{len(text)}</span>\n'
+    assert learn_view.ONE_CHARACTER in learn_view.samples_html(learn_run.RunState(learn_run.settings(), samples=[[0, text]]))
     assert learn_view.visible_sample("a\n\nb\n\n\nc<") == 'a\n\nb<span class="learn-breaks" title="3 line breaks in a row">↵ ×3</span>\nc&lt;'
 
 
