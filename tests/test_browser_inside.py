@@ -14,7 +14,10 @@ import time
 
 import pytest
 
-from test_browser import browser_page, save_screenshot, shots_dir, textbox  # noqa: F401 -- fixture reused
+from browser_pages import LAPTOP as DESKTOP
+from browser_pages import page as desktop  # noqa: F401 -- fixtures: a fresh page per test
+from browser_pages import phone  # noqa: F401
+from test_browser import save_screenshot, shots_dir, textbox  # noqa: F401 -- fixture reused
 from test_browser_page import PHONE, assert_stale, open_tab, page_width, wait_for_message
 
 import numpy as np
@@ -26,7 +29,6 @@ from playground.inside_view import STAGES
 
 pytestmark = pytest.mark.browser
 
-DESKTOP = {"width": 1280, "height": 900}
 TEXT = "Juliet.\nO Romeo, Romeo! wherefore art thou Romeo?\nDeny thy father and refuse thy name;"
 
 
@@ -192,19 +194,6 @@ def drive(page, width: int) -> int:
     assert page.locator("#ins-output .ins-lt").nth(8).get_attribute("class") == "ins-lt ins-on"
     assert page_width(page) <= width, f"wider than the screen: {page_width(page)} px"
     return n
-
-
-# One browser at a time (Playwright's sync API runs one per thread): each test opens its own.
-@pytest.fixture
-def desktop(app_server, shots_dir):
-    with browser_page(app_server, shots_dir, viewport=DESKTOP) as pg:
-        yield pg
-
-
-@pytest.fixture
-def phone(app_server, shots_dir):
-    with browser_page(app_server, shots_dir, viewport=PHONE, is_mobile=True, has_touch=True) as pg:
-        yield pg
 
 
 def test_inside_the_model_at_1280(desktop):
