@@ -31,7 +31,6 @@ from .next_token import (
     MODEL_COLOUR,
     SAMPLED_COLOUR,
     SamplingSettings,
-    next_token_distribution,
     probability_axis,
 )
 from .plots import PERCENT_HOVER, base_layout, percent, wrap_title
@@ -402,8 +401,9 @@ def generate(
                 cands = [TokenChoice(c.token_id, decode_one(c.token_id), c.prob, c.sample_prob) for c in event.candidates[sample]]
                 chosen = next((c for c in cands if c.token_id == token_id), None)
                 if chosen is None:  # drawn from outside the top candidates
-                    q = event.token_sample_probs[sample] if event.token_sample_probs else None
-                    chosen = TokenChoice(token_id, decode_one(token_id), float(event.token_probs[sample] or 0.0), q)
+                    chosen = TokenChoice(
+                        token_id, decode_one(token_id), float(event.token_probs[sample] or 0.0), event.token_sample_probs[sample]
+                    )
                 steps = state.steps[sample]
                 steps.append(GeneratedStep(len(steps), chosen, cands))
                 if event.finished[sample]:
@@ -448,7 +448,6 @@ def candidates_figure(
     step: GeneratedStep | None,
     *,
     settings: SamplingSettings | None = None,
-    drawn_sample_probability: float | None = None,
     title: str | None = None,
     model_only: bool = False,
 ) -> go.Figure:
@@ -456,8 +455,7 @@ def candidates_figure(
     (temperature 1, grey) and in the distribution the token was drawn from (``settings``:
     temperature, top-k, top-p; indigo), the drawn token in orange, with its own legend entry.
     A token drawn from outside the top candidates gets a bar of its own, with the sampling
-    probability the engine reported for it (``drawn_sample_probability`` where it reported none,
-    see :func:`step_figure`).
+    probability the engine reported for it.
 
     ``model_only``: nothing was sampled (the Compare tab's greedy look at the next token): one
     bar per token, the model's probability, its most likely token in orange. ``title`` replaces
@@ -471,12 +469,9 @@ def candidates_figure(
     cands = list(step.candidates)
     if model_only:
         return _model_only_figure(step, title)
+    drawn_sample_probability = step.token.sample_probability
     if drawn_rank(step) is None:  # a token drawn from outside the top list still shows
-        if drawn_sample_probability is None:
-            drawn_sample_probability = step.token.sample_probability
-        cands.append(TokenChoice(drawn_id, step.token.text, step.token.probability, drawn_sample_probability))
-    else:
-        drawn_sample_probability = step.token.sample_probability
+        cands.append(step.token)
     cands = cands[::-1]  # plotly draws the first bar at the bottom
     labels = [f"{visible_whitespace(c.text)}  #{c.token_id}" for c in cands]
     others = [(label, c) for label, c in zip(labels, cands) if c.token_id != drawn_id]
@@ -579,8 +574,7 @@ def step_caption(step: GeneratedStep, settings: SamplingSettings) -> str:
 
 def step_figure(state: GenerationState | None, sample: Any, step_number: Any) -> tuple[go.Figure, str]:
     """The candidates chart and its caption for ``step_number`` (1-based) of ``sample``, clamped
-    to what exists. A token drawn from outside the top candidates for which the engine reported no
-    sampling probability has it recomputed (one forward pass on that step's context)."""
+    to what exists."""
     if state is None or not state.steps or not any(state.steps):
         return candidates_figure(None), ""
     s = min(max(int(sample or 0), 0), len(state.steps) - 1)
@@ -589,11 +583,7 @@ def step_figure(state: GenerationState | None, sample: Any, step_number: Any) ->
         return candidates_figure(None), ""
     i = min(max(int(step_number or 1), 1), len(steps)) - 1
     step, settings = steps[i], sampling_settings(state.params)
-    p_drawn = None
-    if drawn_rank(step) is None and step.token.sample_probability is None:
-        dist = next_token_distribution(step_context(state, s, i), engine_for(state.params.precision)[0])
-        p_drawn = float(dist.probabilities(settings)[step.token.token_id])
-    return candidates_figure(step, settings=settings, drawn_sample_probability=p_drawn), step_caption(step, settings)
+    return candidates_figure(step, settings=settings), step_caption(step, settings)
 
 
 def with_history(state: GenerationState, previous: GenerationState | None, prompt: str) -> GenerationState:

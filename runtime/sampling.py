@@ -266,8 +266,8 @@ def top_candidates(row: np.ndarray, n: int, token: int, kept: tuple[np.ndarray, 
     """The ``n`` most likely ids of one row [V] of logits (best first, the lower id first among
     equals), their model probabilities (softmax at temperature 1) and sampling probabilities
     (from ``kept``, the row's :func:`candidates`; None: greedy, all mass on ``token``), and the
-    model and sampling probabilities of ``token`` (drawn from inside the top ``n`` or not). Only the top ``n`` are normalised: the rest of the softmax is
-    one sum, not 50,257 divisions.
+    model and sampling probabilities of ``token`` (drawn from inside the top ``n`` or not). Only
+    the top ``n`` are normalised: the rest of the softmax is one sum, not 50,257 divisions.
 
     The sum is of float32 exponentials, in float64: within ~1e-8 of the float64 softmax's (the
     float32 logits themselves are ~1e-6 from PyTorch's), at a third of its cost."""
@@ -291,8 +291,9 @@ def top_candidates(row: np.ndarray, n: int, token: int, kept: tuple[np.ndarray, 
         sample, q_token = (top == token).astype(np.float64), 1.0
     else:
         ids, p = kept
-        at = np.minimum(np.searchsorted(ids, np.append(top, token)), len(ids) - 1)
-        q = np.where(ids[at] == np.append(top, token), p[at], 0.0)
+        wanted = np.append(top, token)
+        at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+        q = np.where(ids[at] == wanted, p[at], 0.0)
         sample, q_token = q[:-1], float(q[-1])
     return top, probs, sample, float(np.exp(float(row[token]) - float(m)) / total), q_token
 

@@ -70,7 +70,7 @@ class Step:
     tokens_per_s: float
     prompt_tokens_dropped: int
     notice: str | None
-    token_sample_probs: list[float | None] | None = None
+    token_sample_probs: list[float | None]
 
 
 def to_steps(decoded: Generator[DecodeStep, None, None], dropped: int) -> Iterator[Step]:

@@ -114,7 +114,7 @@ def _step(drawn: int, sample_p: float | None = 0.3) -> GeneratedStep:
 def test_the_legend_has_one_colour_per_meaning_whichever_token_was_drawn():
     legends = []
     for drawn in (0, 3, 99):
-        fig = gen.candidates_figure(_step(drawn), settings=settings(0.8, 50, 0.95), drawn_sample_probability=0.01)
+        fig = gen.candidates_figure(_step(drawn, 0.01), settings=settings(0.8, 50, 0.95))
         legends.append([(t.name, t.marker.color) for t in fig.data])
     assert legends[0] == legends[1] == legends[2]
     assert [name for name, _ in legends[0]] == [
@@ -132,7 +132,7 @@ def test_the_drawn_token_has_its_own_bar_with_its_probability():
 
 
 def test_a_token_drawn_from_outside_the_top_candidates_still_shows_with_its_probability():
-    fig = gen.candidates_figure(_step(99), drawn_sample_probability=0.0123)
+    fig = gen.candidates_figure(_step(99, 0.0123))
     drawn = fig.data[2]
     assert list(drawn.y) == ["↵↵  #99"]  # whitespace drawn visibly
     assert drawn.x[0] == pytest.approx(0.0123) and drawn.text[0] == "1.2%"
@@ -141,10 +141,9 @@ def test_a_token_drawn_from_outside_the_top_candidates_still_shows_with_its_prob
     assert "outside the model's top 10" in caption and "at random" in caption
 
 
-def test_a_token_from_outside_the_top_comes_with_its_sampling_probability(engine, monkeypatch):
+def test_a_token_from_outside_the_top_comes_with_its_sampling_probability(engine):
     """The engine reports the sampling probability of every drawn token, from inside the top
-    candidates or not, equal to a fresh forward pass's distribution; the chart of such a step
-    needs no forward pass of its own (the page draws it as a generation ends)."""
+    candidates or not, equal to a fresh forward pass's distribution, and the step's chart shows it."""
     final = run(n=40, temperature=2.0, top_k=0, top_p=1.0, seed=7)
     steps = final.steps[0]
     outside = [i for i, s in enumerate(steps) if gen.drawn_rank(s) is None]
@@ -154,7 +153,6 @@ def test_a_token_from_outside_the_top_comes_with_its_sampling_probability(engine
     for i in (inside[-1], *outside[:3]):
         p = nt.next_token_distribution(gen.step_context(final, 0, i)).probabilities(s)[steps[i].token.token_id]
         assert p == pytest.approx(steps[i].token.sample_probability, rel=1e-3)
-    monkeypatch.setattr(gen, "next_token_distribution", lambda *a, **k: pytest.fail("a forward pass for the chart"))
     fig, caption = gen.step_figure(final, 0, outside[0] + 1)
     assert fig.data[2].x[0] == pytest.approx(steps[outside[0]].token.sample_probability) and "outside" in caption
     assert f"Step {outside[0] + 1}:" in fig.layout.title.text
@@ -213,7 +211,7 @@ def test_the_candidates_chart_is_the_json_plotly_itself_would_write(engine):
 
     final = run(n=6, temperature=1.5)
     for step in final.steps[0]:
-        fig = gen.candidates_figure(step, settings=settings(1.5), drawn_sample_probability=0.01)
+        fig = gen.candidates_figure(step, settings=settings(1.5))
         ours = json.loads(fig.to_json())
         assert json.loads(go.Figure(fig.to_dict()).to_json()) == ours
         title = ours["layout"]["title"]["text"]
