@@ -243,7 +243,9 @@ def test_generation_chart_legend_drawn_bar_and_next_token(phone):
     # Whitespace is drawn (⋅ → ↵), so no token is an empty band.
     shown = tokens.evaluate_all("ts => ts.map(t => t.textContent)")
     assert all(s.strip() for s in shown), shown
-    phone.locator("#gen-chart .js-plotly-plot").wait_for()
+    # The last step's chart follows the stream by one queued event; wait for it before clicking
+    # so that it cannot land on top of a clicked step's chart.
+    phone.wait_for_function("() => document.querySelector('#gen-chart').textContent.includes('Step 24:')")
 
     legends, drawn = [], []
     for step in (1, 2, 3, 4):
