@@ -26,7 +26,7 @@ import torch
 from model import GPT
 
 from . import limits
-from .attention import AttentionResult, attention
+from .attention import AttentionResult, SalientHead, attention, salient_head
 from .embeddings import ArithmeticResult, embedding_arithmetic
 from .generation import GeneratedStep, TokenChoice, candidates_figure
 from .resources import get_model
@@ -45,6 +45,10 @@ __all__ = [
     "compare_next_token",
     "compare_neighbours",
     "compare_attention",
+    "opening_head",
+    "HeadSpread",
+    "head_spread",
+    "head_summary",
     "compare_all",
 ]
 
@@ -187,6 +191,55 @@ def compare_attention(text: Any, layer: Any = 0, head: Any = 0) -> list[tuple[st
         r.head_figure.update_layout(title=f"{label}: layer {r.layer}, head {r.head}")
         out.append((label, r))
     return out
+
+
+def opening_head(text: Any) -> SalientHead:
+    """The shown model's clearest head on ``text`` (:func:`.attention.salient_head`): where the
+    page opens, so that the first view shows a pattern training made (layer 0, head 0 of a
+    trained model is a blur much like the untrained one's)."""
+    r = attention(text, 0, 0, model=_sides()[0][1], step_through=False)
+    return salient_head(r.weights, r.ids)
+
+
+@dataclass(frozen=True)
+class HeadSpread:
+    """How one head spreads each token's attention over the tokens up to it."""
+
+    entropy: float  # mean over the rows of each row's entropy, nats (0: all on one token)
+    previous: float | None  # mean weight a token gives the token just before it (rows 1..T-1)
+
+
+def head_spread(w: np.ndarray) -> HeadSpread:
+    """:class:`HeadSpread` of one head's causal weights ``w`` [T, T] (rows sum to 1)."""
+    t = w.shape[0]
+    entropy = float(-(w * np.log(np.clip(w, 1e-12, 1.0))).sum(axis=-1).mean())
+    previous = float(np.mean([w[q, q - 1] for q in range(1, t)])) if t > 1 else None
+    return HeadSpread(entropy, previous)
+
+
+def _uniform_spread(t: int) -> HeadSpread:
+    """A head that spreads every row evenly: row q gives 1/(q+1) to each of its q+1 tokens."""
+    rows = np.arange(t)
+    return HeadSpread(float(np.mean(np.log(rows + 1))), float(np.mean(1 / (rows[1:] + 1))) if t > 1 else None)
+
+
+def head_summary(results: list[tuple[str, AttentionResult]]) -> str:
+    """A line under the two heatmaps: how spread out each side's chosen head is and the weight it
+    gives the token just before, beside a head that spreads evenly (what training moves away from)."""
+
+    def one(spread: HeadSpread) -> str:
+        return f"{spread.entropy:.2f} nats" + ("" if spread.previous is None else f", {100 * spread.previous:.0f} %")
+
+    (_, first), *_ = results
+    parts = []
+    for label, r in results:
+        where = f" (layer {r.layer}, head {r.head})" if (r.layer, r.head) != (first.layer, first.head) else ""
+        parts.append(f"**{label}**{where} {one(head_spread(r.weights[r.layer, r.head]))}")
+    return (
+        f"Layer {first.layer}, head {first.head}: how spread out each token's attention is (the rows' mean "
+        "entropy, 0 = all on one token) and the share it gives the token just before: "
+        f"{'; '.join(parts)}; an even spread {one(_uniform_spread(len(first.ids)))}."
+    )
 
 
 def compare_all(prompt: Any, word: Any, sentence: Any) -> dict[str, Any]:

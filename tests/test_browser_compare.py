@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from playground import compare as cmp
 from test_browser import open_tab, page, shot, shots_dir, textbox  # noqa: F401 -- fixtures reused
 
 pytestmark = pytest.mark.browser
@@ -22,6 +23,15 @@ def test_compare_tab_side_by_side(page):
     assert "trained model" in loss and "untrained initialisation" in loss and "10.82" in loss
     for elem in ("cmp-next-a", "cmp-next-b", "cmp-att-a", "cmp-att-b"):
         page.locator(f"#{elem} .js-plotly-plot").first.wait_for()
+    # Attention opens on the trained model's clearest head on the sentence, named in both
+    # charts' titles, on the sliders and in the line that says how sharp each side is.
+    opening = cmp.opening_head(page.locator("#cmp-sentence textarea").input_value())
+    where = f"layer {opening.layer}, head {opening.head}"
+    assert f"trained model: {where}" in _plot_text(page, "cmp-att-a")
+    assert f"{cmp.UNTRAINED}: {where}" in _plot_text(page, "cmp-att-b")
+    assert page.locator("#cmp-layer input[type=number]").input_value() == str(opening.layer)
+    assert page.locator("#cmp-head input[type=number]").input_value() == str(opening.head)
+    assert page.locator("#cmp-att-spread").inner_text().startswith(f"Layer {opening.layer}, head {opening.head}:")
     shot(page, "compare")
 
     # A new prompt: both charts redraw with its candidates.
@@ -42,6 +52,8 @@ def test_compare_tab_side_by_side(page):
     page.locator("#cmp-att-run").click()
     page.wait_for_function("() => document.querySelector('#cmp-att-b').innerText.includes('not')")
     assert "not" in _plot_text(page, "cmp-att-a")
+    spread = page.locator("#cmp-att-spread").inner_text()
+    assert cmp.head_summary(cmp.compare_attention("to be or not to be", opening.layer, opening.head)).replace("**", "") == spread, spread
     shot(page, "compare-edited")
     assert not page.errors, page.errors
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from playground import compare as cmp
@@ -55,6 +56,45 @@ def test_attention_side_by_side_rows_sum_to_one():
         assert (r.layer, r.head) == (1, 2)
         w = r.weights[1, 2]
         assert abs(w.sum(axis=-1) - 1).max() < 1e-4 and abs(w[0, 1:]).max() == 0
+
+
+def test_head_spread_is_each_rows_entropy_and_the_weight_just_before():
+    """Against the definitions, on hand-made heads: one that puts everything on the token just
+    before (after the first row), and one that spreads evenly (which is also the baseline the
+    summary prints: the two functions must agree)."""
+    t = 6
+    previous = np.zeros((t, t))
+    previous[0, 0] = 1.0
+    previous[np.arange(1, t), np.arange(t - 1)] = 1.0
+    assert cmp.head_spread(previous) == cmp.HeadSpread(0.0, 1.0)
+    even = np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None]
+    spread = cmp.head_spread(even)
+    assert spread.entropy == pytest.approx(sum(math.log(q + 1) for q in range(t)) / t)
+    assert spread.previous == pytest.approx(sum(1 / (q + 1) for q in range(1, t)) / (t - 1))
+    uniform = cmp._uniform_spread(t)
+    assert (uniform.entropy, uniform.previous) == pytest.approx((spread.entropy, spread.previous))
+    assert cmp.head_spread(np.ones((1, 1))) == cmp.HeadSpread(0.0, None)  # one token: no token before it
+
+
+def test_attention_opens_on_a_head_that_training_shaped():
+    """The page's first attention view: the trained model's clearest head on the sentence, whose
+    rows are sharper than the untrained model's same head and than an even spread; the summary
+    prints the numbers of the very weights drawn."""
+    sentence = "The king is dead, long live the king"
+    opening = cmp.opening_head(sentence)
+    sides = cmp.compare_attention(sentence, opening.layer, opening.head)
+    (_, trained), (_, untrained) = sides
+    a = cmp.head_spread(trained.weights[opening.layer, opening.head])
+    b = cmp.head_spread(untrained.weights[opening.layer, opening.head])
+    even = cmp._uniform_spread(len(trained.ids))
+    assert a.entropy < b.entropy - 0.2 and a.entropy < even.entropy - 0.2
+    assert abs(b.entropy - even.entropy) < 0.1  # untrained: close to an even spread
+    if opening.kind == "previous-token":
+        assert a.previous > even.previous + 0.1
+    summary = cmp.head_summary(sides)
+    assert summary.startswith(f"Layer {opening.layer}, head {opening.head}:")
+    assert f"**trained model** {a.entropy:.2f} nats, {100 * a.previous:.0f} %" in summary
+    assert f"**{cmp.UNTRAINED}** {b.entropy:.2f} nats" in summary and f"an even spread {even.entropy:.2f} nats" in summary
 
 
 def test_compare_with_another_folder_clamps_layers_and_heads(tmp_path):

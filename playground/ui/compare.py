@@ -27,8 +27,9 @@ def ui_compare_neighbours(word):
 
 
 def ui_compare_attention(sentence, layer, head):
-    (_, a), (_, b) = cmp.compare_attention(sentence, layer, head)
-    return a.head_figure, b.head_figure
+    results = cmp.compare_attention(sentence, layer, head)
+    (_, a), (_, b) = results
+    return a.head_figure, b.head_figure, cmp.head_summary(results)
 
 
 def api_compare(prompt: str, word: str, sentence: str) -> dict:
@@ -77,20 +78,24 @@ def build() -> dict[str, gr.components.Component]:
 
     gr.Markdown("### The same sentence: what each token attends to")
     n_layer, n_head = max(cfg.n_layer, other_cfg.n_layer), max(cfg.n_head, other_cfg.n_head)
-    first = ui_compare_attention(SENTENCE, 0, 0)
+    # It opens on the shown model's clearest head on the sentence: a trained model's layer 0, head 0
+    # is a blur much like the untrained one's, which hides the lesson.
+    opening = cmp.opening_head(SENTENCE)
+    first = ui_compare_attention(SENTENCE, opening.layer, opening.head)
     with gr.Row(equal_height=False):
         sentence = gr.Textbox(SENTENCE, label="Sentence", scale=3, elem_id="cmp-sentence")
-        layer = gr.Slider(0, n_layer - 1, value=0, step=1, label=f"Layer (0–{n_layer - 1})", scale=1, elem_id="cmp-layer")
-        head = gr.Slider(0, n_head - 1, value=0, step=1, label=f"Head (0–{n_head - 1})", scale=1, elem_id="cmp-head")
+        layer = gr.Slider(0, n_layer - 1, value=opening.layer, step=1, label=f"Layer (0–{n_layer - 1})", scale=1, elem_id="cmp-layer")
+        head = gr.Slider(0, n_head - 1, value=opening.head, step=1, label=f"Head (0–{n_head - 1})", scale=1, elem_id="cmp-head")
         run_att = gr.Button("Compare attention", variant="primary", scale=1, elem_id="cmp-att-run")
     with gr.Row(equal_height=False):
         with gr.Column(min_width=320):
             att_a = gr.Plot(first[0], label=shown, elem_id="cmp-att-a")
         with gr.Column(min_width=320):
             att_b = gr.Plot(first[1], label=other, elem_id="cmp-att-b")
+    spread = gr.Markdown(first[2], elem_id="cmp-att-spread")
     gr.on(
         [run_att.click, sentence.submit, layer.release, head.release],
-        user_errors(ui_compare_attention), [sentence, layer, head], [att_a, att_b], **events,
+        user_errors(ui_compare_attention), [sentence, layer, head], [att_a, att_b, spread], **events,
     )
     next_tab(
         "The untrained model spreads its bets evenly, a loss of ln V; training is what moves it. "
