@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -145,15 +146,26 @@ def training_figure(log: list[dict[str, Any]]) -> go.Figure:
     fig = go.Figure()
     traces = [("train_loss", train_label(log), "#6366f1"), ("val_loss", "validation loss", "#e4572e"),
               ("val_loss_all", "validation, every window (the result)", "#16a34a")]
+    whole = _whole_set_points(log)  # a line joins only points scored on the same windows
+
+    def points(key: str, keep: Any = lambda e: True) -> list[tuple[float, float]]:
+        return [(e["tokens"], e[key]) for e in log if _finite(e.get(key)) and _finite(e.get("tokens")) and keep(e)]
+
+    series = {
+        "train_loss": points("train_loss"),
+        "val_loss": points("val_loss", lambda e: id(e) not in whole),
+        "val_loss_all": sorted(points("val_loss_all") + points("val_loss", lambda e: id(e) in whole)),
+    }
     for key, name, color in traces:
-        points = [(e["tokens"], e[key]) for e in log if _finite(e.get(key)) and _finite(e.get("tokens"))]
-        if points:
+        xy = series[key]
+        if xy:
             fig.add_scatter(
-                x=[p[0] for p in points],
-                y=[p[1] for p in points],
+                x=[p[0] for p in xy],
+                y=[p[1] for p in xy],
                 mode="lines+markers",
                 name=name,
                 line={"color": color, "width": 2},
+                marker={"color": color, "size": 11 if key == "val_loss_all" else 6},
                 hovertemplate="%{x:,} tokens<br>" + name + " %{y:.3f}<extra></extra>",
             )
     if not fig.data:
@@ -168,6 +180,19 @@ def training_figure(log: list[dict[str, Any]]) -> go.Figure:
         legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"},
     )
     return fig
+
+
+def _whole_set_points(log: list[dict[str, Any]]) -> set[int]:
+    """The entries (by ``id``) whose ``val_loss`` was scored on more windows than the others
+    (``val_windows``): an older run's log scored a sample at each evaluation and every window at
+    the last step in the same field, and a line through both would draw a drop that is only the
+    change of sample."""
+    scored = [e for e in log if _finite(e.get("val_loss")) and isinstance(e.get("val_windows"), int)]
+    counts = Counter(e["val_windows"] for e in scored)
+    if len(counts) < 2:
+        return set()
+    sample = min(counts, key=lambda n: (-counts[n], n))  # the most common count: the sample
+    return {id(e) for e in scored if e["val_windows"] > sample}
 
 
 def train_label(log: list[dict[str, Any]]) -> str:
@@ -191,12 +216,12 @@ def training_note(log: list[dict[str, Any]], *, shipped: bool = False) -> str:
     last, before = points[-1], points[-2]
     n_last, n_before = last.get("val_windows"), before.get("val_windows")
     drop = before["val_loss"] - last["val_loss"]
-    if not (isinstance(n_last, int) and isinstance(n_before, int) and n_last != n_before):
+    if not (isinstance(n_last, int) and isinstance(n_before, int) and n_last > n_before):
         return ""
     note = (
-        f"The last validation point ({last['val_loss']:.2f}) is scored on all {n_last} windows of the held-out "
-        f"text, the earlier ones on a sample of {n_before}: the points before it are comparable with each "
-        f"other, the last one is the model's real held-out loss"
+        f"The green point ({last['val_loss']:.2f}) is scored on all {n_last} windows of the held-out text, the "
+        f"validation line on a sample of {n_before}: the line's points are comparable with each other, the "
+        f"green point is the model's real held-out loss"
     )
     if shipped and drop > 0.3:
         note += (

@@ -80,6 +80,36 @@ def test_a_new_runs_log_labels_the_subset_loss_and_shows_the_result_apart():
     assert list(traces["validation, every window (the result)"].y) == [5.4]
 
 
+def test_an_older_logs_whole_set_score_is_a_point_of_its_own():
+    """The shipped run's log scored 96 held-out windows at each evaluation and all 255 at the
+    last step, in the same field: joined by one line, the change of sample would read as a drop
+    in loss. The whole-set score stands apart, as a new run's ``val_loss_all`` does."""
+    log = [
+        {"step": 0, "tokens": 0, "val_loss": 10.9, "val_windows": 96},
+        {"step": 250, "tokens": 1_000, "train_loss": 6.1, "val_loss": 5.6, "val_windows": 96},
+        {"step": 500, "tokens": 2_000, "train_loss": 5.2, "val_loss": 5.4, "val_windows": 96},
+        {"step": 750, "tokens": 3_000, "train_loss": 5.0, "val_loss": 4.4, "val_windows": 255},
+    ]
+    traces = {t.name: t for t in model_info.training_figure(log).data}
+    assert list(traces["validation loss"].y) == [10.9, 5.6, 5.4]
+    assert list(traces["validation, every window (the result)"].x) == [3_000]
+    assert list(traces["validation, every window (the result)"].y) == [4.4]
+    # One sample size throughout: one line, nothing set apart.
+    same = [dict(e, val_windows=96) for e in log]
+    traces = {t.name: t for t in model_info.training_figure(same).data}
+    assert list(traces["validation loss"].y) == [10.9, 5.6, 5.4, 4.4] and len(traces) == 2
+
+
+def test_the_shipped_curves_join_only_comparable_validation_points():
+    log = model_info.load_training_log()
+    windows = {e["val_windows"] for e in log if "val_windows" in e}
+    traces = {t.name: t for t in model_info.training_figure(log).data}
+    if len(windows) > 1:
+        assert len(traces["validation, every window (the result)"].y) == 1
+    shown = [e for e in log if e.get("val_loss") in list(traces["validation loss"].y)]
+    assert len({e.get("val_windows") for e in shown}) == 1
+
+
 def test_missing_training_log_gives_an_explaining_figure(tmp_path):
     assert model_info.load_training_log(tmp_path / "none.json") == []
     fig = model_info.training_figure([])
