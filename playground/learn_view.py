@@ -162,6 +162,13 @@ def val_sample_words(size: str) -> str:
     return f"{VAL_WINDOWS} windows of {block} characters ({VAL_WINDOWS * block:,}) from the held-out plays"
 
 
+def _unscored(run: RunState) -> str:
+    """The held-out cell of a run without a score: why (a stopped run frees the CPU at once)."""
+    if run.running:
+        return "at the end"
+    return "not scored: stopped" if run.stop_reason == "stopped" else "-"
+
+
 def runs_table(runs: Sequence[RunState]) -> str:
     """The learner's runs, newest first: settings, steps, the final training loss (mean of the
     last steps) and the held-out loss (on a sample of the held-out plays)."""
@@ -172,7 +179,7 @@ def runs_table(runs: Sequence[RunState]) -> str:
     for i, run in reversed(list(enumerate(ended, start=1))):
         s = run.settings
         recent = run.recent_loss()
-        held = "-" if run.val_loss is None else f"{run.val_loss:.3f}"
+        held = f"{run.val_loss:.3f}" if run.val_loss is not None else _unscored(run)
         status = run.status if run.running else (run.stop_reason or run.status)
         what = f"{s.init} start, learning rate {s.learning_rate}, {s.size}, {s.positions} positions, seed {s.seed}"
         rows.append(

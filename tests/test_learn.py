@@ -6,6 +6,8 @@ endpoint on the launched app (8 learners at 8 addresses at once, slow)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import math
 import threading
@@ -349,6 +351,10 @@ def test_the_runs_table_lists_every_run_with_its_held_out_sample(proper):
     assert table.count("<tr><td>") == 2
     assert f"held-out loss ({learn_run.VAL_WINDOWS} windows, 4,096 characters)" in table
     assert f"{proper.val_loss:.3f}" in table and f"{np.mean(curve(proper)[-20:]):.3f}" in table
+    # A run stopped by its learner is not scored (Stop frees the CPU at once): the cell says so.
+    stopped = dataclasses.replace(proper, val_loss=None, stop_reason="stopped", status="stopped")
+    assert "<td>not scored: stopped</td>" in learn_view.runs_table([stopped])
+    assert "<td>at the end</td>" in learn_view.runs_table([dataclasses.replace(stopped, stop_reason="", status="training")])
 
 
 @pytest.mark.slow
