@@ -212,15 +212,14 @@ class HeadSpread:
 def head_spread(w: np.ndarray) -> HeadSpread:
     """:class:`HeadSpread` of one head's causal weights ``w`` [T, T] (rows sum to 1)."""
     t = w.shape[0]
-    entropy = float(-(w * np.log(np.clip(w, 1e-12, 1.0))).sum(axis=-1).mean())
-    previous = float(np.mean([w[q, q - 1] for q in range(1, t)])) if t > 1 else None
-    return HeadSpread(entropy, previous)
+    previous = float(np.mean(np.diagonal(w, offset=-1))) if t > 1 else None
+    return HeadSpread(_mean_row_entropy(w[None]), previous)
 
 
 def _uniform_spread(t: int) -> HeadSpread:
-    """A head that spreads every row evenly: row q gives 1/(q+1) to each of its q+1 tokens."""
-    rows = np.arange(t)
-    return HeadSpread(float(np.mean(np.log(rows + 1))), float(np.mean(1 / (rows[1:] + 1))) if t > 1 else None)
+    """:func:`head_spread` of a head that spreads every row evenly: row q gives 1/(q+1) to each
+    of its q+1 tokens."""
+    return head_spread(np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None])
 
 
 def head_summary(results: list[tuple[str, AttentionResult]]) -> str:

@@ -7,7 +7,6 @@ endpoint on the launched app (8 learners at 8 addresses at once, slow)."""
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import math
 import threading
