@@ -7,10 +7,13 @@ from __future__ import annotations
 import gradio as gr
 
 from .. import attention as att
+from ..lessons import LESSONS
 from ..resources import get_model
 from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, on_tab_open, user_errors
 from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples, with_notice
+
+LESSON = LESSONS["attention"]
 
 
 def _stage_md(stage: att.Stage) -> str:
@@ -181,11 +184,7 @@ watch('value', draw);
 def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     """The tab's content; its figures are drawn when ``tab`` is first opened (out of the first page load)."""
     cfg = get_model().config
-    note(
-        "Each token's query is compared with the keys of the tokens up to and including itself; a "
-        "softmax turns the scores into weights (each row sums to 1) and the token takes the weighted "
-        "average of their values. A decoder hides the future: everything above the diagonal is zero.",
-    )
+    note(LESSON.intro)
     # The page opens on the example's clearest head, found from the model's weights (layer 0,
     # head 0 was nearly uniform: a pale square that taught nothing; heads that look at the first
     # token are left out).
@@ -211,7 +210,7 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
                 head_fig = gr.Plot(label="Chosen head", elem_id="att-head-fig", **plot)
                 mean_fig = gr.Plot(label="Mean over heads", elem_id="att-mean-fig", **plot)
         heads_fig = gr.Plot(label="Every head of the layer", elem_id="att-heads-fig", **plot)
-    gr.Markdown("### Step by step: the chosen head, from its queries and keys to its output")
+    gr.Markdown(f"### {LESSON.captions['steps']}")
     stage_pick = gr.Radio(
         [("1 · q = x W_Q", 0), ("2 · k = x W_K", 1), ("3 · q·kᵀ / √d", 2), ("4 · tril", 3), ("5 · masked fill −inf", 4),
          ("6 · softmax", 5), ("7 · weights @ values", 6)],
@@ -222,11 +221,7 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     stages = RESULTS.state(first[4])  # the example's, pinned: every new session starts from them
     on_tab_open(tab, lambda: (first[5], first[0], first[1], first[2], first[3], first_md, first_fig),
                 [info, lines, head_fig, mean_fig, heads_fig, stage_md, stage_fig], concurrency_id=LIGHT)
-    next_tab(
-        "One head is one part of one layer: the next tab opens the whole forward pass, stage by stage, "
-        "on your own text.",
-        "Inside the model",
-    )
+    next_tab(LESSON.next_sentence, LESSON.next_tab)
 
     show_stage = dict(
         fn=user_errors(RESULTS.through(ui_stage, read=0)), inputs=[stages, stage_pick], outputs=[stage_md, stage_fig],

@@ -10,8 +10,11 @@ import gradio as gr
 
 from .. import embeddings as emb
 from .. import limits
+from ..lessons import LESSONS
 from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
 from .widgets import RESULT, SECTION, error_slot, neighbours_table, next_tab, note, text_with_examples, with_notice
+
+LESSON = LESSONS["embeddings"]
 
 
 def ui_arithmetic(expression, top_k, exclude_inputs, leading_space):
@@ -68,11 +71,7 @@ def api_embedding_arithmetic(expression: str, top_k: int) -> dict:
 
 
 def build() -> dict[str, gr.components.Component]:
-    note(
-        "Each token id picks one row of the embedding table: a vector of numbers the model learned. "
-        "Directions in that space carry meaning, so vectors can be added and subtracted. Nearest "
-        "tokens are searched only among the tokens the model saw in training.",
-    )
+    note(LESSON.intro)
     light: dict[str, Any] = dict(concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
     first = ui_arithmetic(emb.DEFAULT_EXPRESSION, 10, True, True)
     with gr.Column(elem_classes=SECTION):
@@ -100,7 +99,7 @@ def build() -> dict[str, gr.components.Component]:
         [summary, table, chart], error=error, trigger_mode="always_last", **light,
     )
 
-    with gr.Accordion("Cosine similarity of two words", open=True), gr.Column(elem_classes=SECTION):
+    with gr.Accordion(LESSON.captions["similarity"], open=True), gr.Column(elem_classes=SECTION):
         with gr.Row(equal_height=False):
             word_a = gr.Textbox(value="king", label="Word A (or an expression: queen + man - woman)", elem_id="sim-a", min_width=120)
             word_b = gr.Textbox(value="queen", label="Word B", elem_id="sim-b", min_width=120)
@@ -109,7 +108,7 @@ def build() -> dict[str, gr.components.Component]:
         sim_out = gr.Markdown(ui_similarity("king", "queen", True), elem_id="sim-out", elem_classes=RESULT)
     on_input([sim_run.click, word_a.submit, word_b.submit], ui_similarity, [word_a, word_b, space], [sim_out], error=sim_error, **light)
 
-    with gr.Accordion("PCA projection of a word list", open=True), gr.Column(elem_classes=SECTION):
+    with gr.Accordion(LESSON.captions["projection"], open=True), gr.Column(elem_classes=SECTION):
         with gr.Row(equal_height=False):
             words = gr.Textbox(value=", ".join(emb.DEFAULT_WORDS), label="Words (comma-separated)", lines=2, scale=3, elem_id="pca-words")
             pca_expr = gr.Textbox(value=emb.DEFAULT_EXPRESSION, label="Mark this expression's result", scale=2, elem_id="pca-expr")
@@ -124,11 +123,8 @@ def build() -> dict[str, gr.components.Component]:
         [pca_plot, pca_note], error=pca_error, **light,
     )
 
-    with gr.Accordion("Static vs contextual embeddings", open=True), gr.Column(elem_classes=SECTION):
-        note(
-            "The input embedding of a word is the same in every sentence (one row of the table); the "
-            "model's last hidden state at that word depends on the words before it.",
-        )
+    with gr.Accordion(LESSON.captions["context"], open=True), gr.Column(elem_classes=SECTION):
+        note(LESSON.notes["context"])
         word, sent_a, sent_b = emb.CONTEXT_EXAMPLE
         with gr.Row(equal_height=False):
             ctx_word = gr.Textbox(value=word, label="Word", scale=1, elem_id="ctx-word", min_width=100)
@@ -143,10 +139,7 @@ def build() -> dict[str, gr.components.Component]:
         [ctx_run.click, ctx_word.submit, ctx_a.submit, ctx_b.submit], ui_context, [ctx_word, ctx_a, ctx_b],
         [ctx_out, ctx_plot], error=ctx_error, concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY,
     )
-    next_tab(
-        "These vectors say which token, not where it stands: the model still needs each token's position.",
-        "Positional encoding",
-    )
+    next_tab(LESSON.next_sentence, LESSON.next_tab)
 
     gr.api(user_errors(api_embedding_arithmetic), api_name="embedding_arithmetic", concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
     return {"text": expression, "top_k": top_k, "exclude_inputs": exclude, "leading_space": space}  # its controls, by the names of a link's parameters (playground/links.py)

@@ -17,11 +17,14 @@ import gradio as gr
 from .. import generation as gen
 from .. import limits
 from .. import next_token as nt
+from ..lessons import LESSONS
 from ..resources import get_engine, planned_provider
 from ..validation import InputError, validate_int
 from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
 from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples
+
+LESSON = LESSONS["generation"]
 
 # While tokens stream the page's event has three outputs, the text, the stats and the result key,
 # updated at most every UI_EVERY_S. Each update is a round trip through Gradio's worker threads
@@ -261,14 +264,6 @@ class Speeds:
 
 SPEEDS = Speeds()
 
-PRECISION_INFO = (
-    "**8 bits** keeps each weight as one of 256 levels instead of a 32-bit number (a quarter of the "
-    "size) and rounds each token's activations the same way, so the products run on fast 8-bit "
-    "integer instructions. The price: every logit moves a little, and where the two most likely "
-    "tokens are nearly tied the 8-bit model can pick the other one; from there its text goes its "
-    "own way. Inside the model and Compare compute in full precision."
-)
-
 
 def ui_stopped(state: gen.GenerationState | None, request: gr.Request | None = None):
     """The Stop button: the session's running generation is told to stop (it ends within
@@ -332,12 +327,7 @@ def api_generate(
 def build() -> dict[str, gr.components.Component]:
     """The tab's components and events (call inside ``gr.Tab``)."""
     d = gen.DEFAULTS
-    note(
-        "The model writes one token at a time: it turns the context into a probability for every "
-        "token of the vocabulary, **temperature** sharpens (<1) or flattens (>1) that distribution, "
-        "**top-k** keeps the k most probable tokens, **top-p** keeps the smallest set whose "
-        "probabilities add up to p, and one token is drawn at random from what is left. Same **seed**, same text.",
-    )
+    note(LESSON.intro)
     with gr.Row(equal_height=False, elem_classes=SECTION):
         with gr.Column(scale=2, min_width=320):
             prompt = text_with_examples(
@@ -376,15 +366,10 @@ def build() -> dict[str, gr.components.Component]:
                 elem_id="gen-precision",
             )
             speeds = note(SPEEDS.markdown(), elem_id="gen-speeds", result=True)
-            note(PRECISION_INFO, elem_id="gen-precision-info")
+            note(LESSON.notes["precision"], elem_id="gen-precision-info")
             live_error = error_slot("gen-live-error")
             live = gr.Plot(label="Next token at these settings", show_label=False, elem_id="gen-live", elem_classes=RESULT)
-            note(
-                "The chart above is what the model would draw next after the prompt: move the temperature, "
-                "top-k or top-p and watch the bars reshape, no generation needed. A low temperature "
-                "makes the most likely token win almost always, but not always: a draw is still random. "
-                "Only temperature 0 (greedy) or top-k 1 always take it.",
-            )
+            note(LESSON.notes["live_chart"])
         with gr.Column(scale=3, min_width=320):
             stats = gr.Markdown("Press **Generate**, or **Next token** to go one token at a time.", elem_id="gen-stats", elem_classes=RESULT)
             note(gen.provider_markdown(*planned_provider()), elem_id="gen-provider")
@@ -395,11 +380,7 @@ def build() -> dict[str, gr.components.Component]:
                 js_on_load=TOKEN_CLICK_JS,
                 elem_classes=RESULT,
             )
-            note(
-                "Each generated token is shaded by how unlikely it was when drawn (darker = less "
-                "likely; hover or tap for its id and probabilities). Click a token, or pick a step, to see "
-                "what the model hesitated between.",
-            )
+            note(LESSON.notes["shading"])
             with gr.Row():
                 sample_pick = gr.Radio(choices=[("Sample 1", 0)], value=0, label="Sample", visible=False, scale=1)
                 step_pick = gr.Slider(1, 2, value=1, step=1, label="Step", visible=False, scale=3, elem_id="gen-step")
@@ -409,11 +390,7 @@ def build() -> dict[str, gr.components.Component]:
             )
             caption = note(elem_id="gen-caption", result=True)
             history = gr.HTML("", elem_id="gen-history", elem_classes=RESULT)
-    next_tab(
-        "Tokens, vectors, positions, attention and the next token are all in one file you can download, "
-        "with how well the model learned them.",
-        "Model",
-    )
+    next_tab(LESSON.next_sentence, LESSON.next_tab)
     state = RESULTS.state()
 
     shown = [output, stats, state, step_pick, sample_pick, chart, caption, history, speeds]

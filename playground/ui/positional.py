@@ -4,13 +4,18 @@ frequencies, the offset-only similarity, and the model's own table. Registers
 
 from __future__ import annotations
 
+import html
+
 import gradio as gr
 
 from .. import limits
 from .. import positional as pe
+from ..lessons import LESSONS
 from .common import EXPENSIVE, EXPENSIVE_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, on_tab_open, user_errors
 from ..resources import get_model
 from .widgets import RESULT, SECTION, error_slot, next_tab, note
+
+LESSON = LESSONS["positional"]
 
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
 
@@ -86,29 +91,14 @@ if (!window.pgSinusoidalHover) {
   document.addEventListener('mousemove', reach, true);
 }
 """
-TABLE_HINT = (
-    '<p class="pe-table-hint">Every cell is drawn: one column per dimension, one row per '
-    "position. Hover a cell for its position, dimension and value; drag a box to zoom in.</p>"
-)
+TABLE_HINT = f'<p class="pe-table-hint">{html.escape(LESSON.captions["table_hint"])}</p>'
 
 
 def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     """The tab's content, built inside ``tab`` (whose first opening draws the model's own table)."""
-    note(
-        "Attention by itself ignores word order, so each position gets a vector added to its token "
-        "embedding. The lesson's formula (from *Attention Is All You Need*) uses sines and cosines of "
-        "decreasing frequency:",
-    )
+    note(LESSON.intro)
     gr.Markdown("\n\n".join(f"$$ {line} $$" for line in pe.PAGE_FORMULA_LINES), latex_delimiters=LATEX, elem_id="pe-formula")
-    note(
-        f"f_i falls as i grows: the **first dimensions turn fastest** (dimensions 0 and 1 a full turn every "
-        f"2π ≈ 6.3 positions) and the last ones slowest (at d_model 512, base 10000: a turn every "
-        f"{pe.wavelength(510, 512, 10000):,.0f} positions). The lesson says the "
-        "opposite, “lower dimensions of the embedding vector (e.g., dimensions 0, 2, 4) will vary more "
-        "slowly (lower frequency)”: **that sentence is backwards**, as the table and the frequency plot "
-        "below show.",
-        elem_id="pe-lesson-fix",
-    )
+    note(LESSON.notes["lesson_fix"], elem_id="pe-lesson-fix")
     first = ui_positional(20, 100, 10000, "2, 4, 6, 8")
     with gr.Column(elem_classes=SECTION):
         with gr.Row(equal_height=False):
@@ -131,7 +121,7 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
             similarity = gr.Plot(first[4], label="Similarity between positions", elem_id="pe-similarity", **plot)
             offsets = gr.Plot(first[5], label="Similarity against offset", elem_id="pe-offsets", **plot)
 
-    with gr.Accordion("The model's own table", open=True):
+    with gr.Accordion(LESSON.captions["model_table"], open=True):
         # Drawn when the tab opens (three 256 x 256 maps: most of the page's weight otherwise).
         model_note = gr.Markdown(elem_id="pe-model-note")
         with gr.Row(equal_height=False):
@@ -141,11 +131,7 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
         cosine_fig = gr.Plot(label="Which positions the model treats as alike", show_label=False, elem_id="pe-model-cosine")
     on_tab_open(tab, ui_model_table, [model_note, model_fig, reference_fig, cosine_fig],
                 concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
-    next_tab(
-        "Token vector plus position vector is what each layer reads: there, every token gathers "
-        "information from itself and the tokens before it, weighted by attention.",
-        "Attention",
-    )
+    next_tab(LESSON.next_sentence, LESSON.next_tab)
 
     # A slider recomputes when let go, or when a number typed in its box is confirmed with Enter
     # (common.JS turns that Enter into the same "release").

@@ -10,10 +10,13 @@ from typing import Any
 import gradio as gr
 
 from .. import limits
+from ..lessons import LESSONS
 from .. import tokenization as tok
 from ..validation import InputError
 from .common import LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
 from .widgets import RESULT, SECTION, cards_html, error_html, error_slot, next_tab, note, text_with_examples, with_notice
+
+LESSON = LESSONS["tokenization"]
 
 
 def _counts(r: tok.TokenizationResult) -> str:
@@ -107,11 +110,7 @@ def api_tokenize_encodings(text: str) -> dict:
 
 
 def build() -> dict[str, gr.components.Component]:
-    note(
-        "A GPT never sees letters: text is cut into **tokens** by byte-pair encoding (GPT-2's 50,257 "
-        "tokens), and each token becomes an **id**. Common words are one token, often with their "
-        "leading space (` everyone`); rare words split into pieces.",
-    )
+    note(LESSON.intro)
     light: dict[str, Any] = dict(concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY, show_progress="hidden")
     first = ui_tokenize(tok.EXAMPLES[0], True, False)  # the page opens already tokenized
     with gr.Column(elem_classes=SECTION):
@@ -141,7 +140,7 @@ def build() -> dict[str, gr.components.Component]:
         compare = gr.Dataframe(
             first[4],
             headers=["encoding", "used by", "tokens", "ranks file"],
-            label="The same text in other tiktoken encodings: newer, larger vocabularies need fewer tokens",
+            label=LESSON.captions["compare"],
             interactive=False,
             wrap=True,
             column_widths=["27%", "28%", "14%", "31%"],
@@ -149,9 +148,9 @@ def build() -> dict[str, gr.components.Component]:
             elem_id="tok-compare",
             elem_classes=RESULT,
         )
-        with gr.Accordion("How each encoding splits the text", open=False):
+        with gr.Accordion(LESSON.captions["splits"], open=False):
             enc_splits = gr.HTML(first[5], elem_id="tok-enc-splits-box", elem_classes=RESULT)
-    with gr.Accordion("Ids → text", open=True), gr.Column(elem_classes=SECTION):
+    with gr.Accordion(LESSON.captions["decode"], open=True), gr.Column(elem_classes=SECTION):
         with gr.Row(equal_height=False):
             with gr.Column(scale=1):
                 ids_in = gr.Textbox(label="Token ids (commas or spaces)", value="31373, 2506", elem_id="dec-ids")
@@ -161,7 +160,7 @@ def build() -> dict[str, gr.components.Component]:
                 first_decoded = ui_decode("31373, 2506")  # the page opens on the Transformer tutorial's ids, decoded
                 decoded = gr.Textbox(first_decoded[0], label="Decoded text", interactive=False, elem_id="dec-text", elem_classes=RESULT)
                 decode_notice = note(first_decoded[1], result=True)
-    next_tab("Each id now picks one row of a table of learned numbers: the token's vector.", "Embeddings")
+    next_tab(LESSON.next_sentence, LESSON.next_tab)
 
     on_input(
         [run.click, text.change, special.change, show_ws.change], ui_tokenize, [text, special, show_ws, typed_length],
