@@ -3,12 +3,14 @@
     python -m export.space USER/SPACE                  # create the Space if needed and upload the app
     python -m export.space USER/SPACE --dry-run DIR    # write exactly the same files into DIR instead
     python -m export.space USER/SPACE --no-artifacts   # leave the built ONNX files out (the Space builds them)
+    python -m export.space USER/SPACE --gpu            # for GPU hardware: CUDA torch and onnxruntime-gpu
 
 What goes up is an explicit list (:data:`SPACE_FILES`, matched against the files git tracks), the
 README and what it links to, and the built Hub folder (``artifacts/hub/``, built first if missing
 or stale) so that no start of the Space rebuilds it; plus a ``.gitattributes`` that stores the
 binary files with LFS, for whoever later clones the Space and pushes with git. Nothing else: no
-tests, no corpus, no git history.
+tests, no corpus, no git history. The Space's ``requirements.txt`` is the repository's with the CPU
+wheels of torch and onnxruntime (:func:`space_requirements`) unless ``--gpu``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,35 @@ SPACE_FILES = (
 )
 CARD = "README.md"  # the Space's configuration (front matter) and its page
 LFS_LIMIT = 10 * 1000 * 1000  # the Hub refuses plain-git files past 10 MB, and binary files of any size
+REQUIREMENTS = "requirements.txt"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+# Pins swapped for their CPU builds on a CPU Space: PyPI's Linux torch wheel pulls CUDA, cuDNN, NCCL and
+# triton (3.1 GB in all with onnxruntime-gpu, against 0.33 GB: docs/space.md), none of which a CPU uses.
+CPU_SWAPS = {"torch": ("torch", "+cpu"), "onnxruntime-gpu": ("onnxruntime", "")}
+
+
+def space_requirements(text: str, gpu: bool = False) -> str:
+    """The Space's requirements.txt made from the repository's ``text``: the same pins, except torch
+    from PyTorch's CPU index (``torch==X+cpu``) and onnxruntime's CPU package for onnxruntime-gpu.
+    ``gpu``: ``text`` as it is (the CUDA torch brings the NVIDIA libraries onnxruntime-gpu loads)."""
+    if gpu:
+        return text
+    lines, swapped = [], set()
+    for line in text.splitlines():
+        pin = re.match(r"([A-Za-z0-9._-]+)==([^\s;#]+)(.*)$", line)
+        if pin and pin.group(1).lower() in CPU_SWAPS:
+            name, local = CPU_SWAPS[pin.group(1).lower()]
+            line = f"{name}=={pin.group(2)}{local}{pin.group(3)}"
+            swapped.add(pin.group(1).lower())
+        lines.append(line)
+    if missing := sorted(set(CPU_SWAPS) - swapped):  # a renamed pin would otherwise ship the CUDA stack unnoticed
+        raise ValueError(f"{REQUIREMENTS} pins no {', '.join(missing)}: cannot swap in the CPU wheels (or use --gpu)")
+    # An extra index, not --index-url: that would apply to every line, and PyTorch's index has no gradio.
+    # The +cpu pin is on no other index, so a build fails rather than fall back to PyPI's CUDA wheel.
+    header = ["# The repository's requirements.txt with the CPU wheels of torch and onnxruntime",
+              "# (python -m export.space; --gpu keeps onnxruntime-gpu and the CUDA torch).",
+              f"--extra-index-url {TORCH_CPU_INDEX}"]
+    return "\n".join(header + lines) + "\n"
 
 
 def tracked_files(root: Path = ROOT) -> set[str]:
@@ -84,11 +115,13 @@ def gitattributes(folder: Path, files: list[str]) -> str:
     return "".join(f"*{kind} filter=lfs diff=lfs merge=lfs -text\n" for kind in kinds)
 
 
-def stage(out: Path, artifacts: bool = True, root: Path = ROOT) -> list[str]:
+def stage(out: Path, artifacts: bool = True, root: Path = ROOT, gpu: bool = False) -> list[str]:
     """Write the Space's files into ``out`` (empty or absent) and return them (sorted POSIX paths,
-    ``.gitattributes`` included). ``artifacts``: also the built Hub folder, as artifacts/hub/."""
+    ``.gitattributes`` included). ``artifacts``: also the built Hub folder, as artifacts/hub/.
+    ``gpu``: requirements.txt as it is, not :func:`space_requirements`' CPU one."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out} is not an empty folder: give a new or empty one")
+    requirements = space_requirements((root / REQUIREMENTS).read_text(), gpu)
     files = app_files(root)
     sources = {name: root / name for name in files}
     if artifacts:
@@ -104,6 +137,7 @@ def stage(out: Path, artifacts: bool = True, root: Path = ROOT) -> list[str]:
         dst = out / name
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dst)  # mtimes kept: the Hub folder stays newer than nothing it was built from
+    (out / REQUIREMENTS).write_text(requirements)
     (out / ".gitattributes").write_text(gitattributes(out, list(sources)))
     return sorted([*sources, ".gitattributes"])
 
@@ -121,6 +155,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                          "(into /data when it has persistent storage, else at every start)")
     ap.add_argument("--model-repo", metavar="USER/NAME",
                     help=f"the published model repository (python -m export --publish): the Model tab links it ({MODEL_REPO_ENV})")
+    ap.add_argument("--gpu", action="store_true",
+                    help="for GPU hardware: requirements.txt as it is (PyTorch's CUDA wheel and onnxruntime-gpu, 3.1 GB to "
+                         "install); the default installs their CPU wheels from PyTorch's CPU index (0.33 GB)")
     ap.add_argument("--private", action="store_true", help="create the Space private")
     return ap.parse_args(argv)
 
@@ -131,18 +168,21 @@ def main(argv: list[str] | None = None) -> int:
         check_repo_id(args.space)
         if args.model_repo:
             check_repo_id(args.model_repo)
+        space_requirements((ROOT / REQUIREMENTS).read_text(), args.gpu)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="space-") as tmp:
         out = args.dry_run or Path(tmp)
         try:
-            files = stage(out, artifacts=not args.no_artifacts)
+            files = stage(out, artifacts=not args.no_artifacts, gpu=args.gpu)
         except (FileExistsError, FileNotFoundError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
         size = folder_size(out, files)
         print(f"{len(files)} files, {size / 1e6:.1f} MB")
+        print("requirements.txt: " + ("PyTorch's CUDA wheel and onnxruntime-gpu, for GPU hardware" if args.gpu else
+                                      "the CPU wheels of torch (PyTorch's CPU index) and onnxruntime; --gpu for GPU hardware"))
         if args.dry_run:
             print(f"written to {out} (nothing uploaded)")
             if args.model_repo:

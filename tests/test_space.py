@@ -78,10 +78,40 @@ def test_the_dry_run_writes_exactly_that_set(tmp_path, capsys):
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert written == sorted([*space.app_files(), ".gitattributes"])
     for name in space.app_files():
-        assert (out / name).read_bytes() == (ROOT / name).read_bytes(), name
+        if name != "requirements.txt":  # made from the repository's: the test below
+            assert (out / name).read_bytes() == (ROOT / name).read_bytes(), name
     size = sum((out / name).stat().st_size for name in written)
     assert f"{len(written)} files, {size / 1e6:.1f} MB" in capsys.readouterr().out
     assert size < 60e6  # the app, its weights and tokenizers; no corpus, no tests
+
+
+def _pins(text: str) -> dict[str, str]:
+    from packaging.requirements import Requirement
+
+    lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    reqs = [Requirement(line) for line in lines if line and not line.startswith("-")]
+    return {req.name: str(req.specifier) for req in reqs}
+
+
+def test_a_cpu_space_installs_the_cpu_wheels_and_every_other_pin_of_requirements_txt(tmp_path):
+    """PyPI's Linux torch pulls NVIDIA's CUDA libraries, GBs the app never uses on a CPU Space: the staged
+    requirements.txt takes torch from PyTorch's CPU index and onnxruntime's CPU package, and is
+    otherwise the repository's pin for pin; --gpu stages the repository's file as it is."""
+    ours = (ROOT / "requirements.txt").read_text()
+    cpu, gpu = tmp_path / "cpu", tmp_path / "gpu"
+    assert space.main(["someone/gpt-playground", "--dry-run", str(cpu), "--no-artifacts"]) == 0
+    assert space.main(["someone/gpt-playground", "--dry-run", str(gpu), "--no-artifacts", "--gpu"]) == 0
+    staged = (cpu / "requirements.txt").read_text()
+    options = [line.strip() for line in staged.splitlines() if line.strip().startswith("-")]
+    assert options == ["--extra-index-url https://download.pytorch.org/whl/cpu"]  # an extra index: gradio is on PyPI only
+    pins, repo = _pins(staged), _pins(ours)
+    assert pins["torch"] == repo["torch"] + "+cpu"  # only PyTorch's CPU index has it: no silent fall-back to CUDA
+    assert pins["onnxruntime"] == repo["onnxruntime-gpu"] and "onnxruntime-gpu" not in pins
+    rest = lambda d: {name: spec for name, spec in d.items() if name not in ("torch", "onnxruntime", "onnxruntime-gpu")}  # noqa: E731
+    assert rest(pins) == rest(repo) and len(rest(repo)) >= 8
+    assert (gpu / "requirements.txt").read_bytes() == (ROOT / "requirements.txt").read_bytes()
+    with pytest.raises(ValueError, match="onnxruntime-gpu"):  # a renamed pin is refused, not shipped as CUDA
+        space.space_requirements(ours.replace("onnxruntime-gpu==", "onnxruntime-directml=="))
 
 
 def test_the_dry_run_gitattributes_store_every_binary_with_lfs(tmp_path):
