@@ -1,0 +1,242 @@
+"""python -m export.static DIR: the static edition, a folder any plain web server (or a static
+Hugging Face Space, free on every account) serves with no Python behind it.
+
+The page runs the model in the learner's browser (onnxruntime-web, WebAssembly) with the project's
+browser engine (web/engine/): Tokenization, Embeddings, Positional encoding, Attention and Text
+generation, computed there; the tabs that need a server say so and link to a Gradio Space when
+one is named (``--app-space USER/NAME``). Everything it runs is in the folder: the engine, the
+page (web/static/), onnxruntime-web and plotly.js copied from node_modules (``npm ci`` of
+package.json), the Hub folder's 8-bit ONNX file with each layer's attention weights as extra
+outputs, the tokenizer, the trained token embeddings of the tokens seen in training (float16) and
+the lessons' texts (playground/lessons.py, the same words as the app).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from .naming import QUANTIZED_NAME, ROOT, hub_dir
+
+WEB = ROOT / "web"
+NODE_MODULES = ROOT / "node_modules"
+# What the page loads from npm packages (package.json pins them), copied as they are.
+VENDOR = {
+    "vendor/ort": (NODE_MODULES / "onnxruntime-web" / "dist",
+                   ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")),
+    "vendor/plotly": (NODE_MODULES / "plotly.js-dist-min", ("plotly.min.js",)),
+}
+MODEL_FILE = "model/model.onnx"
+ATTENTION_OUTPUT = "attentions.{}"
+# The five tabs the browser computes, and the four that need a server, in the app's order.
+BROWSER_TABS = ("tokenization", "embeddings", "positional", "attention", "generation")
+SERVER_TABS = ("inside", "model", "compare", "learn")
+
+
+def with_attention_outputs(src: Path, dst: Path, n_layer: int) -> Path:
+    """``src`` (a decoder exported by export.onnx_export) with every layer's softmaxed attention
+    weights as outputs ``attentions.{i}`` [batch, n_head, seq, past + seq]: the graph already
+    computes them, so the file is the same size and gives the same logits.
+
+    The softmaxes are the graph's only ones, one per layer, in the order the nodes run."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    proto = onnx.load(str(src))
+    graph = proto.graph
+    softmaxes = [node for node in graph.node if node.op_type == "Softmax"]
+    if len(softmaxes) != n_layer:
+        raise RuntimeError(f"{src.name} has {len(softmaxes)} Softmax nodes, expected one per layer ({n_layer})")
+    dims = ("batch_size", "num_heads", "sequence_length", "total_sequence_length")
+    for i, node in enumerate(softmaxes):
+        name = ATTENTION_OUTPUT.format(i)
+        graph.node.append(helper.make_node("Identity", [node.output[0]], [name], name=f"attention_output_{i}"))
+        graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, dims))
+    onnx.checker.check_model(proto)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save_model(proto, str(dst))
+    return dst
+
+
+def embedding_table(model) -> tuple[bytes, dict]:
+    """The token embeddings the Embeddings tab compares: the rows of the tokens seen in training
+    (as the app searches them), float16, and their ids and counts."""
+    from playground.assets import load_token_counts
+
+    matrix = model.wte.weight.detach().float().cpu().numpy()
+    counts = load_token_counts()[: matrix.shape[0]]
+    seen = np.flatnonzero(counts > 0)
+    rows = matrix[seen].astype("<f2")
+    meta = {
+        "rows": int(len(seen)),
+        "d_model": int(matrix.shape[1]),
+        "dtype": "float16",
+        "ids": seen.astype(int).tolist(),
+        "counts": counts[seen].astype(int).tolist(),
+    }
+    return rows.tobytes(), meta
+
+
+def link_params() -> dict[str, list[dict]]:
+    """Every browser tab's link parameters, as playground/links.py checks them."""
+    from playground.links import params
+
+    out = {}
+    for tab in BROWSER_TABS:
+        out[tab] = [{**asdict(p), "accepted": p.accepted()} for p in params(tab)]
+    return out
+
+
+def examples_and_defaults() -> dict:
+    """Each browser tab's examples and opening settings, from the modules the app's tabs use."""
+    from playground import attention, embeddings, generation, tokenization
+
+    return {
+        "examples": {
+            "tokenization": list(tokenization.EXAMPLES),
+            "embeddings": list(embeddings.EXAMPLE_EXPRESSIONS),
+            "attention": list(attention.EXAMPLE_PROMPTS),
+            "generation": list(generation.EXAMPLE_PROMPTS),
+        },
+        "defaults": {
+            "generation": {"text": generation.EXAMPLE_PROMPTS[0], **generation.DEFAULTS},
+        },
+    }
+
+
+def site(app_space: str | None, files: dict[str, str], model) -> dict:
+    """What the page needs to know besides its lessons: the model, the files (by content hash,
+    so a browser's cached copy is never stale), the limits and each tab's defaults."""
+    from playground import limits
+    from playground.links import TABS
+
+    cfg = model.config
+    return {
+        "title": "GPT Playground",
+        "model": {
+            "name": "GPT Playground's Shakespeare GPT",
+            "n_layer": cfg.n_layer, "n_head": cfg.n_head, "d_model": cfg.d_model, "block_size": cfg.block_size,
+            "vocab_size": cfg.vocab_size, "parameters": model.num_parameters(),
+            "file": "8-bit weights (model_quantized.onnx with attention outputs)",
+        },
+        "files": files,
+        "app_space": app_space,
+        "app_url": f"https://huggingface.co/spaces/{app_space}" if app_space else None,
+        "tabs": list(TABS),
+        "browser_tabs": list(BROWSER_TABS),
+        "server_tabs": list(SERVER_TABS),
+        "links": link_params(),
+        **examples_and_defaults(),
+        "limits": {name: getattr(limits, name) for name in dir(limits) if name.isupper()
+                   and isinstance(getattr(limits, name), (int, float))},
+    }
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def space_readme(app_space: str | None, threads: bool) -> str:
+    """The folder's README.md: a static Space's front matter, then what it is."""
+    headers = ("custom_headers:\n  cross-origin-embedder-policy: require-corp\n"
+               "  cross-origin-opener-policy: same-origin\n") if threads else ""
+    app = f"\nThe tabs that need a server are in the Gradio app: https://huggingface.co/spaces/{app_space}\n" if app_space else ""
+    return (
+        "---\ntitle: GPT Playground (in your browser)\nemoji: 🎭\ncolorFrom: indigo\ncolorTo: pink\n"
+        f"sdk: static\napp_file: index.html\n{headers}pinned: false\nlicense: mit\n---\n\n"
+        "# GPT Playground, in your browser\n\n"
+        "A small GPT trained on Shakespeare, run in the visitor's browser by onnxruntime-web: tokenization, "
+        "embeddings, positional encoding, attention and text generation, computed on the visitor's own "
+        "machine, so one free static Space serves any class.\n" + app
+    )
+
+
+def write_static(out: Path, app_space: str | None = None, threads: bool = False, progress=print) -> dict[str, int]:
+    """Write the static edition into ``out`` (created; files already there are replaced).
+    Returns the size in bytes of every file written, by relative path."""
+    from model import load_pretrained
+    from playground.lessons import lessons_json
+
+    from .build import build, stale_files
+
+    missing = [src / name for src, names in VENDOR.values() for name in names if not (src / name).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{missing[0]} not found: the page's libraries come from npm; run `npm ci` in {ROOT} first")
+    if stale_files():
+        progress("building artifacts/hub/ (the ONNX files) first")
+        build()
+    out.mkdir(parents=True, exist_ok=True)
+    hub = hub_dir()
+    model = load_pretrained()
+
+    progress("the page and the engine")
+    for folder, target in ((WEB / "static", out), (WEB / "engine", out / "engine")):
+        shutil.copytree(folder, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.md", ".*"))
+    for dest, (src, names) in VENDOR.items():
+        (out / dest).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            shutil.copy2(src / name, out / dest / name)
+
+    progress("the 8-bit ONNX file with attention outputs")
+    with_attention_outputs(hub / QUANTIZED_NAME, out / MODEL_FILE, model.config.n_layer)
+    for name in ("tokenizer.json", "config.json"):
+        shutil.copy2(hub / name, out / "model" / name)
+
+    progress("the token embeddings, the lessons and the site's facts")
+    rows, meta = embedding_table(model)
+    (out / "data").mkdir(exist_ok=True)
+    (out / "data" / "embeddings.bin").write_bytes(rows)
+    (out / "data" / "embeddings.json").write_text(json.dumps(meta, separators=(",", ":")))
+    (out / "data" / "lessons.json").write_text(json.dumps(lessons_json(), ensure_ascii=False, indent=1))
+    versioned = ("model/model.onnx", "model/tokenizer.json", "model/config.json", "data/embeddings.bin", "data/embeddings.json")
+    files = {name: f"{name}?v={_digest(out / name)}" for name in versioned}
+    (out / "data" / "site.json").write_text(json.dumps(site(app_space, files, model), ensure_ascii=False, indent=1))
+    (out / "README.md").write_text(space_readme(app_space, threads))
+    return {str(p.relative_to(out)): p.stat().st_size for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m export.static", description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=Path, help="the folder to write (serve it with any web server, e.g. python -m http.server -d DIR)")
+    ap.add_argument("--app-space", metavar="USER/NAME", help="a Gradio Space with the tabs that need a server, linked from them")
+    ap.add_argument("--threads", action="store_true",
+                    help="the Space's front matter asks for cross-origin isolation (custom_headers), which multi-threaded "
+                         "WebAssembly needs; measured slower than one thread for this model (docs/browser.md)")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.app_space:
+        from .publish import check_repo_id
+
+        try:
+            check_repo_id(args.app_space)
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+    try:
+        sizes = write_static(args.out, args.app_space, args.threads)
+    except FileNotFoundError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    total = sum(sizes.values())
+    print(f"wrote {len(sizes)} files, {total / 1e6:.1f} MB, to {args.out}")
+    print(f"serve it: python -m http.server -d {args.out} 8000, then open http://127.0.0.1:8000/")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,127 @@
+"""The static edition for the tests: ``python -m export.static`` into a temporary folder once per
+session, served by ``python -m http.server`` (as a teacher would try it) on a free loopback port,
+and headless Chromium pages on it. Import the fixtures by name."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+TIMEOUT_MS = 60_000
+LAPTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+def npm_ci() -> Path:
+    """``npm ci`` of package.json / package-lock.json when node_modules/ is missing or older than
+    the lock file (node_modules/ is gitignored). ONNXRUNTIME_NODE_INSTALL=skip: onnxruntime-node's
+    install script would download GPU binaries that this network refuses."""
+    for tool in ("node", "npm"):
+        assert shutil.which(tool), f"{tool} not found: the browser edition's tests need Node.js 20 and npm"
+    folder = ROOT / "node_modules"
+    marker = folder / ".package-lock.json"  # written by npm; newer than package-lock.json when current
+    if not marker.is_file() or marker.stat().st_mtime < (ROOT / "package-lock.json").stat().st_mtime:
+        env = {**os.environ, "ONNXRUNTIME_NODE_INSTALL": "skip"}
+        proc = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, f"npm ci failed:\n{proc.stderr[-3000:]}"
+    return folder
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Served:
+    folder: Path
+    url: str
+    proc: subprocess.Popen
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+def serve(folder: Path) -> Served:
+    """``python -m http.server`` on ``folder``, once it answers."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(folder)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2).read()
+            return Served(folder, url, proc)
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise RuntimeError(f"python -m http.server did not answer on {url}")
+            time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def static_site(tmp_path_factory) -> Path:
+    """The static edition, written once per session by export.static (as `python -m export.static DIR`)."""
+    from export.static import write_static
+
+    npm_ci()
+    out = tmp_path_factory.mktemp("static")
+    write_static(out, app_space="teacher/gpt-playground", progress=lambda text: None)
+    return out
+
+
+@pytest.fixture(scope="session")
+def static_server(static_site) -> Iterator[Served]:
+    served = serve(static_site)
+    yield served
+    served.stop()
+
+
+@contextmanager
+def static_page(url: str, **context: Any) -> Iterator[Any]:
+    """Headless Chromium on ``url``; the page collects its JavaScript errors (``page.errors``)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        pg = browser.new_context(device_scale_factor=1, **context).new_page()
+        pg.set_default_timeout(TIMEOUT_MS)
+        errors: list[str] = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.errors = errors
+        pg.goto(url, wait_until="domcontentloaded")
+        try:
+            yield pg
+        finally:
+            browser.close()
+
+
+def ready(page) -> None:
+    """Wait until the page has opened its first tab."""
+    page.wait_for_selector("body[data-ready=true]")

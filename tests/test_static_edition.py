@@ -1,0 +1,237 @@
+"""The static edition (``python -m export.static DIR``) served by ``python -m http.server`` and
+run in headless Chromium: the tokenizer's ids, the browser engine's greedy and seeded text
+against onnxruntime on the same ONNX file, Stop, links, the page after the server is gone, and
+the folder itself (what a static Space needs, nothing fetched from elsewhere)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from model import get_tokenizer
+from runtime.engine import Engine
+from runtime.generate import generate
+from runtime.params import SamplingParams
+from static_site import PHONE, LAPTOP, ready, serve, static_page, static_server, static_site  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+GREEDY_PROMPT = "ROMEO:"
+N_TOKENS = 32
+
+
+def onnxruntime_greedy(path: Path, ids: list[int], n: int) -> list[int]:
+    """Greedy ids from plain onnxruntime on ``path``: the graph, its inputs, numpy, no project code."""
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    pasts = [i for i in sess.get_inputs() if i.name.startswith("past_key_values.")]
+    presents = [i.name.replace("past_key_values", "present") for i in pasts]
+    feeds = {i.name: np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32) for i in pasts}
+    x, seen, out = np.array([ids]), 0, []
+    for _ in range(n):
+        k = x.shape[1]
+        logits, *present = sess.run(["logits", *presents], {
+            "input_ids": x, "attention_mask": np.ones((1, seen + k), np.int64),
+            "position_ids": np.arange(seen, seen + k)[None], **feeds})
+        feeds, seen = {i.name: p for i, p in zip(pasts, present)}, seen + k
+        x = logits[:, -1:].argmax(-1)
+        out.append(int(x[0, 0]))
+    return out
+
+
+def generated_ids(page) -> list[int]:
+    return page.evaluate("() => Array.from(document.querySelectorAll('#gen-completion .gen-tok')).map((t) => Number(t.title.split('id ')[1]))")
+
+
+def press_generate(page) -> None:
+    page.evaluate("() => { const o = document.querySelector('#gen-output'); delete o.dataset.done; }")
+    page.click("#gen-run")
+    page.wait_for_selector("#gen-output[data-done=true]", timeout=120_000)
+
+
+def test_a_tokenization_link_shows_the_ids(static_server):
+    with static_page(static_server.url + "?tab=tokenization&text=hello everyone", viewport=LAPTOP) as page:
+        ready(page)
+        page.wait_for_function("document.querySelector('#tok-ids')?.textContent.startsWith('[')")
+        assert page.inner_text("#tok-ids") == "[31373, 2506]"
+        assert page.get_attribute("#tab-tokenization", "aria-selected") == "true"
+        assert "2" in page.inner_text("#tok-counts")
+        # ids back to text
+        page.fill("#dec-ids", "40, 716, 257")
+        page.click("#dec-run")
+        assert page.inner_text("#dec-text") == get_tokenizer().decode([40, 716, 257])
+        assert not page.errors
+
+
+def test_greedy_generation_matches_onnxruntime_and_goes_on_without_the_server(static_site, shipped_onnx):
+    """The issue's check, as a teacher would do it: a link, Generate, then the server stopped."""
+    served = serve(static_site)
+    try:
+        url = served.url + f"?tab=generation&text={GREEDY_PROMPT}&max_new_tokens={N_TOKENS}&temperature=0"
+        with static_page(url, viewport=LAPTOP) as page:
+            ready(page)
+            page.wait_for_selector("#gen-output[data-ready=true]", timeout=120_000)
+            assert page.input_value("#gen-temperature") == "0"
+            press_generate(page)
+            ids = generated_ids(page)
+            prompt = get_tokenizer().encode(GREEDY_PROMPT)
+            assert ids == onnxruntime_greedy(static_site / "model" / "model.onnx", prompt, N_TOKENS)
+            # the Hub folder's own 8-bit file, under the server's engine: the same ids
+            server = Engine.load(shipped_onnx["quantized"], provider="cpu")
+            assert ids == generate(server, prompt, SamplingParams(N_TOKENS, stop_at_eot=False))
+            assert page.inner_text("#gen-completion") == get_tokenizer().decode(ids)
+            assert "32" in page.inner_text("#gen-stats")
+
+            served.stop()  # the page has all it needs: a new prompt still generates
+            page.fill("#gen-prompt", "JULIET.\nO Romeo, Romeo!")
+            page.fill("#gen-max_new_tokens", "8")
+            press_generate(page)
+            assert len(generated_ids(page)) == 8
+            assert page.inner_text("#gen-error") == "" or not page.is_visible("#gen-error")
+            assert not page.errors
+    finally:
+        served.stop()
+
+
+def test_a_seeded_run_repeats_and_draws_what_the_server_draws(static_server, shipped_onnx):
+    settings = dict(temperature=0.8, top_k=50, top_p=0.95, seed=7)
+    url = static_server.url + "?tab=generation&text=Romeo.%0A&max_new_tokens=24&" + "&".join(f"{k}={v}" for k, v in settings.items())
+    with static_page(url, viewport=LAPTOP) as page:
+        ready(page)
+        page.wait_for_selector("#gen-output[data-ready=true]", timeout=120_000)
+        press_generate(page)
+        first = generated_ids(page)
+        press_generate(page)
+        assert generated_ids(page) == first
+        # numpy's default_rng(seed) in JavaScript and the server's sampler: the same draws
+        server = Engine.load(shipped_onnx["quantized"], provider="cpu")
+        params = SamplingParams(24, temperature=0.8, top_k=50, top_p=0.95, seed=7)
+        assert first == generate(server, get_tokenizer().encode("Romeo.\n"), params)[: len(first)]
+        page.fill("#gen-seed", "8")
+        press_generate(page)
+        assert generated_ids(page) != first
+
+
+def test_stop_ends_a_generation_at_once(static_server):
+    url = static_server.url + "?tab=generation&text=Romeo.%0A&max_new_tokens=512&temperature=0.8"
+    with static_page(url, viewport=LAPTOP) as page:
+        ready(page)
+        page.wait_for_selector("#gen-output[data-ready=true]", timeout=120_000)
+        page.check("#gen-slow")  # one token every 0.15 s: Stop lands mid-way however fast the machine
+        page.click("#gen-run")
+        page.wait_for_function("document.querySelectorAll('#gen-completion .gen-tok').length >= 3")
+        page.click("#gen-stop")
+        page.wait_for_selector("#gen-output[data-done=true]", timeout=30_000)
+        assert page.get_attribute("#gen-stats", "data-stop-reason") == "stopped"
+        n = len(generated_ids(page))
+        assert 3 <= n < 512
+        assert "you pressed Stop" in page.inner_text("#gen-notice")
+        assert not page.is_disabled("#gen-run")
+
+
+def test_next_token_appends_to_the_prompt(static_server):
+    with static_page(static_server.url + "?tab=generation&temperature=0", viewport=LAPTOP) as page:
+        ready(page)
+        page.wait_for_selector("#gen-output[data-ready=true]", timeout=120_000)
+        before = page.input_value("#gen-prompt")
+        press_generate_next = "#gen-next"
+        page.evaluate("() => { delete document.querySelector('#gen-output').dataset.done; }")
+        page.click(press_generate_next)
+        page.wait_for_selector("#gen-output[data-done=true]")
+        after = page.input_value("#gen-prompt")
+        ids = generated_ids(page)
+        assert len(ids) == 1
+        assert after == before + get_tokenizer().decode(ids)
+        page.wait_for_function("document.querySelector('#gen-chart')?.dataset.step === '1'")
+        assert "Step 1" in page.inner_text("#gen-chart")
+
+
+def test_bad_links_and_inputs_say_what_is_accepted(static_server):
+    url = static_server.url + "?tab=generation&temperature=9&top_p=0&colour=red"
+    with static_page(url, viewport=LAPTOP) as page:
+        ready(page)
+        notes = page.inner_text("#pg-link-notes")
+        assert "temperature must be a number in [0, 5], not 9" in notes
+        assert "top_p must be a number in (0, 1], not 0" in notes
+        assert "'colour' is not a setting of the generation tab" in notes
+        assert page.input_value("#gen-temperature") == "0.8"  # the default kept
+        page.wait_for_selector("#gen-output[data-ready=true]", timeout=120_000)
+        page.fill("#gen-prompt", "   ")
+        page.click("#gen-run")
+        assert "the prompt is empty" in page.inner_text("#gen-error")
+        page.fill("#gen-prompt", "Romeo.\n")
+        page.fill("#gen-top_k", "-3")
+        page.click("#gen-run")
+        assert "top_k must be" in page.inner_text("#gen-error")
+    with static_page(static_server.url + "?tab=nope", viewport=LAPTOP) as page:
+        ready(page)
+        assert "tab must be one of" in page.inner_text("#pg-link-notes")
+        assert page.get_attribute("#tab-tokenization", "aria-selected") == "true"
+
+
+def test_copy_link_reopens_the_same_settings(static_server):
+    with static_page(static_server.url + "?tab=generation", viewport=LAPTOP) as page:
+        ready(page)
+        page.fill("#gen-prompt", "KING HENRY.\nOnce more & again")
+        page.fill("#gen-temperature", "0")
+        page.fill("#gen-seed", "11")
+        page.get_by_role("button", name="Copy link").click()
+        page.wait_for_selector(".pg-copy input:not([hidden])")
+        link = page.input_value(".pg-copy input")
+    assert "tab=generation" in link and "temperature=0" in link and "seed=11" in link
+    with static_page(link, viewport=LAPTOP) as page:
+        ready(page)
+        assert page.input_value("#gen-prompt") == "KING HENRY.\nOnce more & again"
+        assert page.input_value("#gen-seed") == "11"
+        assert not page.is_visible("#pg-link-notes")
+
+
+def test_server_tabs_say_so_and_link_to_the_app(static_server):
+    with static_page(static_server.url + "?tab=inside", viewport=PHONE, is_mobile=True) as page:
+        ready(page)
+        box = page.inner_text("#panel-inside")
+        assert "needs a server" in box
+        href = page.get_attribute("#panel-inside a", "href")
+        assert href == "https://huggingface.co/spaces/teacher/gpt-playground?tab=inside"
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+
+
+def test_the_phone_opens_generation_and_the_first_screen_is_light(static_server):
+    """On a 390 px phone the tab bar is one row and nothing is wider than the screen; opening the
+    first tab does not download the model (only a tab that needs it does)."""
+    with static_page(static_server.url, viewport=PHONE, is_mobile=True, has_touch=True) as page:
+        loaded: list[str] = []
+        page.on("request", lambda r: loaded.append(r.url))
+        page.reload(wait_until="domcontentloaded")
+        ready(page)
+        page.wait_for_function("document.querySelector('#tok-ids')?.textContent.startsWith('[')")
+        assert not any("model.onnx" in u or ".wasm" in u or "plotly" in u for u in loaded), loaded
+        tabs = page.query_selector("#pg-tabs").bounding_box()
+        assert tabs["height"] < 60  # one row
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        page.click("#tab-generation")
+        page.wait_for_selector("#gen-output[data-ready=true]", timeout=120_000)
+        assert any("model.onnx" in u for u in loaded)
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+
+
+def test_the_folder_is_a_static_space_with_nothing_fetched_from_elsewhere(static_site):
+    readme = (static_site / "README.md").read_text()
+    front = readme.split("---")[1]
+    assert re.search(r"^sdk: static$", front, re.M) and re.search(r"^app_file: index.html$", front, re.M)
+    for path in static_site.rglob("*"):
+        if path.suffix in (".html", ".js", ".css") and "vendor" not in path.parts:
+            text = path.read_text()
+            assert not re.search(r"""(src|href|import)\s*[=(]?\s*["']https?://""", text), f"{path.name} loads from the network"
+    site = json.loads((static_site / "data" / "site.json").read_text())
+    for name, versioned in site["files"].items():
+        assert (static_site / name).is_file() and re.fullmatch(re.escape(name) + r"\?v=[0-9a-f]{16}", versioned)
+    assert site["app_space"] == "teacher/gpt-playground"
+    lessons = json.loads((static_site / "data" / "lessons.json").read_text())
+    for tab in site["browser_tabs"]:
+        assert lessons[tab]["intro"].strip()

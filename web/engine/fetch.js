@@ -1,0 +1,65 @@
+// Downloads that survive the next visit: the model is 18 MB, so a learner who comes back (or
+// opens a second tab) takes it from the browser's Cache Storage instead of the network. Files
+// are addressed with their content hash in the query (?v=…), so a new model never meets an old
+// cache entry.
+
+const CACHE_NAME = "gpt-playground";
+
+async function openCache() {
+  try {
+    return globalThis.caches ? await globalThis.caches.open(CACHE_NAME) : null;
+  } catch {
+    return null; // Cache Storage is refused outside secure contexts and in some private modes
+  }
+}
+
+/**
+ * The bytes at `url`, from the cache when it holds them, else downloaded with progress and kept.
+ * `onProgress({ loaded, total, cached })` is called as bytes arrive (total 0 when unknown).
+ * @returns {Promise<{ bytes: Uint8Array, cached: boolean }>}
+ */
+export async function fetchBytes(url, onProgress = () => {}) {
+  const cache = await openCache();
+  const hit = cache && (await cache.match(url));
+  if (hit) {
+    const bytes = new Uint8Array(await hit.arrayBuffer());
+    onProgress({ loaded: bytes.length, total: bytes.length, cached: true });
+    return { bytes, cached: true };
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`could not download ${url}: HTTP ${response.status}`);
+  const total = Number(response.headers.get("content-length")) || 0;
+  const chunks = [];
+  let loaded = 0;
+  if (response.body && response.body.getReader) {
+    const reader = response.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      loaded += value.length;
+      onProgress({ loaded, total, cached: false });
+    }
+  } else {
+    chunks.push(new Uint8Array(await response.arrayBuffer()));
+    loaded = chunks[0].length;
+  }
+  const bytes = new Uint8Array(loaded);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  onProgress({ loaded, total: total || loaded, cached: false });
+  if (cache) {
+    const headers = { "content-type": response.headers.get("content-type") || "application/octet-stream" };
+    cache.put(url, new Response(bytes, { headers })).catch(() => {}); // a full quota only costs the next visit a download
+  }
+  return { bytes, cached: false };
+}
+
+/** JSON at `url` through the same cache. */
+export async function fetchJSON(url, onProgress) {
+  const { bytes } = await fetchBytes(url, onProgress);
+  return JSON.parse(new TextDecoder().decode(bytes));
+}

@@ -1,0 +1,201 @@
+// Text generation, in the browser: the model continues a prompt token by token on this device,
+// streamed as it comes, with Stop, tokens/s, time to first token, and the candidates the model
+// weighed at each step (click a token) from the browser's own logits.
+
+import { generationSettings } from "../engine/engine.js";
+
+// The page is given back to the browser (to paint the new tokens, to take a click on Stop) every
+// FRAME_MS, not after every token: a paint costs more than a token at this model's size, so
+// painting each one held generation to the frame rate. A message, not setTimeout(0): timers are
+// clamped and throttled.
+const FRAME_MS = 33;
+const channel = new MessageChannel();
+const waiting = [];
+channel.port1.onmessage = () => waiting.shift()?.();
+const yieldToPage = () => new Promise((resolve) => { waiting.push(resolve); channel.port2.postMessage(null); });
+
+const percent = (p) => (p >= 0.001 ? `${(100 * p).toFixed(1)} %` : p > 0 ? `${(100 * p).toPrecision(2)} %` : "0 %");
+const shownToken = (s) => s.replace(/ /g, "⋅").replace(/\n/g, "↵").replace(/\t/g, "→");
+
+export async function mount(root, ctx) {
+  const { el, site, linked } = ctx;
+  const spec = Object.fromEntries(site.links.generation.map((p) => [p.name, p]));
+  const d = { ...site.defaults.generation, ...(linked || {}) };
+  const prompt = el("textarea", { id: "gen-prompt", rows: 4, "aria-label": "Prompt" });
+  prompt.value = d.text;
+  const number = (name, label, step) => {
+    const p = spec[name];
+    const input = el("input", { type: "number", id: `gen-${name}`, min: p.minimum, max: p.maximum, step, value: d[name] });
+    return { input, box: el("div", { class: "pg-col", style: "flex: 1 1 140px" }, el("label", { for: `gen-${name}` }, label), input) };
+  };
+  const controls = {
+    max_new_tokens: number("max_new_tokens", "Max new tokens", 1),
+    temperature: number("temperature", "Temperature (0 = greedy)", 0.05),
+    top_k: number("top_k", "Top-k (0 = no cut)", 1),
+    top_p: number("top_p", "Top-p (1 = no cut)", 0.01),
+    seed: number("seed", "Seed", 1),
+  };
+  const slow = el("input", { type: "checkbox", id: "gen-slow" });
+  const generate = el("button", { class: "pg-btn primary", type: "button", id: "gen-run" }, "Generate");
+  const next = el("button", { class: "pg-btn", type: "button", id: "gen-next", title: "Draw one token with these settings and append it to the prompt" }, "Next token");
+  const stop = el("button", { class: "pg-btn", type: "button", id: "gen-stop", disabled: true }, "Stop");
+  const error = el("div", { class: "pg-error", id: "gen-error", hidden: true });
+  const output = el("div", { class: "gen-output", id: "gen-output" }, el("span", { class: "pg-subdued" }, "Press Generate: the model runs in this browser."));
+  const stats = el("div", { class: "pg-cards", id: "gen-stats" });
+  const notice = el("div", { class: "pg-note", id: "gen-notice" });
+  const chart = el("div", { class: "pg-plot", id: "gen-chart" });
+  const chartNote = el("div", { class: "pg-note", id: "gen-chart-note" }, "Click a generated token to see the candidates the model weighed at that step.");
+
+  root.append(el("div", { class: "pg-row" },
+    el("div", { class: "pg-col" },
+      el("label", { for: "gen-prompt" }, "Prompt"), prompt,
+      el("div", { class: "pg-examples" }, ...site.examples.generation.map((x) => el("button", { type: "button", onclick: () => { prompt.value = x; } }, x.split("\n")[0]))),
+      el("div", { class: "pg-row", style: "gap: 8px" }, ...Object.values(controls).map((c) => c.box)),
+      el("label", { class: "inline" }, slow, "Slow motion (one token every 0.15 s, to watch the text grow)"),
+      el("div", { style: "display: flex; gap: 8px; margin-top: 8px; flex-wrap: wrap" }, generate, next, stop), error),
+    el("div", { class: "pg-col" }, output, stats, notice)));
+  root.append(el("h2", {}, "The candidates of a step"), chartNote, chart);
+
+  let engine = null;
+  let abort = null;
+  let steps = [];
+
+  function settings() {
+    const out = {};
+    const messages = [];
+    for (const [name, c] of Object.entries(controls)) {
+      const p = spec[name];
+      const v = Number(c.input.value);
+      const bad = c.input.value.trim() === "" || !Number.isFinite(v) || (p.kind === "int" && !Number.isInteger(v))
+        || v > p.maximum || (p.min_inclusive ? v < p.minimum : v <= p.minimum);
+      if (bad) messages.push(`${name} must be ${p.accepted}, not ${JSON.stringify(c.input.value)}`);
+      out[name] = v;
+    }
+    return { out, messages };
+  }
+
+  function fail(message) {
+    error.hidden = false;
+    error.textContent = message;
+    output.classList.add("pg-stale");
+  }
+
+  async function ready() {
+    if (engine) return engine;
+    output.replaceChildren(el("span", { class: "pg-subdued" }, "Loading the model into this browser…"));
+    engine = await ctx.engine();
+    return engine;
+  }
+
+  async function run({ oneToken = false } = {}) {
+    const { out, messages } = settings();
+    const text = prompt.value;
+    if (!text.trim()) messages.unshift("the prompt is empty: type some text for the model to continue");
+    if (text.length > site.limits.MAX_PROMPT_CHARS) messages.unshift(`the prompt is ${text.length.toLocaleString("en-US")} characters long; the limit is ${site.limits.MAX_PROMPT_CHARS.toLocaleString("en-US")}`);
+    if (messages.length) return fail(messages.join("; "));
+    error.hidden = true;
+    output.classList.remove("pg-stale");
+    generate.disabled = next.disabled = true;
+    stop.disabled = false;
+    abort = new AbortController();
+    try {
+      const eng = await ready();
+      const ids = eng.tokenizer.encode(text, { special: true });
+      const s = generationSettings({ ...out, max_new_tokens: oneToken ? 1 : out.max_new_tokens });
+      const promptSpan = el("span", { class: "gen-prompt" }, text);
+      const completion = el("span", { id: "gen-completion" });
+      output.replaceChildren(promptSpan, completion);
+      steps = [];
+      let last = null;
+      let shownAt = 0;
+      let yieldedAt = performance.now();
+      for await (const step of eng.generate(ids, s, { signal: abort.signal })) {
+        last = step;
+        if (step.token !== null) {
+          steps.push(step);
+          const tok = el("span", { class: "gen-tok", "data-step": String(steps.length - 1), title: `step ${steps.length}: id ${step.token}` }, step.piece);
+          tok.addEventListener("click", () => draw(Number(tok.dataset.step)));
+          completion.append(tok);
+        }
+        if (step.notice) notice.textContent = step.notice;
+        const now = performance.now();
+        if (step.finished || now - shownAt > 100) { // the cards and the scroll a few times a second: each is a layout
+          showStats(step, eng, s);
+          output.scrollTop = output.scrollHeight;
+          shownAt = now;
+        }
+        if (slow.checked && !step.finished) await new Promise((r) => setTimeout(r, 150));
+        else if (performance.now() - yieldedAt > FRAME_MS) {
+          await yieldToPage();
+          yieldedAt = performance.now();
+        }
+      }
+      output.dataset.done = "true";
+      if (oneToken && last && last.token !== null) {
+        prompt.value = text + last.text; // the drawn token joins the prompt, as the app's Next token does
+        notice.textContent = `Next token appended “${shownToken(last.text)}” (id ${last.token}) to the prompt.`;
+      }
+      if (steps.length) await draw(steps.length - 1);
+    } catch (err) {
+      fail(`The model could not run in this browser: ${err.message}`);
+      console.error(err);
+    } finally {
+      generate.disabled = next.disabled = false;
+      stop.disabled = true;
+      abort = null;
+    }
+  }
+
+  function showStats(step, eng, s) {
+    const cards = [
+      [step.ids.length, "new tokens"],
+      [step.tokensPerS === null ? "–" : step.tokensPerS.toFixed(0), "tokens / s"],
+      [step.timeToFirstToken === null ? "–" : `${(1000 * step.timeToFirstToken).toFixed(0)} ms`, "to the first token"],
+      ["this browser", s.temperature === 0 ? "greedy (temperature 0)" : `seed ${s.seed}`],
+    ];
+    stats.replaceChildren(...cards.map(([n, what]) => el("div", { class: "pg-card" }, el("b", {}, String(n)), el("span", {}, what))));
+    stats.dataset.stopReason = step.stopReason || "";
+    if (step.finished) {
+      const why = { eot: "it wrote <|endoftext|>", max_new_tokens: "it reached max new tokens", stopped: "you pressed Stop" }[step.stopReason] || "";
+      notice.textContent = `${notice.textContent && !notice.textContent.startsWith("Stopped") ? notice.textContent + " " : ""}Finished: ${why}.`;
+    }
+  }
+
+  async function draw(index) {
+    const step = steps[index];
+    if (!step || !step.candidates) return;
+    for (const t of output.querySelectorAll(".gen-tok.chosen")) t.classList.remove("chosen");
+    output.querySelector(`.gen-tok[data-step="${index}"]`)?.classList.add("chosen");
+    const c = step.candidates;
+    const Plotly = await ctx.plotly();
+    const ids = Array.from(c.ids);
+    const labels = ids.map((id) => `${shownToken(engine.tokenizer.tokenText(id))} (${id})`);
+    const colours = ids.map((id) => (id === step.token ? "#f97316" : "#6366f1"));
+    const model = Array.from(c.probs);
+    const sample = Array.from(c.sampleProbs);
+    const data = [
+      { type: "bar", orientation: "h", name: "the model (temperature 1)", x: model.slice().reverse(), y: labels.slice().reverse(), marker: { color: colours.slice().reverse() }, hovertemplate: "%{x:.2%}<extra>model</extra>" },
+      { type: "bar", orientation: "h", name: "drawn from (the settings)", x: sample.slice().reverse(), y: labels.slice().reverse(), marker: { color: "rgba(249,115,22,0.35)" }, hovertemplate: "%{x:.2%}<extra>sampling</extra>" },
+    ];
+    const title = `Step ${index + 1}: drew “${shownToken(engine.tokenizer.tokenText(step.token))}” (model ${percent(c.tokenProb)}, drawn with ${percent(c.tokenSampleProb)})`;
+    await Plotly.react(chart, data, {
+      title: { text: title, font: { size: 14 } }, barmode: "group", height: 380, margin: { l: 140, r: 20, t: 50, b: 40 },
+      xaxis: { tickformat: ".0%", title: { text: "probability" } }, legend: { orientation: "h", y: -0.15 },
+    }, { displayModeBar: false, responsive: true });
+    chart.dataset.step = String(index + 1);
+  }
+
+  generate.addEventListener("click", () => run());
+  next.addEventListener("click", () => run({ oneToken: true }));
+  stop.addEventListener("click", () => abort && abort.abort());
+  // The model is loaded as soon as the tab opens: the first Generate then starts at once, and the
+  // page keeps working if the connection goes.
+  ready().then(() => {
+    output.replaceChildren(el("span", { class: "pg-subdued" }, `The model is loaded in this browser (${engine.loadSeconds.toFixed(1)} s${engine.cached ? ", from the cache" : ""}). Press Generate.`));
+    ctx.plotly();
+    output.dataset.ready = "true";
+  }, (err) => fail(`The model could not be loaded: ${err.message}`));
+  return {
+    settings: () => ({ text: prompt.value, ...Object.fromEntries(Object.entries(controls).map(([k, c]) => [k, Number(c.input.value)])) }),
+  };
+}
