@@ -52,8 +52,20 @@ def upload(folder: Path, repo_id: str, files: list[str], repo_type: str, message
     return str(url)
 
 
-def upload_failed(repo_id: str, err: Exception) -> str:
-    """What to print when an upload fails (no token, no network, no right to the name)."""
+PAYMENT_REQUIRED = 402
+
+
+def upload_failed(repo_id: str, err: Exception, gradio_space: bool = False) -> str:
+    """What to print when an upload fails (no token, no network, no right to the name). A Gradio
+    Space refused with 402 Payment Required (creating one needs a paid plan) gets the way out in
+    plain words: the static edition, which the Hub hosts free."""
+    status = getattr(getattr(err, "response", None), "status_code", None)
+    if gradio_space and status == PAYMENT_REQUIRED:
+        return (f"error: the Hub refused to create the Gradio Space {repo_id}: 402 Payment Required.\n"
+                "Gradio and Docker Spaces run on the Hub's computers and need a paid plan to create; a static Space is "
+                "free on every account. Deploy the static edition there instead (the model runs in each visitor's "
+                "browser; Inside the model, Model, Compare and Watch it learn then link to a Gradio app, if you have one):\n"
+                f"  python -m export.space {repo_id} --static")
     return (f"error: uploading to {repo_id} failed: {type(err).__name__}: {err}\n"
             "(it needs a token with write access: `hf auth login` or HF_TOKEN)")
 

@@ -4,6 +4,7 @@
     python -m export.space USER/SPACE --dry-run DIR    # write exactly the same files into DIR instead
     python -m export.space USER/SPACE --no-artifacts   # leave the built ONNX files out (the Space builds them)
     python -m export.space USER/SPACE --gpu            # for GPU hardware: CUDA torch and onnxruntime-gpu
+    python -m export.space USER/SPACE --static         # the static edition (export/static.py): free on every account
 
 What goes up is an explicit list (:data:`SPACE_FILES`, matched against the files git tracks), the
 README and what it links to, and the built Hub folder (``artifacts/hub/``, built first if missing
@@ -11,6 +12,9 @@ or stale) so that no start of the Space rebuilds it; plus a ``.gitattributes`` t
 binary files with LFS, for whoever later clones the Space and pushes with git. Nothing else: no
 tests, no corpus, no git history. The Space's ``requirements.txt`` is the repository's with the CPU
 wheels of torch and onnxruntime (:func:`space_requirements`) unless ``--gpu``.
+
+With ``--static`` the Space is the static edition instead (``python -m export.static``): a static
+Space, which the Hub hosts free on every account, where Gradio Spaces need a paid plan to create.
 """
 
 from __future__ import annotations
@@ -142,6 +146,18 @@ def stage(out: Path, artifacts: bool = True, root: Path = ROOT, gpu: bool = Fals
     return sorted([*sources, ".gitattributes"])
 
 
+def stage_static(out: Path, app_space: str | None = None, threads: bool = False) -> list[str]:
+    """Write the static edition into ``out`` (empty or absent) as a static Space's files, with the
+    ``.gitattributes`` a git push needs; returns them (sorted POSIX paths)."""
+    from .static import write_static
+
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FileExistsError(f"{out} is not an empty folder: give a new or empty one")
+    files = sorted(write_static(out, app_space, threads, progress=lambda text: print(text, flush=True)))
+    (out / ".gitattributes").write_text(gitattributes(out, files))
+    return sorted([*files, ".gitattributes"])
+
+
 def folder_size(folder: Path, files: list[str]) -> int:
     return sum((folder / name).stat().st_size for name in files)
 
@@ -158,6 +174,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--gpu", action="store_true",
                     help="for GPU hardware: requirements.txt as it is (PyTorch's CUDA wheel and onnxruntime-gpu, 3.1 GB to "
                          "install); the default installs their CPU wheels from PyTorch's CPU index (0.33 GB)")
+    ap.add_argument("--static", action="store_true",
+                    help="deploy the static edition (python -m export.static) as a static Space, free on every account: "
+                         "the model runs in each visitor's browser; the four tabs that need a server link to --app-space")
+    ap.add_argument("--app-space", metavar="USER/NAME", help="with --static: the Gradio Space its server tabs link to")
+    ap.add_argument("--threads", action="store_true", help="with --static: ask for cross-origin isolation (docs/browser.md)")
     ap.add_argument("--private", action="store_true", help="create the Space private")
     return ap.parse_args(argv)
 
@@ -166,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         check_repo_id(args.space)
-        if args.model_repo:
-            check_repo_id(args.model_repo)
+        for other in (args.model_repo, args.app_space):
+            if other:
+                check_repo_id(other)
         space_requirements((ROOT / REQUIREMENTS).read_text(), args.gpu)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -175,27 +197,34 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="space-") as tmp:
         out = args.dry_run or Path(tmp)
         try:
-            files = stage(out, artifacts=not args.no_artifacts, gpu=args.gpu)
+            if args.static:
+                files = stage_static(out, args.app_space, args.threads)
+            else:
+                files = stage(out, artifacts=not args.no_artifacts, gpu=args.gpu)
         except (FileExistsError, FileNotFoundError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
         size = folder_size(out, files)
         print(f"{len(files)} files, {size / 1e6:.1f} MB")
-        print("requirements.txt: " + ("PyTorch's CUDA wheel and onnxruntime-gpu, for GPU hardware" if args.gpu else
-                                      "the CPU wheels of torch (PyTorch's CPU index) and onnxruntime; --gpu for GPU hardware"))
+        if args.static:
+            print("a static Space: the model runs in each visitor's browser, nothing runs on the Hub")
+        else:
+            print("requirements.txt: " + ("PyTorch's CUDA wheel and onnxruntime-gpu, for GPU hardware" if args.gpu else
+                                          "the CPU wheels of torch (PyTorch's CPU index) and onnxruntime; --gpu for GPU hardware"))
         if args.dry_run:
             print(f"written to {out} (nothing uploaded)")
             if args.model_repo:
                 print(f"the Space needs the variable {MODEL_REPO_ENV}={args.model_repo} (Settings → Variables)")
             return 0
         try:
-            url = upload(out, args.space, files, "space", "GPT Playground: the app", space_sdk="gradio", private=args.private or None)
+            sdk, what = ("static", "the static edition") if args.static else ("gradio", "the app")
+            url = upload(out, args.space, files, "space", f"GPT Playground: {what}", space_sdk=sdk, private=args.private or None)
             if args.model_repo:
                 from huggingface_hub import HfApi
 
                 HfApi().add_space_variable(args.space, MODEL_REPO_ENV, args.model_repo)
         except Exception as err:  # noqa: BLE001 -- no token, no network, no right to the name: say it, no traceback
-            print(upload_failed(args.space, err), file=sys.stderr)
+            print(upload_failed(args.space, err, gradio_space=not args.static), file=sys.stderr)
             return 1
         print(f"uploaded to {url}")
     return 0

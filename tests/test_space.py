@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export import naming, space
+from export import naming, publish, space
 from export.naming import FP32_NAME, INT8_NAME, QUANTIZED_NAME
 from export.publish import MODEL_REPO_ENV, check_repo_id, hub_upload_files
 from import_graph import import_graph, module_files, reachable
@@ -357,3 +357,63 @@ def test_the_dry_run_folder_starts_as_a_space(tmp_path):
                 _assert_served(server, data / "hub" / INT8_NAME)  # the Model tab's download, from the storage
         finally:
             stop(server)
+
+
+# --- the static edition as a static Space ---------------------------------------------------------
+
+
+def payment_required() -> Exception:
+    """The error huggingface_hub raises when the Hub answers a create call with 402."""
+    import httpx
+    from huggingface_hub.errors import HfHubHTTPError
+
+    response = httpx.Response(402, request=httpx.Request("POST", "https://huggingface.co/api/repos/create"),
+                              json={"error": "Creating a Gradio Space requires a paid plan"})
+    return HfHubHTTPError("402 Client Error: Payment Required for url: https://huggingface.co/api/repos/create", response=response)
+
+
+def test_a_free_account_refused_a_gradio_space_is_offered_the_static_edition(monkeypatch, capsys):
+    from huggingface_hub import HfApi
+
+    created = []
+
+    def refuse(self, repo_id, **kwargs):
+        created.append(kwargs.get("space_sdk"))
+        raise payment_required()
+
+    monkeypatch.setattr(HfApi, "create_repo", refuse)
+    assert space.main(["someone/gpt-playground", "--no-artifacts"]) == 1
+    err = capsys.readouterr().err
+    assert created == ["gradio"]
+    assert "402 Payment Required" in err and "paid plan" in err
+    assert "python -m export.space someone/gpt-playground --static" in err
+    assert "Traceback" not in err
+    # any other refusal keeps the token hint, and a static Space refused with 402 is not told to try --static
+    assert "--static" not in publish.upload_failed("someone/x", payment_required(), gradio_space=False)
+    assert "hf auth login" in publish.upload_failed("someone/x", RuntimeError("no network"), gradio_space=True)
+
+
+def test_the_static_space_is_the_static_edition_and_uploads_as_static(tmp_path, monkeypatch, capsys):
+    from static_site import npm_ci
+
+    npm_ci()
+    sent = {}
+
+    def fake_upload(folder, repo_id, files, repo_type, message, **create):
+        sent.update(folder=folder, repo_id=repo_id, files=files, repo_type=repo_type, **create)
+        return f"https://huggingface.co/spaces/{repo_id}"
+
+    monkeypatch.setattr(space, "upload", fake_upload)
+    assert space.main(["someone/gpt-playground-static", "--static", "--app-space", "someone/gpt-playground"]) == 0
+    assert sent["repo_type"] == "space" and sent["space_sdk"] == "static"
+    assert {"index.html", "README.md", "model/model.onnx", "vendor/ort/ort-wasm-simd-threaded.wasm"} <= set(sent["files"])
+    assert not any(name.endswith(".py") for name in sent["files"])
+
+    out = tmp_path / "static"
+    assert space.main(["someone/gpt-playground-static", "--static", "--dry-run", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "a static Space" in said and "written to" in said
+    front = (out / "README.md").read_text().split("---")[1]
+    assert "sdk: static" in front and "app_file: index.html" in front
+    lfs = (out / ".gitattributes").read_text()
+    assert "*.onnx filter=lfs" in lfs and "*.wasm filter=lfs" in lfs and "*.bin filter=lfs" in lfs
