@@ -1,0 +1,208 @@
+"""The browser engine in headless Chromium beside native onnxruntime, in one run (a benchmark,
+not a test):
+
+    python -m benchmarks.browser_engine [--tokens 64] [--repeats 5] [--threads 1 2] [--out DIR]
+
+Writes the static edition (``python -m export.static``) into a temporary folder (or uses
+``--out``), serves it from a loopback server that also sends the cross-origin isolation headers
+multi-threaded WebAssembly needs, and measures:
+
+- decoding speed: greedy tokens/s of the engine in the page (one thread, and each ``--threads``
+  count), with and without the candidates each step shows, beside plain onnxruntime on the same
+  file in this process, one thread (what one learner gets from a server), alternated;
+- what a learner waits for: from opening a Text generation link to the first token drawn, with an
+  empty browser cache (cold: the model downloaded) and again with the model in the browser's cache;
+  Generate's tokens/s as the page's own card shows it;
+- the folder's size and the first screen's weight (bytes the browser fetches to show the first tab).
+
+Prints a table; docs/browser.md keeps the dated figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-quic"]
+GENERATION_LINK = "?tab=generation&text=ROMEO:&max_new_tokens=32&temperature=0"
+
+# In the page: a fresh engine with `threads` WebAssembly threads (one onnxruntime module a page,
+# so each thread count gets its own page), then `repeats` greedy runs of `tokens` tokens.
+ENGINE_SPEED = """async ([threads, tokens, repeats]) => {
+  const { Engine, loadOrt } = await import('./engine/engine.js');
+  const site = await (await fetch('./data/site.json')).json();
+  const ort = await loadOrt('./vendor/ort/', { threads });
+  const f = site.files;
+  const engine = await Engine.load({ ort, model: f['model/model.onnx'], tokenizer: f['model/tokenizer.json'], config: f['model/config.json'] });
+  const ids = engine.tokenizer.encode('ROMEO:');
+  const run = async (nCandidates) => {
+    const t0 = performance.now(); let last;
+    for await (const step of engine.generate(ids, { maxNewTokens: tokens, temperature: 0, nCandidates })) last = step;
+    return { seconds: (performance.now() - t0) / 1000, ids: last.ids, ttft: last.timeToFirstToken };
+  };
+  await run(10); await run(0);  // warm-up: WebAssembly tiers up on the first calls
+  const out = { with: [], without: [], ids: null, isolated: self.crossOriginIsolated };
+  for (let r = 0; r < repeats; r++) {
+    const a = await run(10); const b = await run(0);
+    out.with.push(tokens / a.seconds); out.without.push(tokens / b.seconds); out.ids = a.ids;
+  }
+  return out;
+}"""
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    """Static files with the headers a static Space's ``custom_headers`` can set: cross-origin
+    isolation, which SharedArrayBuffer (threads) needs."""
+
+    def end_headers(self) -> None:
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        super().end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def serve(folder: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_port}/"
+
+
+def native_speed(path: Path, prompt: list[int], tokens: int) -> tuple[float, list[int]]:
+    """Greedy tokens/s of plain onnxruntime (one intra-op thread) on ``path``, the loop the
+    browser runs: the prompt, then one token at a time with the cache fed back."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    pasts = [i for i in sess.get_inputs() if i.name.startswith("past_key_values.")]
+    presents = [i.name.replace("past_key_values", "present") for i in pasts]
+    feeds = {i.name: np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32) for i in pasts}
+    x, seen, out = np.array([prompt]), 0, []
+    start = time.perf_counter()
+    for _ in range(tokens):
+        k = x.shape[1]
+        logits, *present = sess.run(["logits", *presents], {
+            "input_ids": x, "attention_mask": np.ones((1, seen + k), np.int64),
+            "position_ids": np.arange(seen, seen + k)[None], **feeds})
+        feeds, seen = {i.name: p for i, p in zip(pasts, present)}, seen + k
+        x = logits[:, -1:].argmax(-1)
+        out.append(int(x[0, 0]))
+    return tokens / (time.perf_counter() - start), out
+
+
+def first_token(browser, url: str, context=None) -> tuple[float, float, object]:
+    """Seconds from opening the Text generation link to the first generated token drawn (the
+    Generate button pressed as soon as the model is ready) and the page card's tokens/s, in
+    ``context`` (a new one, empty cache, when None)."""
+    context = context or browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    start = time.perf_counter()
+    page.goto(url + GENERATION_LINK, wait_until="domcontentloaded")
+    page.wait_for_selector("#gen-output[data-ready=true]", timeout=180_000)
+    page.click("#gen-run")
+    page.wait_for_selector("#gen-completion .gen-tok", timeout=60_000)
+    waited = time.perf_counter() - start
+    page.wait_for_selector("#gen-output[data-done=true]", timeout=60_000)
+    card = page.inner_text("#gen-stats").split("\n")
+    speed = float(card[card.index("tokens / s") - 1])
+    page.close()
+    return waited, speed, context
+
+
+def first_screen_bytes(browser, url: str) -> tuple[int, int]:
+    """Bytes and requests the browser fetches to show the first tab (Tokenization) from an empty cache."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    sizes: list[int] = []
+    page.on("requestfinished", lambda r: sizes.append(r.sizes()["responseBodySize"]))
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_function("document.querySelector('#tok-ids')?.textContent.startsWith('[')")
+    page.wait_for_load_state("networkidle")
+    context.close()
+    return sum(sizes), len(sizes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.browser_engine", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--out", type=Path, help="an existing static edition folder (default: written anew)")
+    args = ap.parse_args(argv)
+
+    from export.static import write_static
+    from model import get_tokenizer
+    from playwright.sync_api import sync_playwright
+
+    tmp = None
+    folder = args.out
+    if folder is None:
+        tmp = tempfile.TemporaryDirectory()
+        folder = Path(tmp.name)
+        write_static(folder, progress=lambda text: None)
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    server, url = serve(folder)
+    prompt = get_tokenizer().encode("ROMEO:")
+    rows: list[tuple[str, str]] = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            speeds = {}
+            native = []
+            for threads in args.threads:
+                page = browser.new_page()
+                page.goto(url + "?tab=tokenization", wait_until="domcontentloaded")
+                speeds[threads] = page.evaluate(ENGINE_SPEED, [threads, args.tokens, args.repeats])
+                page.close()
+                for _ in range(args.repeats):  # the native side between the browser's runs: the same machine load
+                    native.append(native_speed(folder / "model" / "model.onnx", prompt, args.tokens))
+            native_ids = native[0][1]
+            native_speed_median = statistics.median(s for s, _ in native)
+            for threads, r in speeds.items():
+                same = "same ids" if r["ids"] == native_ids else "ids differ"
+                iso = "" if r["isolated"] else " (page not cross-origin isolated: one thread in effect)"
+                rows.append((f"engine in Chromium, {threads} thread{'s' * (threads > 1)}{iso}, with the candidates",
+                             f"{statistics.median(r['with']):.0f} tokens/s ({same} as native)"))
+                rows.append((f"engine in Chromium, {threads} thread{'s' * (threads > 1)}, ids only",
+                             f"{statistics.median(r['without']):.0f} tokens/s"))
+            rows.append(("plain onnxruntime in Python, 1 thread, same file", f"{native_speed_median:.0f} tokens/s"))
+            one = statistics.median(speeds[args.threads[0]]["with"])
+            rows.append(("browser / native (with the candidates)", f"{one / native_speed_median:.2f}x"))
+
+            cold, cold_speed, context = first_token(browser, url)
+            warm, warm_speed, _ = first_token(browser, url, context)
+            context.close()
+            rows.append(("link opened -> first token, empty cache (model downloaded from loopback)", f"{cold:.2f} s"))
+            rows.append(("link opened -> first token, model in the browser's cache", f"{warm:.2f} s"))
+            rows.append(("Generate's tokens/s as the page's card shows it (cold, cached)", f"{cold_speed:.0f}, {warm_speed:.0f}"))
+            first_bytes, requests = first_screen_bytes(browser, url)
+            rows.append(("first screen (Tokenization): bytes fetched", f"{first_bytes / 1e6:.2f} MB in {requests} requests"))
+            rows.append(("the static folder", f"{size / 1e6:.1f} MB"))
+            browser.close()
+    finally:
+        server.shutdown()
+        if tmp:
+            tmp.cleanup()
+    width = max(len(k) for k, _ in rows)
+    print(f"{time.strftime('%Y-%m-%d')}, {args.tokens} greedy tokens from 'ROMEO:', median of {args.repeats}")
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
