@@ -178,7 +178,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="deploy the static edition (python -m export.static) as a static Space, free on every account: "
                          "the model runs in each visitor's browser; the four tabs that need a server link to --app-space")
     ap.add_argument("--app-space", metavar="USER/NAME", help="with --static: the Gradio Space its server tabs link to")
-    ap.add_argument("--threads", action="store_true", help="with --static: ask for cross-origin isolation (docs/browser.md)")
+    ap.add_argument("--threads", action="store_true", help="with --static: the card asks for cross-origin isolation (docs/browser.md)")
     ap.add_argument("--private", action="store_true", help="create the Space private")
     return ap.parse_args(argv)
 

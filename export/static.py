@@ -150,7 +150,7 @@ def _digest(path: Path) -> str:
 def space_readme(app_space: str | None, threads: bool) -> str:
     """The folder's README.md: a static Space's front matter, then what it is."""
     headers = ("custom_headers:\n  cross-origin-embedder-policy: require-corp\n"
-               "  cross-origin-opener-policy: same-origin\n") if threads else ""
+               "  cross-origin-opener-policy: same-origin\n  cross-origin-resource-policy: cross-origin\n") if threads else ""
     app = f"\nThe tabs that need a server are in the Gradio app: https://huggingface.co/spaces/{app_space}\n" if app_space else ""
     return (
         "---\ntitle: GPT Playground (in your browser)\nemoji: 🎭\ncolorFrom: indigo\ncolorTo: pink\n"
