@@ -2,33 +2,15 @@
 // checks of the app (playground/links.py writes them into data/site.json), so a link works in
 // both editions. A value that fails keeps the tab's default and gets a message saying why.
 
+import { describe as repr, pyG as g, thousands, validateText } from "./checks.js";
+
 const TRUE = ["true", "1", "yes", "on"];
 const FALSE = ["false", "0", "no", "off"];
 // Parameters the app's page or Gradio read: never a tab's setting, never reported as unknown.
 const FOREIGN = new Set(["view", "deep_link", "page", "ui", "write_token", "logs"]);
 
-// Python's repr of a string, cut as the app's messages cut a value (_describe)
-function repr(s) {
-  const quoted = s.includes("'") && !s.includes('"') ? `"${s}"` : `'${s.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
-  return quoted.length <= 40 ? quoted : quoted.slice(0, 37) + "...";
-}
-
-// Python's f"{x:g}": six significant digits, exponent past 1e16 or below 1e-4
-function g(x) {
-  if (x === 0) return "0";
-  const exp = Math.floor(Math.log10(Math.abs(x)));
-  if (exp < -4 || exp >= 6) {
-    const [m, e] = x.toExponential(5).split("e");
-    const mant = m.includes(".") ? m.replace(/0+$/, "").replace(/\.$/, "") : m;
-    const n = Number(e);
-    return `${mant}e${n < 0 ? "-" : "+"}${String(Math.abs(n)).padStart(2, "0")}`;
-  }
-  return String(Number(x.toPrecision(6)));
-}
-
 // playground/validation.format_number: ints as they are, floats short
 const formatNumber = (x, isInt) => (isInt ? String(x) : Number(g(x)) === x ? g(x) : String(x));
-const thousands = (n) => n.toLocaleString("en-US");
 const INT = /^[+-]?\d+$/;
 
 // validation._number: an int from an integer string, else a float from a short numeric string
@@ -48,16 +30,8 @@ export function check(param, raw) {
   const name = param.name;
   const s = String(raw);
   switch (param.kind) {
-    case "text": {
-      if (!s.trim()) throw new Error(`${name} is empty: type some text (1 to ${thousands(param.max_chars)} characters)`);
-      if (s.length > param.max_chars) throw new Error(`${name} is ${thousands(s.length)} characters long; the limit is ${thousands(param.max_chars)} characters`);
-      const bad = [...s].findIndex((ch) => /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/.test(ch));
-      if (bad >= 0) {
-        const code = [...s][bad].codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
-        throw new Error(`${name} contains the control character U+${code} at character ${bad}: only printable text, tabs and newlines are accepted`);
-      }
-      return s;
-    }
+    case "text":
+      return validateText(s, name, param.max_chars);
     case "int": {
       const { value, isInt } = number(s, name);
       const [lo, hi] = [param.minimum, param.maximum];

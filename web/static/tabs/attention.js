@@ -3,7 +3,7 @@
 // (playground/attention.py): the chosen head, the mean over the layer's heads, every head of the
 // layer, and what the head's pattern is (previous token, earlier occurrence, induction).
 
-import { InputError, sentence, validateText, wrap } from "./embeddings.js";
+import { InputError, sentence, validateText, wrap } from "../checks.js";
 
 const VISIBLE = { " ": "⋅", "\t": "→", "\n": "↵", "\r": "␍" };
 const LABEL_CHARS = 16; // playground/tokens.LABEL_CHARS

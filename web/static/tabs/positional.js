@@ -4,7 +4,7 @@
 // the browser seconds); the chosen dimensions over positions, the frequencies and wavelengths, and
 // the dot products that depend only on the offset, as playground/positional.py draws them.
 
-import { InputError, pyG, pyRepr, readInt, sentence, validateText, wrap } from "./embeddings.js";
+import { InputError, pyG, pyRepr, readInt, sentence, validateText, wrap } from "../checks.js";
 
 const TUTORIAL_DIMS = [2, 4, 6, 8];
 const LINES_WINDOW = 128; // positions the lines plot opens on: past this the fast dimensions fill it

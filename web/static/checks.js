@@ -1,0 +1,83 @@
+// The app's ways of checking input and writing values (playground/validation.py, Python's repr
+// and format), shared by the static edition's tabs and its links, so every message reads as the
+// app's own.
+
+export class InputError extends Error {}
+
+// -- Python's ways of writing values, so the messages read as the app's ---------------------------
+
+/** Python's repr() of a string: single quotes unless the text holds one and no double quote. */
+export function pyRepr(s) {
+  const q = s.includes("'") && !s.includes('"') ? '"' : "'";
+  const body = s.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r").replace(/\t/g, "\\t");
+  return q + (q === "'" ? body.replace(/'/g, "\\'") : body) + q;
+}
+
+/** Python's format(x, "g"): six significant digits, no trailing zeros, e+XX past 1e6 or below 1e-4. */
+export function pyG(x) {
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? "nan" : x > 0 ? "inf" : "-inf";
+  if (x === 0) return Object.is(x, -0) ? "-0" : "0";
+  const exp = Math.floor(Math.log10(Math.abs(Number(x.toPrecision(6)))));
+  if (exp < -4 || exp >= 6) {
+    const [m, e] = x.toExponential(5).split("e");
+    const mant = m.includes(".") ? m.replace(/0+$/, "").replace(/\.$/, "") : m;
+    const n = Number(e);
+    return `${mant}e${n < 0 ? "-" : "+"}${String(Math.abs(n)).padStart(2, "0")}`;
+  }
+  const fixed = x.toFixed(Math.max(0, 5 - exp));
+  return fixed.includes(".") ? fixed.replace(/0+$/, "").replace(/\.$/, "") : fixed;
+}
+
+export const thousands = (n) => n.toLocaleString("en-US");
+
+/** playground/validation.validate_text: the app's checks of typed text. */
+export function validateText(text, name, maxChars) {
+  if (!text.trim()) throw new InputError(`${name} is empty: type some text (1 to ${thousands(maxChars)} characters)`);
+  if (text.length > maxChars) throw new InputError(`${name} is ${thousands(text.length)} characters long; the limit is ${thousands(maxChars)} characters`);
+  let i = 0;
+  for (const ch of text) {
+    const code = ch.codePointAt(0);
+    if (code >= 0xd800 && code <= 0xdfff) {
+      throw new InputError(`${name} contains a lone surrogate U+${code.toString(16).toUpperCase().padStart(4, "0")} at character ${i}: only valid Unicode text is accepted`);
+    }
+    if (!"\t\n\r".includes(ch) && /\p{Cc}/u.test(ch)) {
+      throw new InputError(`${name} contains the control character U+${code.toString(16).toUpperCase().padStart(4, "0")} at character ${i}: only printable text, tabs and newlines are accepted`);
+    }
+    i++;
+  }
+  return text;
+}
+
+/** validation._describe: a value as a message quotes it, cut past 40 characters. */
+export function describe(s) {
+  const shown = pyRepr(s);
+  return shown.length <= 40 ? shown : shown.slice(0, 37) + "...";
+}
+
+/** A message as the app's error slot shows it: a capital when it opens with a word, a full stop. */
+export function sentence(message) {
+  const first = message.split(" ", 1)[0];
+  let out = /^\p{L}+$/u.test(first) ? message[0].toUpperCase() + message.slice(1) : message;
+  if (!/[.!?]$/.test(out)) out += ".";
+  return out;
+}
+
+/** An integer setting as validate_int checks it, or a message. */
+export function readInt(raw, name, minimum, maximum) {
+  const s = String(raw).trim();
+  const v = Number(s);
+  if (!s || !Number.isFinite(v)) throw new InputError(`${name} must be a number, not ${pyRepr(String(raw))}`);
+  if (!Number.isInteger(v)) throw new InputError(`${name} must be a whole number from ${minimum} to ${maximum}, not ${pyG(v)}`);
+  if (v < minimum || v > maximum) throw new InputError(`${name} must be from ${minimum} to ${maximum}, not ${v}`);
+  return v;
+}
+
+/** playground/plots.wrap_title: plotly never wraps a title, and a phone fits about 40 characters. */
+export function wrap(text, width = 40) {
+  const lines = [];
+  for (const word of text.split(" ")) {
+    if (lines.length && lines[lines.length - 1].length + 1 + word.length <= width) lines[lines.length - 1] += " " + word;
+    else lines.push(word);
+  }
+  return lines.join("<br>");
+}
