@@ -34,6 +34,7 @@ from model import get_tokenizer, load_pretrained
 from runtime.engine import Engine
 from runtime.generate import generate
 from runtime.params import SamplingParams
+from static_site import npm_ci
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = Path(__file__).resolve().parent / "clients"
@@ -170,19 +171,8 @@ def test_optimum_loads_the_folder_without_legacy_path(hub, optimum_python, promp
 
 @pytest.fixture(scope="session")
 def node_modules() -> Path:
-    """``npm ci`` of package.json / package-lock.json, once (node_modules/ is gitignored).
-
-    ONNXRUNTIME_NODE_INSTALL=skip: onnxruntime-node's install script would download extra GPU
-    binaries that this network refuses; its CPU binding ships inside the npm package."""
-    for tool in ("node", "npm"):
-        assert shutil.which(tool), f"{tool} not found: the JavaScript client tests need Node.js 20 and npm"
-    folder = ROOT / "node_modules"
-    marker = folder / ".package-lock.json"  # written by npm; newer than package-lock.json when current
-    if not marker.is_file() or marker.stat().st_mtime < (ROOT / "package-lock.json").stat().st_mtime:
-        env = {**os.environ, "ONNXRUNTIME_NODE_INSTALL": "skip"}
-        proc = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, f"npm ci failed:\n{proc.stderr[-3000:]}"
-    return folder
+    """``npm ci`` of package.json / package-lock.json, once (tests/static_site.py)."""
+    return npm_ci()
 
 
 @pytest.mark.slow
