@@ -23,7 +23,7 @@ export async function loadOrt(base, { threads = 1 } = {}) {
 }
 
 /** The settings of one generation, by the API's names and conventions (0 = greedy / no cut). */
-export function generationSettings({ max_new_tokens = 64, temperature = 0.8, top_k = 50, top_p = 0.95, seed = 0, n_candidates = 10 } = {}) {
+export function generationSettings({ max_new_tokens = 64, temperature = 0.8, top_k = 50, top_p = 0.95, seed = 0, n_candidates = 10, stop_at_eot = true } = {}) {
   return {
     maxNewTokens: max_new_tokens,
     temperature,
@@ -31,6 +31,7 @@ export function generationSettings({ max_new_tokens = 64, temperature = 0.8, top
     topP: top_p < 1 ? top_p : null,
     seed,
     nCandidates: n_candidates,
+    stopAtEot: stop_at_eot,
   };
 }
 
@@ -166,7 +167,7 @@ export class Engine {
       firstAt ??= performance.now();
       const previous = text;
       text = this.tokenizer.decode(tokens);
-      const atEot = token === eot;
+      const atEot = token === eot && s.stopAtEot;
       const finished = atEot || index === s.maxNewTokens - 1;
       yield this._step({
         index, token, tokens, text, piece: text.slice(previous.length), candidates: shown, finished,

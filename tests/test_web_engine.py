@@ -1,0 +1,57 @@
+"""The browser engine (web/engine/engine.js) under Node.js, with onnxruntime-web's WebAssembly as a
+page runs it, against the server's engine (runtime/) on the same 8-bit file: greedy and seeded ids
+where the context fills up and shifts, and a prompt longer than the context."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from export import hub_dir
+from model import get_tokenizer
+from runtime.engine import Engine
+from runtime.generate import generate
+from runtime.params import SamplingParams
+from static_site import npm_ci
+
+WEB_TESTS = Path(__file__).resolve().parent / "web"
+
+
+def run_engine(hub: Path, requests: list[dict]) -> list[dict]:
+    npm_ci()
+    doc = {"model": str(hub / "onnx" / "model_quantized.onnx"), "tokenizer": str(hub / "tokenizer.json"),
+           "config": str(hub / "config.json"), "requests": requests}
+    proc = subprocess.run(["node", str(WEB_TESTS / "engine_greedy.mjs")], input=json.dumps(doc), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def server(shipped_onnx) -> Engine:
+    return Engine.load(shipped_onnx["quantized"], provider="cpu")
+
+
+def corpus_ids(n: int) -> list[int]:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    return get_tokenizer().encode(text)[:n]
+
+
+def test_the_context_shifts_as_the_servers_does(server):
+    """A 240-token prompt and 40 new tokens cross block_size (256): both engines drop the oldest
+    tokens and read the rest anew at the same step, so the ids stay the same after it."""
+    block = server.block_size
+    cases = [
+        (corpus_ids(block - 16), dict(max_new_tokens=40, temperature=0, stop_at_eot=False)),
+        (corpus_ids(block + 30), dict(max_new_tokens=12, temperature=0, stop_at_eot=False)),  # the prompt itself too long
+        (corpus_ids(block - 8), dict(max_new_tokens=24, temperature=0.9, top_k=40, top_p=0.9, seed=3, stop_at_eot=False)),
+    ]
+    got = run_engine(hub_dir(), [{"prompt": p, "settings": s} for p, s in cases])
+    for (prompt, s), js in zip(cases, got):
+        params = SamplingParams(s["max_new_tokens"], temperature=s["temperature"], top_k=s.get("top_k"), top_p=s.get("top_p"),
+                                seed=s.get("seed", 0), stop_at_eot=False)
+        assert js["ids"] == generate(server, prompt, params), s
+    assert any("context is full" in n for n in got[0]["notices"])
+    assert any("the first 30 were dropped" in n for n in got[1]["notices"])
