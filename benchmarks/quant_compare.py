@@ -24,6 +24,11 @@ file), each speed also as a ratio to fp32's: the numbers of README.md's clients 
 per CPU-second, and how far their greedy texts agree (tokens before the first different one, the
 most likely token over the same contexts, the largest logit difference, fp32's top-two gap where
 they differ) on windows of the validation split.
+
+``--real-text``: both 8-bit files against fp32 over windows of the validation split itself (real
+text, not a model's own greedy text, whose confident continuations hide near ties): the most likely
+token the same at every position of each window, the largest logit difference, fp32's top-two gap
+where they differ.
 """
 
 from __future__ import annotations
@@ -233,6 +238,46 @@ def precision_report(fp32: Path, int8: Path, prompts: int, tokens: int, reps: in
     return "\n".join(lines)
 
 
+def real_text_agreement(fp32: Path, other: Path, windows: list[list[int]]) -> tuple[int, int, float, list[float]]:
+    """One pass of each file over every window: (positions whose most likely token is fp32's,
+    positions, the largest |logit - fp32's logit|, fp32's top-two gap where the top tokens differ)."""
+    engines = [Engine.load(path, provider="cpu", threads=2) for path in (fp32, other)]
+    agree, positions, worst, gaps = 0, 0, 0.0, []
+    for window in windows:
+        ids = np.asarray([window], dtype=np.int64)
+        a, b = (e.run(ids, e.empty_cache(1))[0][0].astype(np.float64) for e in engines)
+        top_a, top_b = a.argmax(axis=1), b.argmax(axis=1)
+        agree += int((top_a == top_b).sum())
+        positions += len(top_a)
+        worst = max(worst, float(np.abs(a - b).max()))
+        two = np.sort(a, axis=1)[:, -2:]
+        gaps += (two[:, 1] - two[:, 0])[top_a != top_b].tolist()
+    return agree, positions, worst, gaps
+
+
+def real_text_report(shipped: dict[str, Path], windows: int, window: int, val: Path) -> str:
+    """model_quantized.onnx and model_int8.onnx against model.onnx on ``windows`` windows of
+    ``window`` tokens spread evenly over the validation split, a Markdown table."""
+    if not val.is_file():
+        raise SystemExit(f"{val} is missing: `python -m model.data` prepares it")
+    data = np.fromfile(val, dtype=np.uint16)
+    window = min(window, json.loads(read_metadata(shipped["fp32"])["gpt_config"])["block_size"], len(data))
+    starts = np.linspace(0, len(data) - window, windows).astype(int)
+    texts = [data[s : s + window].astype(int).tolist() for s in starts]
+    lines = [
+        f"{windows} windows of {window} tokens spread evenly over the validation split ({len(data):,} tokens), "
+        f"every position of each, one pass per file",
+        "",
+        "| file | most likely token the same as fp32's | largest logit difference | fp32's top-two gap where they differ (max) |",
+        "|---|---|---|---|",
+    ]
+    for key in ("quantized", "int8"):
+        agree, positions, worst, gaps = real_text_agreement(shipped["fp32"], shipped[key], texts)
+        lines.append(f"| `{shipped[key].name}` | {100 * agree / positions:.2f} % of {positions} positions ({positions - agree} differ) "
+                     f"| {worst:.3f} | {f'{max(gaps):.3f}' if gaps else 'n/a (never differ)'} |")
+    return "\n".join(lines)
+
+
 def transformers_js_rates(folder: Path, prompt: str, tokens: int) -> dict[str, float] | None:
     """transformers.js under Node.js (onnxruntime-node) on the Hub folder: wall-clock greedy
     tokens/s per dtype, its own generation loop included (tests/clients/transformers_node.mjs)."""
@@ -271,6 +316,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="instead: the Text generation tab's two precisions (model.onnx, model_int8.onnx): speed and agreement")
     ap.add_argument("--precision-prompts", type=int, default=40, help="with --precision: prompts (validation windows)")
     ap.add_argument("--precision-tokens", type=int, default=100, help="with --precision: greedy tokens per prompt")
+    ap.add_argument("--real-text", action="store_true",
+                    help="instead: both 8-bit files' agreement with fp32 over windows of the validation split")
+    ap.add_argument("--windows", type=int, default=8, help="with --real-text: validation windows, spread evenly")
+    ap.add_argument("--window-tokens", type=int, default=250, help="with --real-text: tokens per window (at most the context)")
     ap.add_argument("--shipped", action="store_true",
                     help="measure the three shipped files (and transformers.js on the folder) instead of building candidates")
     args = ap.parse_args(argv)
@@ -281,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     fp32 = shipped["fp32"]
     if args.precision:
         print(precision_report(fp32, shipped["int8"], args.precision_prompts, args.precision_tokens, args.reps, args.val))
+        return 0
+    if args.real_text:
+        print(real_text_report(shipped, args.windows, args.window_tokens, args.val))
         return 0
     prompt = get_tokenizer().encode("ROMEO:")
     with tempfile.TemporaryDirectory() as tmp:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from benchmarks.bench import main, weight_bytes_per_token
 from model import load_pretrained
 
@@ -38,3 +40,19 @@ def test_bench_prints_the_comparison_table(tiny_export, capsys):
     assert all(len(cols) == 2 and all(float(c) > 0 for c in cols) for cols in steps)
     context = [cols for name, cols in rows.items() if name.startswith("model_int8.onnx, 1 thread") or name.startswith("the app's loop")]
     assert len(context) == 2 and all(float(c) > 0 for cols in context for c in cols)
+
+
+def test_real_text_agreement_reads_every_position_of_validation_windows(tiny_export, tmp_path):
+    from benchmarks.quant_compare import real_text_agreement, real_text_report
+
+    paths = tiny_export.paths
+    val = tmp_path / "val.bin"
+    np.random.default_rng(0).integers(0, 50257, 500).astype(np.uint16).tofile(val)
+    windows = [np.fromfile(val, dtype=np.uint16)[:20].astype(int).tolist()]
+    assert real_text_agreement(paths["fp32"], paths["fp32"], windows) == (20, 20, 0.0, [])
+    # Windows longer than the context are cut to it (the tiny model's 32), every position counted.
+    out = real_text_report(paths, 3, 250, val)
+    rows = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in out.splitlines() if line.startswith("| `")}
+    assert set(rows) == {"`model_quantized.onnx`", "`model_int8.onnx`"}
+    assert all("of 96 positions" in cols[0] and float(cols[1]) >= 0 for cols in rows.values())
+    assert "3 windows of 32 tokens" in out
