@@ -55,3 +55,28 @@ def test_the_context_shifts_as_the_servers_does(server):
         assert js["ids"] == generate(server, prompt, params), s
     assert any("context is full" in n for n in got[0]["notices"])
     assert any("the first 30 were dropped" in n for n in got[1]["notices"])
+
+
+def test_streamed_pieces_add_up_to_the_text_when_a_character_spans_tokens(tmp_path):
+    """A character whose bytes are split over tokens shows as U+FFFD until its last byte: the
+    pieces the page appends hold it back, so they always add up to the text."""
+    from export.hf_tokenizer import tokenizer_json
+
+    enc = get_tokenizer()
+    text = " naïve 🎭 café 你好!"
+    tokens = enc.encode(text)
+    partial = [t for t in tokens if "\ufffd" in enc.decode([t])]
+    assert partial, "the text must hold a character split over tokens"
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(tokenizer_json(), ensure_ascii=False), encoding="utf-8")
+    proc = subprocess.run(["node", str(WEB_TESTS / "engine_pieces.mjs")], input=json.dumps({"tokenizer": str(path), "tokens": tokens}),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    steps = json.loads(proc.stdout)
+    assert len(steps) == len(tokens)
+    joined = ""
+    for step in steps:
+        joined += step["piece"]
+        assert step["text"].startswith(joined)
+        assert "\ufffd" not in joined
+    assert joined == steps[-1]["text"] == text

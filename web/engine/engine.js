@@ -154,23 +154,28 @@ export class Engine {
     let { last, past } = await this._run(window, this._emptyPast(), 0);
     const tokens = [];
     let text = "";
+    let shown = ""; // what the pieces so far add up to
     let firstAt = null;
     for (let index = 0; index < s.maxNewTokens; index++) {
       if (signal && signal.aborted) {
-        yield this._step({ index, tokens, text, finished: true, stopReason: "stopped", t0, firstAt });
+        yield this._step({ index, tokens, text, piece: text.slice(shown.length), finished: true, stopReason: "stopped", t0, firstAt });
         return;
       }
       const u = rng ? rng.random() : 0;
       const { token, kept } = sample(last, { temperature: s.temperature, topK: s.topK, topP: s.topP }, u);
-      const shown = s.nCandidates ? topCandidates(last, s.nCandidates, token, kept) : null;
+      const listed = s.nCandidates ? topCandidates(last, s.nCandidates, token, kept) : null;
       tokens.push(token);
       firstAt ??= performance.now();
-      const previous = text;
       text = this.tokenizer.decode(tokens);
       const atEot = token === eot && s.stopAtEot;
       const finished = atEot || index === s.maxNewTokens - 1;
+      // A character whose bytes span two tokens decodes as U+FFFD until its last byte comes: the
+      // pieces hold that back until then, so they always add up to the text.
+      const settled = finished ? text : text.replace(/\uFFFD+$/, "");
+      const piece = settled.slice(shown.length);
+      shown = settled;
       yield this._step({
-        index, token, tokens, text, piece: text.slice(previous.length), candidates: shown, finished,
+        index, token, tokens, text, piece, candidates: listed, finished,
         stopReason: atEot ? "eot" : finished ? "max_new_tokens" : null, t0, firstAt, notice,
       });
       notice = null;
