@@ -46,6 +46,7 @@ SPACE_FILES = (
     "model/weights/evaluation.json",  # the ONNX files' measured losses, for the model card of a --no-artifacts build
     "export/**/*.py",
     "runtime/**/*.py",
+    "web/engine/*.js",  # Text generation's "Run on: this browser"
 )
 CARD = "README.md"  # the Space's configuration (front matter) and its page
 LFS_LIMIT = 10 * 1000 * 1000  # the Hub refuses plain-git files past 10 MB, and binary files of any size
@@ -137,6 +138,7 @@ def stage(out: Path, artifacts: bool = True, root: Path = ROOT, gpu: bool = Fals
         ensure_onnx()  # current and checked: the Space then never rebuilds them
         hub = hub_dir()
         sources |= {f"artifacts/{HUB_DIRNAME}/{name}": hub / name for name in hub_upload_files(hub)}
+    sources |= browser_runtime(root)
     for name, src in sources.items():
         dst = out / name
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -144,6 +146,19 @@ def stage(out: Path, artifacts: bool = True, root: Path = ROOT, gpu: bool = Fals
     (out / REQUIREMENTS).write_text(requirements)
     (out / ".gitattributes").write_text(gitattributes(out, list(sources)))
     return sorted([*sources, ".gitattributes"])
+
+
+def browser_runtime(root: Path = ROOT) -> dict[str, Path]:
+    """onnxruntime-web's files for "Run on: this browser", at the path the app serves them from
+    (a Space has no npm): empty, with a word on the console, when ``npm ci`` has not been run."""
+    from .static import VENDOR
+
+    src, names = VENDOR["vendor/ort"]
+    src = root / src.relative_to(ROOT)
+    if not all((src / name).is_file() for name in names):
+        print(f"{src} not found: the Space's Text generation will not offer \"Run on: this browser\" (run `npm ci` first)")
+        return {}
+    return {(src / name).relative_to(root).as_posix(): src / name for name in names}
 
 
 def stage_static(out: Path, app_space: str | None = None, threads: bool = False) -> list[str]:

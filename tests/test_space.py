@@ -73,16 +73,21 @@ def test_the_space_takes_the_app_and_leaves_the_rest():
 
 
 def test_the_dry_run_writes_exactly_that_set(tmp_path, capsys):
+    from static_site import npm_ci
+
+    npm_ci()
     out = tmp_path / "space"
     assert space.main(["someone/gpt-playground", "--dry-run", str(out), "--no-artifacts"]) == 0
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert written == sorted([*space.app_files(), ".gitattributes"])
-    for name in space.app_files():
+    runtime = space.browser_runtime()  # onnxruntime-web for "Run on: this browser": a Space has no npm
+    assert written == sorted([*space.app_files(), *runtime, ".gitattributes"])
+    assert "web/engine/engine.js" in written and "node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.wasm" in runtime
+    for name in [*space.app_files(), *runtime]:
         if name != "requirements.txt":  # made from the repository's: the test below
             assert (out / name).read_bytes() == (ROOT / name).read_bytes(), name
     size = sum((out / name).stat().st_size for name in written)
     assert f"{len(written)} files, {size / 1e6:.1f} MB" in capsys.readouterr().out
-    assert size < 60e6  # the app, its weights and tokenizers; no corpus, no tests
+    assert size < 75e6  # the app, its weights and tokenizers, onnxruntime-web; no corpus, no tests
 
 
 def _pins(text: str) -> dict[str, str]:
