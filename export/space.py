@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .naming import HUB_DIRNAME, ROOT
+from .naming import HUB_DIRNAME, ORT_WEB_DIR, ORT_WEB_FILES, ROOT
 from .publish import MODEL_REPO_ENV, check_repo_id, upload, upload_failed
 
 # What the app imports and reads at run time, as globs relative to the repository root.
@@ -151,10 +151,7 @@ def stage(out: Path, artifacts: bool = True, root: Path = ROOT, gpu: bool = Fals
 def browser_runtime(root: Path = ROOT) -> dict[str, Path]:
     """onnxruntime-web's files for "Run on: this browser", at the path the app serves them from
     (a Space has no npm): empty, with a word on the console, when ``npm ci`` has not been run."""
-    from .static import VENDOR
-
-    src, names = VENDOR["vendor/ort"]
-    src = root / src.relative_to(ROOT)
+    src, names = root / ORT_WEB_DIR.relative_to(ROOT), ORT_WEB_FILES
     if not all((src / name).is_file() for name in names):
         print(f"{src} not found: the Space's Text generation will not offer \"Run on: this browser\" (run `npm ci` first)")
         return {}

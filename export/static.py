@@ -23,14 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .naming import QUANTIZED_NAME, ROOT, hub_dir
+from .naming import ORT_WEB_DIR, ORT_WEB_FILES, QUANTIZED_NAME, ROOT, hub_dir
 
 WEB = ROOT / "web"
 NODE_MODULES = ROOT / "node_modules"
 # What the page loads from npm packages (package.json pins them), copied as they are.
 VENDOR = {
-    "vendor/ort": (NODE_MODULES / "onnxruntime-web" / "dist",
-                   ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")),
+    "vendor/ort": (ORT_WEB_DIR, ORT_WEB_FILES),
     "vendor/plotly": (NODE_MODULES / "plotly.js-dist-min", ("plotly.min.js",)),
 }
 MODEL_FILE = "model/model.onnx"

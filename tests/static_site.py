@@ -19,13 +19,9 @@ from typing import Any
 
 import pytest
 
+from test_browser import ARGS, CHROMIUM, TIMEOUT_MS  # the app's browser tests' Chromium, as they start it
+
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
-TIMEOUT_MS = 60_000
 LAPTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 

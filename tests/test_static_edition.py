@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
-import numpy as np
 import pytest
 
+from benchmarks.browser_engine import onnxruntime_greedy
 from model import get_tokenizer
 from runtime.engine import Engine
 from runtime.generate import generate
@@ -22,26 +21,6 @@ pytestmark = pytest.mark.browser
 
 GREEDY_PROMPT = "ROMEO:"
 N_TOKENS = 32
-
-
-def onnxruntime_greedy(path: Path, ids: list[int], n: int) -> list[int]:
-    """Greedy ids from plain onnxruntime on ``path``: the graph, its inputs, numpy, no project code."""
-    import onnxruntime as ort
-
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    pasts = [i for i in sess.get_inputs() if i.name.startswith("past_key_values.")]
-    presents = [i.name.replace("past_key_values", "present") for i in pasts]
-    feeds = {i.name: np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32) for i in pasts}
-    x, seen, out = np.array([ids]), 0, []
-    for _ in range(n):
-        k = x.shape[1]
-        logits, *present = sess.run(["logits", *presents], {
-            "input_ids": x, "attention_mask": np.ones((1, seen + k), np.int64),
-            "position_ids": np.arange(seen, seen + k)[None], **feeds})
-        feeds, seen = {i.name: p for i, p in zip(pasts, present)}, seen + k
-        x = logits[:, -1:].argmax(-1)
-        out.append(int(x[0, 0]))
-    return out
 
 
 def generated_ids(page) -> list[int]:
