@@ -106,6 +106,7 @@ def examples_and_defaults() -> dict:
         },
         "defaults": {
             "generation": {"text": generation.EXAMPLE_PROMPTS[0], **generation.DEFAULTS},
+            "attention": {"cell_values_max_tokens": attention.CELL_VALUES_MAX_TOKENS},
         },
     }
 

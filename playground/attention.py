@@ -31,7 +31,8 @@ from .resources import get_model
 from .tokens import encode_prompt, token_labels
 from .validation import validate_int
 
-__all__ = ["EXAMPLE_PROMPTS", "HEAD_KINDS", "Stage", "SalientHead", "salient_head", "AttentionResult", "attention", "attention_weights", "line_view_html"]
+__all__ = ["EXAMPLE_PROMPTS", "HEAD_KINDS", "Stage", "SalientHead", "salient_head", "describe_head", "head_sentence",
+           "AttentionResult", "attention", "attention_weights", "line_view_html"]
 
 # In the corpus's style (see generation.EXAMPLE_PROMPTS), every token a whole word or a mark:
 # the first repeats its words, which the heads worth seeing (previous word, earlier occurrence)
@@ -66,17 +67,23 @@ HEAD_KINDS = {
 # A head that gives the first token this much of every row's weight on average is a no-op
 # "attention sink" (the least instructive pattern): never the one the page opens on.
 FIRST_TOKEN_SINK = 0.5
+# A head is named after its pattern only where the pattern's share beats a uniform head's by this
+# much (10 points: the opening head's beats it by 29); below, the page says it has no clear one.
+CLEAR_EXCESS = 0.10
 
 
 @dataclass(frozen=True)
 class SalientHead:
-    """A head whose pattern reads at a glance, found from the model's weights on a text."""
+    """A head and its pattern on a text, measured from the model's weights: the one that most
+    exceeds a uniform head's (:func:`salient_head` for the clearest head, :func:`describe_head`
+    for any one)."""
 
     layer: int
     head: int
     kind: str  # a key of HEAD_KINDS
     share: float  # mean weight a token gives the keys of its kind
     uniform: float  # the same mean for a uniform head (n keys / (t + 1) per row): the baseline
+    first_token: float = 0.0  # mean weight a token after the first gives the first (a sink: FIRST_TOKEN_SINK)
 
     @property
     def gives(self) -> str:
@@ -85,6 +92,14 @@ class SalientHead:
     @property
     def why(self) -> str:
         return HEAD_KINDS[self.kind][1]
+
+    @property
+    def clear(self) -> bool:
+        return self.share - self.uniform >= CLEAR_EXCESS
+
+    @property
+    def sink(self) -> bool:
+        return self.first_token >= FIRST_TOKEN_SINK
 
 
 def _pattern_keys(ids: list[int] | None, t: int) -> dict[str, list[tuple[int, list[int]]]]:
@@ -97,27 +112,71 @@ def _pattern_keys(ids: list[int] | None, t: int) -> dict[str, list[tuple[int, li
     return {kind: pairs for kind, pairs in kinds.items() if len(pairs) >= 2 or kind == "previous-token"}
 
 
+def _pattern_shares(weights: np.ndarray, ids: list[int] | None) -> dict[str, tuple[np.ndarray, float]]:
+    """Per kind of head: every head's mean weight on the pattern's keys [n_layer, n_head], and a
+    uniform head's, over the queries the pattern applies to."""
+    t = weights.shape[-1]
+    return {kind: (np.mean([weights[:, :, q, ks].sum(axis=-1) for q, ks in pairs], axis=0),
+                   float(np.mean([len(ks) / (q + 1) for q, ks in pairs])))
+            for kind, pairs in _pattern_keys(ids, t).items()}
+
+
+def _first_token_share(weights: np.ndarray) -> np.ndarray:
+    """[n_layer, n_head] the mean weight the tokens after the first give the first."""
+    return weights[:, :, 1:, 0].mean(axis=-1)
+
+
 def salient_head(weights: np.ndarray, ids: list[int] | None = None) -> SalientHead:
     """The head of ``weights`` [n_layer, n_head, T, T] whose pattern most exceeds a uniform
     head's: attending to the token just before (previous-token), to earlier occurrences of the
     same token, or to the token after such an occurrence (induction; these two need ``ids``).
     Excess = mean weight on the pattern's keys minus a uniform head's, over the queries the
     pattern applies to. Heads that sit on the first token (FIRST_TOKEN_SINK) are left out."""
-    n_layer, n_head, t = weights.shape[0], weights.shape[1], weights.shape[-1]
+    t = weights.shape[-1]
     if t < 2:
         return SalientHead(0, 0, "previous-token", 1.0, 1.0)
-    sink = weights[:, :, 1:, 0].mean(axis=-1) >= FIRST_TOKEN_SINK  # [n_layer, n_head]
+    first = _first_token_share(weights)
+    sink = first >= FIRST_TOKEN_SINK  # [n_layer, n_head]
     best: tuple[float, SalientHead] | None = None
-    for kind, pairs in _pattern_keys(ids, t).items():
-        share = np.mean([weights[:, :, q, ks].sum(axis=-1) for q, ks in pairs], axis=0)  # [n_layer, n_head]
-        uniform = float(np.mean([len(ks) / (q + 1) for q, ks in pairs]))
+    for kind, (share, uniform) in _pattern_shares(weights, ids).items():
         excess = np.where(sink, -np.inf, share - uniform)
         if np.all(sink):
             excess = share - uniform  # every head a sink: the clearest of them all the same
         layer, head = np.unravel_index(int(np.argmax(excess)), excess.shape)
         if best is None or excess[layer, head] > best[0]:
-            best = (float(excess[layer, head]), SalientHead(int(layer), int(head), kind, float(share[layer, head]), uniform))
+            best = (float(excess[layer, head]), SalientHead(int(layer), int(head), kind, float(share[layer, head]), uniform,
+                                                            float(first[layer, head])))
     return best[1]
+
+
+def describe_head(weights: np.ndarray, ids: list[int] | None, layer: int, head: int) -> SalientHead:
+    """Head ``head`` of layer ``layer`` measured as :func:`salient_head` measures the heads it
+    chooses from: the pattern whose share most exceeds a uniform head's (the first kind on a tie),
+    and the share the first token gets."""
+    if weights.shape[-1] < 2:
+        return SalientHead(layer, head, "previous-token", 1.0, 1.0, 1.0)
+    shares = _pattern_shares(weights, ids)
+    kind = max(shares, key=lambda k: shares[k][0][layer, head] - shares[k][1])
+    share, uniform = shares[kind]
+    return SalientHead(layer, head, kind, float(share[layer, head]), uniform, float(_first_token_share(weights)[layer, head]))
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def head_sentence(h: SalientHead) -> str:
+    """What a head does on the text, named and measured, as the Attention tab says it: its pattern
+    and the share of attention it gives the pattern's keys beside a uniform head's; a head whose
+    best pattern is not clear is said to have none, with that pattern measured all the same; a
+    head that sits on the first token is called an attention sink."""
+    measured = (f"each token it applies to gives {h.gives} {h.share:.0%} of its attention on average; a uniform head "
+                f"would give {h.uniform:.0%}.")
+    sink = (f" It gives the first token {h.first_token:.0%} of every later token's attention on average: an attention "
+            "sink." if h.sink else "")
+    if h.clear:
+        return f"{_article(h.kind)} {h.kind} head ({h.why}): {measured}{sink}"
+    return f"no clear pattern; its closest is the {h.kind} pattern ({h.why}): {measured}{sink}"
 
 
 @dataclass(frozen=True)
@@ -182,25 +241,35 @@ def _pair_customdata(tokens: list[str]) -> np.ndarray:
     return np.stack([np.repeat(q[:, None], t, axis=1), np.repeat(q[None, :], t, axis=0), future], axis=-1)
 
 
-# Weights are printed in the cells (two decimals) only while a cell is wide enough to read them,
-# on a phone too; beyond this many tokens they are in the hover only, as BertViz shows them.
-CELL_VALUES_MAX_TOKENS = 10
+# Weights are printed in the cells (two decimals) for short texts, up to this many tokens; beyond,
+# they are in the hover only, as BertViz shows them (sixty numbers a row would be noise).
+CELL_VALUES_MAX_TOKENS = 16
+# Past this many tokens the cells' numbers take the size that fits a cell (plotly's own fit, its
+# text size left unset), so that "0.00" stays within its cell on a phone, smaller there.
+CELL_FONT_FULL_TOKENS = 10
 
 
 def _cells(t: int, fmt: str = ".2f") -> str | None:
     return fmt if t <= CELL_VALUES_MAX_TOKENS else None
 
 
+def _cell_font(fig: go.Figure, t: int) -> go.Figure:
+    if CELL_FONT_FULL_TOKENS < t <= CELL_VALUES_MAX_TOKENS:
+        for trace in fig.data:
+            trace.textfont.size = None
+    return fig
+
+
 def _weights_figure(w: np.ndarray, tokens: list[str], title: str) -> go.Figure:
     t = len(tokens)
-    return heatmap(
+    return _cell_font(heatmap(
         w, title, x_labels=tokens, y_labels=tokens, x_title="key (attended-to token)", y_title="query (attending token)",
         colorscale="Blues", zmin=0.0, zmax=1.0,
         hover="query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.3f}%{customdata[2]}<extra></extra>",
         customdata=_pair_customdata(tokens),
         cells=_cells(t),
         height=max(420, 18 * t + 160),
-    )
+    ), t)
 
 
 def _heads_grid(w_layer: np.ndarray, tokens: list[str], layer: int) -> go.Figure:
@@ -314,19 +383,21 @@ def _step_through(model: GPT, ids: list[int], layer: int, head: int, tokens: lis
         Stage("3. scores", "wei = q @ k.transpose(-2, -1) * head_size**-0.5",
               f"Each query's dot product with every key, scaled by 1/√{d} (head_size = {d}).",
               scores_np,
-              lambda: heatmap(scores_np, "Scores q·k / √d (future tokens not yet hidden)", x_labels=tokens, y_labels=tokens,
-                              x_title="key", y_title="query", colorscale="RdBu", zmid=0.0, cells=_cells(t))),
+              lambda: _cell_font(heatmap(scores_np, "Scores q·k / √d (future tokens not yet hidden)", x_labels=tokens,
+                                         y_labels=tokens, x_title="key", y_title="query", colorscale="RdBu", zmid=0.0,
+                                         cells=_cells(t)), t)),
         Stage("4. causal mask", "tril = torch.tril(torch.ones(T, T))",
               "Lower-triangular ones: query t may look at keys 0..t only (a decoder never sees the future).",
               tril.numpy(),
-              lambda: heatmap(tril.numpy(), "tril: 1 = allowed, 0 = future", x_labels=tokens, y_labels=tokens,
-                              x_title="key", y_title="query", colorscale="Greys", zmin=0.0, zmax=1.0,
-                              cells=_cells(t, ".0f"))),
+              lambda: _cell_font(heatmap(tril.numpy(), "tril: 1 = allowed, 0 = future", x_labels=tokens, y_labels=tokens,
+                                         x_title="key", y_title="query", colorscale="Greys", zmin=0.0, zmax=1.0,
+                                         cells=_cells(t, ".0f")), t)),
         Stage("5. masked fill", "wei = wei.masked_fill(tril == 0, float('-inf'))",
               "Scores above the diagonal become −inf, so softmax gives them exactly zero weight.",
               masked_np,
-              lambda: heatmap(masked_z, "Masked scores (blank = −inf)", x_labels=tokens, y_labels=tokens, x_title="key",
-                              y_title="query", colorscale="RdBu", zmid=0.0, text=masked_text if small else None)),
+              lambda: _cell_font(heatmap(masked_z, "Masked scores (blank = −inf)", x_labels=tokens, y_labels=tokens,
+                                         x_title="key", y_title="query", colorscale="RdBu", zmid=0.0,
+                                         text=masked_text if small else None), t)),
         Stage("6. softmax", "wei = F.softmax(wei, dim=-1)",
               "Each row becomes weights that sum to 1; zeros above the diagonal.",
               weights_np, lambda: _weights_figure(weights_np, tokens, "Attention weights (each row sums to 1)")),

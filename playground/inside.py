@@ -41,6 +41,9 @@ __all__ = [
     "InsideResult",
     "forward_pass",
     "inside",
+    "rising_position",
+    "opening_token",
+    "ffn0_of_token_alone",
     "layer_norm",
     "gelu_tanh",
 ]
@@ -107,6 +110,7 @@ class ForwardPass:
     next_ranks: np.ndarray = field(repr=False)  # [T-1] its rank among the vocabulary (1 = top)
     hidden_max_diff: float  # the last hidden state h vs the model's own forward pass
     _lens: dict[int, tuple[list[list[tuple[int, float]]], list[tuple[int, float]] | None]] = field(default_factory=dict, repr=False, compare=False)
+    _first_ranks: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def loss(self) -> float | None:
@@ -129,6 +133,17 @@ class ForwardPass:
         after ``position`` (rank 1 = the lens's top token, out of the whole vocabulary); None at
         the text's last token, which nothing follows."""
         return self._lens_at(position)[1]
+
+    def first_layer_ranks(self) -> np.ndarray:
+        """[T-1] the rank the logit lens after layer 0 gives the token that came next, at every
+        position at once (one product with E; :meth:`lens_next`'s first rank, computed for all)."""
+        if not self._first_ranks:
+            with torch.inference_mode():
+                logits = _output_head(torch.from_numpy(self.layers[0].x_out[:-1]), self.model)[0]  # [T-1, V]
+                nxt = torch.tensor(self.ids[1:], dtype=torch.long)
+                target = logits.gather(1, nxt[:, None])
+                self._first_ranks.append(((logits > target).sum(-1) + 1).numpy().copy())
+        return self._first_ranks[0]
 
     def _lens_at(self, position: int) -> tuple[list[list[tuple[int, float]]], list[tuple[int, float]] | None]:
         if position not in self._lens:
@@ -225,6 +240,43 @@ def forward_pass(model: GPT, ids: list[int]) -> ForwardPass:
         token_losses=_np(losses).astype(np.float64), next_logits=_np(next_logits), next_ranks=ranks.numpy().copy(),
         hidden_max_diff=float((h - reference).abs().max()),
     )
+
+
+def rising_position(first_ranks: np.ndarray, last_ranks: np.ndarray, last_probs: np.ndarray, shown: int = LENS_K) -> int:
+    """The position whose next token rises most through the layers, from its rank after layer 0
+    (``first_ranks``) to its rank at the output (``last_ranks``), in log rank: 500 -> 5 as far as
+    100 -> 1. Among the positions whose next token the output lists in its top ``shown`` (so the
+    lens's rows show it arrive) when there are any; ties go to the higher output probability, then
+    to the earlier position. Arrays of T-1 values: the last token, which nothing follows, is out."""
+    first, last, probs = (np.asarray(a, dtype=np.float64) for a in (first_ranks, last_ranks, last_probs))
+    if not len(first):
+        return 0
+    rise = np.log(first) - np.log(last)
+    candidates = np.flatnonzero(last <= shown)
+    if not len(candidates):
+        candidates = np.arange(len(first))
+    # lexsort: the last key is the primary one; the earlier position wins what is left
+    order = np.lexsort((candidates, -probs[candidates], -rise[candidates]))
+    return int(candidates[order[0]])
+
+
+def opening_token(fp: ForwardPass) -> int:
+    """The token the tab opens on: :func:`rising_position` of the pass (its logit lens shows a
+    prediction form), the only token of a one-token text."""
+    if len(fp.ids) < 2:
+        return 0
+    return rising_position(fp.first_layer_ranks(), fp.next_ranks, np.exp(-fp.token_losses))
+
+
+@torch.inference_mode()
+def ffn0_of_token_alone(fp: ForwardPass, position: int) -> np.ndarray:
+    """[C] what layer 0's feed-forward network writes for the token at ``position`` from its
+    embedding row alone (ln_2, c_fc, GELU, c_proj of E[id]; no position row, no attention): set
+    beside what it really writes, it shows how much of that the token itself decides."""
+    block = fp.model.blocks[0]
+    _, _, h = layer_norm(torch.from_numpy(fp.tok_emb[position]), block.ln_2)
+    act = gelu_tanh(h @ block.mlp.c_fc.weight.T + block.mlp.c_fc.bias)
+    return _np(act @ block.mlp.c_proj.weight.T + block.mlp.c_proj.bias)
 
 
 # --- the cache: one pass per (model, text), the most recent few --------------------------------

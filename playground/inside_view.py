@@ -4,8 +4,10 @@ Plain HTML built from the numbers of the pass, so that a change of layer, head o
 redraws: a vector is a strip, one PNG image of coloured cells (blue below zero, red above, white at
 zero) with its colour range at its right end and its values in a ``data-v`` attribute (the page's
 script shows the value under the pointer), its first values are printed, its shape is named; a
-head's attention is one image of its whole causal matrix. Few elements per panel, so the browser
-redraws them at once. Each panel is a ``<section id="ins-s-<stage>">`` the map at the top links to,
+head's attention is one image of its whole causal matrix, its axes named by the tokens. Few
+elements per panel, so the browser redraws them at once. The map at the top is the overview: each
+stage's box carries its live numbers and opens its panel, a ``<section id="ins-s-<stage>">`` whose
+body is folded until opened (the page's script keeps which are open: a redraw does not close them),
 its heading marked with where it sits in that map. No Gradio.
 """
 
@@ -18,13 +20,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from model import GPTConfig
-
-from .inside import InsideResult
+from .inside import InsideResult, ffn0_of_token_alone, opening_token
 from .png_image import png_data_uri
 from .tokens import token_text, visible_token, visible_whitespace
 
-__all__ = ["STAGES", "PANELS", "map_html", "panels", "residual_chart", "info_markdown", "strip", "strip_colours"]
+__all__ = ["STAGES", "PANELS", "OPEN_FIRST", "map_html", "panels", "residual_chart", "info_markdown", "strip", "strip_colours",
+           "matrix_labels", "first_ffn_note"]
 
 # The stages in the map's order: (anchor, title, the map box's detail). Their numbers are their
 # places in this list, so the map and the headings count 1, 2, 3... with no gap.
@@ -45,6 +46,13 @@ FIRST = 6  # values printed of a vector
 STRONGEST = 5  # FFN units listed
 NEGATIVE, POSITIVE, ATTENDED = (37, 99, 235), (220, 38, 38), (79, 70, 229)  # blue, red, indigo
 MASKED = (226, 232, 240)  # a key after the query: no weight at all
+# The stage open when the page is drawn: at the token the tab opens on (inside.opening_token) the
+# logit lens shows a prediction form, layer after layer.
+OPEN_FIRST = "lens"
+MATRIX_LABELS = 32  # token labels per axis of the attention matrix at most (every other one past 32 tokens)
+# Layer 0's feed-forward add is explained where it is at least this many times the stream it joins
+# and points where the token alone sends it (cosine at least FIRST_FFN_COSINE).
+FIRST_FFN_RATIO, FIRST_FFN_COSINE = 5.0, 0.5
 
 
 def _f(x: float, digits: int = 3) -> str:
@@ -128,9 +136,14 @@ def _here(anchor: str, layer: int | None = None) -> str:
 
 
 def _section(anchor: str, body: str, layer: int | None = None) -> str:
+    """A stage's panel: its heading a button that folds or opens the body (the open ones are kept by
+    the page's script across redraws; ``aria-expanded`` here is the state before any click)."""
     number, title = NUMBER[anchor], next(t for a, _, t in STAGES if a == anchor)
-    return (f'<section class="ins-panel" id="ins-s-{anchor}"><h3><span>{number} · {html.escape(title)}</span> '
-            f"{_here(anchor, layer)}</h3>{body}</section>")
+    first = anchor == OPEN_FIRST
+    return (f'<section class="ins-panel{" ins-open-first" if first else ""}" id="ins-s-{anchor}" data-stage="{anchor}">'
+            f'<h3><button type="button" class="ins-toggle" data-stage="{anchor}" aria-controls="ins-b-{anchor}" '
+            f'aria-expanded="{"true" if first else "false"}"><span>{number} · {html.escape(title)}</span></button> '
+            f'{_here(anchor, layer)}</h3><div class="ins-body" id="ins-b-{anchor}">{body}</div></section>')
 
 
 def _code(text: str) -> str:
@@ -152,42 +165,84 @@ def _shape(*dims: int | str) -> str:
 # --- the map ------------------------------------------------------------------------------------
 
 
-def map_html(cfg: GPTConfig, layer: int, head: int, n_tokens: int) -> str:
-    """The data flow of the model, drawn from its config: each box links to its panel (the text to
-    the first, where the tokens become vectors); the chosen layer and head are highlighted."""
-    C, H, D, F, V = cfg.d_model, cfg.n_head, cfg.head_dim, 4 * cfg.d_model, cfg.vocab_size
+def _n(v: np.ndarray) -> str:
+    return _f(float(np.linalg.norm(v)), 2)
 
-    def box(anchor: str, title: str, detail: str, numbered: bool = True) -> str:
+
+def _choosers(kind: str, n: int, chosen: int) -> str:
+    """Buttons 0..n-1 that choose a layer or a head (the page's script sets that slider)."""
+    return (f'<span class="ins-chips" role="group" aria-label="choose the {kind}">' + "".join(
+        f'<button type="button" class="ins-chip{" ins-on" if i == chosen else ""}" data-{kind}="{i}" '
+        f'aria-pressed="{"true" if i == chosen else "false"}" title="{kind} {i}">{i}</button>' for i in range(n)) + "</span>")
+
+
+def _live(r: InsideResult) -> dict[str, str]:
+    """Each stage's numbers for the map's boxes, at the chosen layer, head and token."""
+    fp, tr, t, h = r.fp, r.trace, r.token, r.head
+    T, F = len(fp.ids), tr.gelu.shape[1]
+    weights = tr.weights[h, t, : t + 1]
+    top = int(np.argmax(weights))
+    live = {
+        "text": f"token {t} {_tok(r, t)}",
+        "embedding": f"‖x‖ = {_n(fp.x0[t])}",
+        "layernorm": f"layer {r.layer}: μ {_f(float(tr.ln1_mean[t]))}, σ {_f(float(tr.ln1_std[t]))}",
+        "attention": f"head {h}: most to {_tok(r, top)} {float(weights[top]):.2f}",
+        "residual": f"‖x‖ {_n(tr.x_in[t])} → {_n(tr.x_out[t])}",
+        "ffn": f"{int((tr.gelu[t] > 0).sum())} of {F} fire, add ‖{_n(tr.mlp_out[t])}‖",
+    }
+    if t + 1 < T:
+        ranks = [k for k, _ in r.lens_next(t)]
+        p = math.exp(-float(fp.token_losses[t]))
+        live["lens"] = f"{_tok(r, t + 1)}: rank {ranks[0]:,} → {ranks[-1]:,}"
+        live["output"] = f"p({_tok(r, t + 1)}) = {100 * p:.1f}%, −ln p = {float(fp.token_losses[t]):.2f}"
+    else:
+        lens = r.lens(t)
+        live["lens"] = f"top: {html.escape(visible_token_text(lens[0][0][0]))} → {html.escape(visible_token_text(lens[-1][0][0]))}"
+        live["output"] = f"top: {html.escape(visible_token(int(fp.top_ids[t, 0])))} {100 * float(fp.top_probs[t, 0]):.1f}%"
+    return live
+
+
+def map_html(r: InsideResult) -> str:
+    """The data flow of the model, drawn from its config, and the overview of the pass: each box
+    gives its stage's numbers at the chosen layer, head and token and opens its panel (the text's
+    box the first, where the tokens become vectors); the layer and head chips choose them."""
+    cfg = r.fp.model.config
+    n_tokens = len(r.fp.ids)
+    C, H, D, F, V = cfg.d_model, cfg.n_head, cfg.head_dim, 4 * cfg.d_model, cfg.vocab_size
+    live = _live(r)
+
+    def box(anchor: str, title: str, detail: str, now: str, numbered: bool = True, extra: str = "") -> str:
         label = f"{NUMBER[anchor]} · {title}" if numbered else title
-        return (f'<a class="ins-box" href="#ins-s-{anchor}" data-goto="ins-s-{anchor}">'
-                f"<b>{html.escape(label)}</b><span>{detail}</span></a>")
+        return (f'<div class="ins-box" data-goto="ins-s-{anchor}"><button type="button" class="ins-open" '
+                f'data-goto="ins-s-{anchor}" aria-controls="ins-b-{anchor}"><b>{html.escape(label)}</b>'
+                f'<span>{detail}</span><em class="ins-live">{now}</em></button>{extra}</div>')
 
     arrow = '<span class="ins-arrow" aria-hidden="true">→</span>'
-    layers = "".join(f'<span class="ins-chip{" ins-on" if i == layer else ""}">{i}</span>' for i in range(cfg.n_layer))
-    heads = "".join(f'<span class="ins-chip{" ins-on" if i == head else ""}">{i}</span>' for i in range(H))
     block = (
-        f'<div class="ins-block"><div class="ins-block-title">block × {cfg.n_layer}: layer {layers}</div>'
+        f'<div class="ins-block"><div class="ins-block-title">block × {cfg.n_layer}: layer '
+        f'{_choosers("layer", cfg.n_layer, r.layer)}</div>'
         f'<div class="ins-flow">'
-        + box("layernorm", "LayerNorm", "ln_1: mean 0, std 1, × γ + β")
+        + box("layernorm", "LayerNorm", "ln_1: mean 0, std 1, × γ + β", live["layernorm"])
         + arrow
-        + box("attention", "Q, K, V", f"{H} heads × {D}: {heads}<br>softmax(q·k/√{D}) @ V")
+        + box("attention", "Q, K, V", f"{H} heads × {D}: softmax(q·k/√{D}) @ V", live["attention"],
+              extra=f'<span class="ins-head-chips">head {_choosers("head", H, r.head)}</span>')
         + arrow
-        + box("residual", "+ residual", "x + attn(ln_1(x))")
+        + box("residual", "+ residual", "x + attn(ln_1(x))", live["residual"])
         + arrow
-        + box("ffn", "FFN", f"x + mlp(ln_2(x))<br>ln_2 → {C} → {F} → GELU → {C}")
+        + box("ffn", "FFN", f"x + mlp(ln_2(x))<br>ln_2 → {C} → {F} → GELU → {C}", live["ffn"])
         + "</div></div>"
     )
     return (
-        '<nav class="ins-map" aria-label="The data flow of one forward pass">'
-        + box("embedding", "text", f"{n_tokens} tokens", numbered=False)
+        '<nav class="ins-map" aria-label="The data flow of one forward pass: each box opens its stage">'
+        + box("embedding", "text", f"{n_tokens} tokens", live["text"], numbered=False)
         + arrow
-        + box("embedding", "Embedding", f"E[ids] + P → ({n_tokens}, {C})")
+        + box("embedding", "Embedding", f"E[ids] + P → ({n_tokens}, {C})", live["embedding"])
         + arrow
         + block
         + arrow
-        + box("lens", "Logit lens", "ln_f + head after each layer")
+        + box("lens", "Logit lens", "ln_f + head after each layer", live["lens"])
         + arrow
-        + box("output", "Output", f"ln_f → h·Eᵀ ({V:,}) → softmax → loss")
+        + box("output", "Output", f"ln_f → h·Eᵀ ({V:,}) → softmax → loss", live["output"])
         + "</nav>"
     )
 
@@ -251,9 +306,26 @@ def attention_image(weights: np.ndarray) -> np.ndarray:
     return rgb
 
 
+def matrix_labels(tokens: Sequence[str], chosen: int) -> tuple[str, str]:
+    """The attention matrix's axes as (keys across, queries down): each token's label (whitespace
+    visible, cut short, as the other figures' axes) centred on its column or row; every other one
+    past ``MATRIX_LABELS`` tokens; the chosen query's marked."""
+    T = len(tokens)
+    step = max(1, -(-T // MATRIX_LABELS))
+    keys, queries = [], []
+    for i in range(0, T, step):
+        at, label = f"{(i + 0.5) * 100.0 / T:.4f}%", html.escape(tokens[i])
+        on = ' class="ins-on"' if i == chosen else ""
+        keys.append(f'<span style="left:{at}" title="key {i}">{label}</span>')
+        queries.append(f'<span{on} style="top:{at}" title="query {i}">{label}</span>')
+    return (f'<div class="ins-xlabels" aria-hidden="true">{"".join(keys)}</div>',
+            f'<div class="ins-ylabels" aria-hidden="true">{"".join(queries)}</div>')
+
+
 def _matrix(r: InsideResult) -> str:
-    """The chosen head's whole attention matrix, queries down and keys across, the chosen
-    query's row outlined; its weights (lower triangle, row by row) in ``data-w`` for the hover."""
+    """The chosen head's whole attention matrix, queries down and keys across, both named by their
+    tokens, the chosen query's row outlined; its weights (lower triangle, row by row) in
+    ``data-w`` for the hover."""
     fp, tr, t, h = r.fp, r.trace, r.token, r.head
     T = len(fp.ids)
     w = tr.weights[h]
@@ -261,9 +333,10 @@ def _matrix(r: InsideResult) -> str:
     values = ",".join(f"{x:.3f}" for x in w[rows])
     tokens = html.escape(json.dumps(fp.tokens, ensure_ascii=False), quote=True)
     row = 100.0 / T
+    keys, queries = matrix_labels(fp.tokens, t)
     return (
-        '<div class="ins-matrix-wrap"><div class="ins-matrix-axes"><span class="ins-axis-x">keys 0 … '
-        f'{T - 1} →</span><span class="ins-axis-y">queries 0 … {T - 1} →</span>'
+        '<div class="ins-matrix-wrap"><div class="ins-matrix-axes"><span class="ins-axis-x">keys (attended to) →</span>'
+        f'<span class="ins-axis-y">queries ↓</span>{keys}{queries}'
         f'<div class="ins-matrix" data-w="{values}" data-n="{T}" data-tokens="{tokens}">'
         f'<img class="ins-img" src="{png_data_uri(attention_image(w))}" draggable="false" '
         f'alt="layer {r.layer}, head {h}: attention of every query (rows) to every key (columns)">'
@@ -343,7 +416,25 @@ def _residual(r: InsideResult) -> str:
         + strip(tr.x_mid[t], "= x", scale=scale)
         + _p(f"Token {t} {_tok(r, t)}'s stream over all {len(r.fp.layers)} layers (layer {L} marked):")
         + residual_chart(r)
+        + first_ffn_note(r)
     ), L)
+
+
+def first_ffn_note(r: InsideResult) -> str:
+    """Why layer 0's feed-forward add dwarfs the stream, where it does: it is mostly the token's
+    own (what the network writes from the token's embedding row alone points the same way), a
+    second embedding for the layers above. Empty where the add is not large or not the token's."""
+    fp, t = r.fp, r.token
+    first = fp.layers[0]
+    add, stream = float(np.linalg.norm(first.mlp_out[t])), float(np.linalg.norm(first.x_in[t]))
+    alone = ffn0_of_token_alone(fp, t)
+    cosine = float(alone @ first.mlp_out[t] / (np.linalg.norm(alone) * add or 1.0))
+    if add < FIRST_FFN_RATIO * stream or cosine < FIRST_FFN_COSINE:
+        return ""
+    return _p(f"Why layer 0's feed-forward add dwarfs the stream (‖{add:.2f}‖ on ‖{stream:.2f}‖): it writes a second, larger "
+              f"embedding of the token, set mostly by the token itself (run on {_tok(r, t)}'s embedding row alone, without "
+              f"its position or attention, it gives a vector at cosine <b>{cosine:.2f}</b> to the one it adds here), and "
+              "the layers above read the stream through LayerNorms, which undo its size.")
 
 
 def _nice_step(top: float) -> float:
@@ -557,10 +648,23 @@ def panels(r: InsideResult) -> tuple[str, ...]:
     return tuple(PANELS[anchor](r) for anchor, _, _ in STAGES)
 
 
+def opening_line(r: InsideResult) -> str:
+    """Why the tab opens on this token, while it shows it: its next token climbs through the logit
+    lens more than any other's (empty at another token, or where none climbs)."""
+    fp, t = r.fp, r.token
+    if len(fp.ids) < 2 or t != opening_token(fp):
+        return ""
+    first, last = int(fp.first_layer_ranks()[t]), int(fp.next_ranks[t])
+    if first <= last:
+        return ""
+    return (f" Opened here: of the text's tokens, this one's next ({fp.tokens[t + 1]}) climbs most through the logit lens, "
+            f"rank {first:,} after layer 0 → {last:,} at the output.")
+
+
 def info_markdown(r: InsideResult) -> str:
     fp = r.fp
     return (
-        f"{len(fp.ids)} tokens; showing layer {r.layer}, head {r.head}, token {r.token} ({fp.tokens[r.token]}). "
+        f"{len(fp.ids)} tokens; showing layer {r.layer}, head {r.head}, token {r.token} ({fp.tokens[r.token]}).{opening_line(r)} "
         f"Check: the last hidden state computed here stage by stage matches the model's own forward pass to "
         f"{fp.hidden_max_diff:.1e}."
     )

@@ -1,12 +1,16 @@
 """Headless Chromium on the launched app's Inside the model tab, at 1280 px and at a phone's
-390 px: a text typed and run, the layer, head and token changed with typed numbers and with the
-arrow keys on the sliders (each redraws the panels and the map's highlight), the stages numbered
-1, 2, 3... in the map and the headings, each heading's small map marking its stage, a strip one
-row with its colour range (on the phone too), the head's whole attention matrix with the chosen
-query outlined, the rank and probability of the token that came next after every layer, a box of
-the map scrolls to its panel, bad input gets its message beside the input, and nothing is wider
-than the screen. Screenshots docs/screenshots/inside.png and
-phone-inside.png with PLAYGROUND_SCREENSHOTS=1 (tests/test_browser.py's convention)."""
+390 px: the tab opens on a token inside the text whose prediction forms through the layers, the
+map (with every stage's numbers) and the stage it opens fit one screen, and the page is a fraction
+of its former length; a text typed and run, the layer and head chosen with the map's chips (a
+click, or Enter on a focused chip), typed numbers and the arrow keys on the sliders (each redraws
+the panels and the map's highlight), the stages numbered 1, 2, 3... in the map and the headings,
+each folded until opened from the map or its heading (and kept open across redraws), each
+heading's small map marking its stage, a strip one row with its colour range (on the phone too),
+the head's whole attention matrix with the chosen query outlined and both axes named by the
+tokens, the rank and probability of the token that came next after every layer, bad input gets its
+message beside the input, and nothing is wider than the screen. Screenshots
+docs/screenshots/inside.png and phone-inside.png with PLAYGROUND_SCREENSHOTS=1
+(tests/test_browser.py's convention)."""
 
 from __future__ import annotations
 
@@ -23,13 +27,16 @@ from test_browser_page import PHONE, assert_stale, open_tab, page_width, wait_fo
 import numpy as np
 import torch
 
-from playground.inside import inside
+from playground.inside import EXAMPLE_TEXTS, inside, opening_token
 from playground.resources import get_model
-from playground.inside_view import STAGES
+from playground.inside_view import OPEN_FIRST, STAGES
 
 pytestmark = pytest.mark.browser
 
 TEXT = "Juliet.\nO Romeo, Romeo! wherefore art thou Romeo?\nDeny thy father and refuse thy name;"
+# The page's height with the map and the stage it opens (measured 2026-11-27 in Chromium: 1,7xx px at
+# 1280, 2,9xx at 390; every stage laid out one under the other it was 4,491 and 7,319).
+MAX_HEIGHT = {1280: 2100, 390: 3400}
 
 
 def info(page) -> str:
@@ -45,13 +52,27 @@ def arrow(page, elem_id: str, key: str) -> None:
     page.locator(f"#{elem_id} input[type=range]").press(key)
 
 
+def open_stages(page) -> list[str]:
+    """Open every folded stage with its heading (a click on the button, as a learner does); the
+    open ones show their body and say so (aria-expanded). Returns the stages that were open."""
+    before = [a for a, _, _ in STAGES if page.locator(f"#ins-s-{a} .ins-toggle").get_attribute("aria-expanded") == "true"]
+    for anchor, _, _ in STAGES:
+        toggle = page.locator(f"#ins-s-{anchor} .ins-toggle")
+        if toggle.get_attribute("aria-expanded") != "true":
+            toggle.click()
+            page.wait_for_function(
+                f"() => document.querySelector('#ins-s-{anchor} .ins-toggle').getAttribute('aria-expanded') === 'true'")
+        page.locator(f"#ins-b-{anchor}").wait_for(state="visible")
+    return before
+
+
 def check_stages(page) -> None:
     """The map and the headings number the stages 1, 2, 3... with no gap; each heading's small
     map fills its own stage; the map's text box leads to the first stage."""
-    headings = page.locator(".ins-panel h3 > span:first-child").all_inner_texts()
+    headings = page.locator(".ins-panel h3 .ins-toggle > span").all_inner_texts()
     numbers = [int(h.split(" · ")[0]) for h in headings]
     assert numbers == list(range(1, len(STAGES) + 1)), headings
-    boxes = [b.split(" · ")[0] for b in page.locator("#ins-map .ins-box b").all_inner_texts()]
+    boxes = [b.split(" · ")[0] for b in page.locator("#ins-map .ins-box .ins-open b").all_inner_texts()]
     assert boxes[0] == "text" and [int(b) for b in boxes[1:]] == numbers, boxes
     assert page.locator("#ins-map .ins-box").first.get_attribute("data-goto") == "ins-s-embedding"
     for n, (anchor, _, _) in enumerate(STAGES, start=1):
@@ -105,6 +126,27 @@ def check_attention_matrix(page, n: int, layer: int, head: int, token: int) -> N
     assert tip.startswith(f"query {token} ") and tip.endswith(f"weight {float(weights[token, 0]):.3f}"), tip
 
 
+def check_matrix_axes(page, tokens: list[str], token: int) -> None:
+    """Both axes of the attention matrix name the tokens, each label centred on its own column (keys)
+    or row (queries) of the drawn picture; the chosen query's label marked."""
+    m = page.locator("#ins-s-attention .ins-matrix-axes")
+    img = m.locator(".ins-matrix img").bounding_box()
+    n = len(tokens)
+    for kind, axis in (("key", ".ins-xlabels"), ("query", ".ins-ylabels")):
+        labels = m.locator(f"{axis} span")
+        assert labels.count() == n  # a label per token (at most 32 tokens)
+        assert labels.all_text_contents() == tokens
+        for i in (0, n // 2, n - 1):
+            box = labels.nth(i).bounding_box()
+            if kind == "key":  # centred on column i, above the picture
+                assert abs(box["x"] + box["width"] / 2 - (img["x"] + img["width"] * (i + 0.5) / n)) <= 2, (i, box, img)
+                assert box["y"] + box["height"] <= img["y"] + 1
+            else:  # centred on row i, left of the picture
+                assert abs(box["y"] + box["height"] / 2 - (img["y"] + img["height"] * (i + 0.5) / n)) <= 2, (i, box, img)
+                assert box["x"] + box["width"] <= img["x"] + 1
+    assert m.locator(".ins-ylabels span.ins-on").text_content() == tokens[token]
+
+
 def check_next_token_rank(page, r) -> None:
     """The lens gives the rank and probability of the token that came next after every layer."""
     cells = page.locator("#ins-s-lens td.ins-next")
@@ -113,6 +155,28 @@ def check_next_token_rank(page, r) -> None:
     for i, (rank, p) in enumerate(expected):
         assert int(cells.nth(i).get_attribute("data-rank")) == rank
         assert f"rank {rank:,}" in cells.nth(i).inner_text() and f"{100 * p:.2f}%" in cells.nth(i).inner_text()
+
+
+def check_overview(page, width: int, example, opening: int) -> None:
+    """As the tab opens: on a token inside the text, not its last, said why; the map gives every
+    stage's numbers there and fits one screen; the stage it opens is the logit lens at that token,
+    and the page (header, map, controls, folded stages, the open one) is far shorter than every
+    stage laid out."""
+    assert opening < len(example.fp.ids) - 1
+    assert "climbs most through the logit lens" in info(page)
+    assert page.locator("#ins-token input[type=number]").input_value() == str(opening)
+    live = page.locator("#ins-map .ins-live").all_inner_texts()
+    assert len(live) == 1 + len(STAGES) and all(text.strip() for text in live), live
+    nxt = example.lens_next(opening)
+    assert f"rank {nxt[0][0]:,} → {nxt[-1][0]:,}" in page.locator('#ins-map .ins-box[data-goto="ins-s-lens"]').inner_text()
+    viewport = page.viewport_size["height"]
+    assert page.locator("#ins-map").bounding_box()["height"] < viewport  # the overview: one screen
+    page.locator(f"#ins-b-{OPEN_FIRST}").wait_for(state="visible")
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    print(f"\n{width} px: the page is {height} px high with the map and the open stage")
+    assert height <= MAX_HEIGHT[width], f"{height} px high at {width} px"
+    assert [page.locator(f"#ins-b-{a}").is_visible() for a, _, _ in STAGES] == [a == OPEN_FIRST for a, _, _ in STAGES]
+    assert page.locator("#ins-s-lens td.ins-next").count() == len(example.fp.layers)  # the next token's rank, layer by layer
 
 
 def set_slider(page, elem_id: str, value: int) -> None:
@@ -127,38 +191,52 @@ def drive(page, width: int) -> int:
     """Run the text, change layer, head and token; returns the number of tokens."""
     open_tab(page, "Inside the model")
     # The example's pass is drawn when the tab first opens (it is not in the page's first load).
-    from playground.inside import EXAMPLE_TEXTS
-
     example = inside(EXAMPLE_TEXTS[0])
-    wait_info(page, f"{len(example.fp.ids)} tokens; showing layer 0, head 0")
-    page.locator("#ins-map a.ins-box").first.wait_for()
+    opening = opening_token(example.fp)
+    wait_info(page, f"{len(example.fp.ids)} tokens; showing layer 0, head 0, token {opening} ")
+    page.locator("#ins-map .ins-box").first.wait_for()
+    check_overview(page, width, example, opening)
     textbox(page, "ins-text").fill(TEXT)
     page.locator("#ins-run").click()
     page.wait_for_function(
         "() => /^\\d+ tokens; showing layer 0, head 0, token (\\d+)/.test(document.querySelector('#ins-info').innerText)"
-        " && document.querySelector('#ins-output').innerText.includes('wherefore')"
+        " && document.querySelector('#ins-output').textContent.includes('wherefore')"
     )
     n = int(info(page).split(" ", 1)[0])
-    assert f"token {n - 1}" in info(page)  # the last token by default
-    assert page.locator("#ins-token input[type=number]").input_value() == str(n - 1)
-    # every stage's panel, and the loss of every token coloured in the text
+    first = opening_token(inside(TEXT).fp)
+    assert f"token {first} " in info(page) and first != n - 1  # where the prediction forms, not the last token
+    assert page.locator("#ins-token input[type=number]").input_value() == str(first)
+    # every stage's panel, folded but the one the page opens; a heading opens each
     for anchor in ("embedding", "layernorm", "attention", "residual", "ffn", "lens", "output"):
         assert page.locator(f"#ins-s-{anchor}").count() == 1
+    assert open_stages(page) == [OPEN_FIRST]
+    set_slider(page, "ins-token", n - 1)
+    wait_info(page, f"token {n - 1} ")
     assert page.locator("#ins-output .ins-lt").count() == n
     assert page.locator("#ins-s-residual svg.ins-chart rect.ins-c-att title").count() == 6  # a bar per layer
     check_stages(page)
     check_strips(page, width)
     check_attention_matrix(page, n, 0, 0, n - 1)
+    check_matrix_axes(page, inside(TEXT).fp.tokens, n - 1)
     assert page.locator("#ins-s-lens td.ins-next").count() == 0  # the last token: nothing came next
 
+    # The map's layer chip "3" chooses layer 3, as the layer slider does: the slider, the panels
+    # and the map's pressed chip follow; the stages stay open across the redraw.
     t0 = time.perf_counter()
-    set_slider(page, "ins-layer", 3)
+    page.locator('#ins-map .ins-chip[data-layer="3"]').click()
     wait_info(page, "showing layer 3, head 0")
     print(f"\n{width} px: layer change redrawn in the browser in {(time.perf_counter() - t0) * 1000:.0f} ms")
+    assert page.locator("#ins-layer input[type=number]").input_value() == "3"
     assert page.locator("#ins-map .ins-chip.ins-on").all_inner_texts() == ["3", "0"]
+    assert page.locator("#ins-map .ins-chip[aria-pressed=true]").all_inner_texts() == ["3", "0"]
     assert "Layer 3, token" in page.locator("#ins-s-layernorm").inner_text()
-    set_slider(page, "ins-head", 5)
+    assert "layer 3: μ" in page.locator('#ins-map .ins-box[data-goto="ins-s-layernorm"]').inner_text()
+    assert page.locator("#ins-b-ffn").is_visible()
+    # A head chip from the keyboard: focused, then Enter, as a button.
+    page.locator('#ins-map .ins-chip[data-head="5"]').focus()
+    page.keyboard.press("Enter")
     wait_info(page, "showing layer 3, head 5")
+    assert page.locator("#ins-head input[type=number]").input_value() == "5"
     assert "Layer 3, head 5" in page.locator("#ins-s-attention").inner_text()
     assert page.locator("#ins-map .ins-chip.ins-on").all_inner_texts() == ["3", "5"]
     set_slider(page, "ins-token", 4)
@@ -206,11 +284,16 @@ def test_inside_the_model_at_1280(desktop):
     wait_info(desktop, "head 5, token 2 ")
     assert desktop.locator("#ins-token input[type=number]").input_value() == "2"
     check_attention_matrix(desktop, n, 3, 5, 2)
-    # A box of the map scrolls to its panel.
-    desktop.locator('#ins-map [data-goto="ins-s-ffn"]').click()
-    desktop.wait_for_function("() => Math.abs(document.querySelector('#ins-s-ffn').getBoundingClientRect().top) < 40")
-    # the map marks the stage in view; the panel's "↑ map" goes back
+    # A box of the map opens its stage alone and scrolls to it.
+    desktop.locator('#ins-map .ins-open[data-goto="ins-s-ffn"]').click()
+    # (scrolled as far as the page goes: its top, or the page's end, in view)
+    desktop.wait_for_function("""() => { const r = document.querySelector('#ins-s-ffn').getBoundingClientRect();
+        const end = Math.abs(window.scrollY + window.innerHeight - document.documentElement.scrollHeight) < 2;
+        return r.top >= -1 && (r.top < 40 || end) && r.top < window.innerHeight / 2; }""")
+    assert [desktop.locator(f"#ins-b-{a}").is_visible() for a, _, _ in STAGES] == [a == "ffn" for a, _, _ in STAGES]
+    # the map marks the open stage; the panel's "↑ map" goes back
     desktop.locator('#ins-map .ins-box.ins-current[data-goto="ins-s-ffn"]').wait_for(state="attached")
+    assert desktop.locator("#ins-map .ins-box.ins-current").count() == 1
     desktop.locator("#ins-s-ffn .ins-up").click()
     desktop.wait_for_function("() => Math.abs(document.querySelector('#ins-map').getBoundingClientRect().top) < 40")
     desktop.evaluate("() => window.scrollTo(0, 0)")
@@ -232,7 +315,12 @@ def test_inside_the_model_at_390(phone):
     phone.locator("#ins-run").click()
     phone.locator("#ins-error .pg-error-msg").wait_for(state="detached")
     wait_info(phone, "showing layer 3, head 5")
+    # The map's lens box (a tap) opens that stage alone, as the page opens.
+    phone.locator('#ins-map .ins-open[data-goto="ins-s-lens"]').click()
+    phone.wait_for_function("() => document.querySelector('#ins-stages').dataset.open === 'lens'")
+    assert [phone.locator(f"#ins-b-{a}").is_visible() for a, _, _ in STAGES] == [a == "lens" for a, _, _ in STAGES]
     phone.evaluate("() => window.scrollTo(0, 0)")
+    phone.mouse.move(0, 0)  # the tap's hover stays where it was: on the map's first box once scrolled up
     phone.wait_for_timeout(300)
     assert page_width(phone) <= PHONE["width"]
     save_screenshot(phone, phone.shots_dir / "phone-inside.png")

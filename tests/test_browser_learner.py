@@ -3,7 +3,9 @@ table at the Transformer tutorial's 1024 x 512: test_browser_tabs.py): on a 390 
 is one tap away, Generate brings its output into view and a tap shows a token's details; token
 ids sit beside their tokens; an untrained model's candidates read 0.002 %; the Attention tab
 opens on a head that shows something, keeps the selected token in view and folds its checks
-away; and the first page load is at most 600 KB on the wire with ``Accept-Encoding: gzip``."""
+away, prints two decimals in the cells of its 12-token opening text, draws the chosen token's box
+whole, and names and measures any head the learner picks; and the first page load is at most
+600 KB on the wire with ``Accept-Encoding: gzip``."""
 
 from __future__ import annotations
 
@@ -137,6 +139,57 @@ def test_attention_opens_on_a_clear_head_keeps_the_token_in_view_and_folds_the_c
     # the step-through starts from the chosen head's queries
     page.locator("#att-stage").get_by_text("1 · q = x W_Q").click()
     page.wait_for_function("() => document.querySelector('#att-stage-md').innerText.includes('W_Q')")
+    assert not page.errors, page.errors
+
+
+def chosen_box_inside_the_list(page) -> dict:
+    """The chosen token's box (its outline: the token's box grown by the outline's width plus its
+    offset) against the list that scrolls, which clips what overflows it."""
+    return page.evaluate(
+        """() => { const s = document.querySelector('#att-lines .att-scroll');
+                   const c = document.querySelector('#att-lines .att-tok.chosen');
+                   const st = getComputedStyle(c), grow = parseFloat(st.outlineWidth) + parseFloat(st.outlineOffset);
+                   const sr = s.getBoundingClientRect(), cr = c.getBoundingClientRect();
+                   const clip = {left: sr.left + s.clientLeft, top: sr.top + s.clientTop};
+                   clip.right = clip.left + s.clientWidth; clip.bottom = clip.top + s.clientHeight;
+                   const box = {left: cr.left - grow, top: cr.top - grow, right: cr.right + grow, bottom: cr.bottom + grow};
+                   return {box, clip, inside: box.left >= clip.left - 0.5 && box.top >= clip.top - 0.5
+                                              && box.right <= clip.right + 0.5 && box.bottom <= clip.bottom + 0.5}; }"""
+    )
+
+
+def test_attention_cells_the_chosen_tokens_box_and_any_heads_pattern(page):
+    """The opening text (12 tokens) prints every weight in its cells with two decimals; the line
+    view's box around the chosen token is whole (the last query, flush with the list's left and
+    bottom edges, then the first); layer 2, head 3 chosen with the sliders gets its pattern named
+    and measured, as the opening head does, from the same function on the same weights."""
+    from playground.attention import EXAMPLE_PROMPTS, attention, describe_head, head_sentence
+
+    open_tab(page, "Attention")
+    page.wait_for_function("() => document.querySelector('#att-info').innerText.includes('12 tokens.')")
+    page.wait_for_function("() => document.querySelectorAll('#att-head-fig .heatmap-label').length === 144")
+    cells = page.locator("#att-head-fig .heatmap-label").all_text_contents()
+    assert all(re.fullmatch(r"[01]\.\d\d", c) for c in cells), cells
+
+    page.wait_for_function("() => document.querySelector('#att-lines .att-tok.chosen')")
+    page.locator("#att-lines .att-scroll").scroll_into_view_if_needed()
+    where = chosen_box_inside_the_list(page)
+    assert where["inside"], where
+    page.locator("#att-lines .att-q .att-tok").first.click()
+    page.wait_for_function("() => document.querySelector('#att-lines .att-q .att-tok.chosen').dataset.i === '0'")
+    where = chosen_box_inside_the_list(page)
+    assert where["inside"], where
+
+    for elem, value in (("att-layer", 2), ("att-head", 3)):
+        box = page.locator(f"#{elem} input[type=number]")
+        box.fill(str(value))
+        box.press("Enter")
+    page.wait_for_function("() => document.querySelector('#att-info').innerText.startsWith('12 tokens. Layer 2, head 3: ')")
+    r = attention(EXAMPLE_PROMPTS[0], 2, 3, step_through=False)
+    described = describe_head(r.weights, r.ids, 2, 3)
+    text = page.locator("#att-info p").first.inner_text()
+    assert text == f"12 tokens. Layer 2, head 3: {head_sentence(described)}", text
+    assert f"{described.share:.0%} of its attention on average; a uniform head would give {described.uniform:.0%}" in text
     assert not page.errors, page.errors
 
 

@@ -94,17 +94,20 @@ def test_inside_opens_at_the_links_layer_head_and_token(page, enc):
     wait_info(page, f"{n} tokens; showing layer 2, head 3, token 4")
     assert textbox(page, "ins-text").input_value() == text
     assert (number(page, "ins-layer"), number(page, "ins-head"), number(page, "ins-token")) == ("2", "3", "4")
-    assert "Layer 2, head 3" in page.locator("#ins-s-attention").inner_text()
+    # (the stages' bodies are folded until opened: their text is there, not shown)
+    assert "Layer 2, head 3" in page.locator("#ins-s-attention").text_content()
     assert page.locator("#ins-map .ins-chip.ins-on").all_inner_texts() == ["2", "3"]
-    assert "question" in page.locator("#ins-output").inner_text()
+    assert "question" in page.locator("#ins-output").text_content()
     assert note(page) == "" and page.errors == []
 
 
-def test_inside_without_a_token_shows_the_last(page, enc):
+def test_inside_without_a_token_opens_where_a_new_text_opens(page, enc):
+    from playground.inside import inside, opening_token
+
     text = "Friends, Romans, countrymen"
     n = len(enc.encode(text))
     open_link(page, "inside", text=text, layer=5, head=7)
-    wait_info(page, f"{n} tokens; showing layer 5, head 7, token {n - 1}")
+    wait_info(page, f"{n} tokens; showing layer 5, head 7, token {opening_token(inside(text).fp)} ")
 
 
 def test_attention_opens_on_the_links_head(page, enc):

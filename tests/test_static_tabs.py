@@ -207,7 +207,8 @@ def page_weights(page) -> tuple[list[int], np.ndarray, int, int]:
 
 def test_attention_weights_are_the_models(static_server, torch_model):
     from playground.attention import attention
-    from playground.tokens import encode, token_labels
+    from playground.attention import CELL_VALUES_MAX_TOKENS
+    from playground.tokens import decode, encode, token_labels
     from playground.validation import InputError
 
     query = f"tab=attention&text={quote(ATTENTION_TEXT)}&layer=1&head=2"
@@ -231,7 +232,7 @@ def test_attention_weights_are_the_models(static_server, torch_model):
         assert fig[1] == fig[2] == token_labels(ids)
         shown = page.locator("#att-head-fig .xtick text").all_text_contents()
         assert shown == token_labels(ids)
-        assert len(ids) > 10 and not page.evaluate("() => document.querySelector('#att-head-fig').data[0].texttemplate")
+        assert len(ids) <= CELL_VALUES_MAX_TOKENS and page.evaluate("() => document.querySelector('#att-head-fig').data[0].texttemplate")
 
         # Another layer from the picker: that layer's head, no second forward needed.
         page.select_option("#att-layer", "4")
@@ -241,7 +242,7 @@ def test_attention_weights_are_the_models(static_server, torch_model):
         mean = np.asarray(page.evaluate("() => document.querySelector('#att-mean-fig').data[0].z"))
         np.testing.assert_allclose(mean, want[4].mean(axis=0), atol=ATTENTION_TOLERANCE)
 
-        # A short text: two decimals in every cell, as the app prints them up to 10 tokens.
+        # A short text: two decimals in every cell, as the app prints them (up to its CELL_VALUES_MAX_TOKENS).
         page.fill("#att-text", SHORT_TEXT)
         page.click("#att-run")
         short = encode(SHORT_TEXT)
@@ -249,6 +250,13 @@ def test_attention_weights_are_the_models(static_server, torch_model):
         _, weights, layer, head = page_weights(page)
         np.testing.assert_allclose(weights, torch_weights(torch_model, short), atol=ATTENTION_TOLERANCE)
         assert page.evaluate("() => document.querySelector('#att-head-fig').data[0].texttemplate") == "%{z:.2f}"
+        for n, shown in ((CELL_VALUES_MAX_TOKENS, "%{z:.2f}"), (CELL_VALUES_MAX_TOKENS + 1, None)):
+            text = decode(encode("the king and the queen " * 8)[:n])
+            page.fill("#att-text", text)
+            page.click("#att-run")
+            page.wait_for_function("t => document.querySelector('#att-head-fig').dataset.drawn.endsWith(':' + t)",
+                                   arg=",".join(map(str, encode(text))))
+            assert page.evaluate("() => document.querySelector('#att-head-fig').data[0].texttemplate ?? null") == shown, n
 
         # Too many tokens: the app's message, the last result kept and dimmed.
         long_text = "horse " * 70

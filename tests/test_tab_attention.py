@@ -129,13 +129,21 @@ def test_to_dict(result):
 
 
 def test_cells_print_two_decimals_for_short_texts_and_only_hover_for_long_ones():
-    from playground.attention import CELL_VALUES_MAX_TOKENS
+    """Short texts, up to 16 tokens (the opening example's 12 among them), print every weight with
+    two decimals; from 17 tokens on, the hover alone gives them."""
+    from playground.attention import EXAMPLE_PROMPTS
 
     short = attention("the king spoke to the queen", 0, 0)
     heat = short.head_figure.data[0]
     assert heat.texttemplate == "%{z:.2f}" and "%{z:.3f}" in heat.hovertemplate
-    long = attention(" ".join(["the king spoke"] * 6), 0, 0)
-    assert len(long.tokens) > CELL_VALUES_MAX_TOKENS and long.head_figure.data[0].texttemplate is None
+    opening = attention(EXAMPLE_PROMPTS[0], 5, 2)
+    assert len(opening.tokens) == 12 and opening.head_figure.data[0].texttemplate == "%{z:.2f}"
+    sixteen = attention(" ".join(["the king spoke to the queen of"] * 2 + ["the land"]), 0, 0)
+    assert len(sixteen.tokens) == 16 and sixteen.head_figure.data[0].texttemplate == "%{z:.2f}"
+    assert heat.textfont.size == 11 and sixteen.head_figure.data[0].textfont.size is None  # plotly fits it to the cell
+    assert sixteen.stages[2].figure.data[0].texttemplate == "%{z:.2f}"  # the scores stage too
+    long = attention(" ".join(["the king spoke to the queen of"] * 2 + ["the land", "now"]), 0, 0)
+    assert len(long.tokens) == 17 and long.head_figure.data[0].texttemplate is None
 
 
 def test_every_head_grid_is_two_a_row_with_token_labels():
@@ -266,3 +274,67 @@ def test_the_page_opens_on_a_head_that_shows_something():
     }[found.kind]
     shares = [w[q, ks].sum() for q, ks in keys.items() if ks]
     assert np.mean(shares) == pytest.approx(found.share, rel=1e-5)
+
+
+def _hand_made_heads(t: int = 12) -> np.ndarray:
+    """[1, 3, t, t]: head 0 looks at the previous token; head 1 is uniform; head 2 gives the first
+    token 70% of every row and spreads the rest evenly."""
+    uniform = np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None]
+    previous = np.eye(t, k=-1)
+    previous[0, 0] = 1.0
+    sink = 0.3 * uniform
+    sink[1:, 0] += 0.7
+    sink[0, 0] = 1.0
+    return np.stack([previous, uniform, sink])[None]
+
+
+def test_any_head_is_named_and_measured_as_the_opening_head_is():
+    """describe_head on hand-made heads: a previous-token head is named with its share against a
+    uniform head's; a uniform head has no clear pattern (its closest measured all the same); a head
+    on the first token is called an attention sink. head_sentence says each as the page does."""
+    from playground.attention import SalientHead, describe_head, head_sentence, salient_head
+
+    t = 12
+    weights = _hand_made_heads(t)
+    uniform_share = float(np.mean(1 / np.arange(2, t + 1)))  # a uniform row q gives key q - 1 1 / (q + 1)
+    previous = describe_head(weights, None, 0, 0)
+    assert (previous.layer, previous.head, previous.kind) == (0, 0, "previous-token")
+    assert previous.share == pytest.approx(1.0) and previous.uniform == pytest.approx(uniform_share)
+    assert previous.clear and not previous.sink
+    assert head_sentence(previous).startswith("a previous-token head (word order")
+    assert f"the token just before it 100% of its attention on average; a uniform head would give {uniform_share:.0%}" in head_sentence(previous)
+    flat = describe_head(weights, None, 0, 1)
+    assert flat.share == pytest.approx(flat.uniform) and not flat.clear
+    assert head_sentence(flat).startswith("no clear pattern; its closest is the previous-token pattern")
+    sink = describe_head(weights, None, 0, 2)
+    assert sink.first_token == pytest.approx(0.7 + 0.3 * np.mean(1 / np.arange(2, t + 1))) and sink.sink
+    assert "an attention sink" in head_sentence(sink) and "an attention sink" not in head_sentence(previous)
+    # the clearest head, as salient_head finds it, is described the same way by describe_head
+    found = salient_head(weights)
+    assert describe_head(weights, None, found.layer, found.head) == found
+    assert head_sentence(SalientHead(0, 0, "induction", 0.45, 0.16)).startswith("an induction head")
+
+
+def test_the_page_names_and_measures_the_head_the_learner_picks():
+    """The Attention tab's note for layer 2, head 3 of the opening text (as a learner picks it)
+    names and measures that head's pattern, its share recomputed here from the model's weights."""
+    from playground.attention import EXAMPLE_PROMPTS
+    from playground.ui.attention import ui_attention
+
+    *_, info = ui_attention(EXAMPLE_PROMPTS[0], 2, 3)
+    r = attention(EXAMPLE_PROMPTS[0], 2, 3)
+    w, ids = r.weights[2, 3], r.ids
+    t = len(ids)
+    keys = {
+        "previous-token": {q: [q - 1] for q in range(1, t)},
+        "earlier-occurrence": {q: [k for k in range(q) if ids[k] == ids[q]] for q in range(1, t)},
+        "induction": {q: [k for k in range(1, q) if ids[k - 1] == ids[q]] for q in range(2, t)},
+    }
+    excess = {}
+    for kind, pairs in keys.items():
+        pairs = {q: ks for q, ks in pairs.items() if ks}
+        excess[kind] = (np.mean([w[q, ks].sum() for q, ks in pairs.items()]), np.mean([len(ks) / (q + 1) for q, ks in pairs.items()]))
+    kind = max(excess, key=lambda k: excess[k][0] - excess[k][1])
+    share, uniform = excess[kind]
+    assert info.startswith("12 tokens. Layer 2, head 3: ")
+    assert f"{kind} " in info and f"{share:.0%} of its attention on average; a uniform head would give {uniform:.0%}" in info

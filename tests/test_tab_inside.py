@@ -17,7 +17,8 @@ from playground import inside as ins
 from playground import limits
 from playground.compare import next_token
 from playground.inside import inside
-from playground.inside_view import ATTENDED, MASKED, NEGATIVE, POSITIVE, STAGES, map_html, panels, residual_norms, strip_colours
+from playground.inside_view import (ATTENDED, MASKED, NEGATIVE, OPEN_FIRST, POSITIVE, STAGES, first_ffn_note, info_markdown, map_html,
+                                    matrix_labels, panels, residual_norms, strip_colours)
 from playground.resources import get_model
 from playground.validation import InputError
 
@@ -357,24 +358,143 @@ def test_panels_show_the_chosen_numbers(result):
     for layer, x in enumerate(fp.layers):
         assert f"layer {layer}: ‖attention added‖ = {np.linalg.norm(x.attn_out[t]):.3f}" in res
         assert f"layer {layer}: ‖FFN added‖ = {np.linalg.norm(x.mlp_out[t]):.3f}" in res
-    page_map = map_html(get_model().config, 2, 3, len(fp.ids))
+    page_map = map_html(result)
     for anchor, _, _ in STAGES:
         assert f'data-goto="ins-s-{anchor}"' in page_map
     assert page_map.count("ins-chip ins-on") == 2  # the chosen layer and head
+
+
+def test_the_maps_chips_choose_a_layer_and_a_head_and_its_boxes_give_the_stages_numbers(result):
+    """The map's layer and head chips are buttons naming what they choose, the chosen one pressed;
+    each box carries its stage's numbers at the chosen layer, head and token."""
+    page_map = map_html(result)
+    cfg, fp, tr, t = get_model().config, result.fp, result.trace, result.token
+    for kind, n, chosen in (("layer", cfg.n_layer, 2), ("head", cfg.n_head, 3)):
+        chips = re.findall(rf'<button type="button" class="ins-chip( ins-on)?" data-{kind}="(\d+)" aria-pressed="(\w+)"', page_map)
+        assert [int(i) for _, i, _ in chips] == list(range(n))
+        assert [int(i) for on, i, pressed in chips if on and pressed == "true"] == [chosen]
+        assert all(pressed == "false" for on, _, pressed in chips if not on)
+    live = dict(re.findall(r'data-goto="ins-s-(\w+)" aria-controls="[^"]+"><b>[^<]+</b><span>.*?</span><em class="ins-live">(.*?)</em>', page_map)[1:])
+    assert f"μ {tr.ln1_mean[t]:.3f}".replace("-", "−") in live["layernorm"]
+    assert f"{int((tr.gelu[t] > 0).sum())} of 1024 fire" in live["ffn"]
+    assert f"‖x‖ = {np.linalg.norm(fp.x0[t]):.2f}" in live["embedding"]
+    assert "top: " in live["lens"] and "top: " in live["output"]  # the last token: nothing came next
+    r = inside(TEXT, 2, 3, token=4)
+    page_map = map_html(r)
+    ranks = [k for k, _ in r.lens_next(4)]
+    assert f"rank {ranks[0]:,} → {ranks[-1]:,}" in page_map
+    assert f"−ln p = {r.fp.token_losses[4]:.2f}" in page_map
+
+
+def test_the_attention_matrix_names_its_axes_with_the_tokens(result):
+    """Keys across and queries down, each token's label (whitespace visible, cut short) centred on
+    its column and row; every other one past 32 tokens; the chosen query's marked."""
+    fp, t = result.fp, result.token
+    T = len(fp.ids)
+    att = panels(result)[2]
+    keys = re.findall(r'<span style="left:([\d.]+)%" title="key (\d+)">(.*?)</span>', att)
+    queries = re.findall(r'<span(?: class="ins-on")? style="top:([\d.]+)%" title="query (\d+)">(.*?)</span>', att)
+    import html as html_lib
+
+    for labels in (keys, queries):
+        assert [html_lib.unescape(text) for _, _, text in labels] == fp.tokens  # ≤ 32 tokens: every one
+        assert [int(i) for _, i, _ in labels] == list(range(T))
+        assert all(float(at) == pytest.approx((i + 0.5) * 100 / T, abs=1e-4) for i, (at, _, _) in enumerate(labels))
+    assert f'<span class="ins-on" style="top:{(t + 0.5) * 100 / T:.4f}%" title="query {t}">' in att
+    assert "⋅" in "".join(text for _, _, text in keys)  # a space drawn as ⋅, as the other figures' axes
+    long = [f"tok{i}" for i in range(40)]
+    across, down = matrix_labels(long, 3)
+    assert re.findall(r'title="key (\d+)"', across) == [str(i) for i in range(0, 40, 2)]
+    assert re.findall(r'title="query (\d+)"', down) == [str(i) for i in range(0, 40, 2)]
+
+
+def test_the_opening_token_is_the_one_whose_next_token_climbs_most():
+    """rising_position on hand-made ranks: the largest climb in log rank among the positions whose
+    next token ends in the output's top 5, ties to the higher probability then the earlier position."""
+    pick = ins.rising_position
+    # position 1 climbs 100 -> 1, position 2 climbs 1000 -> 20 (further, but never shown in a top 5)
+    assert pick([5, 100, 1000], [1, 1, 20], [0.5, 0.3, 0.01]) == 1
+    assert pick([50, 500], [1, 10], [0.9, 0.1]) == 0  # 500 -> 10 climbs as far as 50 -> 1, out of the top 5
+    assert pick([10, 10, 10], [2, 2, 1], [0.2, 0.3, 0.6]) == 2  # 10 -> 1 climbs furthest
+    assert pick([10, 10, 20], [2, 2, 4], [0.2, 0.3, 0.1]) == 1  # a tie in climb: the higher probability
+    assert pick([10, 10], [2, 2], [0.3, 0.3]) == 0  # a full tie: the earlier position
+    assert pick([1000, 100], [5, 1], [0.05, 0.5]) == 0  # 5th at the output is in the top 5
+    assert pick([8, 900], [40, 300], [0.01, 0.001]) == 1  # none in a top 5: the largest climb of all
+    assert pick([], [], []) == 0
+
+
+def test_the_tab_opens_on_a_token_of_the_text_whose_prediction_forms_through_the_layers():
+    """On the example, the token the tab opens on is not the last, its next token ends in the
+    output's top 5 having climbed from layer 0's rank, and no other such token climbs further: each
+    rank read from the lens at that position (the model's own ln_f and head on each layer's stream)."""
+    from playground.ui.inside import OUTPUTS, ui_run
+
+    r = inside(ins.EXAMPLE_TEXTS[0])
+    fp = r.fp
+    t = ins.opening_token(fp)
+    assert t < len(fp.ids) - 1
+    model = get_model()
+    with torch.inference_mode():
+        scale = math.sqrt(model.config.d_model) if model.config.scale_embedding else 1.0
+        x = model.wte(torch.tensor([fp.ids])) * scale + model.position_table()[: len(fp.ids)]
+        streams = []
+        for block in model.blocks:  # the model's own modules (Block.forward)
+            x = block(x)[0]
+            streams.append(x[0])
+        ranks = []  # [after layer 0, at the output] for each position
+        for pos in range(len(fp.ids) - 1):
+            logits = model.lm_head(model.ln_f(torch.stack([streams[0][pos], streams[-1][pos]])))
+            target = fp.ids[pos + 1]
+            ranks.append([int((row > row[target]).sum()) + 1 for row in logits])
+    shown = [pos for pos, (_, last) in enumerate(ranks) if last <= ins.LENS_K]
+    climb = {pos: math.log(ranks[pos][0]) - math.log(ranks[pos][1]) for pos in shown}
+    assert t in shown and climb[t] == max(climb.values()) and climb[t] > 0, (t, ranks)
+    # the page opens there, says why, and the stage it opens shows the lens at that token
+    shown_text, slider, *outs = ui_run(ins.EXAMPLE_TEXTS[0], 0, 0)
+    assert slider.value == t
+    drawn = dict(zip(OUTPUTS, outs))
+    assert f"token {t} ({fp.tokens[t]})" in drawn["info"] and "climbs most through the logit lens" in drawn["info"]
+    assert f"rank {ranks[t][0]:,} after layer 0 → {ranks[t][1]:,} at the output" in drawn["info"]
+    assert OPEN_FIRST == "lens" and 'class="ins-panel ins-open-first" id="ins-s-lens"' in drawn["lens"]
+    assert "climbs most" not in info_markdown(ins.InsideResult(fp, 0, 0, t - 1))  # said only at that token
+    assert ins.opening_token(inside("Hi").fp) == 0
+
+
+def test_layer_0s_feed_forward_add_is_explained_by_the_token_alone(result):
+    """Where layer 0's feed-forward add dwarfs the stream, the residual panel says it is mostly
+    the token's own: its cosine to what the network writes from the token's embedding row alone,
+    worked out here with the model's own modules (ln_2, mlp)."""
+    model = get_model()
+    r = inside(ins.EXAMPLE_TEXTS[0], 0, 0, token=25)
+    fp, t = r.fp, r.token
+    with torch.inference_mode():
+        block = model.blocks[0]
+        alone = block.mlp(block.ln_2(model.wte.weight[fp.ids[t]])).numpy()
+    added = fp.layers[0].mlp_out[t]
+    cosine = float(alone @ added / np.linalg.norm(alone) / np.linalg.norm(added))
+    assert np.linalg.norm(added) > 5 * np.linalg.norm(fp.layers[0].x_in[t]) and cosine > 0.5
+    note = first_ffn_note(r)
+    assert note in panels(r)[3]
+    assert f"cosine <b>{cosine:.2f}</b>" in note
+    assert f"‖{np.linalg.norm(added):.2f}‖ on ‖{np.linalg.norm(fp.layers[0].x_in[t]):.2f}‖" in note
+    # an untrained model's first add is no second embedding: nothing to explain
+    from playground.compare import untrained_like
+
+    assert first_ffn_note(inside(TEXT, model=untrained_like(model))) == ""
 
 
 def test_stages_are_numbered_without_a_gap(result):
     """The map's boxes and the panels' headings count 1, 2, 3... in the order of the pass; the map's
     text box leads to the first stage; each heading's small map fills its own number; the map
     writes the residual adds as the blocks compute them."""
-    page_map = map_html(get_model().config, 2, 3, len(result.fp.ids))
-    boxes = re.findall(r'data-goto="ins-s-(\w+)"><b>([^<]+)</b>', page_map)
+    page_map = map_html(result)
+    boxes = re.findall(r'data-goto="ins-s-(\w+)" aria-controls="ins-b-\1"><b>([^<]+)</b>', page_map)
     assert boxes[0] == ("embedding", "text")
     numbers = [int(title.split(" · ")[0]) for _, title in boxes[1:]]
     assert numbers == list(range(1, len(STAGES) + 1)) == [n for _, n, _ in STAGES]
     assert [anchor for anchor, _ in boxes[1:]] == [anchor for anchor, _, _ in STAGES]
     for n, html in enumerate(panels(result), start=1):
-        assert re.search(rf"<h3><span>{n} · ", html), html[:200]
+        assert re.search(rf'<h3><button type="button" class="ins-toggle"[^>]*><span>{n} · ', html), html[:300]
         assert re.findall(r'<i class="ins-on">(\d+)</i>', html) == [str(n)]
     assert "x + attn(ln_1(x))" in page_map and "x + mlp(ln_2(x))" in page_map and "attention(x)" not in page_map
 
@@ -422,7 +542,7 @@ def test_page_handlers_redraw_only_what_a_control_changes():
 
     shown, slider, *outs = ui_run(TEXT, 0, 0)
     n = len(inside(TEXT).fp.ids)
-    assert shown == TEXT and slider.maximum == n - 1 and slider.value == n - 1
+    assert shown == TEXT and slider.maximum == n - 1 and slider.value == ins.opening_token(inside(TEXT).fp)
     assert len(outs) == len(OUTPUTS) and gr.skip() not in outs
 
     def redrawn(result) -> set[str]:
@@ -431,6 +551,6 @@ def test_page_handlers_redraw_only_what_a_control_changes():
     assert redrawn(ui_head(TEXT, 0, 4, n - 1)) == {"map", "info", "attention"}
     assert "embedding" not in redrawn(ui_layer(TEXT, 2, 4, n - 1))
     by_token = dict(zip(OUTPUTS, ui_token(TEXT, 2, 4, 999)))  # past the end: the last token
-    assert "map" not in redrawn(by_token.values()) and f"token {n - 1} " in by_token["info"]
+    assert redrawn(by_token.values()) == set(OUTPUTS) and f"token {n - 1} " in by_token["info"]  # the map's numbers too
     with pytest.raises(InputError, match="token must be a number"):
         ui_token(TEXT, 2, 4, "x")

@@ -28,12 +28,14 @@ def ui_attention(text, layer, head):
 
 
 def _info(r: att.AttentionResult, opened_on: att.SalientHead | None = None) -> str:
-    """The token count (and why the page opened on this head), then the checks folded away."""
+    """The token count and what the chosen head does on the text, named and measured (and, on the
+    page's opening, that it is the clearest head), then the checks folded away."""
     why = ""
-    if opened_on is not None:
-        why = (f" The page opened on layer {opened_on.layer}, head {opened_on.head}, the clearest head on this text: "
-               f"{'an' if opened_on.kind[0] in 'aeiou' else 'a'} {opened_on.kind} head ({opened_on.why}). Each token it applies to gives {opened_on.gives} "
-               f"{opened_on.share:.0%} of its attention on average; a uniform head would give {opened_on.uniform:.0%}.")
+    if len(r.ids) > 1:
+        h = opened_on or att.describe_head(r.weights, r.ids, r.layer, r.head)
+        where = (f"The page opened on layer {h.layer}, head {h.head}, the clearest head on this text"
+                 if opened_on is not None else f"Layer {h.layer}, head {h.head}")
+        why = f" {where}: {att.head_sentence(h)}"
     check = (
         "<details class=\"pg-how\"><summary>How we know these are the model's weights</summary>\n\n"
         f"The step-through below recomputes this head from the block's own W_Q, W_K and W_V: its weights match the "
@@ -65,12 +67,21 @@ def api_attention(text: str, layer: int, head: int) -> dict:
     return att.attention(text, layer, head).to_dict()
 
 
-# Draws the line view from the data attribute att.line_view_html writes (again whenever a new
-# result arrives): queries on the left, keys on the right, one line per (head, query, key) pair
-# of the selection, its opacity and width the weight, as BertViz's head view.
 # The step-through stages the stage picker reads back (~1 MB a text), the most recent 32.
 RESULTS = ResultStore()
 
+# The tokens' boxes are drawn inside their edges: the list scrolls, and a scrolling box clips what
+# overflows it, so an outline drawn outside lost its left side (a query, flush with the list's left
+# edge) and the first and last tokens' top and bottom. The chosen rule last: a hovered chosen token
+# keeps its 2 px box inside. (Scoped to this component by Gradio.)
+LINE_VIEW_CSS = """
+& .att-tok:hover { outline-offset: -1px; }
+& .att-tok.chosen { outline-offset: -2px; }
+"""
+
+# Draws the line view from the data attribute att.line_view_html writes (again whenever a new
+# result arrives): queries on the left, keys on the right, one line per (head, query, key) pair
+# of the selection, its opacity and width the weight, as BertViz's head view.
 LINE_VIEW_JS = """
 const PITCH = 24;
 const SVG = 'http://www.w3.org/2000/svg';
@@ -205,7 +216,7 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
         plot = dict(show_label=False, elem_classes=RESULT)
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=300):
-                lines = gr.HTML(elem_id="att-lines", js_on_load=LINE_VIEW_JS, elem_classes=RESULT)
+                lines = gr.HTML(elem_id="att-lines", js_on_load=LINE_VIEW_JS, css_template=LINE_VIEW_CSS, elem_classes=RESULT)
             with gr.Column(scale=1, min_width=300):
                 head_fig = gr.Plot(label="Chosen head", elem_id="att-head-fig", **plot)
                 mean_fig = gr.Plot(label="Mean over heads", elem_id="att-mean-fig", **plot)

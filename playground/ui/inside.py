@@ -1,9 +1,10 @@
 """Inside the model tab: one forward pass of the model shown on the learner's text, stage by
-stage, with the real numbers; a map of the data flow at the top, a layer, head and token control.
-Registers ``/inside``.
+stage, with the real numbers; a map of the data flow at the top, the overview of the pass with each
+stage's numbers, from which each stage opens; a layer, head and token control. Registers ``/inside``.
 
-A new text computes the pass (kept in ``playground.inside``'s small cache); the layer, head and
-token controls only redraw the panels from it."""
+A new text computes the pass (kept in ``playground.inside``'s small cache) and opens on the token
+whose prediction forms most visibly through the layers; the layer, head and token controls only
+redraw the panels from it."""
 
 from __future__ import annotations
 
@@ -24,28 +25,34 @@ OUTPUTS = ("map", "info", "embedding", "layernorm", "attention", "residual", "ff
 DEPENDS = {
     "layer": {"map", "info", "layernorm", "attention", "residual", "ffn", "lens"},
     "head": {"map", "info", "attention"},
-    "token": set(OUTPUTS) - {"map"},
+    "token": set(OUTPUTS),  # the map's boxes carry the token's numbers
 }
 
 
 def _render(r: ins.InsideResult, only: set[str] | None = None) -> tuple:
     """The outputs of :func:`build` in the order of ``OUTPUTS``; those not in ``only`` (when
     given) are left as they are."""
-    cfg = r.fp.model.config
     draw = {
-        "map": lambda: view.map_html(cfg, r.layer, r.head, len(r.fp.ids)),
+        "map": lambda: view.map_html(r),
         "info": lambda: view.info_markdown(r),
         **{anchor: (lambda anchor=anchor: view.PANELS[anchor](r)) for anchor, _, _ in view.STAGES},
     }
     return tuple(draw[name]() if only is None or name in only else gr.skip() for name in OUTPUTS)
 
 
-def ui_run(text, layer, head):
-    """A new text: the pass, shown at its last token; the token control spans its tokens; the text
-    is kept as the one shown (the other controls redraw it, whatever the box holds meanwhile)."""
+def _opened(text, layer, head) -> ins.InsideResult:
+    """A new text's pass at the token the tab opens on (:func:`playground.inside.opening_token`)."""
     r = ins.inside(text, layer, head)
+    return ins.InsideResult(r.fp, r.layer, r.head, ins.opening_token(r.fp))
+
+
+def ui_run(text, layer, head):
+    """A new text: the pass, shown at the token whose prediction forms most visibly; the token
+    control spans its tokens; the text is kept as the one shown (the other controls redraw it,
+    whatever the box holds meanwhile)."""
+    r = _opened(text, layer, head)
     last = len(r.fp.ids) - 1
-    return (text, gr.Slider(minimum=0, maximum=max(last, 1), value=last, step=1, label=f"Token (0–{last})"), *_render(r))
+    return (text, gr.Slider(minimum=0, maximum=max(last, 1), value=r.token, step=1, label=f"Token (0–{last})"), *_render(r))
 
 
 def _view(changed: str):
@@ -74,20 +81,75 @@ def api_inside(text: str, layer: int, head: int) -> dict:
     return ins.inside(text, layer, head).to_dict()
 
 
-# The map's boxes (and each panel's small map) scroll to their target, the page keeping its address
-# (no #hash navigation); the box of the panel in view is highlighted as the page scrolls; a click on
-# a token of the loss text, or on a row of the attention matrix, chooses that token. A strip or the
-# matrix is one image: the value under the pointer is read from its data attribute into one
-# tooltip, so the page holds no element per number.
+# The map is the overview: a box (a click, or Enter on it) opens its stage alone and scrolls to it,
+# the page keeping its address (no #hash navigation); a stage's heading folds or opens it; the
+# map's layer and head chips set their sliders. Which stages are open is kept on the panels' column
+# (#ins-stages, never redrawn): Gradio redraws a panel by patching its attributes to the server's
+# HTML, which would close it again, so the CSS reads the column's data-open and an observer puts
+# the headings' aria-expanded back. A click on a token of the loss text, or on a row of the
+# attention matrix, chooses that token. A strip or the matrix is one image: the value under the
+# pointer is read from its data attribute into one tooltip, so the page holds no element per number.
 GOTO_JS = """
-function chooseToken(t) {
-  // The token's number goes into the token slider's box; its "input" event is the one the page
-  // listens to (as a drag or an arrow key on the slider).
-  const box = document.querySelector('#ins-token input[type=number]');
+function setControl(id, value) {
+  // The number goes into the slider's box; its "input" event is the one the page listens to (as
+  // a drag or an arrow key on the slider).
+  const box = document.querySelector('#' + id + ' input[type=number]');
   if (!box) return;
-  box.value = String(t);
+  box.value = String(value);
   box.dispatchEvent(new Event('input', {bubbles: true}));
 }
+const stagesBox = () => document.getElementById('ins-stages');
+function openStages() {
+  const box = stagesBox();
+  if (box && box.hasAttribute('data-open')) return new Set(box.dataset.open.split(' ').filter(Boolean));
+  return new Set([...document.querySelectorAll('#ins-stages .ins-open-first')].map((s) => s.dataset.stage));
+}
+function syncStages() {
+  const open = openStages();
+  document.querySelectorAll('#ins-stages .ins-toggle').forEach((b) => {
+    const v = String(open.has(b.dataset.stage));
+    if (b.getAttribute('aria-expanded') !== v) b.setAttribute('aria-expanded', v);
+  });
+  element.querySelectorAll('.ins-box[data-goto]').forEach((b) => {
+    b.classList.toggle('ins-current', open.has(b.dataset.goto.slice('ins-s-'.length)));
+  });
+}
+let observed = null;
+function watchStages() {
+  const box = stagesBox();
+  if (!box || observed === box) return;
+  observed = box;
+  new MutationObserver(syncStages).observe(box, {subtree: true, childList: true, attributes: true, attributeFilter: ['aria-expanded']});
+}
+function setStages(open) {
+  const box = stagesBox();
+  if (!box) return;
+  watchStages();
+  box.dataset.open = [...open].join(' ');
+  syncStages();
+}
+document.addEventListener('click', (e) => {
+  const chip = e.target.closest('#ins-map .ins-chip');
+  if (chip) { setControl(chip.dataset.layer !== undefined ? 'ins-layer' : 'ins-head', chip.dataset.layer ?? chip.dataset.head); return; }
+  const tok = e.target.closest('.ins-lt[data-t]');
+  if (tok) { setControl('ins-token', tok.dataset.t); return; }
+  const m = e.target.closest('.ins-matrix[data-n]');
+  if (m) { const c = matrixCell(m, e); if (c) setControl('ins-token', c.row); return; }
+  const toggle = e.target.closest('#ins-stages .ins-toggle');
+  if (toggle) {
+    const open = openStages();
+    if (open.has(toggle.dataset.stage)) open.delete(toggle.dataset.stage); else open.add(toggle.dataset.stage);
+    setStages(open);
+    return;
+  }
+  const link = e.target.closest('[data-goto]');
+  if (!link || !link.closest('#ins-map, .ins-panel')) return;
+  e.preventDefault();
+  const goto = link.dataset.goto;
+  if (goto.startsWith('ins-s-')) setStages(new Set([goto.slice('ins-s-'.length)]));
+  const target = document.getElementById(goto);
+  if (target) target.scrollIntoView({behavior: 'smooth', block: 'start'});
+});
 function matrixCell(m, e) {
   const img = m.querySelector('img');
   const r = img.getBoundingClientRect();
@@ -96,17 +158,6 @@ function matrixCell(m, e) {
   if (row < 0 || col < 0 || row >= n || col >= n) return null;
   return {row, col, n};
 }
-document.addEventListener('click', (e) => {
-  const tok = e.target.closest('.ins-lt[data-t]');
-  if (tok) { chooseToken(tok.dataset.t); return; }
-  const m = e.target.closest('.ins-matrix[data-n]');
-  if (m) { const c = matrixCell(m, e); if (c) chooseToken(c.row); return; }
-  const link = e.target.closest('[data-goto]');
-  if (!link || !link.closest('#ins-map, .ins-panel')) return;
-  e.preventDefault();
-  const target = document.getElementById(link.dataset.goto);
-  if (target) target.scrollIntoView({behavior: 'smooth', block: 'start'});
-});
 let tip = document.getElementById('ins-tip');
 if (!tip) {
   tip = document.createElement('div');
@@ -162,21 +213,9 @@ function showTip(e) {
 document.addEventListener('pointermove', showTip, {passive: true});
 document.addEventListener('pointerdown', showTip, {passive: true});
 window.addEventListener('scroll', () => { tip.style.display = 'none'; }, {passive: true});
-function highlight() {
-  const panels = [...document.querySelectorAll('.ins-panel')].filter((p) => p.offsetParent !== null);
-  if (!panels.length) return;
-  let current = panels[0].id;
-  for (const p of panels) if (p.getBoundingClientRect().top < window.innerHeight * 0.4) current = p.id;
-  element.querySelectorAll('.ins-box[data-goto]').forEach((b) => b.classList.toggle('ins-current', b.dataset.goto === current));
-}
-let pending = false;
-window.addEventListener('scroll', () => {
-  if (pending) return;
-  pending = true;
-  requestAnimationFrame(() => { pending = false; highlight(); });
-}, {passive: true});
-highlight();
-watch('value', highlight);
+watchStages();
+syncStages();
+watch('value', () => { watchStages(); syncStages(); });
 """
 
 
@@ -185,10 +224,11 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     cfg = get_model().config
     note(
         f"One forward pass of the model on your text, stage by stage, with its real numbers: {cfg.n_layer} layers, "
-        f"{cfg.n_head} heads of {cfg.head_dim}, d_model {cfg.d_model}. Each box of the map opens its stage; "
-        "choose a layer, a head and a token to see their numbers (a new text is computed once, then only redrawn)."
+        f"{cfg.n_head} heads of {cfg.head_dim}, d_model {cfg.d_model}. Each box of the map gives its stage's numbers and "
+        "opens it; the map's chips or the sliders choose the layer and head, the slider or a click on a token the token "
+        "(a new text is computed once, then only redrawn)."
     )
-    r = ins.inside(ins.EXAMPLE_TEXTS[0])
+    r = _opened(ins.EXAMPLE_TEXTS[0], 0, 0)
     first, last = _render(r), len(r.fp.ids) - 1
     html = dict(js_on_load=None, elem_classes=RESULT, padding=False)
     map_box = gr.HTML(elem_id="ins-map", js_on_load=GOTO_JS, elem_classes=RESULT, padding=False)
@@ -199,16 +239,17 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
                 error = error_slot("ins-error")
             with gr.Column(scale=1, min_width=240):
                 layer, head = layer_head_sliders(cfg.n_layer, cfg.n_head, prefix="ins")
-                token = gr.Slider(0, max(last, 1), value=last, step=1, label=f"Token (0–{last})", elem_id="ins-token")
+                token = gr.Slider(0, max(last, 1), value=r.token, step=1, label=f"Token (0–{last})", elem_id="ins-token")
                 run = gr.Button("Run the forward pass", variant="primary", elem_id="ins-run")
         info = note(elem_id="ins-info", result=True)
-        emb = gr.HTML(elem_id="ins-embedding", **html)
-        ln = gr.HTML(elem_id="ins-layernorm", **html)
-        att = gr.HTML(elem_id="ins-attention", **html)
-        res = gr.HTML(elem_id="ins-residual", **html)
-        ffn = gr.HTML(elem_id="ins-ffn", **html)
-        lens = gr.HTML(elem_id="ins-lens", **html)
-        out = gr.HTML(elem_id="ins-output", **html)
+        with gr.Column(elem_id="ins-stages"):  # holds which stages are open (GOTO_JS): never redrawn itself
+            emb = gr.HTML(elem_id="ins-embedding", **html)
+            ln = gr.HTML(elem_id="ins-layernorm", **html)
+            att = gr.HTML(elem_id="ins-attention", **html)
+            res = gr.HTML(elem_id="ins-residual", **html)
+            ffn = gr.HTML(elem_id="ins-ffn", **html)
+            lens = gr.HTML(elem_id="ins-lens", **html)
+            out = gr.HTML(elem_id="ins-output", **html)
     next_tab(
         "The last stage gave a probability for every token of the vocabulary: drawing one, appending it and "
         "running the pass again is how the model writes.",

@@ -7,8 +7,6 @@ import { InputError, sentence, validateText, wrap } from "../checks.js";
 
 const VISIBLE = { " ": "⋅", "\t": "→", "\n": "↵", "\r": "␍" };
 const LABEL_CHARS = 16; // playground/tokens.LABEL_CHARS
-// Two decimals in the cells only while a cell is wide enough to read them, on a phone too.
-const CELL_VALUES_MAX_TOKENS = 10;
 // A head giving the first token this much of every row on average is an "attention sink": the
 // page never opens on one.
 const FIRST_TOKEN_SINK = 0.5;
@@ -226,7 +224,8 @@ export async function mount(root, ctx) {
         type: "heatmap", z: rows(m), x: tokens.map((_, i) => i), y: tokens.map((_, i) => i), colorscale: BLUES, zmin: 0, zmax: 1,
         customdata: custom, colorbar: { thickness: 12 },
         hovertemplate: "query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.3f}%{customdata[2]}<extra></extra>",
-        ...(t <= CELL_VALUES_MAX_TOKENS ? { texttemplate: "%{z:.2f}", textfont: { size: 11 } } : {}),
+        // two decimals in the cells of short texts, as the app writes them (playground/attention.py)
+        ...(t <= site.defaults.attention.cell_values_max_tokens ? { texttemplate: "%{z:.2f}" } : {}),
       }], {
         title: { text: wrapped, x: 0.01, xanchor: "left", font: { size: 14 } }, height: Math.max(420, 18 * t + 160),
         margin: { l: 56, r: 16, t: 30 + 19 * wrapped.split("<br>").length, b: 56 },
