@@ -37,10 +37,14 @@ HEADER = (
 )
 
 
-def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with: ModelSource | None = None) -> gr.Blocks:
+def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with: ModelSource | None = None,
+              browser: serving.BrowserFiles | None = None) -> gr.Blocks:
     """The page for ``source`` (default: the shipped model), whose Compare tab sets
-    ``compare_with`` beside it (default: the untrained initialisation of the same architecture)."""
+    ``compare_with`` beside it (default: the untrained initialisation of the same architecture);
+    ``browser``: the files its Text generation tab's "Run on: this browser" loads (default: those
+    of ``onnx_files``, which ``serving.launch_options`` must then be given too)."""
     source = source or shipped()
+    browser = browser if browser is not None else serving.BrowserFiles.for_model(onnx_files)
     from playground.compare import set_comparison
 
     set_comparison(
@@ -52,7 +56,7 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
         gr.Markdown(HEADER, elem_id="pg-header")
         gr.Markdown(describe(source), elem_id="pg-model")
         link = links.Links()  # a link's message shows here; each tab gets a Copy link button (playground/ui/links.py)
-        with gr.Tabs(overflow_behavior="wrap") as tabs:  # every tab one tap away, on a phone too (the tabs wrap)
+        with gr.Tabs(overflow_behavior="wrap") as tabs:  # every tab one tap away, on a phone too (one row that scrolls sideways: page.css)
             with gr.Tab("1 · Tokenization", id="tokenization"):
                 link.tab("tokenization", tokenization.build)
             with gr.Tab("2 · Embeddings", id="embeddings"):
@@ -64,7 +68,7 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
             with gr.Tab("5 · Inside the model", id="inside") as tab:
                 link.tab("inside", lambda: inside.build(tab))
             with gr.Tab("6 · Text generation", id="generation"):
-                link.tab("generation", generation.build)
+                link.tab("generation", lambda: generation.build(browser))
             with gr.Tab("7 · Model", id="model"):
                 link.tab("model", lambda: model.build(onnx_files, training_log=source.weights_dir / "training_log.json"))
             with gr.Tab("8 · Compare", id="compare"):
@@ -78,9 +82,11 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
     # /gradio_api/run/<endpoint> routes whenever the app runs outside a Space).
     serving.before_queue()
     demo.queue(max_size=common.QUEUE_MAX_SIZE, default_concurrency_limit=common.LIGHT_CONCURRENCY, api_open=False)
-    # ... generations alone may not take more than MAX_WAITING_GENERATIONS places of it, training
-    # runs likewise; session ids and requests per client address checked (serving/admission.py).
-    serving.harden(demo, max_waiting={common.GENERATE: common.MAX_WAITING_GENERATIONS, learn.LEARN: learn.MAX_WAITING_LEARNERS})
+    # ... generations alone may not take more than MAX_WAITING_GENERATIONS places of it, heavy passes
+    # and training runs likewise; session ids and requests per client address checked, and a full
+    # group's places shared out per visitor (serving/admission.py).
+    serving.harden(demo, max_waiting={common.GENERATE: common.MAX_WAITING_GENERATIONS, common.FORWARD: common.MAX_WAITING_FORWARD,
+                                      learn.LEARN: learn.MAX_WAITING_LEARNERS})
     return demo
 
 
@@ -100,7 +106,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"GPT Playground cannot start: {err}") from None
     onnx_files = prepare_model(source)  # builds the ONNX files on the first start, with progress
     resources.budget_cpu()  # after the export, which may use every core
-    demo = build_app(onnx_files, source, compare_with)
+    browser = serving.BrowserFiles.for_model(onnx_files)  # the engine, onnxruntime-web and the 8-bit model, by hash
+    demo = build_app(onnx_files, source, compare_with, browser)
     warm_up_in_background()  # the ONNX session opens while the server starts
     print(f"GPT Playground built in {time.perf_counter() - T0:.1f} s; starting the server", flush=True)
     demo.launch(
@@ -118,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
         run_history=False,
         # Bounded memory and requests whatever the traffic: lean sessions, unread results
         # dropped, bodies capped, no file from Gradio's shared folders, monitoring off (playground/ui/serving/).
-        **serving.launch_options(demo),
+        **serving.launch_options(demo, browser=browser),
     )
 
 

@@ -29,6 +29,7 @@ from . import limits
 from .attention import AttentionResult, SalientHead, attention, salient_head
 from .embeddings import ArithmeticResult, embedding_arithmetic
 from .generation import GeneratedStep, TokenChoice, candidates_figure
+from .plots import percent
 from .resources import get_model
 from .tokens import encode_prompt, token_text
 from .validation import InputError, validate_int
@@ -39,6 +40,7 @@ __all__ = [
     "comparison_model",
     "labels",
     "loss_summary",
+    "shared_probability_axis",
     "untrained_like",
     "NextToken",
     "next_token",
@@ -147,12 +149,32 @@ def next_token(prompt: Any, model: GPT, label: str, top_k: int = TOP_K) -> NextT
     return NextToken(label, ids, step, loss, entropy, figure)
 
 
+SHARED_AXIS_TITLE = "probability (shared log scale)"  # short: it must fit under a phone-wide chart
+
+
+def shared_probability_axis(results: list[NextToken]) -> dict[str, Any]:
+    """One x axis for every side's chart: log-scale probability from the decade below the smallest
+    bar to room right of the largest one's label, a tick at each power of ten. A shared linear
+    axis left the untrained model's bars invisible; an axis of its own per chart drew 0.01 % bars
+    as long as 15 % ones, so the two charts looked alike."""
+    probabilities = [c.probability for r in results for c in r.step.candidates if c.probability > 0]
+    low = math.floor(math.log10(min(probabilities) / 2))
+    high = math.log10(max(probabilities)) + 0.75  # the largest bar's label, outside it
+    ticks = [10.0**e for e in range(low, 1) if e <= high]
+    return {
+        "type": "log", "range": [low, high], "tickmode": "array", "tickvals": ticks,
+        "ticktext": [f"{100 * t:g}%" for t in ticks], "title": {"text": SHARED_AXIS_TITLE},
+    }
+
+
 def compare_next_token(prompt: Any, top_k: Any = TOP_K) -> list[NextToken]:
-    """Both models' next-token candidates, each charted on its own probability axis."""
+    """Both models' next-token candidates, charted on one shared log-scale probability axis."""
     top_k = validate_int(top_k, name="top_k", minimum=1, maximum=limits.MAX_NEIGHBOURS)
-    # Each chart on its own axis: on a shared one the untrained model's bars were invisible; on
-    # its own, ten equal bars labelled 0.002 % are the uniform guess the lesson is about.
-    return [next_token(prompt, model, label, top_k) for label, model in _sides()]
+    results = [next_token(prompt, model, label, top_k) for label, model in _sides()]
+    axis = shared_probability_axis(results)
+    for r in results:
+        r.figure.update_xaxes(**axis)
+    return results
 
 
 def loss_summary(results: list[NextToken]) -> str:
@@ -162,10 +184,19 @@ def loss_summary(results: list[NextToken]) -> str:
     for r in results:
         loss = "–" if r.loss is None else f"{r.loss:.2f}"
         parts.append(f"**{r.label}**: loss on the prompt {loss} nats, next-token entropy {r.entropy:.2f}")
+    tops = [r.step.candidates[0].probability for r in results if r.step.candidates]
+    scale = ""
+    if len(tops) == 2 and min(tops) > 0:
+        ratio = max(tops) / min(tops)
+        scale = (
+            " Both charts share one probability axis, on a log scale (each tick ten times the one before): the left "
+            f"chart's top candidate has {percent(tops[0])}, the right's {percent(tops[1])}"
+            + (f", a factor of {ratio:,.0f}." if ratio >= 1.5 else ".")
+        )
     return (
         " · ".join(parts)
         + f". A uniform guess over the {vocab:,} tokens scores ln {vocab:,} = {math.log(vocab):.2f}: "
-        "an untrained model is about there; training is what brings the loss down."
+        "an untrained model is about there; training is what brings the loss down." + scale
     )
 
 

@@ -20,7 +20,7 @@ from .validation import InputError, validate_choice, validate_int, validate_text
 
 __all__ = [
     "SIZES", "LEARNING_RATES", "INITS", "POSITIONS", "LearnSettings", "settings", "build_model", "train_config",
-    "sample", "RunState", "describe", "continue_text",
+    "sample", "RunState", "describe", "continue_text", "seconds_text",
 ]
 
 # Model sizes: both train a step in well under the 1 s that Stop may take (docs/training.md).
@@ -94,6 +94,12 @@ def settings(
         positions=validate_choice(positions, POSITIONS, name="positions"),
         steps=validate_int(steps, name="steps", minimum=MIN_STEPS, maximum=MAX_STEPS),
     )
+
+
+def seconds_text(seconds: float) -> str:
+    """A run's time as the page writes it: one decimal under 10 s (the first steps take well under
+    a second, which whole seconds wrote as 0), whole seconds from there."""
+    return f"{seconds:.1f}" if seconds < 9.95 else f"{seconds:.0f}"
 
 
 def describe(s: LearnSettings) -> str:

@@ -115,7 +115,10 @@ _LESSONS = (
                 f"{slowest_wavelength(LESSON_D_MODEL, LESSON_BASE):,.0f} positions). The lesson says the "
                 "opposite, “lower dimensions of the embedding vector (e.g., dimensions 0, 2, 4) will vary more "
                 "slowly (lower frequency)”: **that sentence is backwards**, as the table and the frequency plot "
-                "below show."
+                "below show.\n\nIts worked example mixes up i and 2i too: “For dimension i = 256: the exponent would be "
+                "256/512 = 0.5 … 10000^0.5 = 100”. The exponent is 2i/d_model, so 256/512 = 0.5 belongs to "
+                f"**dimension 2i = 256**, the pair **i = 128**; i = 256 itself would give 2i/d_model = 512/512 = 1, "
+                f"{LESSON_BASE}^1, and at d_model {LESSON_D_MODEL} the pairs stop at i = {LESSON_D_MODEL // 2 - 1}."
             ),
         },
         captions={

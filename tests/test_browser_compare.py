@@ -32,6 +32,14 @@ def test_compare_tab_side_by_side(page):
     assert page.locator("#cmp-layer input[type=number]").input_value() == str(opening.layer)
     assert page.locator("#cmp-head input[type=number]").input_value() == str(opening.head)
     assert page.locator("#cmp-att-spread").inner_text().startswith(f"Layer {opening.layer}, head {opening.head}:")
+    # One probability axis for both next-token charts (a 0.01 % bar is not drawn as long as a
+    # 15 % one), and the charts and the line above them say so.
+    axes = page.evaluate(
+        "() => ['a', 'b'].map((s) => { const xa = document.querySelector(`#cmp-next-${s} .js-plotly-plot`)._fullLayout.xaxis;"
+        " return {type: xa.type, range: xa.range, title: xa.title.text}; })"
+    )
+    assert axes[0] == axes[1] and axes[0]["type"] == "log" and axes[0]["title"] == cmp.SHARED_AXIS_TITLE, axes
+    assert "share one probability axis, on a log scale" in page.locator("#cmp-loss").inner_text()
     shot(page, "compare")
 
     # A new prompt: both charts redraw with its candidates.

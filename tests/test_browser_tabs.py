@@ -112,7 +112,10 @@ def test_positional_formula_fits_a_phone(phone):
     # the f_i line says both forms
     assert "exp" in phone.locator("#pe-formula").inner_text()
     # the lesson's backwards sentence is called so beside the formula
-    assert "backwards" in phone.locator("#pe-lesson-fix").inner_text()
+    fix = phone.locator("#pe-lesson-fix").inner_text()
+    assert "backwards" in fix
+    # ... and its worked example's i for 2i: the exponent 256/512 is dimension 2i = 256, the pair i = 128.
+    assert "mixes up i and 2i" in fix and "dimension 2i = 256, the pair i = 128" in fix, fix
 
 
 def test_attention_opens_on_an_instructive_head_of_a_whole_word_text(page):

@@ -34,6 +34,21 @@ def test_untrained_initialisation_scores_about_ln_vocab():
     assert "10.82" in cmp.loss_summary([trained, untrained])
 
 
+def test_both_next_token_charts_share_one_log_probability_axis():
+    """A 0.01 % bar and a 15 % one on axes of their own looked alike: both charts share one log
+    axis, from a decade at or below the smallest bar to past the largest, and say so."""
+    trained, untrained = cmp.compare_next_token(PROMPT)
+    a, b = trained.figure.layout.xaxis, untrained.figure.layout.xaxis
+    assert a.type == b.type == "log" and tuple(a.range) == tuple(b.range)
+    ps = [c.probability for r in (trained, untrained) for c in r.step.candidates]
+    assert a.range[0] <= math.log10(min(ps)) - math.log10(2) and a.range[1] > math.log10(max(ps))
+    assert list(a.tickvals) == [10.0**e for e in range(math.ceil(a.range[0]), 1) if e <= a.range[1]]
+    assert cmp.SHARED_AXIS_TITLE in (a.title.text, b.title.text) and "log scale" in cmp.SHARED_AXIS_TITLE
+    summary = cmp.loss_summary([trained, untrained])
+    top_a, top_b = trained.step.candidates[0].probability, untrained.step.candidates[0].probability
+    assert "share one probability axis, on a log scale" in summary and f"a factor of {top_a / top_b:,.0f}" in summary
+
+
 def test_untrained_model_is_the_same_architecture_and_reproducible():
     model = get_model()
     a, b = cmp.untrained_like(model), cmp.untrained_like(model)

@@ -45,7 +45,8 @@ def _build(tab: str, module=None):
     module = module or _ui_module(tab)
     with gr.Blocks() as demo:
         with gr.Tab(tab) as page:
-            module.build(page) if inspect.signature(module.build).parameters else module.build()
+            takes_tab = "tab" in inspect.signature(module.build).parameters
+            module.build(page) if takes_tab else module.build()
     return demo
 
 
@@ -105,6 +106,20 @@ def test_the_wavelength_quoted_is_the_tabs_own():
 
     assert slowest_wavelength(512, 10000) == pe.wavelength(510, 512, 10000)
     assert f"a turn every {pe.wavelength(510, 512, 10000):,.0f} positions" in LESSONS["positional"].notes["lesson_fix"]
+
+
+def test_the_positional_note_corrects_the_worked_examples_i_and_2i():
+    """The lesson's example calls the dimension whose exponent is 256/512 "i = 256"; in
+    base^(2i/d_model) that exponent is 2i = 256, the pair i = 128 (i = 256 would give base^1)."""
+    from playground import positional as pe
+
+    note = LESSONS["positional"].notes["lesson_fix"]
+    d_model, base = 512, 10000
+    i = next(i for i in range(d_model // 2) if 2 * i / d_model == 0.5)
+    assert pe.frequencies(d_model, base)[i] == pytest.approx(1 / base**0.5)
+    assert "“For dimension i = 256: the exponent would be 256/512 = 0.5 … 10000^0.5 = 100”" in note
+    assert f"**dimension 2i = {2 * i}**, the pair **i = {i}**" in note and "mixes up i and 2i" in note
+    assert f"i = 256 itself would give 2i/d_model = 512/512 = 1, {base}^1" in note
 
 
 def _string_literals(path: Path) -> list[str]:

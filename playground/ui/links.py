@@ -1,4 +1,4 @@
-"""Links on the page: a "Copy link" button at the top of every tab, and a page opened from such a
+"""Links on the page: a "Copy link" button beside every tab's lesson sentence, and a page opened from such a
 link (``/?tab=inside&text=...&layer=2&head=3``) showing that tab with those settings.
 
 The page itself stays the same for every address (serving/page_cache.py builds it once): the link
@@ -19,6 +19,7 @@ import gradio as gr
 from .. import links
 from ..resources import get_model
 from .common import LIGHT, LIGHT_CONCURRENCY, user_errors
+from .widgets import lesson_line
 
 __all__ = ["Links", "CSS", "RUN", "READY"]
 
@@ -42,8 +43,12 @@ ERROR_SLOTS: dict[str, str] = {"inside": "#ins-error"}
 WAITING_LABEL = "Token …"
 
 CSS = """
-.pg-link-row { align-items: center; gap: 8px; flex-wrap: wrap; }
-.pg-link-row > .pg-link-out { flex: 1 1 240px; min-width: 0; }
+/* The lesson sentence, Copy link at its right (on a phone under it, at its right end); the link
+   it gives under that line, taking no room until then. */
+.pg-lesson-line { align-items: flex-start; gap: 12px; flex-wrap: nowrap; }
+.pg-lesson-line > .pg-lesson { flex: 1 1 auto; min-width: 0; }
+.pg-lesson-line > .pg-copy-link { flex: 0 0 auto; width: auto; margin-top: 2px; }
+.pg-link-out:not(:has(.pg-link-url)) { display: none !important; }
 .pg-link-out .pg-link-status { font-size: 0.9em; margin-right: 6px; color: var(--body-text-color-subdued); }
 .pg-link-out input.pg-link-url { width: 100%; max-width: 100%; font: 0.85em var(--font-mono); padding: 2px 6px;
   border: 1px solid var(--border-color-primary); border-radius: 4px; background: var(--background-fill-secondary); }
@@ -144,12 +149,14 @@ class Links:
         self.controls: dict[str, dict[str, Any]] = {}
 
     def tab(self, tab: str, build: Callable[[], Mapping[str, Any] | None]) -> Any:
-        """The tab's Copy link button (at its top), then its content, ``build()``, which returns
-        its controls by parameter name (playground/links.py's names); returns what it returned."""
-        with gr.Row(elem_classes="pg-link-row"):
-            button = gr.Button("Copy link", size="sm", scale=0, min_width=120, elem_id=f"{tab}-copy-link")
-            out = gr.HTML("", elem_id=f"{tab}-link", elem_classes="pg-link-out", padding=False)
-        built = build()
+        """The tab's content, ``build()``, which returns its controls by parameter name
+        (playground/links.py's names), its Copy link button at the right of its lesson sentence
+        (the link it gives shows under that line); returns what ``build()`` returned."""
+        button = gr.Button("Copy link", size="sm", scale=0, min_width=110, elem_id=f"{tab}-copy-link",
+                           elem_classes="pg-copy-link", render=False)
+        out = gr.HTML("", elem_id=f"{tab}-link", elem_classes="pg-link-out", padding=False, render=False)
+        with lesson_line(beside=[button], below=[out]):
+            built = build()
         controls = dict(built or {})
         names = [p.name for p in links.params(tab) if p.name in controls]
         self.controls[tab] = {name: controls[name] for name in names}

@@ -42,6 +42,10 @@ def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None
     archive, browser = onnx_files.get("zip"), onnx_files.get("browser_zip")
     files = {LABELS.get(key, key): path for key, path in onnx_files.items() if key not in ("zip", "browser_zip")}
 
+    note(
+        "The model every tab runs, laid open: its network with the parameters of each part, how its loss fell "
+        "while it trained, and its files, to download and run yourself."
+    )
     gr.Markdown("### The network")
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=320):
@@ -62,7 +66,8 @@ def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None
     gr.Markdown("### How it learned")
     log_path = training_log or model_info.TRAINING_LOG
     log = model_info.load_training_log(log_path)
-    gr.Plot(model_info.training_figure(log), label="Training curves", elem_id="model-curves")
+    # The figure's own title names it: Gradio's label over the plot said "Training curves" again.
+    gr.Plot(model_info.training_figure(log), label="Training curves", show_label=False, elem_id="model-curves")
     note(model_info.training_note(log, shipped=Path(log_path) == model_info.TRAINING_LOG), elem_id="model-curves-note")
 
     gr.Markdown("### Take it home")

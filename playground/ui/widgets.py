@@ -5,7 +5,9 @@ input, while the last good result stays, dimmed), and the sentence that leads to
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import gradio as gr
@@ -15,6 +17,7 @@ __all__ = [
     "RESULT",
     "SECTION",
     "note",
+    "lesson_line",
     "text_with_examples",
     "with_notice",
     "error_slot",
@@ -32,10 +35,50 @@ RESULT = "pg-result"
 STALE = "pg-error-msg"  # the error slot's message; its presence marks the section's results stale
 
 
+class _LessonLine:
+    def __init__(self, beside: Sequence[Any], below: Sequence[Any]) -> None:
+        self.beside, self.below, self.placed = beside, below, False
+
+    def place(self, lesson: Any = None) -> Any:
+        """``beside`` in one row after ``lesson`` (built here, a callable), ``below`` under that row."""
+        self.placed = True
+        with gr.Row(equal_height=False, elem_classes="pg-lesson-line"):
+            built = lesson() if lesson is not None else None
+            for block in self.beside:
+                block.render()
+        for block in self.below:
+            block.render()
+        return built
+
+
+_lesson_line: ContextVar[_LessonLine | None] = ContextVar("lesson_line", default=None)
+
+
+@contextmanager
+def lesson_line(beside: Sequence[Any] = (), below: Sequence[Any] = ()) -> Iterator[None]:
+    """A tab built inside this block has its first :func:`note` (every tab opens on its lesson
+    sentence) laid out in one row with ``beside`` (blocks made with ``render=False``) at its right,
+    and ``below`` under that row: what is about the tab as a whole (Copy link) comes after the
+    lesson, not above it. A tab without a note gets them at its end, where a test notices."""
+    line = _LessonLine(beside, below)
+    token = _lesson_line.set(line)
+    try:
+        yield
+    finally:
+        _lesson_line.reset(token)
+    if not line.placed:
+        line.place()
+
+
 def note(text: str = "", *, result: bool = False, **kwargs: Any) -> gr.Markdown:
     """Explanatory or notice text, smaller and muted (the ``pg-note`` class of ``common.CSS``).
-    ``result``: the note belongs to a section's result (dimmed with it when an input is refused)."""
-    return gr.Markdown(text, elem_classes=["pg-note", RESULT] if result else "pg-note", **kwargs)
+    ``result``: the note belongs to a section's result (dimmed with it when an input is refused).
+    The first note of a tab built inside :func:`lesson_line` is its lesson sentence."""
+    classes = ["pg-note", RESULT] if result else "pg-note"
+    line = _lesson_line.get()
+    if line is not None and not line.placed and not result:
+        return line.place(lambda: gr.Markdown(text, elem_classes=["pg-note", "pg-lesson"], **kwargs))
+    return gr.Markdown(text, elem_classes=classes, **kwargs)
 
 
 def with_notice(text: str, notice: str, sep: str = "\n\n") -> str:

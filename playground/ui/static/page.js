@@ -31,6 +31,25 @@
       if (msg) { const b = msg.getBoundingClientRect(); if (b.top < 0 || b.bottom > window.innerHeight) msg.scrollIntoView({block: 'nearest'}); }
     }
   }).observe(document.body, {childList: true, subtree: true});
+  // The tab bar is one row that scrolls sideways when narrow (page.css): the open tab is kept in
+  // view, however it was opened (a click, a "Next" link, a link's address) and when the screen turns.
+  const showSelectedTab = (behavior = 'smooth') => {
+    const tab = document.querySelector('.tab-container[role="tablist"] > button[aria-selected="true"]');
+    const bar = tab && tab.parentElement;
+    if (!bar || bar.scrollWidth <= bar.clientWidth) return;
+    const left = tab.getBoundingClientRect().left - bar.getBoundingClientRect().left + bar.scrollLeft;
+    const right = left + tab.offsetWidth;
+    if (left < bar.scrollLeft || right > bar.scrollLeft + bar.clientWidth) {
+      bar.scrollTo({left: Math.max(0, left - (bar.clientWidth - tab.offsetWidth) / 2), behavior});
+    }
+  };
+  new MutationObserver(() => showSelectedTab()).observe(document.body, {subtree: true, attributes: true, attributeFilter: ['aria-selected']});
+  window.addEventListener('resize', () => showSelectedTab('instant'));  // a phone turned: the row's width changed
+  // On a phone the header's intro is folded (page.css): a tap unfolds it, with the model line.
+  document.addEventListener('click', (e) => {
+    const header = e.target.closest('#pg-header');
+    if (header && !e.target.closest('a') && window.matchMedia('(max-width: 600px)').matches) header.classList.toggle('pg-open');
+  });
   // A plot drawn while its tab was hidden (a result that came on page load) has the default
   // width: opening a tab tells plotly the page's size, and it fits every plot to its box.
   document.addEventListener('click', (e) => {
