@@ -82,7 +82,9 @@ DEFAULTS: dict[str, Any] = {
 # speaker's name as the edition writes it, a full stop, alone on its line, then the speech. A
 # "ROMEO:" the model never saw costs it ~2 nats on the next words and starts it on blank space.
 EXAMPLE_PROMPTS: list[str] = [
-    "Romeo.\nBut soft! what light through yonder window breaks?",
+    # The first is the tab's default, cut mid-sentence: its Next token adds words (" is", " this"),
+    # where the whole line's "?" was followed by line breaks, the least instructive first step.
+    "Romeo.\nBut soft! what light through yonder window",
     "FIRST CITIZEN.\nBefore we proceed any further, hear me speak.",
     "KING HENRY.\nOnce more unto the breach, dear friends, once more,",
     "Ham.\nTo be, or not to be,--that is the question:--",

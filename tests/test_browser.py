@@ -150,6 +150,21 @@ def test_positional_encoding_tab(page):
     shot(page, "positional_encoding")
 
 
+def test_next_token_from_the_default_prompt_adds_a_word(page):
+    """The tab opens on a prompt cut mid-sentence: Next token at its settings adds a token that
+    is not whitespace, and the stats say what joined the prompt."""
+    from playground.generation import EXAMPLE_PROMPTS
+
+    open_tab(page, "Text generation")
+    box = textbox(page, "gen-prompt")
+    assert box.input_value() == EXAMPLE_PROMPTS[0]
+    page.locator("#gen-next").click()
+    page.wait_for_function("() => document.querySelector('#gen-stats').innerText.includes('appended')", timeout=120_000)
+    added = box.input_value()[len(EXAMPLE_PROMPTS[0]):]
+    assert added.strip(), repr(added)
+    assert "Next token appended" in page.locator("#gen-stats").inner_text()
+
+
 def test_generation_tab_streams_and_stops(page):
     open_tab(page, "Text generation")
     textbox(page, "gen-prompt").fill("ROMEO:\nBut soft, what light")
@@ -189,6 +204,12 @@ def test_generation_tab_streams_and_stops(page):
         shown = page.locator("#gen-output .gen-tok").count()
         raise AssertionError(f"no 'stopped by: stopped' after Stop; {shown} tokens shown, the stats say: {stats!r}") from err
     n1 = page.locator("#gen-output .gen-tok").count()
+    # Slow motion: the tokens shown are hidden and shown again one at a time, with a count.
+    page.locator("#gen-replay").click()
+    page.wait_for_function("() => document.querySelector('.pg-replay-note')?.textContent.startsWith('Slow motion: token')")
+    hidden = page.evaluate("() => [...document.querySelectorAll('#gen-output .gen-tok')].filter(t => t.style.visibility === 'hidden').length")
+    assert 0 < hidden < n1
+    page.wait_for_function("() => !document.querySelector('.pg-replay-note')", timeout=120_000)
     page.wait_for_timeout(1500)
     n2 = page.locator("#gen-output .gen-tok").count()
     assert 3 <= n1 == n2 < 512  # nothing more came after the stop
@@ -212,6 +233,9 @@ def test_model_tab(page):
     params = page.locator("#model-params")
     params.get_by_text("total").first.wait_for()
     page.locator("#model-curves .js-plotly-plot").wait_for()
+    # the training curves named once (a label over the chart repeated its title)
+    shown = page.locator('[role="tabpanel"]:visible').first.inner_text()
+    assert shown.count("Training curves") == 1, shown.count("Training curves")
     # the picture first, then the training; the downloads lead with the browser-sized folder
     assert "blocks" in page.locator("#model-arch").inner_text()
     downloads = page.locator("#model-downloads button").all_inner_texts()

@@ -265,3 +265,18 @@ def html_escape(text: str) -> str:
     import html
 
     return html.escape(text)
+
+
+def test_next_token_from_the_default_prompt_adds_a_word_and_says_what_it_appended(engine):
+    """The tab opens on a prompt cut mid-sentence: its first Next token, at the page's settings,
+    adds a word, not a line break, and the stats say what joined the prompt."""
+    from playground.ui.generation import ui_next_token
+
+    prompt = gen.EXAMPLE_PROMPTS[0]
+    d = gen.DEFAULTS
+    out = ui_next_token(prompt, d["temperature"], d["top_k"], d["top_p"], d["seed"])
+    appended = out[0][len(prompt):]
+    assert out[0].startswith(prompt) and appended.strip(), repr(appended)
+    assert f"appended “{appended.replace(' ', '⋅')}”" in out[2]
+    greedy = ui_next_token(prompt, 0.0, 0, 1.0, 0)[0][len(prompt):]
+    assert greedy.strip(), repr(greedy)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -19,8 +20,10 @@ from .. import limits
 from .. import next_token as nt
 from ..lessons import LESSONS
 from ..resources import get_engine, planned_provider
+from ..tokens import visible_whitespace
 from ..validation import InputError, validate_int
 from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
+from .serving.browser_files import BrowserFiles
 from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples
 
@@ -156,6 +159,50 @@ SHOW_OUTPUT_JS = """() => {
 }"""
 
 
+# "Run on: this browser": the page runs the model itself (playground/ui/static/run_on.js, which loads
+# the engine of web/engine/ and the model from the app, serving/browser_files.py). Its events have
+# no Python function: they never reach the server, so they work when the server is busy, which is
+# when the page offers them. Which controls show is the body's pg-run-browser class (page.css).
+SERVER, BROWSER = "server", "browser"
+RUN_ON_CHOICES = [("the server", SERVER), ("this browser", BROWSER)]
+# run_on.js sits at <root>/browser/run_on.js: the app's root, as Gradio reports it (a proxy may move it).
+_RUN_ON_MODULE = (
+    "import(new URL({path}, (window.gradio_config && window.gradio_config.root"
+    " ? window.gradio_config.root.replace(/\\/?$/, '/') : new URL('.', location.href).href)).href)"
+)
+
+
+def run_on_js(browser: BrowserFiles) -> dict[str, str]:
+    """The page's JavaScript of each browser event: ``mount`` (the panel's ``js_on_load``),
+    ``mode`` (the Run on radio's change), ``generate`` and ``stop``."""
+    config = json.dumps({**browser.page_config(), "limits": {
+        "prompt_chars": limits.MAX_PROMPT_CHARS, "min_new_tokens": limits.MIN_NEW_TOKENS, "max_new_tokens": limits.MAX_NEW_TOKENS,
+        "min_temperature": limits.MIN_TEMPERATURE, "max_temperature": limits.MAX_TEMPERATURE,
+        "min_top_k": limits.MIN_TOP_K, "max_top_k": 50257, "min_top_p": limits.MIN_TOP_P, "max_top_p": limits.MAX_TOP_P,
+        "min_seed": limits.MIN_SEED, "max_seed": limits.MAX_SEED,
+    }})
+    module = _RUN_ON_MODULE.format(path=json.dumps(browser.page_config()["runOn"]))
+    return {
+        "mount": f"{module}.then((m) => m.mount(element, {config}))"
+                 ".catch((e) => { element.textContent = 'Run on this browser could not start: ' + e.message; });",
+        "mode": "(mode) => { document.body.classList.toggle('pg-run-browser', mode === 'browser'); "
+                f"{module}.then((m) => m.setMode(mode, {config})); }}",
+        "generate": "async (prompt, max_new_tokens, temperature, top_k, top_p, seed) => "
+                    f"(await {module}).generate({{prompt, max_new_tokens, temperature, top_k, top_p, seed}}, {config})",
+        "stop": f"() => {{ {module}.then((m) => m.stop()); }}",
+    }
+
+
+def run_on_info(browser: BrowserFiles) -> str:
+    if not browser.available:
+        return browser.problem or ""
+    return (
+        f"This browser: the model's 8-bit file ({browser.model_mb:.1f} MB, downloaded once, then kept by the browser) runs "
+        "on this device with onnxruntime-web, whatever the server's load. Next token, several samples and the "
+        "candidates chart are the server's."
+    )
+
+
 def ui_generate(
     prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, precision, request: gr.Request | None = None,
 ):
@@ -193,6 +240,35 @@ def ui_generated(state: gen.GenerationState | None):
     return slider, radio, *_chart(state, 0, 10**9), "", SPEEDS.markdown()
 
 
+# Slow motion, in the page alone: the model writes a hundred tokens in a fraction of a second, too
+# fast to see the text grow token by token, so the tokens already shown are hidden and shown again
+# one every REPLAY_MS, with a running count; nothing is asked of the server.
+REPLAY_MS = 90
+REPLAY_JS = f"""() => {{
+  const out = document.querySelector('#gen-output');
+  const toks = out ? [...out.querySelectorAll('.gen-tok')] : [];
+  if (!toks.length || out.dataset.replaying) return;
+  out.dataset.replaying = 'true';
+  const note = document.createElement('div');
+  note.className = 'pg-replay-note';
+  out.before(note);
+  toks.forEach((t) => (t.style.visibility = 'hidden'));
+  let i = 0;
+  const tick = () => {{
+    if (i < toks.length && toks[i].isConnected) {{
+      toks[i++].style.visibility = '';
+      note.textContent = `Slow motion: token ${{i}} of ${{toks.length}}, one every {REPLAY_MS} ms (the model wrote them far faster: see tokens/s)`;
+      setTimeout(tick, {REPLAY_MS});
+    }} else {{
+      toks.forEach((t) => (t.style.visibility = ''));
+      note.remove();
+      delete out.dataset.replaying;
+    }}
+  }};
+  tick();
+}}"""
+
+
 def step_seed(seed: int, prompt_tokens: int) -> int:
     """The seed of one "Next token" draw: the seed plus the prompt's length in tokens, so the
     same prompt and seed repeat the same token and each new step draws afresh (one seed for
@@ -212,9 +288,12 @@ def ui_next_token(prompt, temperature, top_k, top_p, seed, precision=gen.DEFAULT
         pass
     state = gen.with_history(state, previous, prompt)
     slider, radio = _picker_updates(state)
-    new_prompt = prompt + state.completions()[0]
+    appended = state.completions()[0]
+    new_prompt = prompt + appended
+    # The prompt box changes under the learner's eyes: say what joined it (a line break would not show).
+    said = f"**Next token** appended “{visible_whitespace(appended)}” to the prompt.\n\n" if appended else ""
     return (
-        new_prompt, gen.tokens_html(state), gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 1),
+        new_prompt, gen.tokens_html(state), said + gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 1),
         gen.history_html(state), gr.skip(),
     )
 
@@ -324,9 +403,12 @@ def api_generate(
             yield state.to_api()
 
 
-def build() -> dict[str, gr.components.Component]:
-    """The tab's components and events (call inside ``gr.Tab``)."""
+def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Component]:
+    """The tab's components and events (call inside ``gr.Tab``); ``browser``: the files "Run on:
+    this browser" loads (without them the choice is off and says why)."""
     d = gen.DEFAULTS
+    browser = browser if browser is not None else BrowserFiles(problem="Run on this browser is not set up in this app.")
+    js = run_on_js(browser) if browser.available else None
     note(LESSON.intro)
     with gr.Row(equal_height=False, elem_classes=SECTION):
         with gr.Column(scale=2, min_width=320):
@@ -334,10 +416,18 @@ def build() -> dict[str, gr.components.Component]:
                 gen.EXAMPLE_PROMPTS, label="Prompt", examples_label="Prompts in the corpus's style", lines=4, max_lines=12,
                 elem_id="gen-prompt",
             )
+            run_on = gr.Radio(
+                RUN_ON_CHOICES, value=SERVER, label="Run on", elem_id="gen-run-on", info=run_on_info(browser),
+                interactive=browser.available,
+            )
             with gr.Row():
                 run = gr.Button("Generate", variant="primary", elem_id="gen-run", min_width=100)
                 step_btn = gr.Button("Next token", elem_id="gen-next", min_width=100)
                 stop = gr.Button("Stop", variant="stop", elem_id="gen-stop", min_width=80)
+                replay = gr.Button("Replay slowly", elem_id="gen-replay", min_width=100)
+                if js:
+                    run_here = gr.Button("Generate", variant="primary", elem_id="gen-run-browser", min_width=100)
+                    stop_here = gr.Button("Stop", variant="stop", elem_id="gen-stop-browser", min_width=80)
             error = error_slot("gen-error")
             max_new = gr.Slider(
                 limits.MIN_NEW_TOKENS, limits.MAX_NEW_TOKENS, value=d["max_new_tokens"], step=1, label="Max new tokens",
@@ -360,7 +450,7 @@ def build() -> dict[str, gr.components.Component]:
                 seed = gr.Number(
                     value=d["seed"], precision=0, minimum=limits.MIN_SEED, maximum=limits.MAX_SEED, label="Seed", min_width=120,
                 )
-                samples = gr.Slider(limits.MIN_SAMPLES, limits.MAX_SAMPLES, value=1, step=1, label="Samples")
+                samples = gr.Slider(limits.MIN_SAMPLES, limits.MAX_SAMPLES, value=1, step=1, label="Samples", elem_id="gen-samples")
             precision = gr.Radio(
                 [(gen.PRECISION_LABELS[p], p) for p in gen.PRECISIONS], value=gen.DEFAULT_PRECISION, label="Precision",
                 elem_id="gen-precision",
@@ -372,6 +462,12 @@ def build() -> dict[str, gr.components.Component]:
             note(LESSON.notes["live_chart"])
         with gr.Column(scale=3, min_width=320):
             stats = gr.Markdown("Press **Generate**, or **Next token** to go one token at a time.", elem_id="gen-stats", elem_classes=RESULT)
+            if js:  # the browser's progress line and stats, written by the page only (run_on.js)
+                gr.HTML(
+                    '<div class="pg-browser-panel"><div class="pg-browser-stats">Press <b>Generate</b>: the model '
+                    "runs in this browser.</div></div>",
+                    elem_id="gen-browser", js_on_load=js["mount"], padding=False,
+                )
             note(gen.provider_markdown(*planned_provider()), elem_id="gen-provider")
             output = gr.HTML(
                 '<div class="gen-output gen-empty">The generated text appears here, token by token.</div>',
@@ -382,7 +478,7 @@ def build() -> dict[str, gr.components.Component]:
             )
             note(LESSON.notes["shading"])
             with gr.Row():
-                sample_pick = gr.Radio(choices=[("Sample 1", 0)], value=0, label="Sample", visible=False, scale=1)
+                sample_pick = gr.Radio(choices=[("Sample 1", 0)], value=0, label="Sample", visible=False, scale=1, elem_id="gen-sample-pick")
                 step_pick = gr.Slider(1, 2, value=1, step=1, label="Step", visible=False, scale=3, elem_id="gen-step")
             chart = gr.Plot(
                 value=gen.candidates_figure(None), label="Top next-token candidates", show_label=False, elem_id="gen-chart",
@@ -422,6 +518,7 @@ def build() -> dict[str, gr.components.Component]:
     # Two listeners, in this order: the page sends the cancel first, then asks for the stopped
     # view, which waits for the stream to close (the page dispatches a click's listeners one
     # after the other, so the cancel and the view in one listener would wait for each other).
+    replay.click(None, None, None, js=REPLAY_JS)
     stop.click(None, cancels=[event], api_visibility="private")
     stop.click(
         user_errors(RESULTS.through(ui_stopped, read=0)), inputs=[state], outputs=[output, stats], api_visibility="private",
@@ -436,6 +533,13 @@ def build() -> dict[str, gr.components.Component]:
         user_errors(RESULTS.through(ui_pick_token, read=0)), inputs=[state], outputs=[step_pick, sample_pick, chart, caption], api_visibility="private",
         concurrency_id=LIGHT, show_progress="hidden",
     )
+    if js:
+        run_on.change(None, inputs=[run_on], js=js["mode"], api_visibility="private", queue=False)
+        run_here.click(
+            None, inputs=[prompt, max_new, temperature, top_k, top_p, seed], outputs=[output], js=js["generate"],
+            api_visibility="private", queue=False, show_progress="hidden",
+        )
+        stop_here.click(None, js=js["stop"], api_visibility="private", queue=False)
     gr.api(
         user_errors(api_generate),
         api_name="generate",

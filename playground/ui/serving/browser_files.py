@@ -1,0 +1,345 @@
+"""The files a page needs to run the model itself ("Run on: this browser" in the Text generation
+tab), served from the app under :data:`PREFIX`, from a fixed list (:class:`BrowserFiles`):
+
+- ``/browser/engine/<module>.js``: the browser engine (``web/engine/``), and
+  ``/browser/run_on.js``: the tab's page side (``playground/ui/static/run_on.js``). Their imports
+  of each other carry no hash, so they are revalidated: ``Cache-Control: no-cache`` with an
+  ``ETag`` (a reload costs a 304 each);
+- ``/browser/ort/<hash>/<file>``: onnxruntime-web's three files (``npm ci`` installs them in
+  ``node_modules/``). onnxruntime-web asks for its ``.wasm`` by name beside its ``.mjs``, so the
+  content hash is in the folder's path: ``Cache-Control: public, max-age=31536000, immutable``;
+- ``/browser/model/<file>?v=<hash>``: the Hub folder's ``onnx/model_quantized.onnx``,
+  ``tokenizer.json`` and ``config.json``; immutable under their own hash, revalidated under any
+  other address (never kept for a year under a name that is not theirs).
+
+Anything else under the prefix is 404, whatever the path (nothing from the request is joined to a
+folder). The JavaScript, JSON and WebAssembly go out gzipped to a client that accepts it,
+compressed once on first demand (the 14 MB WebAssembly is 3.6 MB so). The model is streamed from
+disk; a visitor (:func:`.visitors.visitor_of`) has at most :data:`MODEL_STREAMS_PER_VISITOR`
+streams of it open at once, past that HTTP 429 with ``Retry-After`` (the page waits and tries
+again; once downloaded it is kept in the browser's Cache Storage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from export.naming import ORT_WEB_DIR, ORT_WEB_FILES
+
+from ..compression import wants_gzip
+from .visitors import visitor_of
+from .page_cache import etag_matches, request_headers
+
+__all__ = [
+    "PREFIX", "ENGINE_MODULES", "ORT_FILES", "MODEL_FILES", "MISSING_ORT", "IMMUTABLE", "REVALIDATE",
+    "MODEL_STREAMS_PER_VISITOR", "RETRY_AFTER_S", "Served", "BrowserFiles", "DownloadSlots", "BrowserFileServer",
+]
+
+log = logging.getLogger("playground")
+
+ROOT = Path(__file__).resolve().parents[3]
+PREFIX = "/browser/"
+ENGINE_DIR = ROOT / "web" / "engine"
+ENGINE_MODULES = ("engine.js", "fetch.js", "rng.js", "sampling.js", "tokenizer.js")
+PAGE_MODULE = Path(__file__).resolve().parents[1] / "static" / "run_on.js"
+ORT_DIR, ORT_FILES = ORT_WEB_DIR, ORT_WEB_FILES
+# The Hub folder's browser-sized model, and what the engine reads beside it.
+MODEL_FILES = ("onnx/model_quantized.onnx", "tokenizer.json", "config.json")
+MISSING_ORT = "Run on this browser needs onnxruntime-web: `npm ci` in the app's folder."
+
+IMMUTABLE = "public, max-age=31536000, immutable"
+REVALIDATE = "no-cache"
+HASH_CHARS = 16  # of the sha256: 64 bits name a file well enough for a cache
+CHUNK_BYTES = 256 * 1024
+COMPRESS_LEVEL = 6
+RETRY_AFTER_S = 5
+
+
+def _env_count(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if raw.isdigit() and 1 <= int(raw) <= 1000:
+        return int(raw)
+    if raw:
+        log.warning("%s=%r is not a whole number from 1 to 1000: using %d", name, raw, default)
+    return default
+
+
+# A page downloads the model once (then keeps it); another tab opened at the same moment downloads
+# it too, and a class behind one school address is one visitor. Four at once per visitor, as its
+# generations (admission.GENERATIONS_PER_VISITOR): the others wait their turn (429, the page tries
+# again), and one client cannot open hundreds of 18 MB streams.
+MODEL_STREAMS_PER_VISITOR = _env_count("PLAYGROUND_MODEL_STREAMS_PER_VISITOR", 4)
+
+CONTENT_TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".wasm": "application/wasm",  # WebAssembly.instantiateStreaming refuses any other type
+    ".json": "application/json",
+    ".onnx": "application/octet-stream",
+}
+COMPRESSED_SUFFIXES = (".js", ".mjs", ".wasm", ".json")  # the model's 8-bit weights shrink by a few % only
+
+_digests: dict[tuple[str, int, int], str] = {}
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of ``path`` (hex), computed once per version of the file (size and mtime)."""
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _digests:
+        sha = hashlib.sha256()
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                sha.update(chunk)
+        _digests[key] = sha.hexdigest()
+    return _digests[key]
+
+
+@dataclass(frozen=True)
+class Served:
+    """One file of the allow-list: its route, where it is, and how it is cached."""
+
+    route: str  # the path served, e.g. "/browser/model/model_quantized.onnx"
+    path: Path
+    digest: str  # sha256 of the content, hex
+    version: str | None = None  # the ?v= that makes it immutable (None: the route itself names the content or it is revalidated)
+    immutable: bool = False  # the route names the content (a hash in the path)
+    bounded: bool = False  # streams counted per visitor
+
+    @property
+    def url(self) -> str:
+        """The address a page uses (the route, with ``?v=`` where the version is in the query)."""
+        return self.route + (f"?v={self.version}" if self.version else "")
+
+    @property
+    def content_type(self) -> str:
+        return CONTENT_TYPES.get(self.path.suffix, "application/octet-stream")
+
+    @property
+    def compressible(self) -> bool:
+        return self.path.suffix in COMPRESSED_SUFFIXES
+
+    def cache_control(self, query_version: str | None) -> str:
+        immutable = self.immutable or (self.version is not None and query_version == self.version)
+        return IMMUTABLE if immutable else REVALIDATE
+
+
+@dataclass
+class BrowserFiles:
+    """The allow-list: route -> :class:`Served`; empty (and :attr:`problem` says why) when the
+    page cannot run the model (onnxruntime-web not installed, the model without its 8-bit file)."""
+
+    files: dict[str, Served] = field(default_factory=dict)
+    problem: str | None = None
+    model_mb: float = 0.0
+
+    @property
+    def available(self) -> bool:
+        return self.problem is None
+
+    @classmethod
+    def for_model(cls, onnx_files: Mapping[str, Path], ort_dir: Path = ORT_DIR, engine_dir: Path = ENGINE_DIR,
+                  page_module: Path = PAGE_MODULE) -> BrowserFiles:
+        """The files for the model whose ONNX files are ``onnx_files`` (``{"quantized": path, ...}``
+        as app.py has them): its Hub folder's 8-bit file and the tokenizer and config beside it."""
+        missing_ort = [name for name in ORT_FILES if not (ort_dir / name).is_file()]
+        if missing_ort:
+            return cls(problem=MISSING_ORT)
+        quantized = onnx_files.get("quantized")
+        if quantized is None or not Path(quantized).is_file():
+            return cls(problem="Run on this browser needs the model's 8-bit file `onnx/model_quantized.onnx`, which this model has not.")
+        hub = Path(quantized).parent.parent
+        model = [hub / name for name in MODEL_FILES]
+        if missing := [str(p) for p in model if not p.is_file()]:
+            return cls(problem=f"Run on this browser needs {', '.join(missing)} beside the model.")
+        modules = [engine_dir / name for name in ENGINE_MODULES]
+        if missing := [str(p) for p in [*modules, page_module] if not p.is_file()]:
+            return cls(problem=f"Run on this browser needs the browser engine: {', '.join(missing)} is missing.")
+        files: list[Served] = []
+        for path in modules:
+            files.append(Served(f"{PREFIX}engine/{path.name}", path, file_digest(path)))
+        files.append(Served(f"{PREFIX}{page_module.name}", page_module, file_digest(page_module)))
+        ort = [ort_dir / name for name in ORT_FILES]
+        ort_digests = [file_digest(p) for p in ort]
+        folder = hashlib.sha256("".join(ort_digests).encode()).hexdigest()[:HASH_CHARS]
+        for path, digest in zip(ort, ort_digests):
+            files.append(Served(f"{PREFIX}ort/{folder}/{path.name}", path, digest, immutable=True))
+        for path in model:
+            digest = file_digest(path)
+            files.append(Served(f"{PREFIX}model/{path.name}", path, digest, version=digest[:HASH_CHARS],
+                                bounded=path.suffix == ".onnx"))
+        return cls({f.route: f for f in files}, model_mb=model[0].stat().st_size / 1e6)
+
+    def url(self, name: str) -> str:
+        """The address of the served file whose route ends with ``name``."""
+        return next(f.url for route, f in self.files.items() if route.endswith("/" + name))
+
+    def page_config(self) -> dict[str, Any]:
+        """What the page's script needs: the addresses (relative to the app's root), and why not."""
+        if not self.available:
+            return {"available": False, "problem": self.problem}
+        rel = lambda url: url.removeprefix("/")  # noqa: E731 -- resolved against the app's root, which a proxy may move
+        ort = next(f for f in self.files.values() if f.route.endswith(ORT_FILES[0]))
+        return {
+            "available": True,
+            "runOn": rel(self.url(PAGE_MODULE.name)),
+            "engine": rel(self.url("engine.js")),
+            "ort": rel(ort.route.rsplit("/", 1)[0] + "/"),
+            "model": rel(self.url("model_quantized.onnx")),
+            "tokenizer": rel(self.url("tokenizer.json")),
+            "config": rel(self.url("config.json")),
+            "modelMB": round(self.model_mb, 1),
+            "retryAfterS": RETRY_AFTER_S,
+        }
+
+
+class DownloadSlots:
+    """Streams of a bounded file open per visitor: :meth:`take` one (False when the visitor has
+    ``limit`` open already), :meth:`give` it back when the stream ends. Holds only visitors with a
+    stream open."""
+
+    def __init__(self, limit: int = MODEL_STREAMS_PER_VISITOR) -> None:
+        self.limit = limit
+        self.open: dict[str, int] = {}
+
+    def take(self, visitor: str) -> bool:
+        if self.open.get(visitor, 0) >= self.limit:
+            return False
+        self.open[visitor] = self.open.get(visitor, 0) + 1
+        return True
+
+    def give(self, visitor: str) -> None:
+        left = self.open.get(visitor, 0) - 1
+        if left > 0:
+            self.open[visitor] = left
+        else:
+            self.open.pop(visitor, None)
+
+
+async def _plain(send: Callable, status: int, detail: str, headers: Iterable[tuple[bytes, bytes]] = (), body: bool = True) -> None:
+    data = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": data if body else b""})
+
+
+class BrowserFileServer:
+    """ASGI middleware answering every request under :data:`PREFIX` from ``files`` (the module's
+    doc); any other request passes on to the app."""
+
+    def __init__(self, app: Callable, files: BrowserFiles, slots: DownloadSlots | None = None,
+                 visitor: Callable[[Any], str] = visitor_of) -> None:
+        self.app = app
+        self.files = files
+        self.slots = slots if slots is not None else DownloadSlots()
+        self.visitor = visitor
+        self._gzipped: dict[str, bytes] = {}
+        self._gzip_locks: dict[str, asyncio.Lock] = {}
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        root = scope.get("root_path") or ""
+        if root and path.startswith(root + "/"):
+            path = path[len(root):]
+        if not path.startswith(PREFIX):
+            await self.app(scope, receive, send)
+            return
+        method = scope.get("method", "GET")
+        if method not in ("GET", "HEAD"):
+            await _plain(send, 405, "Only GET and HEAD are answered here.", [(b"allow", b"GET, HEAD")])
+            return
+        served = self.files.files.get(path)
+        if served is None:
+            detail = (self.files.problem or "") if not self.files.available else ""
+            await _plain(send, 404, (detail + " " if detail else "") + "Not a file of this app: "
+                         f"{PREFIX} serves the browser engine, onnxruntime-web and the model's browser files only.",
+                         body=method == "GET")
+            return
+        await self._serve(served, scope, receive, send, head=method == "HEAD")
+
+    async def _gzip(self, served: Served) -> bytes:
+        if served.route not in self._gzipped:
+            lock = self._gzip_locks.setdefault(served.route, asyncio.Lock())
+            async with lock:  # one compression per file, whoever asks meanwhile waits for it
+                if served.route not in self._gzipped:
+                    raw = await asyncio.to_thread(served.path.read_bytes)
+                    self._gzipped[served.route] = await asyncio.to_thread(gzip.compress, raw, COMPRESS_LEVEL, mtime=0)
+        return self._gzipped[served.route]
+
+    async def _serve(self, served: Served, scope: dict, receive: Callable, send: Callable, head: bool) -> None:
+        from starlette.datastructures import QueryParams
+
+        headers = request_headers(scope)
+        version = QueryParams(scope.get("query_string", b"")).get("v")
+        zipped = served.compressible and wants_gzip(headers.get(b"accept-encoding"))
+        etag = f'"{served.digest[:32]}{"-gz" if zipped else ""}"'.encode()
+        common = [
+            (b"etag", etag),
+            (b"cache-control", served.cache_control(version).encode()),
+            (b"x-content-type-options", b"nosniff"),
+        ]
+        if served.compressible:
+            common.append((b"vary", b"Accept-Encoding"))
+        if etag_matches(headers.get(b"if-none-match"), etag):
+            await send({"type": "http.response.start", "status": 304, "headers": common})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        visitor = None
+        if served.bounded and not head:
+            visitor = self.visitor(scope)
+            if not self.slots.take(visitor):
+                await _plain(send, 429, (
+                    f"{self.slots.limit} downloads of the model from you are under way already (at most "
+                    f"{self.slots.limit} at once); try again in {RETRY_AFTER_S} s, or when one finishes: "
+                    "a browser keeps the model once downloaded."), [(b"retry-after", str(RETRY_AFTER_S).encode())])
+                return
+        try:
+            body = await self._gzip(served) if zipped else None
+            size = len(body) if body is not None else served.path.stat().st_size
+            start = [(b"content-type", served.content_type.encode()), (b"content-length", str(size).encode()), *common]
+            if zipped:
+                start.append((b"content-encoding", b"gzip"))
+            await send({"type": "http.response.start", "status": 200, "headers": start})
+            if head:
+                await send({"type": "http.response.body", "body": b""})
+            elif body is not None:
+                await send({"type": "http.response.body", "body": body})
+            else:
+                await self._stream(served.path, receive, send)
+        finally:
+            if visitor is not None:
+                self.slots.give(visitor)
+
+    async def _stream(self, path: Path, receive: Callable, send: Callable) -> None:
+        """``path`` in chunks, each sent once the client took the last (the server's send waits for
+        the socket), stopped when the client goes: the server then drops what is sent without a word."""
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            with open(path, "rb") as f:
+                while not gone.is_set():
+                    chunk = await asyncio.to_thread(f.read, CHUNK_BYTES)
+                    more = len(chunk) == CHUNK_BYTES
+                    await send({"type": "http.response.body", "body": chunk, "more_body": more})
+                    if not more:
+                        break
+        finally:
+            watcher.cancel()

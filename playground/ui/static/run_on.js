@@ -1,0 +1,333 @@
+// "Run on: this browser" in the app's Text generation tab: the model runs in the learner's own
+// browser (the engine of web/engine/ on onnxruntime-web), its text written where the server's
+// goes (#gen-output) and its progress and stats in the tab's browser panel (#gen-browser). The
+// app serves this file, the engine, onnxruntime-web and the model under <root>/browser/
+// (playground/ui/serving/browser_files.py); the tab's events call mount, setMode, generate and
+// stop (playground/ui/generation.py). When the server refuses a generation as busy, the message
+// offers to run it here instead.
+
+const ROOT = new URL("../", import.meta.url); // this file is <root>/browser/run_on.js
+const at = (path) => new URL(path, ROOT).href;
+
+// The page is given back to the browser (to paint, to take a click on Stop) every FRAME_MS, not
+// after every token: painting each token held generation to the frame rate. A message, not
+// setTimeout(0), which browsers clamp and throttle.
+const FRAME_MS = 33;
+const STATS_EVERY_MS = 100; // the stats line is a layout: a few times a second is enough
+const channel = new MessageChannel();
+const waiting = [];
+channel.port1.onmessage = () => waiting.shift()?.();
+const yieldToPage = () => new Promise((resolve) => { waiting.push(resolve); channel.port2.postMessage(null); });
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Refusals of a generation by a server with no room for it (serving/admission.py's 429 and 503,
+// which Gradio shows as a toast; the decoding loop's own "Busy" in the tab's error slot).
+const BUSY = /currently busy|too many generations|too many requests|\bbusy\b/i;
+const OFFER_FOR_MS = 60_000; // a refusal this long after a server Generate is that Generate's
+const MAX_TRIES = 60; // a model download refused as one too many, tried again (5 s apart: 5 minutes)
+
+let config = null;
+let panel = null;
+let loading = null; // Promise<Engine>, kept once it succeeds
+let abort = null;
+let running = false;
+let watching = false;
+let askedServerAt = -Infinity;
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  node.append(...children);
+  return node;
+}
+
+const part = (cls) => panel && panel.querySelector(`.${cls}`);
+
+function showProgress(text, fraction) {
+  const box = part("pg-browser-progress");
+  if (!box) return;
+  box.hidden = false;
+  box.querySelector(".pg-browser-progress-text").textContent = text;
+  const bar = box.querySelector("progress");
+  if (fraction === null) bar.removeAttribute("value");
+  else bar.value = fraction;
+}
+
+function showError(text) {
+  const box = part("pg-browser-error");
+  if (box) {
+    box.hidden = !text;
+    box.textContent = text ? `⚠ ${text}` : "";
+  }
+  outputBox().classList.toggle("pg-stale", Boolean(text));
+}
+
+/** The tab's browser panel (the page calls this when the panel appears). */
+export function mount(element, cfg) {
+  config = cfg;
+  panel = element;
+  panel.replaceChildren(el("div", { class: "pg-browser-panel" },
+    el("div", { class: "pg-browser-progress", hidden: "" }, el("progress", { max: "1" }), el("span", { class: "pg-browser-progress-text" })),
+    el("div", { class: "pg-browser-error", role: "alert", hidden: "" }),
+    el("div", { class: "pg-browser-stats", id: "gen-browser-stats" }, "Press ", el("b", {}, "Generate"), ": the model runs in this browser.")));
+  if (loading) loading.then((engine) => ready(engine), () => {});
+  if (!watching) {
+    watching = true;
+    watchRefusals();
+  }
+}
+
+/**
+ * The Run on radio: the controls of the mode chosen show (page.css), and the model starts loading.
+ * Back to the server, a generation running here stops: the output is the server's again.
+ */
+export function setMode(mode, cfg) {
+  config ??= cfg;
+  document.body.classList.toggle("pg-run-browser", mode === "browser");
+  if (mode === "browser") load().catch(() => {}); // the panel says what went wrong
+  else stop();
+}
+
+function load() {
+  loading ??= loadEngine().catch((err) => {
+    loading = null; // the next Generate tries again
+    showProgress("", 0);
+    part("pg-browser-progress")?.setAttribute("hidden", "");
+    showError(`The model could not be loaded in this browser: ${err.message}`);
+    throw err;
+  });
+  return loading;
+}
+
+const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
+
+async function loadEngine() {
+  const t0 = performance.now();
+  showProgress("Loading onnxruntime-web…", null);
+  const { Engine, loadOrt } = await import(at(config.engine));
+  const ort = await loadOrt(at(config.ort));
+  const onProgress = ({ file, loaded, total, cached }) => {
+    if (file !== "model") return;
+    if (cached) showProgress("The model is in this browser's cache: preparing it…", 1);
+    else if (total && loaded >= total) showProgress(`Downloaded the model (${mb(total)}): preparing it…`, 1);
+    else showProgress(`Downloading the model: ${mb(loaded)}${total ? ` of ${mb(total)}` : ""} (kept in this browser for your next visit)`, total ? loaded / total : null);
+  };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const engine = await Engine.load({ ort, model: at(config.model), tokenizer: at(config.tokenizer), config: at(config.config), onProgress });
+      engine.seconds = (performance.now() - t0) / 1000;
+      window.pgRunOnEngine = engine; // for the tests and the curious, in the console
+      engine.warmUp(); // the first Generate waits for it (engine.js)
+      ready(engine);
+      return engine;
+    } catch (err) {
+      // The app lets a visitor download the model a few times at once (other tabs): wait for a turn.
+      if (!/HTTP 429/.test(String(err && err.message)) || attempt >= MAX_TRIES) throw err;
+      showProgress(`Waiting to download the model: your other tabs are downloading it (trying again in ${config.retryAfterS} s)…`, null);
+      await sleep(config.retryAfterS * 1000);
+    }
+  }
+}
+
+function ready(engine) {
+  showProgress(`The model is ready in this browser (${engine.seconds.toFixed(1)} s${engine.cached ? ", from this browser's cache" : ""}).`, 1);
+  if (panel) panel.dataset.ready = "true";
+}
+
+/** The element holding the tab's output text (its value's own root, as the server writes it). */
+function outputBox() {
+  const found = document.querySelector("#gen-output .gen-output");
+  if (found) return found;
+  const host = document.querySelector("#gen-output .prose") || document.querySelector("#gen-output");
+  const box = el("div", { class: "gen-output" });
+  host?.replaceChildren(box);
+  return box;
+}
+
+function problems(s) {
+  const L = config.limits;
+  const out = [];
+  const number = (name, v, lo, hi, { whole = false, openLow = false } = {}) => {
+    const ok = typeof v === "number" && Number.isFinite(v) && (!whole || Number.isInteger(v)) && v <= hi && (openLow ? v > lo : v >= lo);
+    if (!ok) out.push(`${name} must be ${whole ? "a whole number" : "a number"} ${openLow ? `above ${lo} and up to` : `from ${lo} to`} ${hi}, not ${v === null || v === undefined ? "empty" : v}`);
+  };
+  if (typeof s.prompt !== "string" || !s.prompt.trim()) out.push("the prompt is empty: type some text for the model to continue");
+  else if (s.prompt.length > L.prompt_chars) out.push(`the prompt is ${s.prompt.length.toLocaleString("en-US")} characters long; the limit is ${L.prompt_chars.toLocaleString("en-US")}`);
+  number("max_new_tokens", s.max_new_tokens, L.min_new_tokens, L.max_new_tokens, { whole: true });
+  number("temperature", s.temperature, L.min_temperature, L.max_temperature);
+  number("top_k", s.top_k, L.min_top_k, L.max_top_k, { whole: true });
+  number("top_p", s.top_p, L.min_top_p, L.max_top_p, { openLow: true });
+  number("seed", s.seed, L.min_seed, L.max_seed, { whole: true });
+  return out;
+}
+
+/**
+ * Generate in this browser, the text streamed into the tab's output; returns the output's HTML,
+ * which becomes the output's value (so the page and Gradio agree on what it shows).
+ * `s`: the tab's controls, by the API's names.
+ */
+export async function generate(s, cfg) {
+  config ??= cfg;
+  if (running) return outputBox().outerHTML; // one at a time: a second click changes nothing
+  const wrong = problems(s);
+  if (wrong.length) {
+    const text = wrong.join("; ");
+    showError(text.charAt(0).toUpperCase() + text.slice(1) + ".");
+    return outputBox().outerHTML;
+  }
+  showError("");
+  running = true;
+  abort = new AbortController();
+  try {
+    return await run(s, abort.signal);
+  } catch (err) {
+    showError(`The model could not run in this browser: ${err.message}`);
+    console.error(err);
+    return outputBox().outerHTML;
+  } finally {
+    running = false;
+    abort = null;
+  }
+}
+
+/** Stop: the generation ends before its next token. */
+export function stop() {
+  abort?.abort();
+}
+
+const percent = (p) => (p >= 0.001 ? `${(100 * p).toFixed(1)} %` : p > 0 ? `${(100 * p).toPrecision(2)} %` : "0 %");
+
+async function run(s, signal) {
+  const stats = part("pg-browser-stats");
+  if (stats) stats.textContent = loading ? "Starting…" : "Loading the model into this browser…";
+  showOutput();
+  const engine = await load();
+  const { generationSettings } = await import(at(config.engine));
+  const ids = engine.tokenizer.encode(s.prompt, { special: true });
+  const settings = generationSettings({ ...s, n_candidates: 1 }); // the chosen token's probability, for its shade
+  const box = outputBox();
+  delete box.dataset.done;
+  box.className = "gen-output";
+  box.dataset.runOn = "browser";
+  const completion = el("span", { class: "gen-completion" });
+  box.replaceChildren(el("div", { class: "gen-sample" }, el("span", { class: "gen-prompt" }, s.prompt), completion));
+  const spans = [];
+  const notices = [];
+  let shown = "";
+  let last = null;
+  let statsAt = 0;
+  let yieldedAt = performance.now();
+  for await (const step of engine.generate(ids, settings, { signal })) {
+    last = step;
+    if (step.notice) notices.push(step.notice);
+    if (step.token !== null) {
+      const c = step.candidates;
+      const p = c ? (settings.temperature === 0 ? c.tokenProb : c.tokenSampleProb) : 1;
+      const span = el("span", {
+        class: "gen-btok", tabindex: "0", "data-id": String(step.token), "data-step": String(step.index + 1),
+        style: `background: rgba(99, 102, 241, ${(0.08 + 0.5 * (1 - p)).toFixed(2)})`,
+        "data-tip": `step ${step.index + 1} · id ${step.token}${c ? ` · model p = ${percent(c.tokenProb)}` : ""}`,
+      });
+      shown = write(spans, shown, step.text, span);
+      spans.push(span);
+      completion.append(span);
+    }
+    const now = performance.now();
+    if (step.finished || now - statsAt > STATS_EVERY_MS) {
+      showStats(step, notices);
+      box.scrollTop = box.scrollHeight;
+      statsAt = now;
+    }
+    if (now - yieldedAt > FRAME_MS) {
+      await yieldToPage();
+      yieldedAt = performance.now();
+    }
+  }
+  if (last) showStats(last, notices);
+  box.dataset.done = "true";
+  return box.outerHTML;
+}
+
+/**
+ * Writes the text up to a new token: its new characters go into the token's span. A character
+ * whose bytes span two tokens decodes as U+FFFD until its last byte comes, so the text may not
+ * start with what is shown: the shown spans are cut back to what they share with it first. The
+ * spans together always read the engine's text.
+ */
+function write(spans, shown, text, span) {
+  let common = shown.length;
+  if (!text.startsWith(shown)) {
+    common = 0;
+    while (common < shown.length && shown.charCodeAt(common) === text.charCodeAt(common)) common++;
+    let cut = shown.length - common;
+    for (let i = spans.length - 1; cut > 0 && i >= 0; i--) {
+      const t = spans[i].textContent;
+      const k = Math.min(cut, t.length);
+      spans[i].textContent = t.slice(0, t.length - k);
+      cut -= k;
+    }
+  }
+  span.textContent = text.slice(common);
+  return text;
+}
+
+const STOP_WORDS = { eot: "eot", max_new_tokens: "max_new_tokens", stopped: "stopped" };
+
+function showStats(step, notices) {
+  const stats = part("pg-browser-stats");
+  if (!stats) return;
+  const n = step.ids.length;
+  const bits = [
+    [el("b", {}, String(n)), ` new token${n === 1 ? "" : "s"}`],
+    step.tokensPerS === null ? ["tokens/s –"] : [el("b", {}, step.tokensPerS.toFixed(1)), " tokens/s"],
+    step.timeToFirstToken === null ? ["time to first token –"] : ["time to first token ", el("b", {}, `${(1000 * step.timeToFirstToken).toFixed(0)} ms`)],
+    ["run on ", el("b", {}, "this browser"), " (", el("code", {}, "model_quantized.onnx"), ", 8-bit, onnxruntime-web)"],
+  ];
+  if (step.finished) bits.push([`stopped by: ${STOP_WORDS[step.stopReason] || step.stopReason}`]);
+  const line = el("p", {});
+  bits.forEach((b, i) => line.append(...(i ? [" · "] : []), ...b));
+  stats.replaceChildren(line, ...notices.map((text) => el("p", {}, `⚠️ ${text}`)));
+  stats.dataset.stopReason = step.finished ? step.stopReason || "" : "";
+}
+
+// On a phone the output is a screen and a half below the Generate button: bring the stats into
+// view (only when they are not already, so a wide page does not move).
+function showOutput() {
+  const r = panel && panel.getBoundingClientRect();
+  if (r && (r.top > window.innerHeight * 0.6 || r.bottom < 0)) panel.scrollIntoView({ behavior: "smooth", block: "start" });
+}
+
+function watchRefusals() {
+  document.addEventListener("click", (e) => {
+    if (e.target.closest("#gen-run, #gen-next")) askedServerAt = performance.now();
+  }, true);
+  const SPOTS = '[data-testid="toast-body"], #gen-error .pg-error-msg';
+  new MutationObserver((records) => {
+    if (performance.now() - askedServerAt > OFFER_FOR_MS) return;
+    for (const r of records) {
+      for (const node of r.addedNodes) {
+        if (node.nodeType !== 1) continue;
+        const spots = node.matches(SPOTS) ? [node] : Array.from(node.querySelectorAll(SPOTS));
+        for (const spot of spots) if (BUSY.test(spot.textContent) && !spot.querySelector(".pg-run-here")) offer(spot);
+      }
+    }
+  }).observe(document.body, { childList: true, subtree: true });
+}
+
+function offer(spot) {
+  const button = el("button", { type: "button", class: "pg-run-here" }, "Run it in this browser instead");
+  button.addEventListener("click", (e) => {
+    e.stopPropagation();
+    runHereInstead(spot);
+  });
+  (spot.querySelector(".toast-messages") || spot).append(button); // under the message, in a toast
+}
+
+async function runHereInstead(spot) {
+  const choice = document.querySelector('#gen-run-on input[type="radio"][value="browser"]');
+  if (choice && !choice.checked) choice.click(); // Gradio's own value follows (its change event calls setMode)
+  setMode("browser");
+  spot.closest('[data-testid="toast-body"]')?.querySelector('[data-testid="toast-close"]')?.click();
+  await new Promise((resolve) => requestAnimationFrame(resolve));
+  document.querySelector("#gen-run-browser")?.click();
+}

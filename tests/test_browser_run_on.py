@@ -1,0 +1,395 @@
+"""Run on: this browser (the Text generation tab). The files the app serves for it, on the launched
+app: each one's bytes, content hash and caching headers, a 304 on revalidation, gzip, every path
+outside the list refused, and the bound on one visitor's downloads of the model (a pure function
+at its edge, a class of 40 downloading at once in-process, n streams then a refusal on the app).
+In headless Chromium: a greedy generation in the page is the one onnxruntime gives on the file the
+page downloads; Stop; the server path after it; and a busy server's message offering to run it
+in the browser instead."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import http.client
+import json
+import re
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from benchmarks.browser_engine import onnxruntime_greedy
+from model import get_tokenizer
+from playground.ui.serving import browser_files
+from playground.ui.serving.browser_files import (IMMUTABLE, MODEL_STREAMS_PER_VISITOR, REVALIDATE, BrowserFiles,
+                                                 BrowserFileServer, DownloadSlots)
+
+PROMPT = "ROMEO:\nBut soft, what light"
+N_TOKENS = 16
+
+
+@pytest.fixture(scope="module")
+def served(shipped_onnx) -> BrowserFiles:
+    """The allow-list the launched app serves (the same files, so the same hashes)."""
+    files = BrowserFiles.for_model(shipped_onnx)
+    assert files.available, f"{files.problem} (node_modules/ comes from `npm ci`, tests/static_site.py npm_ci)"
+    return files
+
+
+def get(app_server, url: str, headers: dict | None = None) -> tuple[int, dict, bytes]:
+    request = urllib.request.Request(urllib.parse.urljoin(app_server.url, url), headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    except urllib.error.HTTPError as err:
+        return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read()
+
+
+def raw_status(app_server, method: str, path: str) -> int:
+    """The status of ``path`` sent as written (urllib and browsers tidy ``..`` away)."""
+    host = urllib.parse.urlsplit(app_server.url)
+    conn = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
+    try:
+        conn.request(method, path)
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+# --- the files --------------------------------------------------------------------------------------
+
+
+def test_each_file_is_served_whole_under_its_content_hash_with_its_caching_headers(app_server, served, shipped_onnx):
+    quantized = Path(shipped_onnx["quantized"])
+    for route, f in served.files.items():
+        status, headers, body = get(app_server, f.url)
+        assert status == 200, (route, status, body[:200])
+        assert hashlib.sha256(body).hexdigest() == f.digest == hashlib.sha256(f.path.read_bytes()).hexdigest(), route
+        assert headers["etag"].strip('"') == f.digest[:32] and headers["x-content-type-options"] == "nosniff"
+        if route.startswith("/browser/ort/") or "/model/" in route:
+            assert headers["cache-control"] == IMMUTABLE, route
+        else:  # the engine's modules import each other without a hash: revalidated
+            assert headers["cache-control"] == REVALIDATE, route
+            again, _, empty = get(app_server, f.url, {"If-None-Match": headers["etag"]})
+            assert (again, empty) == (304, b""), route
+    # the page runs the Hub folder's 8-bit file, named by its own hash, never the full-precision one
+    model = served.files["/browser/model/model_quantized.onnx"]
+    assert model.path == quantized and model.url.endswith("?v=" + hashlib.sha256(quantized.read_bytes()).hexdigest()[:16])
+    assert get(app_server, model.url)[2] == quantized.read_bytes()
+    assert get(app_server, model.url)[1]["content-type"] == "application/octet-stream"
+    # onnxruntime-web asks for its .wasm by name beside its .mjs: the hash is the folder's
+    ort = [next(f for f in served.files.values() if f.route.endswith("/" + name)) for name in browser_files.ORT_FILES]
+    folder = {f.route.split("/")[3] for f in ort}
+    assert folder == {hashlib.sha256("".join(f.digest for f in ort).encode()).hexdigest()[:16]}
+    wasm = next(f for f in ort if f.route.endswith(".wasm"))
+    assert get(app_server, wasm.url)[1]["content-type"] == "application/wasm"
+    # under another address than its own hash a file is revalidated, never kept for a year
+    for url in (model.route, model.route + "?v=0123456789abcdef"):
+        status, headers, _ = get(app_server, url)
+        assert (status, headers["cache-control"]) == (200, REVALIDATE), url
+
+
+def test_text_and_webassembly_go_out_gzipped_and_the_model_as_it_is(app_server, served):
+    for f in served.files.values():
+        status, headers, body = get(app_server, f.url, {"Accept-Encoding": "gzip"})
+        assert status == 200
+        if f.path.suffix == ".onnx":
+            assert "content-encoding" not in headers
+        else:
+            assert headers["content-encoding"] == "gzip" and headers["vary"] == "Accept-Encoding", f.route
+            assert gzip.decompress(body) == f.path.read_bytes(), f.route
+            assert headers["etag"] != get(app_server, f.url)[1]["etag"]  # another representation, another tag
+
+
+def test_every_path_outside_the_list_is_refused(app_server, served):
+    ort_folder = next(r for r in served.files if r.startswith("/browser/ort/")).rsplit("/", 1)[0]
+    for path in (
+        "/browser/", "/browser/model/model.onnx", "/browser/model/model_int8.onnx", "/browser/model/model.safetensors",
+        "/browser/engine/../../app.py", "/browser/engine/..%2f..%2fapp.py", "/browser/engine/%2e%2e/%2e%2e/app.py",
+        "/browser/engine/engine.js/", "/browser//engine/engine.js", "/browser/web/engine/engine.js",
+        "/browser/ort/0123456789abcdef/ort.wasm.min.mjs", ort_folder + "/ort.all.min.mjs", ort_folder + "/../../app.py",
+        "/browser/onnx/model_quantized.onnx", "/browser/model/tokenizer.json/../../../README.md",
+    ):
+        assert raw_status(app_server, "GET", path) == 404, path
+    assert raw_status(app_server, "POST", "/browser/engine/engine.js") == 405
+    assert raw_status(app_server, "HEAD", "/browser/engine/engine.js") == 200
+
+
+# --- the bound on a visitor's downloads of the model ----------------------------------------------------
+
+
+def test_a_visitor_may_hold_n_downloads_of_the_model_and_not_one_more():
+    n = 3
+    slots = DownloadSlots(n)
+    assert all(slots.take("1.2.3.4") for _ in range(n))
+    assert not slots.take("1.2.3.4")  # n + 1
+    assert slots.take("5.6.7.8")  # another visitor has its own
+    slots.give("1.2.3.4")
+    assert slots.take("1.2.3.4") and not slots.take("1.2.3.4")
+    for visitor, count in (("1.2.3.4", n), ("5.6.7.8", 1)):
+        for _ in range(count):
+            slots.give(visitor)
+    assert slots.open == {}  # nobody downloading: nothing kept
+
+
+def _fake_model_files(tmp_path: Path) -> tuple[BrowserFiles, bytes]:
+    hub = tmp_path / "hub"
+    (hub / "onnx").mkdir(parents=True)
+    model = bytes(range(256)) * 3000  # 768 kB: several chunks
+    (hub / "onnx" / "model_quantized.onnx").write_bytes(model)
+    (hub / "tokenizer.json").write_text("{}")
+    (hub / "config.json").write_text("{}")
+    ort = tmp_path / "ort"
+    ort.mkdir()
+    for name in browser_files.ORT_FILES:
+        (ort / name).write_bytes(name.encode())
+    return BrowserFiles.for_model({"quantized": hub / "onnx" / "model_quantized.onnx"}, ort_dir=ort), model
+
+
+def test_a_class_of_40_downloads_the_model_at_once_and_one_visitor_only_n_at_once(tmp_path):
+    """In-process, through the middleware the app installs: every download is held open until
+    all have started, as 40 learners opening the page at the same moment."""
+    files, model = _fake_model_files(tmp_path)
+    url = files.files["/browser/model/model_quantized.onnx"]
+
+    async def app(scope, receive, send):  # what the middleware passes on: nothing here
+        raise AssertionError(scope["path"])
+
+    async def downloads(visitors: list[str]) -> list[tuple[int, dict, bytes]]:
+        server = BrowserFileServer(app, files, DownloadSlots(MODEL_STREAMS_PER_VISITOR))
+        started: list[int] = []
+        all_started = asyncio.Event()
+
+        async def one(visitor: str):
+            status, headers, body = 0, {}, bytearray()
+
+            async def receive():
+                await asyncio.Event().wait()  # the client stays until the answer ends
+
+            async def send(message):
+                nonlocal status, headers
+                if message["type"] == "http.response.start":
+                    status, headers = message["status"], dict(message["headers"])
+                    started.append(status)
+                    if len(started) == len(visitors):
+                        all_started.set()
+                else:
+                    await all_started.wait()
+                    body.extend(message.get("body", b""))
+
+            scope = {"type": "http", "method": "GET", "path": url.route, "query_string": f"v={url.version}".encode(),
+                     "headers": [], "client": (visitor, 40000)}
+            await asyncio.wait_for(server(scope, receive, send), 30)
+            return status, headers, bytes(body)
+
+        answers = await asyncio.gather(*(one(v) for v in visitors))
+        assert server.slots.open == {}  # every slot given back
+        return answers
+
+    klass = asyncio.run(downloads([f"10.0.0.{i}" for i in range(1, 41)]))
+    assert [s for s, _, _ in klass] == [200] * 40 and all(body == model for _, _, body in klass)
+    one_visitor = asyncio.run(downloads(["10.0.0.1"] * (MODEL_STREAMS_PER_VISITOR + 1)))
+    assert sorted(s for s, _, _ in one_visitor) == [200] * MODEL_STREAMS_PER_VISITOR + [429]
+    refused = next(h for s, h, _ in one_visitor if s == 429)
+    assert refused[b"retry-after"] == str(browser_files.RETRY_AFTER_S).encode()
+
+
+def _open_model_stream(app_server, url: str) -> tuple[socket.socket, int]:
+    """A download of the model that reads its status line and then nothing (a small receive window,
+    so the 18 MB stay on the server's side: the stream stays open)."""
+    host = urllib.parse.urlsplit(app_server.url)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+    sock.settimeout(30)
+    sock.connect((host.hostname, host.port))
+    sock.sendall(f"GET {url} HTTP/1.1\r\nHost: {host.netloc}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n" not in head:
+        head += sock.recv(1)
+    return sock, int(head.split()[1])
+
+
+def test_the_app_lets_a_visitor_download_the_model_n_times_at_once_then_answers_429(app_server, served):
+    url = served.files["/browser/model/model_quantized.onnx"].url
+    streams = [_open_model_stream(app_server, url) for _ in range(MODEL_STREAMS_PER_VISITOR)]
+    try:
+        assert [status for _, status in streams] == [200] * MODEL_STREAMS_PER_VISITOR
+        status, headers, body = get(app_server, url)
+        assert status == 429 and headers["retry-after"] == str(browser_files.RETRY_AFTER_S)
+        assert "at most" in json.loads(body)["detail"]
+        assert get(app_server, served.url("config.json"))[0] == 200  # the small files are not counted
+    finally:
+        for sock, _ in streams:
+            sock.close()
+    deadline = time.monotonic() + 10  # a closed download gives its place back
+    while (status := get(app_server, url)[0]) != 200 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert status == 200
+
+
+# --- in the browser ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chromium(app_server):
+    """One headless Chromium context for the module: its pages share the browser's Cache Storage,
+    so the first page downloads the model and the next ones take it from the cache."""
+    from test_browser import ARGS, CHROMIUM
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+        context.set_default_timeout(120_000)
+        yield context
+        browser.close()
+
+
+@contextmanager
+def generation_tab(chromium, app_server):
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors
+    try:
+        page.goto(app_server.url, wait_until="domcontentloaded")
+        page.get_by_role("tab", name=re.compile("Text generation")).click()
+        page.locator("#gen-run-on").wait_for()
+        yield page
+    finally:
+        page.close()
+
+
+def run_on(page, where: str) -> None:
+    page.locator("#gen-run-on label", has_text=where).click()
+
+
+def set_number(page, elem_id: str, value) -> None:
+    box = page.locator(f"#{elem_id} input[type=number]").first
+    box.fill(str(value))
+    box.blur()
+
+
+def generate_here(page) -> float:
+    """Generate in the browser; seconds from the click to the first token on the page."""
+    page.evaluate("() => { const o = document.querySelector('#gen-output .gen-output'); if (o) delete o.dataset.done; }")
+    t0 = time.perf_counter()
+    page.click("#gen-run-browser")
+    page.wait_for_selector("#gen-output .gen-btok", state="attached")
+    first = time.perf_counter() - t0
+    page.wait_for_selector("#gen-output .gen-output[data-done=true]", state="attached", timeout=180_000)
+    return first
+
+
+def shown_ids(page) -> list[int]:
+    return page.evaluate("() => Array.from(document.querySelectorAll('#gen-output .gen-btok')).map((t) => Number(t.dataset.id))")
+
+
+@pytest.mark.browser
+def test_this_browser_generates_greedily_what_onnxruntime_does_on_the_same_file(chromium, app_server, served, shipped_onnx):
+    enc = get_tokenizer()
+    expected = onnxruntime_greedy(Path(shipped_onnx["quantized"]), enc.encode(PROMPT), N_TOKENS)
+    timings = {}
+    for visit in ("cold", "cached"):
+        with generation_tab(chromium, app_server) as page:
+            assert page.is_visible("#gen-run") and not page.is_visible("#gen-run-browser")  # the server by default
+            t0 = time.perf_counter()
+            run_on(page, "this browser")
+            page.wait_for_selector("#gen-browser [data-ready=true]", state="attached", timeout=180_000)
+            ready_s = time.perf_counter() - t0
+            assert page.is_visible("#gen-run-browser") and not page.is_visible("#gen-run") and not page.is_visible("#gen-chart")
+            assert ("cache" in page.inner_text("#gen-browser")) == (visit == "cached")
+            page.locator("#gen-prompt textarea").fill(PROMPT)
+            set_number(page, "gen-temp", 0)
+            set_number(page, "gen-max", N_TOKENS)
+            first_s = generate_here(page)
+            ids = shown_ids(page)
+            assert ids == expected
+            if visit == "cold":  # the page downloaded the Hub folder's 8-bit file, by its own hash
+                digest = hashlib.sha256(Path(shipped_onnx["quantized"]).read_bytes()).hexdigest()[:16]
+                fetched = page.evaluate("() => performance.getEntriesByType('resource').map((e) => e.name)")
+                assert any(u.endswith(f"/browser/model/model_quantized.onnx?v={digest}") for u in fetched), fetched
+            assert page.inner_text("#gen-output .gen-completion") == enc.decode(ids)  # the engine's text, as it is
+            stats = page.inner_text("#gen-browser-stats")
+            assert f"{N_TOKENS} new tokens" in stats and "this browser" in stats and "stopped by: max_new_tokens" in stats
+            tps = float(re.search(r"([\d.]+) tokens/s", stats).group(1))
+            ttft_ms = float(re.search(r"time to first token (\d+) ms", stats).group(1))
+            timings[visit] = (ready_s, first_s, ttft_ms, tps)
+            if visit == "cached":
+                # Stop ends a long generation at once, saying so
+                set_number(page, "gen-max", 512)
+                set_number(page, "gen-temp", 0.8)
+                page.evaluate("() => delete document.querySelector('#gen-output .gen-output').dataset.done")
+                page.click("#gen-run-browser")
+                page.wait_for_function("() => document.querySelectorAll('#gen-output .gen-btok').length >= 3")
+                page.click("#gen-stop-browser")
+                page.wait_for_selector("#gen-output .gen-output[data-done=true]", state="attached")
+                assert "stopped by: stopped" in page.inner_text("#gen-browser-stats") and len(shown_ids(page)) < 512
+                # back on the server: its own Generate, writing over the browser's text
+                run_on(page, "the server")
+                assert page.is_visible("#gen-run") and not page.is_visible("#gen-run-browser")
+                set_number(page, "gen-max", 8)
+                page.click("#gen-run")
+                page.wait_for_function("() => document.querySelector('#gen-stats').innerText.includes('stopped by')", timeout=120_000)
+                assert page.locator("#gen-output .gen-tok").count() == 8 and page.locator("#gen-output .gen-btok").count() == 0
+            assert not page.errors
+    for visit, (ready_s, first_s, ttft_ms, tps) in timings.items():
+        print(f"\n{visit}: model ready {ready_s:.1f} s after choosing this browser; Generate -> first token on the page "
+              f"{first_s * 1000:.0f} ms (engine's time to first token {ttft_ms:.0f} ms); {tps:.0f} tokens/s")
+
+
+@pytest.mark.browser
+def test_a_busy_server_offers_to_run_the_generation_in_this_browser(chromium, app_server):
+    """The server's refusals as the page meets them: the queue's 503 (Gradio says "currently busy")
+    and the per-visitor cap's 429 with its own message (serving/admission.py)."""
+    from playground.ui.gradio_internals import REFUSAL_STATUS, Arrival
+    from playground.ui.serving.admission import check_arrival
+
+    message, kind, retry = check_arrival(Arrival("abc", "generate", "10.0.0.1"), 4, 4, 0, {"generate": 4}, {})
+    with generation_tab(chromium, app_server) as page:
+        for status, detail in ((503, "Busy"), (REFUSAL_STATUS[kind], message)):
+            page.route("**/gradio_api/queue/join*", lambda route: route.fulfill(
+                status=status, headers={"Retry-After": str(int(retry)), "Content-Type": "application/json"},
+                body=json.dumps({"detail": detail})))
+            page.click("#gen-run")
+            offer = page.locator('[data-testid="toast-body"] .pg-run-here')
+            offer.wait_for()
+            page.unroute("**/gradio_api/queue/join*")
+            if status == 503:
+                assert "currently busy" in page.locator('[data-testid="toast-body"]').last.inner_text()
+                page.locator('[data-testid="toast-close"]').first.click()
+                page.wait_for_selector('[data-testid="toast-body"]', state="detached")
+        assert "Too many generations" in page.locator('[data-testid="toast-body"]').last.inner_text()
+        set_number(page, "gen-max", 8)
+        page.locator('[data-testid="toast-body"] .pg-run-here').click()
+        page.wait_for_selector("#gen-output .gen-output[data-done=true]", state="attached", timeout=180_000)
+        assert page.is_checked('#gen-run-on input[value="browser"]') and page.is_visible("#gen-run-browser")
+        assert len(shown_ids(page)) == 8 and "this browser" in page.inner_text("#gen-browser-stats")
+        assert not page.errors
+
+
+def test_without_onnxruntime_web_the_choice_says_how_to_get_it_and_the_server_runs(tmp_path, shipped_onnx):
+    from playground.ui import generation
+
+    files = BrowserFiles.for_model(shipped_onnx, ort_dir=tmp_path)  # an empty folder: no npm ci
+    assert not files.available and files.files == {}
+    assert generation.run_on_info(files) == "Run on this browser needs onnxruntime-web: `npm ci` in the app's folder."
+    import gradio as gr
+
+    with gr.Blocks() as demo:
+        generation.build(files)
+    radio = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "gen-run-on")
+    assert radio.interactive is False and radio.value == "server" and "npm ci" in radio.info
+    assert not any(getattr(b, "elem_id", None) in ("gen-run-browser", "gen-browser") for b in demo.blocks.values())
+    assert any(getattr(b, "elem_id", None) == "gen-run" for b in demo.blocks.values())
