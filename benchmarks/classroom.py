@@ -2,17 +2,30 @@
 reverse proxy that appends ``X-Forwarded-For``, and N learners, each from its own loopback address
 (127.0.0.x), going through a lesson with the page's own events: open the page, tokenize, attention,
 inside, generate 32 tokens, start a Watch it learn run. Optionally beside an abusive visitor
-(``--abuse``: 30 long generations at once, each forging ``X-Forwarded-For``). Prints, per action,
-the median and 95th percentile wait, the refusals (with what they said), failures, and the app's
-memory.
+(``--abuse``: 30 long generations at once, each forging ``X-Forwarded-For``), or a hostile group
+(``--siege N``: N addresses each keeping its share of long generations in flight, sending again
+at once whenever one ends or is refused). Learners may obey ``Retry-After`` (``--patience S``:
+a refused action is tried again after the time the app gave, for up to S seconds; its wait counts
+from the first click). Prints, per action, the median and 95th percentile wait, the refusals
+(with what they said), failures, and the app's memory.
 
     python -m benchmarks.classroom                    # 40 learners
+    python -m benchmarks.classroom --learners 100
     python -m benchmarks.classroom --learners 16 --abuse
     python -m benchmarks.classroom --actions generate --abuse    # only the generation step
+    python -m benchmarks.classroom --actions generate --learners 20 --siege 16 --patience 120
     python -m benchmarks.classroom --soak             # the mixed soak: memory 30 s after heavy traffic
+    python -m benchmarks.classroom --url https://USER-NAME.hf.space/ --learners 10   # an app already running
 
-Bounded in count (at most 200 learners, 60 abusive requests) and time (every action at most
-``--timeout`` seconds); every byte goes to loopback. tests/test_classroom.py runs its bars.
+With ``--url`` no app is started: the learners go to that app (a Space, or a proxy of your own).
+Only on a loopback address does each learner get an address of its own (127.0.0.x); elsewhere
+they all leave from this machine's address, which a Space counts as one visitor (4 generations
+at once, the rest told to try again), so a remote class measures one visitor's share, not a
+class. ``--abuse``, ``--siege`` and ``--soak`` run against loopback only.
+
+Bounded in count (at most 200 learners, 60 abusive requests, 250 siege addresses) and time
+(every action at most ``--timeout`` seconds, a siege ``--siege-for`` seconds). tests/test_classroom.py
+runs its bars.
 """
 
 from __future__ import annotations
@@ -29,6 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -41,6 +55,14 @@ MAX_LEARNERS = 200
 ABUSE_REQUESTS = 30
 ABUSE_TOKENS = 512
 ABUSER_SOURCE = "127.0.0.250"
+MAX_SIEGE_ADDRESSES = 250
+SIEGE_TOKENS = 512
+SIEGE_BACKOFF_S = 0.5  # a hostile client sends again at once; this only keeps the loop from spinning on a refusal
+
+
+def is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    return host == "localhost" or host.startswith("127.")
 
 
 def rss_mb(pid: int) -> float:
@@ -143,18 +165,25 @@ class Proxy:
 
 
 class Refused(Exception):
-    """The app refused the request: its message says why and when to try again."""
+    """The app refused the request: its message says why and when to try again (``retry_after``:
+    seconds, from the ``Retry-After`` header or, for a request that gave its place to another
+    visitor's, from its message; None when the app gave none)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Page:
     """One learner's open page, as the browser's Gradio client talks to the app: ``queue/join``
     the page's events by number with the page's own input values, read ``queue/data``."""
 
-    def __init__(self, url: str, source: str = "127.0.0.1", headers: dict[str, str] | None = None,
+    def __init__(self, url: str, source: str | None = "127.0.0.1", headers: dict[str, str] | None = None,
                  timeout_s: float = 300.0) -> None:
         self.url = url
+        # source None: this machine's own address (an app that is not on loopback)
         self.http = httpx.Client(timeout=timeout_s, headers=headers or {},
-                                 transport=httpx.HTTPTransport(local_address=source))
+                                 transport=httpx.HTTPTransport(local_address=source) if source else None)
         self.session = f"learner{time.time_ns() % 10**12}{id(self) % 10**6}"
         self.config: dict[str, Any] = {}
 
@@ -166,7 +195,7 @@ class Page:
         for path in ("", "config"):
             r = self.http.get(self.url + path)
             if r.status_code in (429, 503):
-                raise Refused(f"HTTP {r.status_code}: {r.text[:200]}")
+                raise Refused(f"HTTP {r.status_code}: {r.text[:200]}", _seconds(r.headers.get("retry-after")))
             r.raise_for_status()
         self.config = r.json()
 
@@ -194,7 +223,8 @@ class Page:
             "data": data, "event_data": None, "fn_index": fn_index, "trigger_id": trigger, "session_hash": self.session})
         if r.status_code != 200:
             detail = r.json().get("detail") if r.headers.get("content-type", "").startswith("application/json") else r.text
-            raise Refused(f"HTTP {r.status_code} (Retry-After {r.headers.get('retry-after')}): {detail}")
+            raise Refused(f"HTTP {r.status_code} (Retry-After {r.headers.get('retry-after')}): {detail}",
+                          _seconds(r.headers.get("retry-after")))
         event_id = r.json()["event_id"]
         with self.http.stream("GET", f"{self.url}{API}/queue/data", params={"session_hash": self.session}) as stream:
             for line in stream.iter_lines():
@@ -209,12 +239,19 @@ class Page:
                     if not message.get("success"):
                         error = str(output.get("error"))
                         if "busy" in error.lower() or "too many" in error.lower():
-                            raise Refused(error)
+                            raise Refused(error, _seconds(output.get("retry_after")))
                         raise RuntimeError(f"{name}: {error}")
                     return message
                 if kind == until:
                     return message
         raise RuntimeError(f"{name}: the stream ended without a result")
+
+
+def _seconds(value: Any) -> float | None:
+    try:
+        return max(0.0, float(value))
+    except (TypeError, ValueError):
+        return None
 
 
 # --- the lesson ----------------------------------------------------------------------------------
@@ -223,8 +260,9 @@ class Page:
 @dataclass
 class Action:
     waits: list[float] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # refused for good (no patience, or it ran out)
     failed: list[str] = field(default_factory=list)
+    retried: list[str] = field(default_factory=list)  # refusals a patient learner waited out and tried again
 
 
 @dataclass
@@ -234,6 +272,7 @@ class Report:
     actions: dict[str, Action]
     memory_mb: dict[str, float] = field(default_factory=dict)
     abuser: dict[str, int] = field(default_factory=dict)
+    siege: dict[str, Any] = field(default_factory=dict)
 
     def refusals(self, action: str | None = None) -> int:
         return sum(len(a.refused) for k, a in self.actions.items() if action in (None, k))
@@ -248,14 +287,17 @@ class Report:
 
     def summary(self) -> str:
         rows = [f"{self.learners} learners, {self.tokens} tokens a generation"
-                + (f"; abuser: {self.abuser}" if self.abuser else ""),
-                f"{'action':<10} {'done':>5} {'median s':>9} {'p95 s':>8} {'refused':>8} {'failed':>7}"]
+                + (f"; abuser: {self.abuser}" if self.abuser else "")
+                + (f"; siege: {self.siege}" if self.siege else ""),
+                f"{'action':<10} {'done':>5} {'median s':>9} {'p95 s':>8} {'refused':>8} {'failed':>7} {'retried':>8}"]
         for name, a in self.actions.items():
             rows.append(f"{name:<10} {len(a.waits):>5} {self.median(name):>9.2f} {self.p95(name):>8.2f} "
-                        f"{len(a.refused):>8} {len(a.failed):>7}")
+                        f"{len(a.refused):>8} {len(a.failed):>7} {len(a.retried):>8}")
         for name, a in self.actions.items():
             for what in sorted(set(a.refused))[:3]:
                 rows.append(f"  {name} refused: {what[:160]}")
+            for what in sorted(set(a.retried))[:2]:
+                rows.append(f"  {name} told to try again: {what[:160]}")
             for what in sorted(set(a.failed))[:3]:
                 rows.append(f"  {name} failed: {what[:160]}")
         if self.memory_mb:
@@ -277,16 +319,28 @@ def lesson_steps(tokens: int) -> dict[str, Callable[[Page], Any]]:
 
 
 def _learner(url: str, index: int, actions: list[str], steps: dict, report: Report, lock: threading.Lock,
-             start: threading.Barrier, timeout_s: float) -> None:
-    page = Page(url, source_of(index), timeout_s=timeout_s)
+             start: threading.Barrier, timeout_s: float, patience_s: float = 0.0, delay_s: float = 0.0) -> None:
+    page = Page(url, source_of(index) if is_loopback(url) else None, timeout_s=timeout_s)
     try:
         if "page" not in actions:
             page.open()  # the page is open before the class starts
         start.wait(timeout_s)
+        time.sleep(delay_s)
         for name in actions:
             t0 = time.perf_counter()
             try:
-                steps[name](page)
+                while True:
+                    try:
+                        steps[name](page)
+                        break
+                    except Refused as err:
+                        # A patient learner does what the app said: waits its Retry-After, then clicks again.
+                        wait_s = err.retry_after if err.retry_after is not None else 5.0
+                        if time.perf_counter() + wait_s - t0 > patience_s:
+                            raise
+                        with lock:
+                            report.actions[name].retried.append(str(err))
+                        time.sleep(wait_s)
                 with lock:
                     report.actions[name].waits.append(time.perf_counter() - t0)
             except Refused as err:
@@ -315,12 +369,15 @@ def abuse(url: str, requests: int = ABUSE_REQUESTS, tokens: int = ABUSE_TOKENS, 
 
 
 def run_classroom(url: str, learners: int = 40, tokens: int = 32, actions: tuple[str, ...] = LESSON,
-                  abusive: bool = False, pid: int | None = None, timeout_s: float = 300.0) -> Report:
-    """``learners`` pages going through ``actions`` at once (all start together), beside an abuser
-    when ``abusive`` (its requests sent just before the class starts); ``pid``: the app's
-    process, whose memory is reported."""
-    if not url.startswith("http://127.0.0.1:"):
-        raise ValueError(f"the classroom only targets a local app, not {url}")
+                  abusive: bool = False, pid: int | None = None, timeout_s: float = 300.0, patience_s: float = 0.0,
+                  spread_s: float = 0.0) -> Report:
+    """``learners`` pages going through ``actions`` (all start together, or one every
+    ``spread_s / learners`` seconds), beside an abuser when ``abusive`` (its requests sent just
+    before the class starts); ``patience_s``: how long a learner keeps trying a refused action
+    again, after the ``Retry-After`` the app gave; ``pid``: the app's process, whose memory is
+    reported."""
+    if abusive and not is_loopback(url):
+        raise ValueError(f"the abuser only targets an app on loopback, not {url}")
     if not 1 <= learners <= MAX_LEARNERS:
         raise ValueError(f"learners: 1 to {MAX_LEARNERS}")
     report = Report(learners, tokens, {name: Action() for name in actions})
@@ -335,7 +392,8 @@ def run_classroom(url: str, learners: int = 40, tokens: int = 32, actions: tuple
                 peak[0] = max(peak[0], rss_mb(pid))
         threading.Thread(target=sample, daemon=True).start()
     with ThreadPoolExecutor(learners) as pool:
-        futures = [pool.submit(_learner, url, i, list(actions), steps, report, lock, start, timeout_s)
+        futures = [pool.submit(_learner, url, i, list(actions), steps, report, lock, start, timeout_s, patience_s,
+                               spread_s * i / learners)
                    for i in range(learners)]
         if abusive:
             report.abuser = abuse(url)
@@ -347,6 +405,100 @@ def run_classroom(url: str, learners: int = 40, tokens: int = 32, actions: tuple
         report.memory_mb["peak"] = peak[0]
         report.memory_mb["after"] = rss_mb(pid)
     return report
+
+
+# --- a hostile group -------------------------------------------------------------------------------
+
+
+def siege_source(index: int) -> str:
+    """Siege address ``index``: 127.0.1.1 onwards, apart from the learners' 127.0.0.x."""
+    if not 0 <= index < MAX_SIEGE_ADDRESSES:
+        raise ValueError(f"at most {MAX_SIEGE_ADDRESSES} siege addresses")
+    return f"127.0.1.{index + 1}"
+
+
+class Siege:
+    """``addresses`` visitors, each keeping ``per_address`` long generations in flight for
+    ``duration_s`` seconds: a request that ends, is refused or gives its place to another
+    visitor's is sent again at once (after :data:`SIEGE_BACKOFF_S` on a refusal). Each reads its
+    stream, as a client the app cannot tell from a learner's. Runs on threads of its own:
+    :meth:`start`, then :meth:`join` for the counts."""
+
+    def __init__(self, url: str, addresses: int, per_address: int = 4, duration_s: float = 60.0,
+                 tokens: int = SIEGE_TOKENS) -> None:
+        if not is_loopback(url):
+            raise ValueError(f"a siege only targets an app on loopback, not {url}")
+        if not 1 <= addresses <= MAX_SIEGE_ADDRESSES or not 1 <= per_address <= 8:
+            raise ValueError(f"1 to {MAX_SIEGE_ADDRESSES} addresses, 1 to 8 requests each")
+        self.url, self.addresses, self.per_address, self.duration_s, self.tokens = url, addresses, per_address, duration_s, tokens
+        self.counts = {"accepted": 0, "finished": 0, "held at the end": 0, "refused": 0, "gave way": 0, "failed": 0}
+        self.in_flight = 0
+        self.durations: list[float] = []  # seconds from the POST to the last token, of those finished
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self.deadline = 0.0
+
+    def _count(self, what: str, flight: int = 0) -> None:
+        with self._lock:
+            self.counts[what] += 1
+            self.in_flight += flight
+
+    def _one(self, source: str, slot: int) -> None:
+        from benchmarks.load import LONG_PROMPT
+
+        seed = slot
+        with httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address=source)) as http:
+            while time.perf_counter() < self.deadline:
+                seed += self.per_address
+                try:
+                    r = http.post(f"{self.url}{API}/call/generate", json={"data": [LONG_PROMPT, self.tokens, 0.8, 50, 0.95, seed]})
+                except httpx.HTTPError:
+                    self._count("failed")
+                    time.sleep(SIEGE_BACKOFF_S)
+                    continue
+                if r.status_code != 200:
+                    self._count("refused")
+                    time.sleep(SIEGE_BACKOFF_S)
+                    continue
+                self._count("accepted", +1)
+                outcome, t0 = "failed", time.perf_counter()
+                try:
+                    with http.stream("GET", f"{self.url}{API}/call/generate/{r.json()['event_id']}",
+                                     timeout=httpx.Timeout(30, read=max(1.0, self.deadline - time.perf_counter() + 30))) as stream:
+                        event = ""
+                        for line in stream.iter_lines():
+                            if time.perf_counter() >= self.deadline:
+                                outcome = "held at the end"
+                                break
+                            if line.startswith("event:"):
+                                event = line[6:].strip()
+                            elif line.startswith("data:") and event in ("complete", "error"):
+                                outcome = "finished" if event == "complete" else ("gave way" if "busy" in line.lower() else "failed")
+                                break
+                except httpx.HTTPError:
+                    pass
+                self._count(outcome, -1)
+                if outcome == "finished":
+                    with self._lock:
+                        self.durations.append(time.perf_counter() - t0)
+                if outcome not in ("finished", "held at the end"):
+                    time.sleep(SIEGE_BACKOFF_S)
+
+    def start(self) -> "Siege":
+        self.deadline = time.perf_counter() + self.duration_s
+        for a in range(self.addresses):
+            for slot in range(self.per_address):
+                t = threading.Thread(target=self._one, args=(siege_source(a), slot), name=f"siege-{a}-{slot}", daemon=True)
+                t.start()
+                self._threads.append(t)
+        return self
+
+    def join(self) -> dict[str, int]:
+        for t in self._threads:
+            t.join(max(1.0, self.deadline - time.perf_counter() + 60))
+        done = sorted(self.durations)
+        return dict(self.counts, addresses=self.addresses, per_address=self.per_address,
+                    **({"generation s (median)": round(statistics.median(done), 1)} if done else {}))
 
 
 # --- the mixed soak --------------------------------------------------------------------------------
@@ -420,41 +572,76 @@ def launch_space(log_path: Path, extra_env: dict[str, str] | None = None):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--learners", type=int, default=40)
+    ap.add_argument("--url", help="an app already running (a Space, or a proxy before one): no app is started")
+    ap.add_argument("--learners", type=int, default=40, help=f"1 to {MAX_LEARNERS}")
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--abuse", action="store_true", help="beside a visitor asking for 30 long generations, forging X-Forwarded-For")
     ap.add_argument("--actions", default=",".join(LESSON), help=f"comma-separated, from {','.join(LESSON)}")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds an action may take")
     ap.add_argument("--settle", type=float, default=30.0, help="seconds after the class before the memory is read again")
     ap.add_argument("--soak", action="store_true", help="instead: the mixed soak (3 rounds of 48 heavy page events), memory 30 s later")
+    ap.add_argument("--siege", type=int, default=0, metavar="N",
+                    help="beside N addresses each keeping --siege-per long generations in flight (a hostile group)")
+    ap.add_argument("--siege-per", type=int, default=4, help="requests each siege address keeps in flight (default 4)")
+    ap.add_argument("--siege-for", type=float, default=60.0, help="seconds the siege lasts (default 60)")
+    ap.add_argument("--siege-head-start", type=float, default=10.0, help="seconds of siege before the class starts (default 10)")
+    ap.add_argument("--patience", type=float, default=0.0,
+                    help="seconds a learner keeps trying a refused action again, after the Retry-After given (default 0: never)")
+    ap.add_argument("--spread", type=float, default=0.0, help="seconds over which the learners start, evenly (default 0: all at once)")
     args = ap.parse_args(argv)
     actions = tuple(a.strip() for a in args.actions.split(",") if a.strip())
     if unknown := set(actions) - set(LESSON):
         ap.error(f"unknown actions {sorted(unknown)}; known: {', '.join(LESSON)}")
+    if not 1 <= args.learners <= MAX_LEARNERS:
+        ap.error(f"--learners: 1 to {MAX_LEARNERS}")
+    if args.url and not is_loopback(args.url) and (args.abuse or args.siege):
+        ap.error("--abuse and --siege run only against an app on loopback")
+    if args.url and args.soak:
+        ap.error("--soak reads the app's memory: only with the app it starts (no --url)")
+    if args.url and not args.url.endswith("/"):
+        args.url += "/"
     from benchmarks.app_server import stop
 
-    log = Path(tempfile.mkdtemp(prefix="classroom-")) / "app.log"
-    server, proxy = launch_space(log)
+    server = proxy = None
+    if args.url:
+        url, pid = args.url, None
+        if not is_loopback(url):
+            print(f"{url}: every learner leaves from this machine's address, one visitor to the app "
+                  "(its share applies to the whole class)", flush=True)
+    else:
+        log = Path(tempfile.mkdtemp(prefix="classroom-")) / "app.log"
+        server, proxy = launch_space(log)
+        url, pid = proxy.url, server.process.pid
     try:
-        warm = Page(proxy.url)
+        warm = Page(url, "127.0.0.1" if is_loopback(url) else None)
         warm.open()
         warm.run(PAGE_EVENTS["generate"], {"Max new tokens": 2})  # the engine is open
         warm.close()
         if args.soak:
-            soak = run_soak(proxy.url, server.process.pid, settle_s=args.settle)
+            soak = run_soak(url, pid, settle_s=args.settle)
             print(f"mixed soak, {SOAK_ROUNDS} rounds of {SOAK_REQUESTS}: RSS {soak['before']:.0f} MB before, "
                   f"{soak['peak']:.0f} MB peak, {soak['after']:.0f} MB {args.settle:g} s later "
                   f"({soak['after'] - soak['before']:+.0f} MB); {len(soak['refused'])} refused, {len(soak['failed'])} failed")
             for line in sorted(set(soak["refused"] + soak["failed"]))[:6]:
                 print("  " + line[:200])
             return 1 if soak["failed"] else 0
-        report = run_classroom(proxy.url, args.learners, args.tokens, actions, args.abuse, server.process.pid, args.timeout)
-        time.sleep(args.settle)
-        report.memory_mb[f"{args.settle:g} s later"] = rss_mb(server.process.pid)
+        siege = None
+        if args.siege:
+            siege = Siege(url, args.siege, args.siege_per, args.siege_for).start()
+            time.sleep(min(args.siege_head_start, args.siege_for))
+        report = run_classroom(url, args.learners, args.tokens, actions, args.abuse, pid, args.timeout,
+                               args.patience, args.spread)
+        if siege is not None:
+            report.siege = siege.join()
+        if pid:
+            time.sleep(args.settle)
+            report.memory_mb[f"{args.settle:g} s later"] = rss_mb(pid)
         print(report.summary())
     finally:
-        proxy.stop()
-        stop(server)
+        if proxy is not None:
+            proxy.stop()
+        if server is not None:
+            stop(server)
     return 0
 
 

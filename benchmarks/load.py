@@ -8,6 +8,7 @@ light tabs in between. Reports the p50/p95 latency of both kinds of call and eve
     python -m benchmarks.load --abandoned --url http://127.0.0.1:7860/   # against a running app
     python -m benchmarks.load --mix           # 4 clients loop every tab's heaviest request; /tokenize timed
     python -m benchmarks.load --mix 60 --clients 0 --reloaders 8   # 8 clients reloading the page instead
+    python -m benchmarks.load --mix 60 --clients 0 --reloaders 8 --links   # ... each reload a new share link
 
 Every user here comes from one address, which the app takes for one visitor with a few
 generations and heavy passes at once (serving/admission.py): the app it launches has those
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -599,12 +601,16 @@ def _heavy_client(url: str, index: int, requests: list[tuple[str, tuple]], mix: 
             mix.answered[name] = mix.answered.get(name, 0) + 1
 
 
-def _reloader(url: str, mix: Mix, lock: threading.Lock, deadline: float) -> None:
-    """A visitor reloading the page, as a browser does with the ETag it was given."""
+def _reloader(url: str, mix: Mix, lock: threading.Lock, deadline: float, links: bool = False) -> None:
+    """A visitor reloading the page, as a browser does with the ETag it was given; with ``links``,
+    opening a new share link each time (``/?tab=tokenization&text=...``, a page it never had)."""
     with httpx.Client(headers={"Accept-Encoding": "gzip"}, timeout=HTTP_TIMEOUT_S) as http:
         etag = None
         while time.perf_counter() < deadline:
-            r = http.get(url, headers={"If-None-Match": etag} if etag else {})
+            if links:
+                r = http.get(url, params={"tab": "tokenization", "text": f"a line {uuid.uuid4().hex}"})
+            else:
+                r = http.get(url, headers={"If-None-Match": etag} if etag else {})
             if r.status_code not in (200, 304):
                 with lock:
                     mix.failures.append(f"page: HTTP {r.status_code}")
@@ -614,10 +620,11 @@ def _reloader(url: str, mix: Mix, lock: threading.Lock, deadline: float) -> None
                 mix.reloads += 1
 
 
-def run_mix(url: str, clients: int = 4, seconds: float = 60.0, reloaders: int = 0) -> Mix:
+def run_mix(url: str, clients: int = 4, seconds: float = 60.0, reloaders: int = 0, links: bool = False) -> Mix:
     """``clients`` gradio_client users each looping the heaviest request of every tab in turn
-    (:func:`heaviest_requests`) and ``reloaders`` reloading the page, for ``seconds``, while a
-    visitor in a process of its own calls ``/tokenize`` every 0.25 s."""
+    (:func:`heaviest_requests`) and ``reloaders`` reloading the page (with ``links``, each time a
+    new share link), for ``seconds``, while a visitor in a process of its own calls ``/tokenize``
+    every 0.25 s."""
     mix, lock = Mix(clients, reloaders, seconds), threading.Lock()
     requests = heaviest_requests()
     visitor = _Visitor.start(url, "gradio_client")
@@ -626,7 +633,7 @@ def run_mix(url: str, clients: int = 4, seconds: float = 60.0, reloaders: int = 
     deadline = t0 + seconds
     with ThreadPoolExecutor(max_workers=clients + reloaders, thread_name_prefix="mix") as pool:
         futures = [pool.submit(_heavy_client, url, i, requests, mix, lock, deadline) for i in range(clients)]
-        futures += [pool.submit(_reloader, url, mix, lock, deadline) for _ in range(reloaders)]
+        futures += [pool.submit(_reloader, url, mix, lock, deadline, links) for _ in range(reloaders)]
         for future in futures:
             future.result()
     mix.wall_s = time.perf_counter() - t0
@@ -654,6 +661,7 @@ def main(argv: list[str] | None = None) -> int:
         "/tokenize is timed; with --reloaders N, N more reload the page",
     )
     parser.add_argument("--reloaders", type=int, default=0, help="with --mix: clients reloading the page")
+    parser.add_argument("--links", action="store_true", help="with --reloaders: each reload a new share link")
     parser.add_argument("--url", help="an app already running on loopback (default: launch app.py)")
     args = parser.parse_args(argv)
     clients = args.clients or 16
@@ -672,7 +680,8 @@ def main(argv: list[str] | None = None) -> int:
             print(text)
             return 1 if any(ph.failures for ph in phases) else 0
         if args.mix:
-            mix = run_mix(url, clients=4 if args.clients is None else args.clients, seconds=args.mix, reloaders=args.reloaders)
+            mix = run_mix(url, clients=4 if args.clients is None else args.clients, seconds=args.mix, reloaders=args.reloaders,
+                          links=args.links)
             print(mix.summary())
             return 1 if mix.failures else 0
         if args.abandoned:

@@ -6,7 +6,10 @@ every run takes one step a turn, the batches on two threads (the server's two co
 curve and samples, and stops at its number of steps, at its seconds cap, on ``stop`` (Stop, or the
 learner leaving) or when its loss becomes infinite. At most :data:`MAX_RUNNING` runs train at once
 (docs/training.md measures how many start within 2 s); the next ones wait in line, told their
-place; one run per visitor at a time.
+place; one run per visitor at a time. While runs wait, a run past its fair share
+(:data:`FAIR_STEPS` steps or :data:`FAIR_SECONDS` of training) ends, the longest first, one per
+waiting run (:func:`runs_to_cut`): the first in line starts within about :data:`FAIR_SECONDS`,
+whatever the runs ahead asked for.
 
 Same seed and settings, same curve: a run's batches and samples come from (seed, step), and the
 stacked step gives each model what it gives alone (docs/training.md states the tolerance
@@ -30,13 +33,31 @@ from model.train import param_groups
 from .learn_batched import Learner, batched_step, shape_key
 from .learn_corpus import Corpus, load_corpus
 from .learn_refs import references
-from .learn_run import SAMPLE_EVERY, VAL_WINDOWS, LearnSettings, RunState, build_model, sample, train_config
+from .learn_run import SAMPLE_EVERY, VAL_WINDOWS, LearnSettings, RunState, build_model, sample, seconds_text, train_config
 from .validation import InputError
 
-__all__ = ["MAX_RUNNING", "MAX_LINE", "Trainer", "TRAINER"]
+__all__ = ["MAX_RUNNING", "MAX_LINE", "FAIR_STEPS", "FAIR_SECONDS", "OTHERS_WAITING", "runs_to_cut", "Trainer", "TRAINER"]
 
 MAX_RUNNING = 8  # runs training at once (docs/training.md, "Watch it learn for a class")
-MAX_LINE = 8  # runs waiting in line; past it a learner is told to try again in a minute
+# Runs waiting in line, told their place; past it a learner is told to try again in a minute.
+# Not more: each learner in line holds one of Gradio's 40 worker threads while it waits (its
+# handler polls the trainer), beside 16 generations and the forward and light tabs' own; the
+# learners past it wait in Gradio's queue, holding none (ui/learn.py's LEARN_CONCURRENCY).
+MAX_LINE = 8
+
+
+def _env_int(name: str, default: int, low: int, high: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw.isdigit() and low <= int(raw) <= high else default
+
+
+# A run's fair share while others wait: the page's run (500 steps) is never cut for its steps,
+# and no run holds a place for more than 120 s of training once someone waits, which bounds the
+# wait of the first in line whatever the load; 8 page runs at once end within it on a quiet
+# 2-core machine (docs/training.md). PLAYGROUND_LEARN_FAIR_STEPS, PLAYGROUND_LEARN_FAIR_SECONDS.
+FAIR_STEPS = _env_int("PLAYGROUND_LEARN_FAIR_STEPS", 500, 1, 5000)
+FAIR_SECONDS = _env_int("PLAYGROUND_LEARN_FAIR_SECONDS", 120, 5, 300)
+OTHERS_WAITING = "others waiting"  # the stop_reason of a run ended at its share to give others a turn
 WORKERS = min(2, os.cpu_count() or 1)  # threads stepping runs side by side, one core each
 STOP_WAIT_S = 5.0  # the most a closed run waits for the worker to let it go (one batched step)
 
@@ -46,6 +67,19 @@ def _ordinal(n: int) -> str:
 
 
 ONE_RUN_PER_VISITOR = "one run per learner at a time"  # the refusal's words (benchmarks count it as busy)
+
+
+def runs_to_cut(runs: list[tuple[int, float]], waiting: int, free: int, fair_steps: int = FAIR_STEPS,
+                fair_s: float = FAIR_SECONDS) -> list[int]:
+    """Which training runs ``(steps done, seconds trained)`` end now so that ``waiting`` runs in
+    line get their turn, given ``free`` places (places free, or being freed): those past their
+    share (``fair_steps`` steps or ``fair_s`` seconds), the most steps first, one per waiting
+    run that no free place takes. Indices into ``runs``."""
+    need = waiting - free
+    if need <= 0:
+        return []
+    over = [i for i, (step, seconds) in enumerate(runs) if step >= fair_steps or seconds >= fair_s]
+    return sorted(over, key=lambda i: (-runs[i][0], -runs[i][1]))[:need]
 
 
 @dataclass
@@ -60,13 +94,16 @@ class _Run:
     key: tuple = ()
     t0: float = 0.0
     done: bool = False  # the worker has let it go
+    cut: int = 0  # runs waiting when it was chosen to end at its share (0: not chosen)
 
 
 class Trainer:
     """Many runs at once on one worker thread (started when a run arrives, gone when none is left)."""
 
-    def __init__(self, max_running: int = MAX_RUNNING, max_line: int = MAX_LINE, workers: int = WORKERS) -> None:
+    def __init__(self, max_running: int = MAX_RUNNING, max_line: int = MAX_LINE, workers: int = WORKERS,
+                 fair_steps: int = FAIR_STEPS, fair_s: float = FAIR_SECONDS) -> None:
         self.max_running, self.max_line, self.workers = max_running, max_line, workers
+        self.fair_steps, self.fair_s = fair_steps, fair_s
         self._cond = threading.Condition()
         self._running: list[_Run] = []
         self._line: list[_Run] = []
@@ -88,6 +125,9 @@ class Trainer:
                         f"{mine.state.step:,} of {mine.state.settings.steps:,}): {ONE_RUN_PER_VISITOR}; "
                         "press Stop on it or wait for it to end"
                     )
+            # A run that just ended frees its place before the worker's next turn admits the line:
+            # Gradio starts the next handler as soon as the ended one returns, so count it free now.
+            self._admit()
             if len(self._line) >= self.max_line:
                 raise InputError(
                     f"{len(self._running)} runs are training and {len(self._line)} wait in line, the most this "
@@ -141,13 +181,26 @@ class Trainer:
         self._cond.notify_all()
 
     def _waiting_message(self, place: int) -> str:
-        left = [r.state.settings.steps - r.state.step for r in self._running if not r.done]
+        # While anyone waits, a run ends at its share: that, not what it asked for, is its end.
+        left = [max(0, min(r.state.settings.steps, self.fair_steps) - r.state.step) for r in self._running if not r.done]
         soonest = f" (the nearest to its end has about {min(left):,} steps left)" if left else ""
         ahead = "one run" if place == 1 else f"{place} runs"
         return (
             f"{len(left)} learners' models are training, the most this server trains at once. "
-            f"You are {_ordinal(place)} in line, {ahead} ahead of you{soonest}. Yours starts by itself; keep this page open."
+            f"You are {_ordinal(place)} in line, {ahead} ahead of you{soonest}. While learners wait, each run trains "
+            f"for at most {self.fair_steps:,} steps or {self.fair_s:g} s, so the line moves. Yours starts by itself; "
+            "keep this page open."
         )
+
+    def _cut_for_the_line(self) -> None:
+        """Lock held: mark the runs that end at their share so that those in line get a turn."""
+        if not self._line:
+            return
+        training = [r for r in self._running if not r.done and not r.cut and r.learner is not None]
+        freeing = self.max_running - sum(not r.done for r in self._running) + sum(1 for r in self._running if r.cut and not r.done)
+        shares = [(r.state.step, r.state.elapsed_s) for r in training]
+        for i in runs_to_cut(shares, len(self._line), freeing, self.fair_steps, self.fair_s):
+            training[i].cut = len(self._line)
 
     def _work(self) -> None:
         """The worker: each turn, every training run takes one step. Runs of one shape step as
@@ -164,6 +217,7 @@ class Trainer:
                     if not self._running:
                         self._worker = None
                         return
+                    self._cut_for_the_line()
                     runs = list(self._running)
                 new = [run for run in runs if run.learner is None and not run.done]
                 for future in [pool.submit(self._guarded, self._prepare, run) for run in new]:
@@ -236,6 +290,8 @@ class Trainer:
                 state.stop_reason = "steps"
             elif state.elapsed_s >= state.settings.seconds:
                 state.stop_reason = "time budget"
+            elif run.cut:
+                state.stop_reason = OTHERS_WAITING
         if not state.stop_reason:
             return False
         self._guarded(self._finish, run)
@@ -254,6 +310,13 @@ class Trainer:
         state.model = model  # the learner can try it (continue_text) once the run has ended
         state.status = "stopped" if state.stop_reason == "stopped" else "finished"
         state.message = _ended_message(state)
+        if state.stop_reason == OTHERS_WAITING:
+            waiting = "one learner was" if run.cut == 1 else f"{run.cut} learners were"
+            state.message = (
+                f"Ended after {state.step:,} of {state.settings.steps:,} steps to give others a turn: {waiting} waiting "
+                f"for a place, and while learners wait each run trains for at most {self.fair_steps:,} steps or "
+                f"{self.fair_s:g} s. Your model is scored and ready to try; press Start to train again (you join the line)."
+            )
         self._let_go(run)
 
     def _let_go(self, run: _Run) -> None:
@@ -289,7 +352,7 @@ def _ended_message(state: RunState) -> str:
         return f"The loss became infinite at step {state.step:,}: the learning rate is far too high."
     if state.stop_reason == "time budget":
         return f"Stopped at the {state.settings.seconds} s cap after {state.step:,} of {state.settings.steps:,} steps (the server is busy)."
-    return f"Finished: {state.step:,} steps in {state.elapsed_s:.0f} s."
+    return f"Finished: {state.step:,} steps in {seconds_text(state.elapsed_s)} s."
 
 
 TRAINER = Trainer()  # the app's one trainer

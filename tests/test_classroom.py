@@ -3,8 +3,10 @@ reverse proxy that appends X-Forwarded-For (benchmarks/classroom.py): the proxy'
 (default run, milliseconds), then (slow) the bars a class and an abuser set: 40 learners with
 pages open each asking for 32 tokens beside a visitor forging X-Forwarded-For on 30 long
 generations, none refused; never-read and slowly read streams from one address leave another
-learner's generation quick and never refused. Timing bars keep generous margins (the machine is
-shared): the measured values are printed, docs/space.md has them."""
+learner's generation quick and never refused; a hostile group of 16 addresses keeping their
+share of long generations in flight leaves 20 learners who obey Retry-After all served. Timing
+bars keep generous margins (the machine is shared): the measured values are printed,
+docs/space.md has them."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from benchmarks.classroom import PAGE_EVENTS, Page, Proxy, Refused, abuse, launch_space, run_classroom
+from benchmarks.classroom import PAGE_EVENTS, Page, Proxy, Refused, Siege, abuse, is_loopback, launch_space, run_classroom
 from playground.ui.serving.admission import GENERATIONS_PER_VISITOR
 
 API = "gradio_api"
@@ -29,6 +31,24 @@ def test_the_proxy_appends_the_client_after_what_it_sent_and_closes_after_one_re
     assert b"X-Forwarded-For: 6.6.6.6, 127.0.0.7\r\n" in out and b"Connection: close\r\n" in out
     assert b"keep-alive" not in out and out.count(b"X-Forwarded-For") == 1
     assert b"X-Forwarded-For: 127.0.0.8\r\n" in Proxy.rewrite(b"GET / HTTP/1.1\r\nHost: x", "127.0.0.8")
+
+
+def test_a_class_of_100_and_a_remote_url_are_accepted_and_a_siege_stays_on_loopback():
+    from benchmarks import classroom
+
+    assert classroom.source_of(99) == "127.0.0.101" and classroom.siege_source(15) == "127.0.1.16"
+    assert is_loopback("http://127.0.0.1:7860/") and is_loopback("http://localhost:1/")
+    assert not is_loopback("https://someone-app.hf.space/")
+    with pytest.raises(ValueError, match="loopback"):
+        Siege("https://someone-app.hf.space/", 16)
+    with pytest.raises(ValueError, match="loopback"):
+        run_classroom("https://someone-app.hf.space/", abusive=True)
+    with pytest.raises(SystemExit):
+        classroom.main(["--url", "https://someone-app.hf.space/", "--siege", "4"])
+    with pytest.raises(SystemExit):
+        classroom.main(["--learners", str(classroom.MAX_LEARNERS + 1)])
+    err = Refused("Busy", 10.0)
+    assert err.retry_after == 10.0 and str(err) == "Busy"
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +110,41 @@ def test_forty_learners_beside_a_forging_abuser_are_all_served(space):
     assert report.refusals() == 0 and not report.actions["generate"].failed, report.summary()
     assert len(report.actions["generate"].waits) == 40
     assert report.median("generate") <= 30.0, report.summary()  # the bar: 10 s on a quiet machine
+    _wait_idle(proxy.url)
+
+
+SIEGE_ADDRESSES, SIEGE_S, SIEGE_HEAD_START_S, SIEGE_LEARNERS = 16, 60.0, 10.0, 20
+
+
+@pytest.mark.slow
+def test_a_hostile_groups_siege_leaves_learners_who_obey_retry_after_all_served(space):
+    """16 addresses each keeping its share (4) of 512-token generations in flight for 60 s, sending
+    again at once whatever happens: 64 requests for the 56 places (16 running, 40 waiting). 20
+    learners arriving 10 s in, each obeying Retry-After, are all served before the siege ends:
+    each newcomer takes the place of a besieger's newest waiting request. Before shares shrank,
+    none was served while the siege lasted. The bar is a median of 15 s; running generations are
+    never cut, so a learner may wait for one long generation's end: the bound asserted is the
+    larger of 15 s and 1.25 times the siege's own long generation, both printed."""
+    server, proxy = space
+    _wait_idle(proxy.url)
+    siege = Siege(proxy.url, SIEGE_ADDRESSES, GENERATIONS_PER_VISITOR, SIEGE_S).start()
+    try:
+        time.sleep(SIEGE_HEAD_START_S)
+        report = run_classroom(proxy.url, learners=SIEGE_LEARNERS, tokens=32, actions=("generate",),
+                               patience_s=SIEGE_S - SIEGE_HEAD_START_S - 5)
+    finally:
+        counts = siege.join()
+    report.siege = counts
+    print("\n" + report.summary())
+    generate = report.actions["generate"]
+    assert not generate.refused and not generate.failed, report.summary()
+    assert len(generate.waits) == SIEGE_LEARNERS
+    assert counts["accepted"] >= 56 and counts["gave way"] >= 1, counts  # the places were full, and shares shrank
+    long_s = counts.get("generation s (median)", SIEGE_S)
+    bar = max(15.0, 1.25 * long_s)
+    print(f"median wait {report.median('generate'):.1f} s, p95 {report.p95('generate'):.1f} s; a long generation "
+          f"beside them {long_s:.1f} s; bound {bar:.1f} s")
+    assert report.median("generate") <= bar, report.summary()
     _wait_idle(proxy.url)
 
 

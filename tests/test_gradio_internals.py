@@ -123,3 +123,30 @@ def test_a_short_argument_list_gets_the_handlers_trailing_defaults():
     assert with_trailing_defaults(fn, []) == []  # the prompt has no default: Gradio's message says so
     private = SimpleNamespace(fn=handler, inputs=[object()] * 3, api_visibility="private")
     assert with_trailing_defaults(private, ["a"]) == ["a"]  # the page's events send their whole list
+
+
+def test_a_waiting_event_is_failed_from_gradios_own_queue():
+    """fail_waiting on Gradio's own queue, events and messages (not stand-ins): the event leaves
+    the group's line and the queue's events, its reader gets a failed completion it can read."""
+    import asyncio
+
+    from gradio.queueing import Event
+
+    demo = gradio_internals.probe_app()
+    queue = demo._queue
+    fn = next(iter(demo.fns.values()))
+    queue.create_event_queue_for_fn(fn)
+    events = [Event(f"s{i}", fn, None, None) for i in range(3)]
+    for event in events:
+        queue.event_queue_per_concurrency_id[fn.concurrency_id].queue.append(event)
+        queue.event_ids_to_events[event._id] = event
+        queue.pending_event_ids_session[event.session_hash] = {event._id}
+    queue.pending_messages_per_session["s1"] = messages = asyncio.Queue()
+    victim = events[1]
+    assert gradio_internals.fail_waiting(demo, fn.concurrency_id, victim._id, "Busy: try again.", "Busy", retry_after=10)
+    assert [e._id for e in gradio_internals.waiting_events(demo, fn.concurrency_id)] == [events[0]._id, events[2]._id]
+    assert not gradio_internals.live(demo, victim._id) and not victim.alive
+    assert victim._id in queue.pending_event_ids_session["s1"]  # until its reader takes the message
+    message = messages.get_nowait()
+    assert message.msg == "process_completed" and message.event_id == victim._id and message.success is False
+    assert message.output["error"] == "Busy: try again." and message.output["retry_after"] == 10

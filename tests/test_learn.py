@@ -121,6 +121,52 @@ def test_skewed_start_is_far_above_ln_v(corpus):
     assert skewed.losses[0][1] == pytest.approx(expected, abs=1e-3)
 
 
+def test_the_skewed_starts_early_rise_is_its_batches_not_its_updates(corpus):
+    """What the page says of the skewed curve's climb over its first steps (learn_view.early_rise_words),
+    measured: the curve's points are each step's own batch; the untrained model already scores
+    the climbing steps' batches higher than step 0's (fewer repeated characters, the only ones this
+    model, which predicts the character it reads, gets cheaply); and on one fixed set of text the
+    models after each of the first steps score lower at every step."""
+    s = learn_run.settings(seed=0, init="skewed")
+    model = learn_run.build_model(s, corpus.vocab_size)
+    untrained = learn_run.build_model(s, corpus.vocab_size).eval()
+    tc = learn_run.train_config(s)
+    learner = Learner(model.train(), torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(0.9, tc.beta2)), tc)
+    fixed = [get_batch(corpus.train, 10_000 + i, tc, 64, 0, 1) for i in range(8)]  # far from the steps' own batches
+
+    def nll(m, x, y) -> float:
+        with torch.no_grad():
+            return F.cross_entropy((m(x, head=False).hidden @ m.wte.weight.t()).flatten(0, 1), y.flatten()).item()
+
+    steps = learn_view.EARLY_STEPS + 1
+    curve_, on_fixed, untrained_on_batch, repeats = [], [], [], []
+    for step in range(steps):
+        model.eval()
+        on_fixed.append(float(np.mean([nll(model, x, y) for x, y in fixed])))
+        model.train()
+        x, y = get_batch(corpus.train, step, tc, 64, 0, 1)
+        untrained_on_batch.append(nll(untrained, x, y))
+        repeats.append((x == y).float().mean().item())
+        with torch.no_grad():
+            assert (untrained(x, head=False).hidden @ untrained.wte.weight.t()).argmax(-1).eq(x).float().mean() > 0.99
+        curve_.append(batched_step([learner], corpus.train)[0])
+    state = learn_run.RunState(s, losses=[[i, loss] for i, loss in enumerate(curve_)])
+    rise = learn_view.early_rise(state)
+    assert rise is not None, curve_  # seed 0's curve climbs (the page's example)
+    peak = rise[0]
+    assert untrained_on_batch[peak] > untrained_on_batch[0] and repeats[peak] < repeats[0]
+    assert all(b < a for a, b in zip(on_fixed, on_fixed[1:])), on_fixed
+    assert f"to **{rise[1]:.2f}** at step {peak}" in learn_view.status_markdown(
+        dataclasses.replace(state, refs=learn_refs.references(corpus), status="training"))
+
+
+def test_the_seconds_card_shows_the_first_second_with_a_decimal():
+    state = learn_run.RunState(learn_run.settings(), status="training", step=16, elapsed_s=0.43, losses=[[0, 4.4]])
+    cards = dict((label, value) for value, label in learn_view.stats_cards(state))
+    assert cards["seconds"] == "0.4"
+    assert [learn_run.seconds_text(t) for t in (0.04, 9.94, 9.96, 31.4)] == ["0.0", "9.9", "10", "31"]
+
+
 def test_same_seed_same_losses_bit_for_bit(proper):
     again = run(QUICK)
     assert again.losses == proper.losses  # exact floats
@@ -209,6 +255,59 @@ def test_past_the_limit_a_learner_waits_with_their_place(corpus):
     first.close()
     states = list(second)
     assert states[-1].status == "finished" and states[-1].losses[0][0] == 0 and states[-1].step == 3
+
+
+def test_a_run_past_its_share_ends_only_while_others_wait_the_longest_first():
+    cut = learn_scheduler.runs_to_cut
+    steps, secs = 500, 120.0
+    # at its share (n steps, or n seconds) it ends; one step or a second short, it does not
+    assert cut([(steps - 1, secs - 1)], waiting=1, free=0, fair_steps=steps, fair_s=secs) == []
+    assert cut([(steps, 0.0)], waiting=1, free=0, fair_steps=steps, fair_s=secs) == [0]
+    assert cut([(10, secs)], waiting=1, free=0, fair_steps=steps, fair_s=secs) == [0]
+    # nobody waiting, or a place free for each one waiting: nothing ends
+    assert cut([(4000, 290.0)], waiting=0, free=0, fair_steps=steps, fair_s=secs) == []
+    assert cut([(4000, 290.0)], waiting=2, free=2, fair_steps=steps, fair_s=secs) == []
+    # one per waiting run without a place, the most steps first
+    runs = [(600, 50.0), (4000, 250.0), (100, 10.0), (900, 130.0)]
+    assert cut(runs, waiting=1, free=0, fair_steps=steps, fair_s=secs) == [1]
+    assert cut(runs, waiting=3, free=1, fair_steps=steps, fair_s=secs) == [1, 3]
+    assert cut(runs, waiting=8, free=0, fair_steps=steps, fair_s=secs) == [1, 3, 0]  # never one under its share
+
+
+def test_the_defaults_never_cut_the_pages_run_for_its_steps_and_bound_the_wait():
+    assert learn_scheduler.FAIR_STEPS >= learn_run.DEFAULT_STEPS
+    assert learn_scheduler.FAIR_SECONDS < learn_run.MAX_SECONDS  # a run at the most seconds is cut when others wait
+
+
+def test_a_long_run_ends_at_its_share_when_another_learner_waits(corpus):
+    trainer = Trainer(max_running=1, fair_steps=5, fair_s=300)
+    first = trainer.run(learn_run.settings(60, 6, steps=5000), visitor="a", poll_s=0.05)
+    for state in first:
+        if state.status == "training":
+            break
+    second = trainer.run(learn_run.settings(60, 7, steps=3), visitor="b", poll_s=0.05)
+    waiting = next(second)
+    assert waiting.status == "waiting" and "at most 5 steps" in waiting.message
+    ended = list(first)[-1]
+    assert ended.stop_reason == learn_scheduler.OTHERS_WAITING and 5 <= ended.step < 5000
+    assert ended.status == "finished" and ended.val_loss is not None and ended.model is not None
+    assert "to give others a turn" in ended.message and "one learner was waiting" in ended.message
+    states = list(second)
+    assert states[-1].stop_reason == "steps" and states[-1].step == 3  # alone, it is not cut
+
+
+def test_a_place_freed_by_an_ended_run_counts_before_the_workers_next_turn():
+    """Gradio starts the next learner's handler the moment an ended run's returns, before the
+    worker's next turn moves the line along: that learner is not told the line is full."""
+    trainer = Trainer(max_running=1, max_line=1)
+    ended = learn_scheduler._Run(learn_run.RunState(QUICK), "char", threading.Event(), done=True)
+    in_line = learn_scheduler._Run(learn_run.RunState(QUICK), "char", threading.Event())
+    trainer._running, trainer._line = [ended], [in_line]
+    trainer._worker = threading.current_thread()  # a worker between turns: nothing trains here
+    runs = trainer.run(QUICK, visitor="c", poll_s=0.01)
+    state = next(runs)
+    assert state.status == "waiting" and state.position == 1 and in_line.state.status == "preparing"
+    runs.close()
 
 
 def test_one_run_per_visitor(corpus):

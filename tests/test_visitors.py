@@ -14,7 +14,7 @@ import pytest
 from playground.ui import connections
 from playground.ui.gradio_internals import Arrival
 from playground.ui.serving import admission
-from playground.ui.serving.admission import check_arrival, fair_order
+from playground.ui.serving.admission import Decision, Held, check_arrival, decide, fair_order, give_way
 from playground.ui.serving.visitors import Proxies, parse_proxies, trusted_proxies, visitor_of
 
 SPACE = Proxies(every=True)
@@ -184,6 +184,110 @@ def test_one_backlog_delays_another_visitor_by_at_most_its_turn():
     assert order.index("me") == 1  # behind the abuser's first only
 
 
+# --- shares that shrink as the places fill (max-min) -----------------------------------------------
+
+
+def held(running: int, waiting: int, who: str) -> Held:
+    return Held(running, tuple(f"{who}{i}" for i in range(waiting)))
+
+
+def siege(addresses: int, running: int, waiting: int) -> dict[str, Held]:
+    """``addresses`` visitors each holding ``running`` running and ``waiting`` waiting requests."""
+    return {f"10.6.6.{i}": held(running, waiting, f"s{i}-") for i in range(addresses)}
+
+
+def test_a_newcomer_takes_the_newest_waiting_request_of_the_visitor_holding_the_most():
+    holdings = {"ann": held(1, 1, "ann"), "big": held(2, 3, "big"), "bob": held(0, 2, "bob")}
+    assert give_way(holdings, "me") == ("big", "big2")  # its newest waiting, not its oldest
+    # a visitor holding nothing waiting cannot give way, however much it runs
+    assert give_way({"runner": Held(4, ()), "ann": held(0, 2, "ann")}, "me") == ("ann", "ann1")
+    assert give_way({"runner": Held(4, ())}, "me") is None
+
+
+def test_giving_way_takes_two_more_than_the_newcomer_holds():
+    # n = the newcomer's holding + 2 gives way, n - 1 does not (a swap that only moves the excess)
+    for mine in range(4):
+        n = mine + 2
+        me = {"me": held(mine, 0, "me")} if mine else {}
+        assert give_way({**me, "v": held(0, n, "v")}, "me") == ("v", f"v{n - 1}")
+        assert give_way({**me, "v": held(0, n - 1, "v")}, "me") is None
+    # so a visitor with nothing is admitted before anyone's second request, never before a first
+    assert give_way({"v": held(1, 1, "v")}, "me") == ("v", "v0")
+    assert give_way({"v": held(0, 1, "v")}, "me") is None
+
+
+def test_among_equals_the_visitor_with_more_waiting_gives_way_then_by_name():
+    assert give_way({"a": held(3, 1, "a"), "b": held(2, 2, "b")}, "me") == ("b", "b1")
+    assert give_way({"b": held(2, 2, "b"), "a": held(2, 2, "a")}, "me") == ("a", "a1")
+    assert give_way({"me": held(0, 3, "me")}, "me") is None  # never one's own
+
+
+GROUP_PLACES = {"generate": 16 + 40}
+
+
+def test_a_full_group_admits_by_eviction_and_a_not_full_one_without():
+    caps = {"generate": 40}
+    holdings = siege(14, 0, 4)  # 56 waiting of 40: full
+    holdings = {v: h for v, h in list(holdings.items())[:10]}  # 40 waiting: exactly full
+    decision = decide(arrival(), holdings, 0, SHARES, caps)
+    assert decision.refusal is None and decision.evict == ("10.6.6.0", "s0-3")
+    fewer = {v: (held(0, 3, v) if i == 0 else h) for i, (v, h) in enumerate(holdings.items())}  # 39 waiting
+    assert decide(arrival(), fewer, 0, SHARES, caps) == Decision(None, None)
+
+
+def test_the_old_attack_of_fourteen_addresses_no_longer_keeps_a_learner_out():
+    # 14 addresses, each within its share of 4: 16 running, 40 waiting, every place taken
+    holdings = {f"10.6.6.{i}": held(4 if i < 4 else 0, 0 if i < 4 else 4, f"s{i}-") for i in range(14)}
+    assert sum(h.total for h in holdings.values()) == GROUP_PLACES["generate"]
+    decision = decide(arrival(), holdings, 0, SHARES, {"generate": 40})
+    assert decision.refusal is None and decision.evict is not None
+    # the attacker that gave way, trying again with 3 held, finds nobody holding 5: refused
+    victim, _ = decision.evict
+    again = {**holdings, victim: held(0, 3, "again"), arrival().address: held(0, 1, "me")}
+    message, kind, retry = decide(Arrival(None, "generate", victim), again, 3, SHARES, {"generate": 40}).refusal
+    assert kind == "queue_full" and retry > 0
+
+
+def test_addresses_holding_one_each_fill_the_places_and_a_newcomer_is_busy():
+    holdings = {**siege(16, 1, 0), **{f"10.7.7.{i}": held(0, 1, f"w{i}-") for i in range(40)}}
+    assert sum(h.total for h in holdings.values()) == GROUP_PLACES["generate"]
+    message, kind, retry = decide(arrival(), holdings, 0, SHARES, {"generate": 40}).refusal
+    assert kind == "queue_full" and "try again" in message and retry > 0
+
+
+def test_the_own_cap_stays_an_upper_bound_when_places_are_free_or_full():
+    n = SHARES["generate"]
+    mine = {arrival().address: held(1, n - 1, "me")}
+    message, kind, _ = decide(arrival(), mine, n, SHARES, {"generate": 40}).refusal
+    assert kind == "too_many" and f"at most {n} per visitor" in message
+    full = {**siege(10, 0, 4), arrival().address: held(0, n - 1, "me")}  # 43 waiting: full
+    assert decide(arrival(), full, n - 1, SHARES, {"generate": 40}).evict is None  # 3 held, nobody holds 5
+
+
+def test_a_full_whole_queue_with_the_group_not_full_is_a_refusal():
+    refusal = decide(arrival("forward"), siege(2, 0, 4), 0, SHARES, {"forward": 40}, queued=128, max_queued=128).refusal
+    assert refusal is not None and refusal[1] == "queue_full" and "at most 128" in refusal[0]
+
+
+@pytest.mark.parametrize("group", ["generate", "forward", "learn"])
+def test_each_heavy_group_has_a_share_and_places_that_shrink(group):
+    from playground.ui import common, learn
+
+    assert group in admission.DEFAULT_PER_VISITOR
+    caps = {common.GENERATE: common.MAX_WAITING_GENERATIONS, common.FORWARD: common.MAX_WAITING_FORWARD,
+            learn.LEARN: learn.MAX_WAITING_LEARNERS}
+    cap = caps[group]
+    share = admission.DEFAULT_PER_VISITOR[group]
+    holdings = {f"10.6.6.{i}": held(0, share, f"s{i}-") for i in range(-(-cap // share))}
+    decision = decide(Arrival(None, group, "203.0.113.7"), holdings, 0, admission.DEFAULT_PER_VISITOR, caps)
+    if share >= 2:
+        assert decision.refusal is None and decision.evict is not None
+    message, retry = admission.gave_way_message(group, share)
+    assert message.startswith("Busy") and "try again" in message and retry == admission.RETRY_AFTER_S[group]
+    # the heavy groups' waiting places leave the light tabs room in the whole queue
+    assert sum(caps.values()) < common.QUEUE_MAX_SIZE
+
+
 # --- room for new learners ----------------------------------------------------------------------
 
 
@@ -291,3 +395,27 @@ def test_the_groups_waiting_line_is_put_in_the_order_given():
     assert [e._id for e in group.queue] == ["l1", "a1", "a2", "x"]  # an id not named keeps its place after
     assert [e._id for e in gradio_internals.waiting_events(demo, "generate")] == ["l1", "a1", "a2", "x"]
     gradio_internals.reorder_waiting(demo, "absent", ["x"])  # no such group: nothing to do
+
+
+def test_a_waiting_request_is_failed_from_the_line_with_its_reader_told_when_to_try_again():
+    import asyncio
+    from types import SimpleNamespace
+
+    from gradio.queueing import EventQueue
+
+    from playground.ui import gradio_internals
+
+    group = EventQueue("generate", 16)
+    group.queue = [SimpleNamespace(_id=i, session_hash=f"s-{i}", alive=True) for i in ("a1", "a2", "l1")]
+    messages = asyncio.Queue()
+    queue = SimpleNamespace(event_queue_per_concurrency_id={"generate": group},
+                            event_ids_to_events={e._id: e for e in group.queue}, pending_messages_per_session={"s-a2": messages})
+    demo = SimpleNamespace(_queue=queue)
+    victim = group.queue[1]
+    assert gradio_internals.fail_waiting(demo, "generate", "a2", "Busy: try again in about 10 s.", "Busy", retry_after=10)
+    assert [e._id for e in group.queue] == ["a1", "l1"] and "a2" not in queue.event_ids_to_events and not victim.alive
+    message = messages.get_nowait()
+    assert message.event_id == "a2" and not message.success
+    assert message.output == {"error": "Busy: try again in about 10 s.", "title": "Busy", "visible": True, "retry_after": 10}
+    assert not gradio_internals.fail_waiting(demo, "generate", "a2", "x", "Busy")  # no longer waits
+    assert not gradio_internals.fail_waiting(demo, "absent", "a1", "x", "Busy")

@@ -21,7 +21,7 @@ from ..validation import InputError
 from ..plots import PALETTE
 from .widgets import error_html
 
-__all__ = ["LIGHT", "FORWARD", "GENERATE", "EXPENSIVE", "EXPENSIVE_CONCURRENCY", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "on_tab_open", "THEME", "CSS", "JS"]
+__all__ = ["LIGHT", "FORWARD", "GENERATE", "EXPENSIVE", "EXPENSIVE_CONCURRENCY", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "MAX_WAITING_FORWARD", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "on_tab_open", "THEME", "CSS", "JS"]
 
 log = logging.getLogger("playground")
 
@@ -43,11 +43,16 @@ EXPENSIVE_CONCURRENCY = 1
 GENERATION_CONCURRENCY = limits.MAX_BATCH_ROWS
 FORWARD_CONCURRENCY = 2
 LIGHT_CONCURRENCY = 8
-QUEUE_MAX_SIZE = 96  # requests waiting past this are refused at once with "queue is full"
 # Generations waiting for a slot past this are refused at once the same way, so that a flood of
 # generations can never fill the queue the light tabs share (serving/admission.py). A class of 40,
 # each asking at once, fits: 16 running, 24 waiting, and room for a few of one visitor's more.
 MAX_WAITING_GENERATIONS = 40
+# Heavy passes likewise: a class of 40 clicking Attention together (2 run, 38 wait) fits.
+MAX_WAITING_FORWARD = 40
+# Requests waiting past this are refused at once with "queue is full". Above the heavy groups'
+# caps together (40 + 40 + ui/learn.py's 16 waiting runs), so that a full house of slow work
+# still leaves the light tabs places.
+QUEUE_MAX_SIZE = 128
 MAX_UPLOAD_BYTES = 0  # no tab takes a file: Gradio's upload route refuses any content (413)
 
 

@@ -17,9 +17,13 @@ ones took a launched app offline: every request timed out, and the log grew by 3
 - room for new visitors: as the total fills, a connection waiting for a request is closed sooner
   (:func:`idle_timeout_s`: from :data:`HEADER_TIMEOUT_S` at half full down to
   :data:`MIN_IDLE_TIMEOUT_S` when full), and at the total cap a new connection closes the one
-  that has been idle longest instead of being turned away (:func:`decide`); only when none is
-  idle is it refused. Many addresses each holding idle connections under their cap then cannot
-  lock the rest out;
+  that has been idle longest instead of being turned away (:func:`decide`); when none is idle
+  (streams held open, bodies sent a byte at a time), the oldest connection of the visitor
+  holding the most gives way (:func:`busiest_oldest`); only when no visitor holds two is the
+  newcomer refused. Many addresses each holding connections under their cap then cannot lock
+  the rest out. A connection's visitor is its address, or on a trusted proxy's connection the
+  visitor of its latest request (``visitor`` of :func:`install`: ``visitors.visitor_of``), so
+  one visitor behind the proxy holding hundreds is the one that gives way;
 - what a response still has to write on each connection can be read (:func:`write_backlog`:
   a result stream that is slowly going out is not one whose reader stopped);
 - log lines are rate-limited: past :data:`LOG_BURST` lines of one kind in a minute the rest
@@ -44,7 +48,7 @@ import logging
 import os
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .gradio_internals import server_of
@@ -83,44 +87,95 @@ def idle_timeout_s(total: int, limit: int) -> float:
     return HEADER_TIMEOUT_S - share * (HEADER_TIMEOUT_S - MIN_IDLE_TIMEOUT_S)
 
 
-def decide(total: int, from_address: int, limit: int, per_address: int | None, any_idle: bool) -> str:
+def decide(total: int, from_address: int, limit: int, per_address: int | None, any_idle: bool, busiest: int = 0) -> str:
     """What a new connection meets: "admit", "evict" (admit it and close the idlest connection:
-    the total is full) or "refuse" (its address has ``per_address`` open already, None meaning no
-    such cap; or the total is full and no connection is idle)."""
+    the total is full), "make_room" (admit it and close the oldest connection of the visitor
+    holding the most, ``busiest`` of them: the total is full and none is idle) or "refuse" (its
+    address has ``per_address`` open already, None meaning no such cap; or the total is full,
+    none is idle and no visitor holds more than one)."""
     if per_address is not None and from_address >= per_address:
         return "refuse"
     if total < limit:
         return "admit"
-    return "evict" if any_idle else "refuse"
+    if any_idle:
+        return "evict"
+    return "make_room" if busiest >= 2 else "refuse"
+
+
+def busiest_oldest(opened: Iterable[tuple[Any, str | None]], counts: Mapping[str, int]) -> tuple[Any, int]:
+    """Given the open connections ``(connection, visitor)`` oldest first (visitor None: not known
+    yet) and how many each visitor holds: the oldest connection of the visitor holding the most
+    (the earliest opened among visitors holding as many) and that many; ``(None, 0)`` when no
+    visitor is known."""
+    if not counts:
+        return None, 0
+    most = max(counts.values())
+    return next(((c, most) for c, v in opened if v is not None and counts.get(v) == most), (None, 0))
 
 
 class _Counts:
-    """Open connections, in all and per client address, and those waiting for a request, idlest first."""
+    """Open connections, in all, per client address and per visitor (oldest first), and those
+    waiting for a request, idlest first."""
 
     def __init__(self) -> None:
         self.total = 0
         self.per_address: Counter[str] = Counter()
         self.refused = 0
         self.evicted = 0
+        self.made_room = 0
         self.idle: OrderedDict[Any, float] = OrderedDict()  # connection -> since when it waits (monotonic)
+        self.opened: OrderedDict[Any, str | None] = OrderedDict()  # connection -> its visitor (None: not known yet)
+        self.per_visitor: Counter[str] = Counter()
         self.is_proxy: Callable[[str], bool] = lambda address: False  # set by install()
+        self.visitor_of: Callable[[Any], str] | None = None  # a request's ASGI scope -> its visitor; set by install()
 
     def decide(self, address: str) -> str:
         cap = None if self.is_proxy(address) else MAX_CONNECTIONS_PER_ADDRESS
-        verdict = decide(self.total, self.per_address[address], MAX_CONNECTIONS, cap, bool(self.idle))
+        full = self.total >= MAX_CONNECTIONS and not self.idle
+        verdict = decide(self.total, self.per_address[address], MAX_CONNECTIONS, cap, bool(self.idle),
+                         self.busiest()[1] if full else 0)
         if verdict == "refuse":
             self.refused += 1
         return verdict
 
-    def enter(self, address: str) -> None:
+    def busiest(self) -> tuple[Any, int]:
+        """The oldest connection of the visitor holding the most, and how many it holds."""
+        return busiest_oldest(self.opened.items(), self.per_visitor)
+
+    def enter(self, address: str, connection: Any = None) -> None:
         self.total += 1
         self.per_address[address] += 1
+        if connection is not None:  # a proxy's connection is nobody's until its first request
+            self.belongs(connection, None if self.is_proxy(address) else address)
 
-    def leave(self, address: str) -> None:
+    def belongs(self, connection: Any, visitor: str | None) -> None:
+        """``connection`` is ``visitor``'s now (a proxy's connection carries each visitor's requests in turn)."""
+        old = self.opened.get(connection)
+        if old == visitor and connection in self.opened:
+            return
+        self._uncount(old)
+        self.opened[connection] = visitor
+        if visitor is not None:
+            self.per_visitor[visitor] += 1
+
+    def disown(self, connection: Any) -> None:
+        """``connection`` is closing: no longer anyone's, nor a candidate to close."""
+        if connection in self.opened:
+            self._uncount(self.opened.pop(connection))
+
+    def _uncount(self, visitor: str | None) -> None:
+        if visitor is not None:
+            self.per_visitor[visitor] -= 1
+            if self.per_visitor[visitor] <= 0:
+                del self.per_visitor[visitor]
+
+    def leave(self, address: str, connection: Any = None) -> None:
         self.total -= 1
         self.per_address[address] -= 1
         if self.per_address[address] <= 0:
             del self.per_address[address]
+        if connection is not None:
+            self.disown(connection)
 
     def waits(self, connection: Any) -> None:
         self.idle.pop(connection, None)
@@ -184,7 +239,12 @@ def _guarded(base: type) -> type:
             if verdict == "evict" and (idlest := COUNTS.idlest()) is not None:
                 COUNTS.evicted += 1
                 idlest._close_idle()
-            COUNTS.enter(address)
+            elif verdict == "make_room" and (busiest := COUNTS.busiest()[0]) is not None:
+                COUNTS.made_room += 1
+                log.warning("closed a connection of %s, which holds the most (%d), for a new one from %s: %d open in all",
+                            COUNTS.opened.get(busiest), COUNTS.per_visitor[COUNTS.opened.get(busiest)], address, COUNTS.total)
+                busiest._close_busy()
+            COUNTS.enter(address, self)
             self._address = address
             super().connection_made(transport)
             if self.client:
@@ -194,7 +254,7 @@ def _guarded(base: type) -> type:
         def connection_lost(self, exc: Exception | None) -> None:
             if self._address is None:
                 return  # refused: uvicorn never knew of it
-            COUNTS.leave(self._address)
+            COUNTS.leave(self._address, self)
             COUNTS.busy(self)
             self._address = None
             if self.client:
@@ -208,6 +268,9 @@ def _guarded(base: type) -> type:
                 self._timed_scope = self.scope
                 self._disarm_header_timer()
                 COUNTS.busy(self)
+                if COUNTS.visitor_of is not None and self._address is not None and COUNTS.is_proxy(self._address) \
+                        and self in COUNTS.opened:
+                    COUNTS.belongs(self, COUNTS.visitor_of(self.scope))
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -224,6 +287,10 @@ def _guarded(base: type) -> type:
             self._disarm_header_timer()
             if not self.transport.is_closing():
                 self.transport.abort()
+
+        def _close_busy(self) -> None:
+            COUNTS.disown(self)  # once: it is no longer a candidate (counted in all until it is lost)
+            self._close_idle()  # its request, if any, sees its client gone
 
         def _disarm_header_timer(self) -> None:
             if self._header_timer is not None:
@@ -316,13 +383,16 @@ def rate_limit_logs(burst: int = LOG_BURST) -> RateLimitedLog:
     return limiter
 
 
-def install(server: Any, is_proxy: Callable[[str], bool] | None = None) -> bool:
+def install(server: Any, is_proxy: Callable[[str], bool] | None = None, visitor: Callable[[Any], str] | None = None) -> bool:
     """Serve new connections of ``server`` (Gradio's uvicorn server, ``demo.server``) with the
-    guarded protocol; ``is_proxy``: whether an address is a trusted proxy's (no per-address cap).
-    False, said on the console, when uvicorn is not the version this was tested with or its
+    guarded protocol; ``is_proxy``: whether an address is a trusted proxy's (no per-address cap);
+    ``visitor``: who sent a request, given its ASGI scope (what a proxy's connection is counted
+    as). False, said on the console, when uvicorn is not the version this was tested with or its
     protocol is not the one extended."""
     if is_proxy is not None:
         COUNTS.is_proxy = is_proxy
+    if visitor is not None:
+        COUNTS.visitor_of = visitor
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -343,7 +413,8 @@ def install(server: Any, is_proxy: Callable[[str], bool] | None = None) -> bool:
     return True
 
 
-async def install_when_started(demo: Any, timeout_s: float = 30.0, is_proxy: Callable[[str], bool] | None = None) -> bool:
+async def install_when_started(demo: Any, timeout_s: float = 30.0, is_proxy: Callable[[str], bool] | None = None,
+                               visitor: Callable[[Any], str] | None = None) -> bool:
     """:func:`install` as soon as ``demo.launch`` has made its server (run from the app's
     lifespan, which starts before Gradio keeps the server in ``demo.server``)."""
     t0 = time.monotonic()
@@ -352,4 +423,4 @@ async def install_when_started(demo: Any, timeout_s: float = 30.0, is_proxy: Cal
             log.warning("connection limits are off: the server did not start within %g s", timeout_s)
             return False
         await asyncio.sleep(0.01)
-    return install(server_of(demo), is_proxy)
+    return install(server_of(demo), is_proxy, visitor)

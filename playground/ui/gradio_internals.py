@@ -8,9 +8,13 @@ What is reached, and why:
   config and keeps the last value each input and output took, only to serve deep links (~0.1 s
   of CPU and ~290 KB a session, plus the values: a refused 5 MB text, a 1024 x 1024 table).
   :class:`LeanSessionState` keeps what the app uses (``gr.State`` values, components an event
-  updated), installed by :func:`use_lean_sessions`;
+  updated), installed by :func:`use_lean_sessions`, which also decides which sessions make room
+  for a new one (per visitor, not Gradio's one least-recently-used line);
+- the request a handler is running for (:func:`current_request`: Gradio's request context), and
+  whether a session is one Gradio knows (:func:`session_known`);
 - the queue: who gets in (:func:`gate_pushes`: session ids, requests per client address,
-  requests waiting per concurrency group), which results nobody has read
+  requests waiting per concurrency group), a waiting request failed to make room for another
+  (:func:`fail_waiting`: Gradio removes waiting events only for a client that left), which results nobody has read
   (:func:`unread_results`, :func:`drop_results`), which events may be stopped and stopping them
   with a message (:func:`stoppable_jobs`, :func:`stop_job`);
 - errors inside Gradio's own processing of a request (a missing argument, ``null`` for a slider),
@@ -38,20 +42,22 @@ import inspect
 import logging
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from copy import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import gradio as gr
+from gradio.context import LocalContext
 from gradio.queueing import Event, EventQueue, Queue
 from gradio.server_messages import ProcessCompletedMessage
 from gradio.state_holder import SessionState, StateHolder
 
 __all__ = [
     "TESTED_GRADIO", "API", "FILE_ROUTES", "QUEUE_DATA", "HEARTBEAT", "UPLOAD", "DEEP_LINK", "CALL_GET",
-    "LeanSessionState", "LeanStateHolder", "use_lean_sessions",
-    "Arrival", "Refusal", "gate_pushes", "queue_load", "waiting_events", "reorder_waiting", "queue_of", "live", "waiting", "event_known", "session_of_event", "holds_session",
+    "LeanSessionState", "LeanStateHolder", "use_lean_sessions", "current_request", "session_known",
+    "Arrival", "Refusal", "gate_pushes", "queue_load", "waiting_events", "reorder_waiting", "fail_waiting", "queue_of", "live", "waiting", "event_known", "session_of_event", "holds_session",
     "unread_results", "drop_results", "forget_read_sessions", "Job", "stoppable_jobs", "stop_job",
     "event_name", "with_trailing_defaults", "on_processing_error", "server_of", "gradio_folders", "probe_app", "moved", "check",
 ]
@@ -110,22 +116,77 @@ class LeanSessionState(SessionState):
 
 
 class LeanStateHolder(StateHolder):
-    """Gradio's store of sessions (at most ``launch(state_session_capacity=...)``, least
-    recently used dropped first), of :class:`LeanSessionState` sessions."""
+    """Gradio's store of sessions (at most ``launch(state_session_capacity=...)``), of
+    :class:`LeanSessionState` sessions. Which ones make room for a new one: with ``shares`` (a
+    ``serving.sessions.VisitorShares``: ``add(key, owner)`` returns the keys to drop) and
+    ``owner_of`` (session id -> its visitor), whichever ``shares`` says; without, Gradio's own
+    (the least recently used). A session dropped has its ``gr.State`` values' delete callbacks
+    called, as Gradio calls them when it deletes a closed session's state, so that what it kept
+    elsewhere (a result store's entry) goes with it."""
+
+    shares: Any = None
+    owner_of: Callable[[str], str] = staticmethod(lambda session_id: "?")
 
     def __getitem__(self, session_id: str) -> SessionState:
         if session_id not in self.session_data:
             self.session_data[session_id] = LeanSessionState(self.blocks)
         return super().__getitem__(session_id)
 
+    def update(self, session_id: str) -> None:
+        if self.shares is None:
+            super().update(session_id)
+            return
+        dropped = []
+        with self.lock:
+            if session_id not in self.session_data:
+                return
+            self.session_data.move_to_end(session_id)
+            if session_id in self.shares:
+                self.shares.touch(session_id)
+            else:
+                for victim in self.shares.add(session_id, self.owner_of(session_id)):
+                    state = self.session_data.pop(victim, None)
+                    self.time_last_used.pop(victim, None)
+                    if state is not None:
+                        dropped.append(state)
+        for state in dropped:
+            _forget(state)
 
-def use_lean_sessions(app: Any) -> LeanStateHolder:
-    """Give the launched app (``demo.app``) a :class:`LeanStateHolder`; call at start-up (the
-    app's lifespan), before the first request."""
+
+def _forget(state: SessionState) -> None:
+    """Call the delete callbacks of a dropped session's ``gr.State`` values."""
+    try:
+        for component, value, _ in list(state.state_components):
+            component.delete_callback(value)
+    except Exception:  # noqa: BLE001 -- a callback's failure must not fail the request that made room
+        log.exception("forgetting a dropped session's state failed")
+
+
+def use_lean_sessions(app: Any, shares: Any = None, owner_of: Callable[[str], str] | None = None) -> LeanStateHolder:
+    """Give the launched app (``demo.app``) a :class:`LeanStateHolder` (with ``shares`` and
+    ``owner_of``: see there); call at start-up (the app's lifespan), before the first request."""
     holder = LeanStateHolder()
     holder.set_blocks(app.get_blocks())
+    holder.shares = shares
+    if owner_of is not None:
+        holder.owner_of = owner_of
     app.state_holder = holder
     return holder
+
+
+def current_request() -> Any:
+    """The ``gr.Request`` of the event whose handler runs on this thread (Gradio sets it before
+    each call, and before each step of a generator), or None outside one."""
+    return LocalContext.request.get(None)
+
+
+def session_known(demo: gr.Blocks, session: str) -> bool:
+    """Whether Gradio knows session ``session``: it joined the queue (its events wait, run, or
+    their results wait), or it has state (an event of it ran)."""
+    queue = demo._queue
+    holder = getattr(getattr(demo, "app", None), "state_holder", None)
+    return (session in queue.pending_messages_per_session or session in queue.pending_event_ids_session
+            or (holder is not None and session in holder.session_data))
 
 
 # --- the queue: who gets in ---------------------------------------------------------------------
@@ -206,6 +267,31 @@ def reorder_waiting(demo: gr.Blocks, concurrency_id: str, order: list[str]) -> N
         return
     rank = {event_id: i for i, event_id in enumerate(order)}
     group.queue.sort(key=lambda event: rank.get(event._id, len(rank)))
+
+
+def fail_waiting(demo: gr.Blocks, concurrency_id: str, event_id: str, error: str, title: str,
+                 retry_after: float | None = None) -> bool:
+    """Take event ``event_id`` out of the group's waiting line before it runs, its reader told
+    ``error`` (the page shows it as a toast, ``/call``'s stream sends it as its ``error`` event,
+    with ``retry_after`` in seconds beside it); False when it no longer waits. No await:
+    Gradio's loop, which takes events from the same list, never sees it half done, and the
+    caller's decision still holds. Its session keeps the event id as pending until the reader
+    takes the message, as for a finished event."""
+    queue = demo._queue
+    group = queue.event_queue_per_concurrency_id.get(concurrency_id)
+    event = None if group is None else next((e for e in group.queue if e._id == event_id), None)
+    if event is None:
+        return False
+    group.queue.remove(event)
+    queue.event_ids_to_events.pop(event_id, None)
+    event.alive = False
+    output: dict[str, Any] = {"error": error, "title": title, "visible": True}
+    if retry_after is not None:
+        output["retry_after"] = retry_after
+    messages = queue.pending_messages_per_session.get(event.session_hash)
+    if messages is not None:
+        messages.put_nowait(ProcessCompletedMessage(event_id=event_id, output=output, success=False))
+    return True
 
 
 def queue_of(demo: gr.Blocks) -> Queue:
@@ -387,6 +473,7 @@ SIGNATURES: dict[str, str] = {
     "gradio.state_holder.StateHolder.__init__": "(self)",
     "gradio.state_holder.StateHolder.__getitem__": "(self, session_id: 'str') -> 'SessionState'",
     "gradio.state_holder.StateHolder.set_blocks": "(self, blocks: 'Blocks')",
+    "gradio.state_holder.StateHolder.update": "(self, session_id: 'str')",
     "gradio.queueing.Queue.push": (
         "(self, body: 'PredictBodyInternal', request: 'fastapi.Request', username: 'str | None') -> "
         "\"tuple[bool, str | list[dict[str, Any]], Literal['success', 'error', 'queue_full', 'validator_error']]\""
@@ -410,6 +497,7 @@ QUEUE_ATTRIBUTES = ("pending_messages_per_session", "pending_event_ids_session",
 EVENT_ATTRIBUTES = ("_id", "session_hash", "enqueue_time", "alive", "fn")
 FN_ATTRIBUTES = ("concurrency_id", "types_generator", "api_name", "api_visibility", "name", "_id")
 MESSAGE_FIELDS = ("event_id", "output", "success")
+HOLDER_ATTRIBUTES = ("session_data", "time_last_used", "lock", "capacity")
 
 
 def _resolve(dotted: str) -> Any:
@@ -471,6 +559,12 @@ def moved(demo: gr.Blocks | None = None) -> list[str]:
             found.append("gradio.queueing.EventQueue.queue: missing")
     except Exception as err:  # noqa: BLE001
         found.append(f"gradio.queueing.Event(...): {type(err).__name__}: {err}")
+    holder = StateHolder()
+    found += [f"gradio.state_holder.StateHolder.{name}: missing" for name in HOLDER_ATTRIBUTES if not hasattr(holder, name)]
+    if not hasattr(SessionState, "state_components"):
+        found.append("gradio.state_holder.SessionState.state_components: missing")
+    if not isinstance(getattr(LocalContext, "request", None), ContextVar):
+        found.append("gradio.context.LocalContext.request: missing (a handler's request is read through it)")
     fields = set(getattr(ProcessCompletedMessage, "model_fields", {}))
     found += [f"gradio.server_messages.ProcessCompletedMessage.{name}: missing" for name in MESSAGE_FIELDS if name not in fields]
     if not hasattr(asyncio.Queue(), "_queue"):

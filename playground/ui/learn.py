@@ -151,7 +151,8 @@ def api_learn(seconds: int, seed: int, init: str, steps: int = DEFAULT_STEPS, re
     character), `step`, `steps`, `tokens`, `tokens_per_s`, `losses` ([step, loss] for every step,
     the first at step 0 before any update), `samples` ([step, text] every 50 steps and the last),
     and, at the end, `val_loss` (on `val_windows` windows, `val_tokens` characters, of the held-out
-    plays) and `stop_reason` (steps, time budget, stopped, diverged). `init`: "proper" or "skewed"
+    plays) and `stop_reason` (steps, time budget, stopped, diverged, or others waiting: ended at its fair
+    share to give the learners in line a turn, said in `message`). `init`: "proper" or "skewed"
     (the token embedding, tied to the output head, x10: confidently wrong logits); `seed` 0-2147483647; the other settings at their defaults (learning rate
     "good", size "tiny", learned positions). Many runs train at once; one run per visitor."""
     s = settings(seconds, seed, init, steps=steps)

@@ -3,19 +3,26 @@ kind of client): memory bounded, request bodies capped, malformed requests answe
 message, and nothing served or exposed that the app does not use. One module a concern:
 
 - :mod:`.sessions`: a session keeps its results in bounded stores and nothing else, at most
-  1,000 sessions; a session id is a short token;
+  1,000 sessions; a session id is a short token; sessions and results are shared out per visitor
+  (one visitor's new ones push out its own oldest, never another learner's);
+- :mod:`.streams`: streams held open (heartbeats, result streams) only for sessions that joined,
+  counted per session, per visitor and in all; at a cap the hoarder's oldest gives way;
 - :mod:`.unread`: a finished result nobody has read is dropped after 30 s, or sooner while such
   results pile up; freed memory is handed back to the system;
 - :mod:`.orphaned`: work nobody reads (a result stream never opened, or no longer read) is stopped;
 - :mod:`.visitors`: who a visitor is (the socket's address; behind a trusted proxy, the address
   it appended to ``X-Forwarded-For``): :func:`visitor_of`, used by every per-visitor limit;
 - :mod:`.admission`: who gets a place in the queue (session ids, requests per visitor, a few
-  generations and heavy passes per visitor, requests waiting per concurrency group) and the
-  order the waiting ones are served in (visitors in turn);
+  generations, heavy passes and training runs per visitor, requests waiting per concurrency
+  group, a full group's places shared max-min: the visitor holding the most gives up its newest
+  waiting request to a newcomer) and the order the waiting ones are served in (visitors in turn);
 - :mod:`.errors`: errors inside Gradio's own processing answered with its message, logged in a line;
 - :mod:`.middleware`: request bodies capped before they are read; the routes Gradio opens
   whatever the app uses guarded (URLs as files, uploads, deep links, unknown events and sessions);
-- :mod:`.page_cache`: the page and ``/config`` built once, kept compressed, revalidated by ``ETag``.
+- :mod:`.page_cache`: the page and ``/config`` built once, kept compressed, revalidated by ``ETag``;
+- :mod:`.browser_files`: the files a page needs to run the model itself (the engine,
+  onnxruntime-web, the 8-bit model) from a fixed list, cached by content hash, the model's
+  downloads bounded per visitor.
 
 Where Gradio has a public way, it is used (the ``launch`` arguments of :func:`launch_options`,
 the environment of :func:`before_queue`); what it has not goes through
@@ -43,15 +50,17 @@ from ... import limits
 from .. import connections, gradio_internals
 from ..compression import gzip_middleware
 from .admission import admit
+from .browser_files import BrowserFiles, BrowserFileServer
 from .errors import explain_errors
 from .middleware import BodySizeLimit, RouteGuard
 from .orphaned import READER_GRACE_S, ResultReaders, TrackReaders, stop_unread_work
 from .page_cache import PageCache
-from .sessions import MAX_SESSIONS
+from .sessions import MAX_SESSIONS, SESSIONS_PER_VISITOR, VisitorContext, VisitorShares
+from .streams import JoinWatch, OpenStreams, StreamLimits
 from .unread import TRIM_EVERY_S, drop_unread_results, limit_malloc_arenas, malloc_trim
 from .visitors import distrust_forwarded_headers, is_trusted_proxy, visitor_of
 
-__all__ = ["SWEEP_EVERY_S", "before_queue", "harden", "launch_options", "visitor_of"]
+__all__ = ["SWEEP_EVERY_S", "BrowserFiles", "before_queue", "harden", "launch_options", "visitor_of"]
 
 log = logging.getLogger("playground")
 
@@ -112,21 +121,24 @@ async def _sweep(demo: gr.Blocks, readers: ResultReaders | None = None) -> None:
             log.exception("sweeping unread results failed")
 
 
-def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None) -> dict[str, Any]:
+def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None, browser: BrowserFiles | None = None) -> dict[str, Any]:
     """The ``demo.launch`` arguments that bound memory and requests (see the module's doc);
     ``readers``: where the result streams open are counted (a new :class:`ResultReaders` by
-    default). Which files are served is ``gr.set_static_paths`` (playground/ui/startup.py)."""
+    default); ``browser``: the files "Run on: this browser" needs (none served when None). Which
+    other files are served is ``gr.set_static_paths`` (playground/ui/startup.py)."""
     from starlette.middleware import Middleware
 
     readers = readers if readers is not None else ResultReaders()
+    joins = JoinWatch(demo)  # a gate on the queue: whose each session is, and which have joined
 
     @asynccontextmanager
     async def lifespan(app: Any):
-        gradio_internals.use_lean_sessions(app)
+        gradio_internals.use_lean_sessions(app, VisitorShares(MAX_SESSIONS, SESSIONS_PER_VISITOR), joins.owner_of)
         connections.rate_limit_logs()
         connections.quiet_abandoned_streams()  # Gradio's result streams closed after their reader left
         tasks = [
-            asyncio.create_task(connections.install_when_started(demo, is_proxy=is_trusted_proxy)),  # header timeout, connection caps
+            # header timeout, connection caps
+            asyncio.create_task(connections.install_when_started(demo, is_proxy=is_trusted_proxy, visitor=visitor_of)),
             asyncio.create_task(_sweep(demo, readers)),
         ]
         try:
@@ -139,9 +151,13 @@ def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None) -> dic
         app_kwargs={
             "middleware": [
                 Middleware(BodySizeLimit, max_bytes=limits.MAX_REQUEST_BYTES),
+                # Outside the compression: it sends its own, compressed once (browser_files.py).
+                *([Middleware(BrowserFileServer, files=browser)] if browser is not None else []),
                 Middleware(PageCache),  # outside the compression: keeps what went out (page_cache.py)
                 gzip_middleware(),  # the page and JSON, gzipped (compression.py)
+                Middleware(VisitorContext),  # whose request it is, for the session Gradio makes for it (sessions.py)
                 Middleware(RouteGuard, demo=demo),
+                Middleware(StreamLimits, demo=demo, streams=OpenStreams(), joins=joins),  # after RouteGuard: refused ones count for nothing
                 Middleware(TrackReaders, demo=demo, readers=readers),  # after RouteGuard: refused GETs read nothing
             ],
             "lifespan": lifespan,

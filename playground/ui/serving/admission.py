@@ -6,13 +6,21 @@ socket's address, or behind a trusted proxy the address it appended):
   had kept 773 MB);
 - at most :data:`MAX_EVENTS_PER_ADDRESS` requests waiting or running from one visitor, in all;
 - at most ``per_visitor[group]`` of one concurrency group's (a few generations, a few heavy
-  passes): past these the answer is HTTP 429 with ``Retry-After`` and a message saying which cap
-  (the page shows it as an error; gradio_client raises it);
+  passes, two training runs): past these the answer is HTTP 429 with ``Retry-After`` and a
+  message saying which cap (the page shows it as an error; gradio_client raises it);
 - at most ``max_waiting[group]`` requests waiting for a slot in a concurrency group (the
-  generations, the training runs): Gradio caps only the whole queue, so a burst of generations
-  would fill it and turn the light tabs away too. Past it: HTTP 503 "Busy" with ``Retry-After``
-  (the page says "This application is currently busy. Please try again.", gradio_client raises
-  ``QueueError``);
+  generations, the heavy passes, the training runs): Gradio caps only the whole queue, so a burst
+  of generations would fill it and turn the light tabs away too;
+- when a group's waiting places are full, shares shrink to make room (max-min fairness,
+  :func:`give_way`): the visitor holding the most of the group (running and waiting) gives up its
+  newest *waiting* request to the newcomer, provided it holds at least two more than the
+  newcomer. So a visitor with nothing there is admitted before anyone's second request, and a
+  group of addresses each within its own cap can no longer fill the places for good: it takes
+  one address per place (``concurrency + max_waiting``), each holding one. The request that gave
+  way is failed from the queue with a "Busy" message and a time to try again
+  (``gradio_internals.fail_waiting``); where nobody holds more, the newcomer gets HTTP 503 "Busy"
+  with ``Retry-After`` (the page says "This application is currently busy. Please try again.",
+  gradio_client raises ``QueueError``);
 - a group's waiting requests are served visitors in turn (:func:`fair_order`), not first come
   first served: a visitor's n-th request waits behind every other visitor's requests up to their
   n-th, so one visitor's backlog delays another by at most its turn.
@@ -26,7 +34,8 @@ import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import gradio as gr
 
@@ -36,7 +45,8 @@ from .sessions import session_problem
 from .visitors import visitor_of
 
 __all__ = ["MAX_EVENTS_PER_ADDRESS_ENV", "MAX_EVENTS_PER_ADDRESS", "RETRY_AFTER_S", "VisitorEvents", "admit",
-           "check_arrival", "fair_order", "DEFAULT_PER_VISITOR", "GENERATIONS_PER_VISITOR", "HEAVY_PER_VISITOR"]
+           "check_arrival", "fair_order", "Held", "Decision", "give_way", "decide", "gave_way_message",
+           "DEFAULT_PER_VISITOR", "GENERATIONS_PER_VISITOR", "HEAVY_PER_VISITOR", "RUNS_PER_VISITOR"]
 
 log = logging.getLogger("playground")
 
@@ -68,7 +78,11 @@ GROUP_WORDS = {"generate": "generations", "forward": "heavy passes (Embeddings, 
 # hundreds. PLAYGROUND_GENERATIONS_PER_VISITOR / PLAYGROUND_HEAVY_PER_VISITOR change them.
 GENERATIONS_PER_VISITOR = _env_count("PLAYGROUND_GENERATIONS_PER_VISITOR", 4)
 HEAVY_PER_VISITOR = _env_count("PLAYGROUND_HEAVY_PER_VISITOR", 4)
-DEFAULT_PER_VISITOR = {"generate": GENERATIONS_PER_VISITOR, "forward": HEAVY_PER_VISITOR}
+# The trainer takes one run per visitor; two places let Stop then Start through while the stopped
+# run's event is still letting go, and keep one visitor from filling the line with runs the
+# trainer would refuse anyway (PLAYGROUND_RUNS_PER_VISITOR).
+RUNS_PER_VISITOR = _env_count("PLAYGROUND_RUNS_PER_VISITOR", 2)
+DEFAULT_PER_VISITOR = {"generate": GENERATIONS_PER_VISITOR, "forward": HEAVY_PER_VISITOR, "learn": RUNS_PER_VISITOR}
 
 
 def fair_order(waiting: Sequence[tuple[str, str]], running: Mapping[str, int]) -> list[str]:
@@ -81,6 +95,72 @@ def fair_order(waiting: Sequence[tuple[str, str]], running: Mapping[str, int]) -
         ranked.append((running.get(visitor, 0) + seen[visitor], index, event_id))
         seen[visitor] += 1
     return [event_id for _, _, event_id in sorted(ranked)]
+
+
+@dataclass(frozen=True)
+class Held:
+    """What one visitor holds of one concurrency group: how many run, and the ids of those
+    waiting, oldest first."""
+
+    running: int = 0
+    waiting: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return self.running + len(self.waiting)
+
+
+def give_way(holdings: Mapping[str, Held], newcomer: str) -> tuple[str, str] | None:
+    """When a group's waiting places are full: ``(visitor, event id)`` of the waiting request that
+    gives its place to ``newcomer``'s, or None when none should. The visitor holding the most
+    gives up its newest waiting request, and only when it holds at least two more than the
+    newcomer: with one more, the swap would only move the excess from one to the other (and the
+    two would evict each other in turn). Among equals, the one with more waiting; then by name,
+    so that the choice never depends on a dict's order."""
+    mine = holdings.get(newcomer, Held()).total
+    candidates = [(h.total, len(h.waiting), visitor) for visitor, h in holdings.items() if h.waiting and visitor != newcomer]
+    if not candidates:
+        return None
+    total, _, visitor = min(candidates, key=lambda c: (-c[0], -c[1], c[2]))
+    if total < mine + 2:
+        return None
+    return visitor, holdings[visitor].waiting[-1]
+
+
+class Decision(NamedTuple):
+    """What :func:`decide` answers: the refusal (None: admitted) and, when the newcomer takes a
+    waiting request's place, ``(visitor, event id)`` of the request that gives way."""
+
+    refusal: Refusal = None
+    evict: tuple[str, str] | None = None
+
+
+def decide(arrival: Arrival, holdings: Mapping[str, Held], pending: int, per_visitor: Mapping[str, int],
+           max_waiting: Mapping[str, int], max_events: int = MAX_EVENTS_PER_ADDRESS, queued: int = 0,
+           max_queued: int | None = None) -> Decision:
+    """Whether a request gets a place, given what every visitor holds of its group
+    (``holdings``: visitor -> :class:`Held`; empty for a group without caps) and what its own
+    visitor has in the whole queue (``pending``). The per-visitor caps stay upper bounds; a group
+    whose waiting places are full makes room by :func:`give_way` (freeing a place in the whole
+    queue too); the whole queue full (``queued`` of ``max_queued``) while the group is not is a
+    refusal."""
+    group = arrival.concurrency_id
+    mine = holdings.get(arrival.address, Held()).total
+    waiting = sum(len(h.waiting) for h in holdings.values())
+    refusal = check_arrival(arrival, pending, mine, waiting, per_visitor, max_waiting, max_events, queued, max_queued)
+    if refusal is None or refusal[1] != "queue_full" or group not in max_waiting or waiting < max_waiting[group]:
+        return Decision(refusal)
+    victim = give_way(holdings, arrival.address)
+    return Decision(refusal) if victim is None else Decision(None, victim)
+
+
+def gave_way_message(group: str | None, held: int) -> tuple[str, float]:
+    """(what a request that gave way is told, seconds to wait before trying again); ``held``: how
+    many of the group its visitor held, it included."""
+    retry = RETRY_AFTER_S.get(group or "", DEFAULT_RETRY_AFTER_S)
+    words = GROUP_WORDS.get(group or "", f"{group} requests")
+    return (f"Busy: every place for {words} was taken, and this one of yours (you held {held}) gave its place to "
+            f"a visitor holding fewer, so that everyone gets a turn; try again in about {retry:g} s."), retry
 
 
 class VisitorEvents:
@@ -104,6 +184,15 @@ class VisitorEvents:
 
     def visitor_of_event(self) -> dict[str, str]:
         return {e: v for v, events in self.events.items() for e in events}
+
+    def holdings(self, group: str, waiting: Sequence[str]) -> dict[str, Held]:
+        """What each visitor holds of ``group``, given the ids of its waiting events (any
+        order): the rest of a visitor's live events of the group run. A visitor's waiting ids
+        come in its arrival order (a dict keeps insertion order)."""
+        live = self.in_group(group)
+        waiting_ids = set(waiting)
+        mine = {v: tuple(e for e, g in self.events.get(v, {}).items() if g == group and e in waiting_ids) for v in live}
+        return {v: Held(n - len(mine[v]), mine[v]) for v, n in live.items()}
 
     def in_group(self, group: str) -> Counter[str]:
         """Live events of ``group`` per visitor (waiting or running)."""
@@ -153,11 +242,21 @@ def admit(demo: gr.Blocks, max_waiting: Mapping[str, int] | None = None,
 
     def refuse(arrival: Arrival) -> Refusal:
         group = arrival.concurrency_id
-        return check_arrival(
-            arrival, events.pending(arrival.address),
-            events.pending(arrival.address, group) if group in shares else 0,
-            gradio_internals.waiting(demo, group) if group in caps else 0,
-            shares, caps, MAX_EVENTS_PER_ADDRESS, *gradio_internals.queue_load(demo))
+        holdings = {}
+        if group in shares or group in caps:
+            holdings = events.holdings(group, [e._id for e in gradio_internals.waiting_events(demo, group)])
+        decision = decide(arrival, holdings, events.pending(arrival.address), shares, caps, MAX_EVENTS_PER_ADDRESS,
+                          *gradio_internals.queue_load(demo))
+        if decision.evict is None:
+            return decision.refusal
+        visitor, event_id = decision.evict
+        message, retry = gave_way_message(group, holdings[visitor].total)
+        # No await since the holdings were read: the victim is still waiting, and nothing else
+        # takes the place before this request's push.
+        if not gradio_internals.fail_waiting(demo, group, event_id, message, "Busy", retry_after=retry):
+            return check_arrival(arrival, 0, 0, caps[group], shares, caps)  # gone meanwhile: the group is full
+        log.info("a %s request of %s gave its place to %s's (max-min share)", group, visitor, arrival.address)
+        return None
 
     def admitted(arrival: Arrival, event_id: str) -> None:
         events.add(arrival.address, event_id, arrival.concurrency_id)

@@ -8,10 +8,14 @@ What the page holds is fixed once the app is launched (``Blocks.config``), excep
 Gradio writes into it, which it works out from the request (``Host``, ``X-Forwarded-Host``,
 ``X-Forwarded-Proto``, ``X-Gradio-Server``, the ASGI ``root_path``): those are part of the key,
 so a client that
-sends another host gets a page built for that host, never one built for somebody else. Requests
-with a query string (``?page=``, ``?deep_link=``), ``HEAD`` and any request carrying Gradio's
-login cookie pass through untouched. The cache holds at most :data:`MAX_ENTRIES` answers
-(least recently used dropped first) of at most :data:`MAX_ENTRY_BYTES` each.
+sends another host gets a page built for that host, never one built for somebody else. The query
+string is not: a share link (``/?tab=inside&text=...``) gets the same page as ``/``, built without
+its query, because the page reads the link in the browser once loaded (playground/ui/links.py);
+built afresh, 8 reloaders of unique links had raised ``/tokenize``'s p95 from 27 ms to nearly a
+second. (Gradio's own query parameters change nothing here: the app has one page, and deep links
+are off.) ``HEAD`` and any request carrying Gradio's login cookie pass through untouched. The
+cache holds at most :data:`MAX_ENTRIES` answers (least recently used dropped first) of at most
+:data:`MAX_ENTRY_BYTES` each.
 
 A client inventing a new ``Host`` on each request would cost a build each (131 forged hosts cost
 34 s of CPU): at most :data:`BUILDS_PER_MINUTE` answers not yet kept are built in any minute (a
@@ -76,11 +80,11 @@ class Answer:
     etag: bytes
 
 
-def _headers(scope: dict) -> dict[bytes, bytes]:
+def request_headers(scope: dict) -> dict[bytes, bytes]:
     return {key.lower(): value for key, value in scope.get("headers", ())}
 
 
-def _etag_matches(if_none_match: bytes | None, etag: bytes) -> bool:
+def etag_matches(if_none_match: bytes | None, etag: bytes) -> bool:
     if if_none_match is None:
         return False
     tags = [tag.strip().removeprefix(b"W/") for tag in if_none_match.split(b",")]
@@ -103,14 +107,14 @@ class PageCache:
     def key(self, scope: dict, headers: dict[bytes, bytes]) -> tuple | None:
         """What the answer depends on, or None for a request that must pass through."""
         if (scope["type"] != "http" or scope.get("method") != "GET" or scope.get("path") not in self.paths
-                or scope.get("query_string") or LOGIN_COOKIE in headers.get(b"cookie", b"")):
+                or LOGIN_COOKIE in headers.get(b"cookie", b"")):
             return None
         gzip = wants_gzip(headers.get(b"accept-encoding"))  # as the compression decides, q-values read
         return (scope["path"], scope.get("scheme"), scope.get("root_path", ""), gzip,
                 *(headers.get(name) for name in KEY_HEADERS))
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        headers = _headers(scope) if scope["type"] == "http" else {}
+        headers = request_headers(scope) if scope["type"] == "http" else {}
         key = self.key(scope, headers)
         if key is None:
             await self.app(scope, receive, send)
@@ -149,7 +153,7 @@ class PageCache:
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
-        await self.app(scope, receive, collect)
+        await self.app(dict(scope, query_string=b""), receive, collect)  # the page for every query
         body = b"".join(chunks)
         status, headers = start.get("status", 500), tuple(start.get("headers", ()))
         keep = status == 200 and len(body) <= self.max_entry_bytes and all(k.lower() != b"set-cookie" for k, _ in headers)
@@ -161,7 +165,7 @@ class PageCache:
 
     async def _send(self, answer: Answer, if_none_match: bytes | None, send: Callable) -> None:
         tags = [(b"etag", answer.etag), (b"cache-control", b"no-cache")]
-        if _etag_matches(if_none_match, answer.etag):
+        if etag_matches(if_none_match, answer.etag):
             kept = [(k, v) for k, v in answer.headers if k.lower() == b"vary"]
             await send({"type": "http.response.start", "status": 304, "headers": kept + tags})
             await send({"type": "http.response.body", "body": b""})

@@ -2,13 +2,20 @@
 session):
 
 - its results, the values a page's later events read (a generation's candidates, attention's
-  stages, a training run), live in a :class:`ResultStore` per kind, at most :data:`MAX_RESULTS` of
-  each, least recently used dropped first; the session's ``gr.State`` holds only their key;
+  stages, a training run and the model it trained), live in a :class:`ResultStore` per kind, at
+  most :data:`MAX_RESULTS` of each; the session's ``gr.State`` holds only their key;
 - nothing else of its own: no copy of every component's config and of the last value each input
   and output took, which Gradio keeps only for deep links
   (:class:`playground.ui.gradio_internals.LeanSessionState`);
 - at most :data:`MAX_SESSIONS` sessions are kept (Gradio's ``state_session_capacity``);
 - its id is a short token (:data:`SESSION_HASH`, :func:`session_problem`).
+
+Sessions and results each belong to a visitor (:func:`.visitors.visitor_of`), and what makes room
+is :class:`VisitorShares`: a visitor past its share (:data:`SESSIONS_PER_VISITOR`,
+:data:`RESULTS_PER_VISITOR`) loses its own least recently used, and at the bound whoever holds the
+most does (:func:`to_drop`). A plain least-recently-used bound let one visitor opening 1,100
+sessions push out every learner's session, and with it the key of the model a learner had just
+trained; now that visitor only ever pushes out its own.
 """
 
 from __future__ import annotations
@@ -16,15 +23,34 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import logging
+import os
 import re
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections import Counter, OrderedDict
+from contextvars import ContextVar
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
 import gradio as gr
 
-__all__ = ["MAX_SESSIONS", "MAX_RESULTS", "ResultStore", "SESSION_HASH", "session_problem"]
+from .. import gradio_internals
+from .visitors import UNKNOWN, visitor_of
+
+__all__ = ["MAX_SESSIONS", "MAX_RESULTS", "SESSIONS_PER_VISITOR", "RESULTS_PER_VISITOR", "ResultStore",
+           "VisitorShares", "to_drop", "current_visitor", "VisitorContext", "SESSION_HASH", "session_problem"]
+
+log = logging.getLogger("playground")
+
+
+def _env_count(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if raw.isdigit() and 1 <= int(raw) <= 1_000_000:
+        return int(raw)
+    if raw:
+        log.warning("%s=%r is not a whole number from 1 to 1000000: using %d", name, raw, default)
+    return default
+
 
 # Sessions kept (least recently used dropped first). A session costs a few kilobytes (a shallow
 # copy of the app's component table and its results' keys), so this is a few megabytes at most.
@@ -33,21 +59,117 @@ MAX_SESSIONS = 1_000
 # attention's stages about 1 MB; past this the least recently used is dropped (its session's
 # token and stage pickers then show nothing until its next run).
 MAX_RESULTS = 32
+# One visitor's share of each: a page is one session holding one result of each kind, so these
+# are a visitor's open pages (tabs, or learners sharing one address). Past its share a visitor's
+# own least recently used goes. PLAYGROUND_SESSIONS_PER_VISITOR / PLAYGROUND_RESULTS_PER_VISITOR.
+SESSIONS_PER_VISITOR = _env_count("PLAYGROUND_SESSIONS_PER_VISITOR", MAX_SESSIONS // 4)
+RESULTS_PER_VISITOR = _env_count("PLAYGROUND_RESULTS_PER_VISITOR", MAX_RESULTS // 2)
+
+
+def to_drop(order: Iterable[tuple[Hashable, str]], counts: Mapping[str, int], owner: str, capacity: int,
+            share: int) -> Hashable | None:
+    """Which entry goes after ``owner`` added one, given every entry ``(key, owner)`` least
+    recently used first and how many each owner holds: ``owner``'s own oldest while it holds more
+    than ``share``; else, while more than ``capacity`` are kept, the oldest entry of whoever holds
+    the most (the oldest such, among owners holding as many); None when within both."""
+    if counts.get(owner, 0) > share:
+        return next((key for key, o in order if o == owner), None)
+    if sum(counts.values()) > capacity:
+        most = max(counts.values())
+        return next((key for key, o in order if counts[o] == most), None)
+    return None
+
+
+class VisitorShares:
+    """Keys least recently used first, each owned by a visitor, bounded by :func:`to_drop`: at
+    most ``capacity`` in all and ``share`` per visitor. Not thread-safe: its user holds a lock."""
+
+    def __init__(self, capacity: int, share: int) -> None:
+        self.capacity, self.share = capacity, max(1, min(share, capacity))
+        self.order: OrderedDict[Hashable, str] = OrderedDict()  # key -> owner
+        self.counts: Counter[str] = Counter()
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self.order
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def add(self, key: Hashable, owner: str) -> list[Hashable]:
+        """``key`` kept as the most recently used, owned by ``owner``; the keys that make room
+        for it (never ``key`` itself)."""
+        self.discard(key)
+        self.order[key] = owner
+        self.counts[owner] += 1
+        dropped = []
+        while (victim := to_drop(self.order.items(), self.counts, owner, self.capacity, self.share)) is not None:
+            if victim == key:
+                break  # (a capacity below one: nothing else to drop)
+            self.discard(victim)
+            dropped.append(victim)
+        return dropped
+
+    def touch(self, key: Hashable) -> None:
+        if key in self.order:
+            self.order.move_to_end(key)
+
+    def discard(self, key: Hashable) -> None:
+        owner = self.order.pop(key, None)
+        if owner is not None:
+            self.counts[owner] -= 1
+            if self.counts[owner] <= 0:
+                del self.counts[owner]
+
+
+# The visitor of the HTTP request being answered (:class:`VisitorContext`): Gradio makes a
+# session when its join arrives, before any gate on the queue sees the request.
+REQUEST_VISITOR: ContextVar[str | None] = ContextVar("playground_request_visitor", default=None)
+
+
+def current_visitor() -> str:
+    """Who sent the request being served: the one whose handler runs on this thread (Gradio's
+    request context), else the HTTP request being answered (:data:`REQUEST_VISITOR`); "?"
+    outside both."""
+    request = gradio_internals.current_request()
+    if request is not None:
+        return visitor_of(request)
+    return REQUEST_VISITOR.get() or UNKNOWN
+
+
+class VisitorContext:
+    """ASGI middleware: :data:`REQUEST_VISITOR` set for each HTTP request, for what Gradio does
+    while answering it (making a session)."""
+
+    def __init__(self, app: Callable) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        token = REQUEST_VISITOR.set(visitor_of(scope))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            REQUEST_VISITOR.reset(token)
 
 
 class ResultStore:
     """Results a page's later events read, kept outside Gradio's sessions: at most ``capacity``,
-    the least recently used dropped first, however many sessions there are. (``gr.State``'s
-    ``time_to_live`` bounds how long a value lives, not how many live: a crowd of new sessions
-    would still fill memory within any time to live.)
+    however many sessions there are, at most ``per_visitor`` of them one visitor's (the one whose
+    handler put it: :func:`current_visitor`); what makes room is :class:`VisitorShares`'s (a
+    visitor's own least recently used, or at the bound the least recently used of whoever holds
+    the most). (``gr.State``'s ``time_to_live`` bounds how long a value lives, not how many live:
+    a crowd of new sessions would still fill memory within any time to live.)
 
     The page's ``gr.State`` (:meth:`state`) holds a key, one a session; handlers see and return
     the results themselves, through :meth:`through`. Handlers run on Gradio's worker threads: a lock guards
     the store."""
 
-    def __init__(self, capacity: int = MAX_RESULTS):
+    def __init__(self, capacity: int = MAX_RESULTS, per_visitor: int = RESULTS_PER_VISITOR):
         self.capacity = capacity
-        self._results: OrderedDict[int, Any] = OrderedDict()
+        self._results: dict[int, Any] = {}
+        self._shares = VisitorShares(capacity, per_visitor)
         self._pinned: dict[int, Any] = {}
         self._keys = itertools.count(1)
         self._lock = threading.Lock()
@@ -55,15 +177,16 @@ class ResultStore:
     def __len__(self) -> int:
         return len(self._results)
 
-    def put(self, value: Any, key: int | None = None) -> int:
-        """Keep ``value`` (under ``key``, replacing what it held, or a new key); its key."""
+    def put(self, value: Any, key: int | None = None, owner: str | None = None) -> int:
+        """Keep ``value`` (under ``key``, replacing what it held, or a new key) as ``owner``'s (by
+        default the visitor whose request is being handled); its key."""
+        owner = current_visitor() if owner is None else owner
         with self._lock:
             if key is None or key in self._pinned:
                 key = next(self._keys)
             self._results[key] = value
-            self._results.move_to_end(key)
-            while len(self._results) > self.capacity:
-                self._results.popitem(last=False)
+            for dropped in self._shares.add(key, owner):
+                self._results.pop(dropped, None)
         return key
 
     def get(self, key: Any) -> Any:
@@ -73,13 +196,21 @@ class ResultStore:
                 return self._pinned[key]
             if key not in self._results:
                 return None
-            self._results.move_to_end(key)
+            self._shares.touch(key)
             return self._results[key]
+
+    def owner(self, key: Any) -> str | None:
+        """Whose result ``key`` is (None when it is not kept)."""
+        with self._lock:
+            return self._shares.order.get(key)
 
     def discard(self, key: Any) -> None:
         """Forget ``key`` (a pinned value stays)."""
         with self._lock:
+            if key in self._pinned:
+                return
             self._results.pop(key, None)
+            self._shares.discard(key)
 
     def pin(self, value: Any) -> int:
         """Keep ``value`` for good (a default every session starts from); its key."""
