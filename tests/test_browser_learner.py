@@ -38,14 +38,20 @@ def test_every_tab_one_tap_away_on_a_phone(phone):
     n = tabs.count()
     assert n >= 7
     assert not phone.get_by_role("button", name="More tabs").is_visible()
-    names = []
+    names, rows = [], set()
     for i in range(n):
         box = tabs.nth(i).bounding_box()
-        assert box and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] and box["height"] > 0, box
+        assert box and box["height"] > 0, box
+        rows.add(round(box["y"]))
         names.append(tabs.nth(i).inner_text())
-    for name in names[1:] + names[:1]:  # one tap each, the first one last
-        phone.get_by_role("tab", name=name).tap()
+    assert len(rows) == 1, rows  # one row, which scrolls sideways: no wall of wrapped rows
+    for name in names[1:] + names[:1]:  # one tap each (scrolled to, as a thumb would), the first one last
+        tab = phone.get_by_role("tab", name=name)
+        tab.scroll_into_view_if_needed()
+        tab.tap()
         phone.get_by_role("tab", name=name, selected=True).wait_for()
+        box = tab.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], (name, box)  # the chosen tab is on screen
     assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
 
 
