@@ -81,7 +81,9 @@ def shipped_onnx() -> dict[str, Path]:
 def app_server(tmp_path_factory):
     """``python app.py`` launched once per session on a free loopback port (benchmarks/app_server.py)."""
     from benchmarks.app_server import launch, stop
+    from static_site import npm_ci
 
+    npm_ci()  # onnxruntime-web, which Text generation's "Run on: this browser" serves, found at the app's start
     server = launch(tmp_path_factory.mktemp("app") / "app.log")
     print(f"\napp ready in {server.startup_s:.1f} s at {server.url}")
     yield server

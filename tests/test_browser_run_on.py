@@ -37,6 +37,9 @@ N_TOKENS = 16
 @pytest.fixture(scope="module")
 def served(shipped_onnx) -> BrowserFiles:
     """The allow-list the launched app serves (the same files, so the same hashes)."""
+    from static_site import npm_ci
+
+    npm_ci()
     files = BrowserFiles.for_model(shipped_onnx)
     assert files.available, f"{files.problem} (node_modules/ comes from `npm ci`, tests/static_site.py npm_ci)"
     return files
