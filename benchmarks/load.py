@@ -592,10 +592,15 @@ def _heavy_client(url: str, index: int, requests: list[tuple[str, tuple]], mix: 
             continue
         except Exception as err:  # noqa: BLE001 -- reported, the others go on
             with lock:
-                if ONE_RUN_PER_VISITOR in str(err):  # the clients share one address: one visitor, one run
+                # The clients share one address, so one visitor: its runs and shares are capped, and
+                # a request past them is told to retry (the scheduler's words, or admission's 429).
+                capped = isinstance(err, httpx.HTTPStatusError) and err.response.status_code == 429
+                if capped or ONE_RUN_PER_VISITOR in str(err):
                     mix.busy += 1
                 else:
                     mix.failures.append(f"{name}: {type(err).__name__}: {str(err)[:200]}")
+            if capped:
+                time.sleep(BUSY_RETRY_S)
             continue
         with lock:
             mix.answered[name] = mix.answered.get(name, 0) + 1
@@ -631,7 +636,7 @@ def run_mix(url: str, clients: int = 4, seconds: float = 60.0, reloaders: int = 
     mix.failures += visitor.wait_ready()
     t0 = time.perf_counter()
     deadline = t0 + seconds
-    with ThreadPoolExecutor(max_workers=clients + reloaders, thread_name_prefix="mix") as pool:
+    with ThreadPoolExecutor(max_workers=max(1, clients + reloaders), thread_name_prefix="mix") as pool:
         futures = [pool.submit(_heavy_client, url, i, requests, mix, lock, deadline) for i in range(clients)]
         futures += [pool.submit(_reloader, url, mix, lock, deadline, links) for _ in range(reloaders)]
         for future in futures:
