@@ -150,3 +150,23 @@ def test_a_waiting_event_is_failed_from_gradios_own_queue():
     message = messages.get_nowait()
     assert message.msg == "process_completed" and message.event_id == victim._id and message.success is False
     assert message.output["error"] == "Busy: try again." and message.output["retry_after"] == 10
+
+
+def test_a_handlers_request_is_read_from_gradios_context():
+    from gradio.context import LocalContext
+
+    assert gradio_internals.current_request() is None  # outside a handler
+    token = LocalContext.request.set("the request")
+    try:
+        assert gradio_internals.current_request() == "the request"
+    finally:
+        LocalContext.request.reset(token)
+
+
+def test_a_session_is_known_once_it_joined_or_has_state(demo):
+    assert not gradio_internals.session_known(demo, "made-up")
+    demo._queue.pending_event_ids_session["joined"] = set()
+    try:
+        assert gradio_internals.session_known(demo, "joined")
+    finally:
+        del demo._queue.pending_event_ids_session["joined"]
