@@ -156,6 +156,13 @@ def recall(kept):
     return "nothing kept" if kept is None else f"recalled {kept}"
 
 
+def a_while(n: float):
+    """A slow event: a tick every 0.1 s for ``n`` seconds (its result stream open meanwhile)."""
+    for i in range(int(n * 10)):
+        time.sleep(0.1)
+        yield str(i)
+
+
 @pytest.fixture(scope="module")
 def small() -> Iterator[tuple[str, int]]:
     """(URL, port) of a one-textbox app with a result kept per session, served in this process
@@ -171,6 +178,7 @@ def small() -> Iterator[tuple[str, int]]:
             state = STORE.state()
             box.submit(STORE.through(remember, write=1, key=1), [box, state], [out, state], api_name="remember")
             out.submit(STORE.through(recall, read=0), [state], [out], api_name="recall")
+            gr.Number(visible=False).submit(a_while, [gr.Number(visible=False)], [out], api_name="a_while")
         demo.queue()
         serving.harden(demo)
         port = free_port()
@@ -226,6 +234,32 @@ def test_a_sessions_streams_past_its_cap_close_its_oldest(small):
         assert beats[0].status == 200 and b"\r\n0\r\n\r\n" in beats[0].buf and not beats[0].eof
     finally:
         for h in beats:
+            h.close()
+
+
+def test_a_result_stream_that_gives_way_is_finished_not_cut_off(small):
+    """A result stream closed for room ends as if its client had left, its chunked response
+    finished rather than cut off (the connection stays usable: no error in the server's log)."""
+    base, port = small
+    session = uuid.uuid4().hex
+    r = httpx.post(f"{base}{API}/queue/join", json={"data": [30], "fn_index": fn_index(base, "a_while"), "session_hash": session},
+                   headers={"X-Forwarded-For": "203.0.113.9"}, timeout=30)
+    assert r.status_code == 200, r.text
+    results = Held(port, PROXY, f"/{API}/queue/data?session_hash={session}", "203.0.113.9")
+    beats: list[Held] = []
+    try:
+        pump([results], 1.0)
+        assert results.held and b"process_generating" in results.buf
+        for _ in range(SMALL["MAX_STREAMS_PER_SESSION"]):  # the session's cap: its oldest, the result stream, gives way
+            beats.append(heartbeat(port, PROXY, session, "203.0.113.9"))
+        pump([results, *beats], 1.0)
+        assert all(h.held for h in beats)
+        assert b"\r\n0\r\n\r\n" in results.buf and not results.eof, results.buf[-200:]
+        seen = results.buf.count(b"process_generating")
+        pump([results], 0.5)
+        assert results.buf.count(b"process_generating") == seen  # nothing more streamed to it
+    finally:
+        for h in (results, *beats):
             h.close()
 
 
