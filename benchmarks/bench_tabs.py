@@ -47,8 +47,8 @@ def serialise(value: Any) -> int:
 
 
 def gzipped(value: Any) -> int:
-    """The same JSON's bytes on the wire, gzipped as the app sends it (ui/compression.py)."""
-    from playground.ui.compression import COMPRESS_LEVEL
+    """The same JSON's bytes on the wire, gzipped as the app sends it (ui/serving/compression.py)."""
+    from playground.ui.serving.compression import COMPRESS_LEVEL
 
     return len(gzip.compress(_json(value).encode(), COMPRESS_LEVEL))
 

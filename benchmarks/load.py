@@ -43,7 +43,7 @@ from gradio_client import Client
 from gradio_client.utils import apply_diff
 from gradio_client.utils import QueueError
 
-from playground.learn_scheduler import ONE_RUN_PER_VISITOR
+from playground.learn.scheduler import ONE_RUN_PER_VISITOR
 
 # A load generator is many users behind one address: their per-visitor shares raised to its size.
 LOAD_ENV = {"PLAYGROUND_GENERATIONS_PER_VISITOR": "64", "PLAYGROUND_HEAVY_PER_VISITOR": "64"}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from . import learn_run as learn
+from .learn import run as learn
 from . import limits
 from .validation import (
     InputError,

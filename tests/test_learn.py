@@ -21,9 +21,9 @@ from torch.nn import functional as F
 from model.data import TEST_WORKS, VAL_WORKS, read_text
 from model.gpt import GPT, GPTConfig
 from model.train import TrainConfig, get_batch, param_groups, train_step
-from playground import learn_corpus, learn_refs, learn_run, learn_scheduler, learn_view
-from playground.learn_batched import Learner, batched_step
-from playground.learn_scheduler import Trainer
+from playground.learn import corpus as learn_corpus, refs as learn_refs, run as learn_run, scheduler as learn_scheduler, view as learn_view
+from playground.learn.batched import Learner, batched_step
+from playground.learn.scheduler import Trainer
 from playground.validation import InputError
 
 QUICK = learn_run.settings(seconds=60, seed=3, steps=30)

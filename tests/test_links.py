@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from playground import learn_run as learn
+from playground.learn import run as learn
 from playground import limits
 from playground import links as L
 from playground.validation import InputError

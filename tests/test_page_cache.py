@@ -260,7 +260,7 @@ def test_a_page_built_for_a_forged_header_is_never_served_to_others(header, hone
     ("gzip;q=abc", False), ("gzip;q=2", False), ("*", False), ("gzip;q=0, gzip", False),
 ])
 def test_accept_encoding_q_values_decide_the_compression_and_the_cache_key(accept, compressed):
-    from playground.ui.compression import gzip_middleware, wants_gzip
+    from playground.ui.serving.compression import gzip_middleware, wants_gzip
 
     class Large(Gradio):
         async def __call__(self, scope, receive, send):

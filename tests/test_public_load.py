@@ -23,7 +23,7 @@ import pytest
 
 from benchmarks.app_server import AppServer, launch, stop
 from benchmarks.load import LONG_PROMPT, abandon
-from playground.ui import connections
+from playground.ui.serving import connections
 from playground.ui.serving import admission, orphaned
 from test_orphaned_work import _wait
 

@@ -13,7 +13,8 @@ from collections import Counter
 import gradio as gr
 import pytest
 
-from playground.ui import connections, gradio_internals
+from playground.ui import gradio_internals
+from playground.ui.serving import connections
 from playground.ui.serving import sessions, streams
 from playground.ui.serving.sessions import ResultStore, VisitorShares, to_drop
 from playground.ui.serving.streams import OpenStreams, Stream, may_wait_for_join, stream_to_close

@@ -11,7 +11,7 @@ import logging
 
 import pytest
 
-from playground.ui import connections
+from playground.ui.serving import connections
 from playground.ui.gradio_internals import Arrival
 from playground.ui.serving import admission
 from playground.ui.serving.admission import Decision, Held, check_arrival, decide, fair_order, give_way

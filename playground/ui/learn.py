@@ -15,14 +15,14 @@ from collections.abc import Iterator
 
 import gradio as gr
 
-from .. import learn_view
-from ..learn_corpus import load_corpus
-from ..learn_refs import References, references
-from ..learn_run import (
+from ..learn import view as learn_view
+from ..learn.corpus import load_corpus
+from ..learn.refs import References, references
+from ..learn.run import (
     CONTINUE_CHARS, DEFAULT_SECONDS, DEFAULT_STEPS, INIT_WHY, INITS, LEARNING_RATES, LR_WHY, MAX_SEED, POSITION_WHY,
     POSITIONS, SIZE_WHY, SIZES, LearnSettings, RunState, continue_text, settings,
 )
-from ..learn_scheduler import MAX_LINE, MAX_RUNNING, TRAINER
+from ..learn.scheduler import MAX_LINE, MAX_RUNNING, TRAINER
 from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, user_errors
 from .serving.sessions import ResultStore
 from .serving.visitors import visitor_of

@@ -27,7 +27,7 @@ message, and nothing served or exposed that the app does not use. One module a c
 Where Gradio has a public way, it is used (the ``launch`` arguments of :func:`launch_options`,
 the environment of :func:`before_queue`); what it has not goes through
 :mod:`playground.ui.gradio_internals`, checked at start-up against the Gradio version it was
-tested with. Below HTTP, connections are bounded by :mod:`playground.ui.connections`.
+tested with. Below HTTP, connections are bounded by :mod:`playground.ui.serving.connections`.
 
 app.py calls :func:`before_queue`, ``demo.queue(...)``, :func:`harden`, then
 ``demo.launch(**launch_options(demo))``; tests/test_abuse.py, test_security.py,
@@ -47,8 +47,9 @@ from typing import Any
 import gradio as gr
 
 from ... import limits
-from .. import connections, gradio_internals
-from ..compression import gzip_middleware
+from .. import gradio_internals
+from . import connections
+from .compression import gzip_middleware
 from .admission import admit
 from .browser_files import BrowserFiles, BrowserFileServer
 from .errors import explain_errors

@@ -35,7 +35,7 @@ from typing import Any
 
 from export.naming import ORT_WEB_DIR, ORT_WEB_FILES
 
-from ..compression import wants_gzip
+from .compression import wants_gzip
 from .visitors import visitor_of
 from .page_cache import etag_matches, request_headers
 

@@ -3,7 +3,7 @@ slider, a value past a slider's end, an event that runs only in the page) reach 
 Gradio's own message, and the log as one line (:func:`explain_errors`).
 
 Left alone, Gradio answers most of them ``{"error": null}`` and prints each with its traceback
-straight to stderr, past the log's rate limit (playground/ui/connections.py): a flood of malformed
+straight to stderr, past the log's rate limit (playground/ui/serving/connections.py): a flood of malformed
 requests grew the log by a traceback each (the soak test of tests/test_abuse.py checks the log
 has none). The app's handlers answer with their own ``gr.Error`` (common.user_errors): those pass
 as they are. Extra arguments are ignored, as Gradio does.

@@ -19,7 +19,8 @@ from typing import Any
 
 import gradio as gr
 
-from .. import connections, gradio_internals
+from .. import gradio_internals
+from . import connections
 from ..gradio_internals import CALL_GET, QUEUE_DATA, Job
 
 log = logging.getLogger("playground")

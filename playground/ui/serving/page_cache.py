@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..compression import wants_gzip
+from .compression import wants_gzip
 
 __all__ = ["BUILDS_PER_MINUTE", "CACHED_PATHS", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "BuildBudget", "PageCache"]
 

@@ -39,7 +39,8 @@ from typing import Any
 
 import gradio as gr
 
-from .. import connections, gradio_internals
+from .. import gradio_internals
+from . import connections
 from ..gradio_internals import CALL_GET, HEARTBEAT, QUEUE_DATA, Arrival
 from .middleware import json_response
 from .sessions import MAX_SESSIONS, current_visitor

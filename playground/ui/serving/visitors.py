@@ -12,7 +12,7 @@
   visitor passes through more than one proxy (a CDN, then the host's balancer), each appending
   an entry, ``PLAYGROUND_PROXY_HOPS=n`` reads the n-th entry from the end instead (default 1).
 
-Limits below HTTP (connections, :mod:`playground.ui.connections`) see no headers: they ask
+Limits below HTTP (connections, :mod:`playground.ui.serving.connections`) see no headers: they ask
 :func:`is_trusted_proxy` and do not count a proxy's connections as one visitor's.
 """
 

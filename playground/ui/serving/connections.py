@@ -51,7 +51,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .gradio_internals import server_of
+from ..gradio_internals import server_of
 
 log = logging.getLogger("playground")
 

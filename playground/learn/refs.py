@@ -13,7 +13,7 @@ import numpy as np
 
 from model import WEIGHTS_DIR
 
-from .learn_corpus import Corpus
+from .corpus import Corpus
 
 __all__ = ["References", "ngram_losses", "shipped_loss", "references"]
 

@@ -14,8 +14,8 @@ import numpy as np
 from model.data import encode_works, fetch_shakespeare, read_text, split_works
 from model.tokenizer import get_tokenizer
 
-from .resources import ResourceError
-from .validation import validate_choice
+from ..resources import ResourceError
+from ..validation import validate_choice
 
 __all__ = ["CORPUS_DIR", "VOCABS", "Corpus", "load_corpus"]
 

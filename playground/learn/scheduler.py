@@ -1,7 +1,7 @@
 """Watch it learn's trainer: many learners' runs at once, on one worker thread.
 
 Runs whose models have the same shape (vocabulary, size, positions) form a group, and a group
-steps all its runs as one batched computation (:func:`playground.learn_batched.batched_step`);
+steps all its runs as one batched computation (:func:`playground.learn.batched.batched_step`);
 every run takes one step a turn, the batches on two threads (the server's two cores). Each run keeps its own settings, seed,
 curve and samples, and stops at its number of steps, at its seconds cap, on ``stop`` (Stop, or the
 learner leaving) or when its loss becomes infinite. At most :data:`MAX_RUNNING` runs train at once
@@ -30,11 +30,11 @@ import torch
 from model.evaluate import evaluate_loss
 from model.train import param_groups
 
-from .learn_batched import Learner, batched_step, shape_key
-from .learn_corpus import Corpus, load_corpus
-from .learn_refs import references
-from .learn_run import SAMPLE_EVERY, VAL_WINDOWS, LearnSettings, RunState, build_model, sample, seconds_text, train_config
-from .validation import InputError
+from .batched import Learner, batched_step, shape_key
+from .corpus import Corpus, load_corpus
+from .refs import references
+from .run import SAMPLE_EVERY, VAL_WINDOWS, LearnSettings, RunState, build_model, sample, seconds_text, train_config
+from ..validation import InputError
 
 __all__ = ["MAX_RUNNING", "MAX_LINE", "FAIR_STEPS", "FAIR_SECONDS", "OTHERS_WAITING", "runs_to_cut", "Trainer", "TRAINER"]
 

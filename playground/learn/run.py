@@ -14,9 +14,9 @@ import torch
 from model.gpt import GPT, GPTConfig
 from model.train import TrainConfig
 
-from .learn_corpus import Corpus, load_corpus
-from .learn_refs import References
-from .validation import InputError, validate_choice, validate_int, validate_text
+from .corpus import Corpus, load_corpus
+from .refs import References
+from ..validation import InputError, validate_choice, validate_int, validate_text
 
 __all__ = [
     "SIZES", "LEARNING_RATES", "INITS", "POSITIONS", "LearnSettings", "settings", "build_model", "train_config",

@@ -13,12 +13,12 @@ import plotly.graph_objects as go
 
 from model.train import lr_at
 
-from .learn_refs import References
-from .learn_run import (
+from .refs import References
+from .run import (
     BATCH_SIZE, RECENT_STEPS, SAMPLE_EVERY, SIZES, SKEW, VAL_WINDOWS, LearnSettings, RunState, describe, seconds_text,
     train_config,
 )
-from .plots import base_layout
+from ..plots import base_layout
 
 __all__ = [
     "REFERENCE_STYLE", "LOSS_COLOUR", "HISTORY_RUNS", "loss_figure", "stats_cards", "samples_html", "runs_table",

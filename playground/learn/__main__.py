@@ -1,14 +1,6 @@
-"""Watch it learn: a small GPT trained from random weights on the server's CPU, live; this module
-is its command line. The tab's parts, one job each:
+"""The Watch it learn run on the command line (the same trainer as the tab):
 
-- ``learn_corpus``: Shakespeare's works as ids of a small vocabulary (characters by default);
-- ``learn_refs``: the reference losses (ln V, unigram, bigram, the shipped model);
-- ``learn_run``: a run's settings, its untrained model, its samples, its state;
-- ``learn_batched``: one training step of many same-shaped models at once (model.train's step);
-- ``learn_scheduler``: many learners' runs at once, grouped by shape, a line past the limit;
-- ``learn_view``: the chart, the counters, the samples, the table of runs, the sentences.
-
-    python -m playground.learn --vocab gpt2 --steps 500    # a run on the command line
+    python -m playground.learn --vocab gpt2 --steps 500
 """
 
 from __future__ import annotations
@@ -17,9 +9,9 @@ import argparse
 import threading
 import time
 
-from .learn_corpus import VOCABS
-from .learn_run import DEFAULT_STEPS, INITS, LEARNING_RATES, MAX_SECONDS, POSITIONS, SIZES, settings
-from .learn_scheduler import Trainer
+from .corpus import VOCABS
+from .run import DEFAULT_STEPS, INITS, LEARNING_RATES, MAX_SECONDS, POSITIONS, SIZES, settings
+from .scheduler import Trainer
 
 __all__ = ["main"]
 
