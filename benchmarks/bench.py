@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from export import ensure_onnx
 from export.naming import ROOT
 from export.validate import onnx_loss
+from playground import limits
 from runtime.batching import Scheduler
 from runtime.engine import ARENAS, DEFAULT_ARENA, DEFAULT_CPU_THREADS, Engine
 from runtime.generate import generate
@@ -289,12 +290,12 @@ def streams_table(
     ``arenas``, the app's loop on sessions with each of those CPU arenas), medians are reported."""
     from concurrent.futures import ThreadPoolExecutor
 
-    loops = {f"{engine.threads} thread": Scheduler(engine, max_rows=max(streams))}
+    loops = {f"{engine.threads} thread": Scheduler(engine, max_rows=max(streams), max_waiting=limits.MAX_WAITING_REQUESTS)}
     if wide is not None:
-        loops[f"the app's: {wide.threads} threads from 4 tokens a call"] = Scheduler(engine, max_rows=max(streams), wide=wide)
+        loops[f"the app's: {wide.threads} threads from 4 tokens a call"] = Scheduler(engine, max_rows=max(streams), max_waiting=limits.MAX_WAITING_REQUESTS, wide=wide)
     for arena in arenas:
         other = Engine.load(engine.path, "cpu", engine.threads, arena=arena)
-        loops[f"the app's, arena {arena}"] = Scheduler(other, max_rows=max(streams), wide=other.widened())
+        loops[f"the app's, arena {arena}"] = Scheduler(other, max_rows=max(streams), max_waiting=limits.MAX_WAITING_REQUESTS, wide=other.widened())
 
     def one(scheduler: Scheduler, seed: int) -> int:
         return sum(1 for _ in scheduler.stream(prompt, SamplingParams(STREAM_TOKENS, seed=seed, **STREAM_SAMPLING)))
@@ -343,7 +344,7 @@ def memory_rounds(path: Path, arena: str, threads: int) -> list[int]:
 
     trim = ctypes.CDLL("libc.so.6").malloc_trim
     engine = Engine.load(path, "cpu", threads, arena=arena)
-    scheduler = Scheduler(engine, max_rows=MEMORY_ROWS, wide=engine.widened())
+    scheduler = Scheduler(engine, max_rows=MEMORY_ROWS, max_waiting=limits.MAX_WAITING_REQUESTS, wide=engine.widened())
     rng = np.random.default_rng(0)
 
     def one(seed: int) -> int:
@@ -387,7 +388,7 @@ def context_table(engine: Engine, prompt: list[int], block_size: int, reps: int,
     alternate, medians are reported."""
     n_new = block_size * 3 // 4  # after a short prompt this never fills the context
     full = (prompt * block_size)[: block_size - 1]
-    scheduler = Scheduler(engine, wide=wide) if wide is not None else None
+    scheduler = Scheduler(engine, max_rows=limits.MAX_BATCH_ROWS, max_waiting=limits.MAX_WAITING_REQUESTS, wide=wide) if wide is not None else None
     loops = {f"{engine.path.name}, {engine.threads} thread": lambda ids, seed: len(
         generate(engine, ids, SamplingParams(n_new, seed=seed, **STREAM_SAMPLING)))}
     if scheduler is not None:

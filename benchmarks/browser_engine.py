@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
+from tests.plain_onnx import onnxruntime_greedy  # plain onnxruntime, no project code: what the tests compare with too
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -78,30 +78,6 @@ def serve(folder: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_port}/"
-
-
-def onnxruntime_greedy(path: Path, prompt: list[int], tokens: int, threads: int = 0) -> list[int]:
-    """Greedy ids from plain onnxruntime on ``path``: the graph, its inputs and numpy, no project
-    code; the loop the browser runs (the prompt, then one token at a time with the cache fed
-    back). ``threads``: intra-op threads (0: onnxruntime's default)."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-    pasts = [i for i in sess.get_inputs() if i.name.startswith("past_key_values.")]
-    presents = [i.name.replace("past_key_values", "present") for i in pasts]
-    feeds = {i.name: np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32) for i in pasts}
-    x, seen, out = np.array([prompt]), 0, []
-    for _ in range(tokens):
-        k = x.shape[1]
-        logits, *present = sess.run(["logits", *presents], {
-            "input_ids": x, "attention_mask": np.ones((1, seen + k), np.int64),
-            "position_ids": np.arange(seen, seen + k)[None], **feeds})
-        feeds, seen = {i.name: p for i, p in zip(pasts, present)}, seen + k
-        x = logits[:, -1:].argmax(-1)
-        out.append(int(x[0, 0]))
-    return out
 
 
 def native_speed(path: Path, prompt: list[int], tokens: int) -> tuple[float, list[int]]:

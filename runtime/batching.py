@@ -2,7 +2,7 @@
 
     from runtime.batching import Scheduler
     from runtime.params import SamplingParams
-    scheduler = Scheduler(engine, max_rows=16)
+    scheduler = Scheduler(engine, max_rows=16, max_waiting=64)
     for step in scheduler.stream(prompt_ids, SamplingParams(50, temperature=0.8, top_k=40, seed=1)):
         print(step.token_ids[0])            # the same Steps as runtime.generate.stream, request by request
 
@@ -35,16 +35,10 @@ from .params import SamplingParams, check_prompt
 from .sampling import choose_rows, top_candidates
 from .steps import DecodeStep, Step, to_steps
 
-# Rows (samples) decoding at once. Each holds up to block_size positions of cache (3 MiB for the
-# shipped model at its full 256-token context), so 16 rows keep the cache under 50 MiB; and one
-# step of 16 rows costs a few single steps on a CPU, where 64 would make every user wait longer.
-DEFAULT_MAX_ROWS = 16
-# Requests waiting for room in the batch beyond which a new one is refused at once.
-DEFAULT_MAX_WAITING = 64
 # Padding that keeps a row's results bit for bit what they are alone. onnxruntime's CPU kernels
-# add the attention's terms in SIMD lanes (4 on this project's machine: every padding of 4, 8,
-# ... columns gave identical logits, any other padding differences of ~5e-6, which the int8
-# file's 8-bit rounding of activations turns into other tokens now and then). So every row sits
+# add the attention's terms in SIMD lanes (a padding by a multiple of the lane count gives
+# identical logits, any other padding differences in the last bits, which the int8 file's
+# 8-bit rounding of activations turns into other tokens now and then). So every row sits
 # in the cache as it does alone up to a multiple of CACHE_ALIGN columns: a prompt is padded to
 # end on a multiple of it, and a request joins the batch only on a step whose cache length is
 # one (it waits at most CACHE_ALIGN - 1 steps). 16 covers 4-, 8- and 16-lane (AVX-512) kernels.
@@ -106,6 +100,12 @@ class Request:
         """Positions of its rows in the cache."""
         return self.window.shape[1]
 
+    @property
+    def distinct(self) -> int:
+        """Rows a prefill reads: one while its samples see the same tokens (its prompt, its cache
+        then repeated), every row once they differ (a full context read anew: each sample's own)."""
+        return 1 if self.n == 1 or (self.window == self.window[0]).all() else self.n
+
 
 class Batch:
     """The rows of one decoding loop and their shared cache, left-padded to the longest row.
@@ -136,14 +136,16 @@ class Batch:
         the batch at once if the cache's length is such a multiple too (or the batch is empty),
         else on the first step where it is. They draw from the step after they join.
 
-        A request's samples share one prompt, so one row of it is read and its cache repeated;
+        A request's samples share one prompt, so one row of it is read and its cache repeated
+        (a context read anew after it filled is each sample's own: every row is read);
         requests admitted together are read in as few graph calls as MAX_PREFILL_TOKENS allows
-        (sixteen users who click together were prefilled one by one, 3-4 ms each, while the batch
-        waited; all in one call, a 16 x 256-token call's logits alone took 823 MB, which
-        onnxruntime's arena then kept)."""
+        (read one by one, users who click together keep the batch waiting for each other's
+        calls; read all in one call, a 16 x 256-token call's logits alone would take 823 MB,
+        which onnxruntime's arena then keeps)."""
         chunk: list[Request] = []
         for seq in seqs:
-            if chunk and (len(chunk) + 1) * self._aligned(max(seq.length, *(s.length for s in chunk))) > MAX_PREFILL_TOKENS:
+            rows = sum(s.distinct for s in chunk) + seq.distinct
+            if chunk and rows * self._aligned(max(seq.length, *(s.length for s in chunk))) > MAX_PREFILL_TOKENS:
                 self._prefill(chunk)
                 chunk = []
             chunk.append(seq)
@@ -155,22 +157,25 @@ class Batch:
         return -(-length // self.align) * self.align
 
     def _prefill(self, seqs: list[Request]) -> None:
-        """One graph call reading one row of each request; each joins with its rows' cache."""
+        """One graph call reading each request's :attr:`~Request.distinct` rows; each joins with
+        its rows' cache."""
         own = [self._aligned(s.length) for s in seqs]
         width = max(own)
-        ids = np.full((len(seqs), width), self.engine.eot_id, dtype=np.int64)
-        mask = np.zeros((len(seqs), width), dtype=np.int64)
-        for r, seq in enumerate(seqs):
-            ids[r, width - seq.length :] = seq.window[0]
-            mask[r, width - seq.length :] = 1
+        starts = np.cumsum([0] + [s.distinct for s in seqs])
+        ids = np.full((starts[-1], width), self.engine.eot_id, dtype=np.int64)
+        mask = np.zeros((starts[-1], width), dtype=np.int64)
+        for seq, a, b in zip(seqs, starts, starts[1:]):
+            ids[a:b, width - seq.length :] = seq.window[: b - a]
+            mask[a:b, width - seq.length :] = 1
         positions = np.maximum(mask.cumsum(axis=1) - 1, 0)
-        logits, present = self._forward(ids, self.engine.empty_cache(len(seqs)), mask, positions, prefill=True)
-        if len(seqs) > 1 or seqs[0].n > 1:
+        logits, present = self._forward(ids, self.engine.empty_cache(len(ids)), mask, positions, prefill=True)
+        if len(ids) > 1 or seqs[0].n > 1:
             present = self._numpy(present)
-        for r, (seq, length) in enumerate(zip(seqs, own)):
-            seq.logits = np.repeat(logits[r : r + 1], seq.n, axis=0)
-            mine = present if len(seqs) == 1 and seq.n == 1 else self.engine.to_device(
-                [np.repeat(p[r : r + 1, :, width - length :], seq.n, axis=0) for p in present])
+        for seq, length, a, b in zip(seqs, own, starts, starts[1:]):
+            rows = np.arange(a, b) if b - a == seq.n else np.full(seq.n, a)  # (one row read: repeated)
+            seq.logits = logits[rows]
+            mine = present if len(ids) == 1 and seq.n == 1 else self.engine.to_device(
+                [np.ascontiguousarray(p[rows][:, :, width - length :]) for p in present])
             self.joining.append((seq, mine))
 
     def remove(self, leaving: Sequence[Request]) -> None:
@@ -294,11 +299,13 @@ def _left_pad(cache: np.ndarray, columns: int) -> np.ndarray:
 
 
 class Scheduler:
-    """A :class:`Batch` on a thread of its own, fed by :meth:`stream` from any number of threads."""
+    """A :class:`Batch` on a thread of its own, fed by :meth:`stream` from any number of threads.
+    ``max_rows``: samples decoding at once (each holds its cache); ``max_waiting``: requests
+    waiting for room, past which a new one raises :class:`Busy`. Whoever runs the loop sizes both
+    (the app: playground/limits.py)."""
 
     def __init__(
-        self, engine: Engine, max_rows: int = DEFAULT_MAX_ROWS, max_waiting: int = DEFAULT_MAX_WAITING,
-        wide: Engine | None = None,
+        self, engine: Engine, *, max_rows: int, max_waiting: int, wide: Engine | None = None,
     ) -> None:
         self.engine = engine
         self.wide = wide  # the same model on more threads, for wide graph calls (Batch)

@@ -1,6 +1,9 @@
 """Continuous batching (runtime/batching.py): requests that join and leave a shared decoding loop
-get the same tokens as alone, settings and seeds stay per request, cancelled requests leave at
-once, and the batch's bounds hold."""
+get the tokens, and the logits, of each request decoded on its own by plain onnxruntime (no cache,
+no padding, no batch: tests/plain_onnx.py) with runtime/sampling.py's choices applied to those
+logits; settings and seeds stay per request, cancelled requests leave at once, and the batch's
+bounds hold. (Not against ``runtime.generate``: a one-row batch of the same loop agrees with any
+bug the loop has.)"""
 
 from __future__ import annotations
 
@@ -11,11 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from conftest import TINY
+from conftest import TINY, wait_for
+from plain_onnx import plain_decode, session
+from playground.limits import MAX_BATCH_ROWS, MAX_WAITING_REQUESTS
 from runtime.batching import Batch, Busy, Request, Scheduler
 from runtime.engine import Engine
-from runtime.generate import generate
 from runtime.params import SamplingParams
+from runtime.sampling import choose_rows, softmax
 
 # (prompt, SamplingParams(max_new_tokens, temperature, top_k, top_p, seed, num_samples)): different
 # lengths (one longer than the tiny model's 32-token context, so it is cut and slides inside the
@@ -29,20 +34,61 @@ REQUESTS = [
 ]
 
 
+# Max |logit difference| from plain onnxruntime at one step: the batch pads and caches, the plain
+# loop reads each window whole, so float rounding differs (~1e-6 on the tiny fp32 model); a hidden
+# or misplaced token moves them by far more.
+TOL = 1e-4
+
+
 @pytest.fixture(scope="module")
 def engine(tiny_export) -> Engine:
     return Engine.load(tiny_export.paths["fp32"], provider="cpu")
 
 
-def alone(engine: Engine, prompt: list[int], params: SamplingParams) -> list[list[int]]:
-    out = generate(engine, prompt, params)
-    return out if params.num_samples > 1 else [out]
+class Alone:
+    """Each request on its own in plain onnxruntime: every row's window read whole at every step
+    (the last block_size tokens; the oldest context_shift leave when a token overflows it), its
+    tokens drawn by runtime.sampling.choose_rows with the request's settings and its own RNG,
+    seeded as the request says, one uniform per row and step. Worked out once per request."""
+
+    def __init__(self, path, block_size: int, shift: int) -> None:
+        self.sess, self.block_size, self.shift = session(path), block_size, shift
+        self.done: dict[tuple, tuple[list[list[int]], list[list[np.ndarray]]]] = {}
+
+    def __call__(self, prompt: list[int], params: SamplingParams) -> tuple[list[list[int]], list[list[np.ndarray]]]:
+        """Each row's tokens (ending with <|endoftext|> where it stopped there) and the logits each
+        was drawn from."""
+        key = (tuple(prompt), params)
+        if key not in self.done:
+            rng = np.random.default_rng(params.seed)
+            n = params.num_samples
+
+            def choose(logits: np.ndarray) -> np.ndarray:
+                u = np.zeros(n) if params.greedy else rng.random(n)
+                return choose_rows(logits, [params.settings] * n, u)[0]
+
+            self.done[key] = plain_decode(self.sess, prompt, n, params.max_new_tokens, block_size=self.block_size,
+                                          shift=self.shift, choose=choose, eot=50256 if params.stop_at_eot else None)
+        return self.done[key]
+
+    def tokens(self, prompt: list[int], params: SamplingParams) -> list[list[int]]:
+        return self(prompt, params)[0]
+
+
+@pytest.fixture(scope="module")
+def alone(tiny_export, engine) -> Alone:
+    return Alone(tiny_export.paths["fp32"], TINY.block_size, engine.context_shift)
+
+
+def worst(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max())
 
 
 @pytest.mark.parametrize("wide", [False, True], ids=["one engine", "wide calls on two threads"])
-def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine, tiny_export, wide, monkeypatch):
-    """Alone is runtime.generate on one thread; in the batch, with a ``wide`` engine (the app's on
-    more than one core), prefills and steps of 4 rows or more run on two threads: the same tokens."""
+def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine, tiny_export, wide, monkeypatch, alone):
+    """Alone is each request in plain onnxruntime (:class:`Alone`); in the batch, with a ``wide``
+    engine (the app's on more than one core), prefills and steps of 4 rows or more run on two
+    threads: the same tokens, and the same logits at every step."""
     calls = {"narrow": 0, "wide": 0}
     wide_engine = Engine.load(tiny_export.paths["fp32"], provider="cpu", threads=2, spin=False) if wide else None
     for name, eng in (("narrow", engine), ("wide", wide_engine)):
@@ -53,6 +99,7 @@ def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine,
     # step -> requests joining before it (prefilled together: 2, 5 and 40 tokens in one call)
     joins = {0: [0, 1, 2], 7: [3], 20: [4]}
     got: dict[int, list[list[int]]] = {}
+    logits: dict[int, list[list[np.ndarray]]] = {}
     seqs: dict[int, object] = {}
     step, rows_seen, padded = 0, [], False
     while step <= max(joins) or batch.active:
@@ -60,6 +107,7 @@ def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine,
             prompt, params = REQUESTS[i]
             seqs[i] = Request.new(np.array(prompt), params, engine.block_size)
             got[i] = [[] for _ in range(params.num_samples)]
+            logits[i] = [[] for _ in range(params.num_samples)]
         batch.add(*(seqs[i] for i in joins.get(step, [])))
         rows_seen.append(batch.rows)
         padded |= len({s.length for s in batch.seqs}) > 1
@@ -68,16 +116,21 @@ def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine,
             for row, (token, live) in enumerate(zip(decoded.tokens.tolist(), decoded.live)):
                 if live:
                     got[i][row].append(token)
+                    logits[i][row].append(decoded.logits[row])
         step += 1
     assert padded and max(rows_seen) >= 6  # they really shared padded steps
     assert batch.past is None and batch.rows == 0  # everyone left, the cache with them
     if wide:  # prefills and steps of many rows went wide, lone rows' steps did not
         assert calls["wide"] >= len(joins) and calls["narrow"] > 0
     for i, request in enumerate(REQUESTS):
-        assert got[i] == alone(engine, *request), f"request {i} changed in the batch"
+        tokens, expected = alone(*request)
+        for row in range(request[1].num_samples):
+            diffs = [worst(a, b) for a, b in zip(logits[i][row], expected[row])]
+            assert max(diffs) <= TOL, f"request {i} row {row}: step {int(np.argmax(diffs))} differs by {max(diffs):.3g}"
+        assert got[i] == tokens, f"request {i} changed in the batch"
 
 
-def test_a_full_context_slides_inside_the_batch_as_alone(engine):
+def test_a_full_context_slides_inside_the_batch_as_alone(engine, alone):
     """A row whose context fills is read anew on its own while its neighbours keep their cache."""
     long, short = list(range(2000, 2000 + TINY.block_size - 2)), [464, 3290]
     batch = Batch(engine)
@@ -86,34 +139,50 @@ def test_a_full_context_slides_inside_the_batch_as_alone(engine):
     b = Request.new(np.array(short), sampled, engine.block_size)
     batch.add(a)
     batch.add(b)
-    tokens = {id(a): [], id(b): []}
+    tokens, logits = {id(a): [], id(b): []}, {id(a): [], id(b): []}
     notices = []
     while batch.active:
         for seq, step in batch.step():
             tokens[id(seq)].append(int(step.tokens[0]))
+            logits[id(seq)].append(step.logits[0])
             notices.append(step.notice)
     assert any(n and "context is full" in n for n in notices)
-    assert [tokens[id(a)]] == alone(engine, long, greedy)
-    assert [tokens[id(b)]] == alone(engine, short, sampled)
+    for seq, prompt, params in ((a, long, greedy), (b, short, sampled)):
+        expected_tokens, expected_logits = alone(prompt, params)
+        assert max(worst(x, y) for x, y in zip(logits[id(seq)], expected_logits[0])) <= TOL
+        assert [tokens[id(seq)]] == expected_tokens
 
 
-def test_concurrent_streams_share_the_loop_and_match_alone(engine):
-    scheduler = Scheduler(engine, max_rows=16)
+def test_concurrent_streams_share_the_loop_and_match_alone(engine, alone):
+    """Ten streams on their own threads: each gets its request's tokens, and at every step the
+    10 candidates the page shows are the 10 most likely of plain onnxruntime's logits, with their
+    probabilities (softmax at temperature 1) and the drawn token's."""
+    scheduler = Scheduler(engine, max_rows=16, max_waiting=MAX_WAITING_REQUESTS)
     try:
         def run(request):
             prompt, params = request
             out = [[] for _ in range(params.num_samples)]
+            shown = [[] for _ in range(params.num_samples)]
             for step in scheduler.stream(prompt, params):
                 for row, token in enumerate(step.token_ids):
                     if token is not None:
                         out[row].append(token)
-                assert len(step.candidates[0]) == 10 and step.token_probs[0] > 0
-            return out
+                        shown[row].append((step.candidates[row], step.token_probs[row]))
+            return out, shown
 
         with ThreadPoolExecutor(len(REQUESTS)) as pool:
             results = list(pool.map(run, REQUESTS * 2))
-        for request, result in zip(REQUESTS * 2, results):
-            assert result == alone(engine, *request)
+        for request, (result, shown) in zip(REQUESTS * 2, results):
+            tokens, logits = alone(*request)
+            assert result == tokens
+            for row in range(len(tokens)):
+                for token, (candidates, p_token), row_logits in zip(tokens[row], shown[row], logits[row]):
+                    p = softmax(row_logits[None])[0]
+                    pool = np.argpartition(-p, 20)[:20]  # the 10 most likely, the lower id first among equals
+                    best = pool[np.lexsort((pool, -p[pool]))][:10]
+                    assert [c.token_id for c in candidates] == best.tolist()
+                    np.testing.assert_allclose([c.prob for c in candidates], p[best], atol=1e-6)
+                    assert p_token == pytest.approx(p[token], abs=1e-6)
         tokens = sum(params.max_new_tokens for _, params in REQUESTS) * 2
         assert scheduler.steps < tokens  # many requests' tokens came out of one graph call
     finally:
@@ -121,30 +190,31 @@ def test_concurrent_streams_share_the_loop_and_match_alone(engine):
 
 
 def test_a_closed_stream_leaves_the_batch_at_the_next_step(engine, monkeypatch):
-    scheduler = Scheduler(engine)
+    scheduler = Scheduler(engine, max_rows=MAX_BATCH_ROWS, max_waiting=MAX_WAITING_REQUESTS)
     forward = engine.forward
+    # (each graph call paced to 5 ms: the request is still decoding when its stream closes)
     monkeypatch.setattr(engine, "forward", lambda *a: (time.sleep(0.005), forward(*a))[1])
     try:
         stream = scheduler.stream([464, 3290], SamplingParams(500, 0.8, seed=1, num_samples=2, stop_at_eot=False))
         next(stream), next(stream)
         assert scheduler.running_rows == 2
         stream.close()
-        deadline = time.monotonic() + 5
-        while scheduler.running_rows and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert scheduler.running_rows == 0
+        wait_for(lambda: scheduler.running_rows == 0, 5, 0.01, message="the closed stream's rows to leave the batch")
         steps = scheduler.steps
+        assert steps < 500  # it left long before its 500 tokens
+        # Nothing left to decode: the loop waits for work. (A check that nothing happens needs time
+        # to pass: 0.1 s is 20 of the paced steps.)
         time.sleep(0.1)
-        assert scheduler.steps == steps  # nothing left to decode: the loop sleeps
+        assert scheduler.steps == steps
     finally:
         scheduler.close()
 
 
-def test_the_batch_stays_within_its_rows_and_the_waiting_line_is_bounded(engine, monkeypatch):
+def test_the_batch_stays_within_its_rows_and_the_waiting_line_is_bounded(engine, monkeypatch, alone):
     scheduler = Scheduler(engine, max_rows=3, max_waiting=1)
     forward, widest = engine.forward, []
 
-    def slow(ids, *rest):
+    def slow(ids, *rest):  # (paced to 2 ms a call: the first request still runs when the others arrive)
         widest.append(len(ids))
         time.sleep(0.002)
         return forward(ids, *rest)
@@ -160,14 +230,17 @@ def test_the_batch_stays_within_its_rows_and_the_waiting_line_is_bounded(engine,
             scheduler.stream([40], SamplingParams(10))  # the one waiting place is taken
         first.close()
         got = [s.token_ids for s in second]
-        assert len(got) == 10 and max(widest) <= 3
-        assert [t[0] for t in got] == alone(engine, [40, 716], SamplingParams(10, 0.7, seed=3, num_samples=2, stop_at_eot=False))[0][: len(got)]
+        assert max(widest) <= 3
+        expected = alone.tokens([40, 716], SamplingParams(10, 0.7, seed=3, num_samples=2))
+        assert len(got) == max(map(len, expected))
+        for row, tokens in enumerate(expected):
+            assert [t[row] for t in got if t[row] is not None] == tokens
     finally:
         scheduler.close()
 
 
 def test_bad_arguments_are_refused_at_the_call(engine):
-    scheduler = Scheduler(engine)
+    scheduler = Scheduler(engine, max_rows=MAX_BATCH_ROWS, max_waiting=MAX_WAITING_REQUESTS)
     try:
         with pytest.raises(ValueError, match="prompt_ids is empty"):
             scheduler.stream([], SamplingParams(5))
@@ -179,7 +252,7 @@ def test_bad_arguments_are_refused_at_the_call(engine):
 
 
 def test_an_engine_error_reaches_every_running_request_and_the_loop_goes_on(engine, monkeypatch):
-    scheduler = Scheduler(engine)
+    scheduler = Scheduler(engine, max_rows=MAX_BATCH_ROWS, max_waiting=MAX_WAITING_REQUESTS)
     forward = engine.forward
     broken = threading.Event()
     broken.set()
