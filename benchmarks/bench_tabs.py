@@ -58,7 +58,7 @@ def actions() -> list[Action]:
     from playground import embeddings as emb
     from playground import limits
     from playground.attention import EXAMPLE_PROMPTS
-    from playground.generation import EXAMPLE_PROMPTS as PROMPTS
+    from playground.generation.params import EXAMPLE_PROMPTS as PROMPTS
     from playground.resources import get_model
     from .bench_inside import text_of
     from playground.ui import attention, compare, embeddings, generation, inside, positional, tokenization

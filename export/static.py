@@ -95,17 +95,18 @@ def link_params() -> dict[str, list[dict]]:
 
 def examples_and_defaults() -> dict:
     """Each browser tab's examples and opening settings, from the modules the app's tabs use."""
-    from playground import attention, embeddings, generation, tokenization
+    from playground import attention, embeddings, tokenization
+    from playground.generation.params import DEFAULTS, EXAMPLE_PROMPTS
 
     return {
         "examples": {
             "tokenization": list(tokenization.EXAMPLES),
             "embeddings": list(embeddings.EXAMPLE_EXPRESSIONS),
             "attention": list(attention.EXAMPLE_PROMPTS),
-            "generation": list(generation.EXAMPLE_PROMPTS),
+            "generation": list(EXAMPLE_PROMPTS),
         },
         "defaults": {
-            "generation": {"text": generation.EXAMPLE_PROMPTS[0], **generation.DEFAULTS},
+            "generation": {"text": EXAMPLE_PROMPTS[0], **DEFAULTS},
             "attention": {"cell_values_max_tokens": attention.CELL_VALUES_MAX_TOKENS},
         },
     }

@@ -8,13 +8,12 @@ next token is about equally likely, so the loss is about ln 50257 ≈ 10.8 nats;
 it down and gives the embeddings and the attention their structure.
 
 The plain functions of the other tabs do the work (``embedding_arithmetic``, ``attention``,
-``candidates_figure``), each called with ``model=`` for one side.
+``model_candidates_figure``), each called with ``model=`` for one side.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,9 @@ from model import GPT
 from . import limits
 from .attention import AttentionResult, SalientHead, attention, salient_head
 from .embeddings import ArithmeticResult, embedding_arithmetic
-from .generation import GeneratedStep, TokenChoice, candidates_figure
+from .generation.figures import model_candidates_figure
+from .generation.state import GeneratedStep, TokenChoice
+from .memo import Memo
 from .plots import percent
 from .resources import get_model
 from .tokens import encode_prompt, token_text
@@ -58,23 +59,24 @@ UNTRAINED = "untrained initialisation"
 INIT_SEED = 0  # the untrained model is the same every start (and in every test)
 TOP_K = 10
 
-_lock = threading.Lock()
 _compare_dir: Path | None = None
 _compare_label: str | None = None
-_other: tuple[str, GPT] | None = None
 _shown_label = "trained model"
+# The second side, loaded on first use. One model at a time: choosing another folder lets the
+# old one go rather than keeping every model ever compared in memory.
+_other: Memo[tuple[Path | None, str | None], tuple[str, GPT]] = Memo(size=1)
 
 
 def set_comparison(weights_dir: str | Path | None, label: str | None = None, shown_label: str | None = None) -> None:
     """Compare with the model folder ``weights_dir`` (config.json + model.safetensors), named
     ``label`` on the page; None: the untrained initialisation of the model shown (named
     ``shown_label``)."""
-    global _compare_dir, _compare_label, _other, _shown_label
-    with _lock:
+    global _compare_dir, _compare_label, _shown_label
+    with _other.lock:
         _compare_dir = None if weights_dir is None else Path(weights_dir)
         _compare_label = label
         _shown_label = shown_label or "trained model"
-        _other = None
+        _other.clear()  # even the same folder is read again: its files may have been rewritten
 
 
 def untrained_like(model: GPT, seed: int = INIT_SEED) -> GPT:
@@ -84,19 +86,19 @@ def untrained_like(model: GPT, seed: int = INIT_SEED) -> GPT:
         return GPT(model.config).eval()
 
 
+def _load_other(key: tuple[Path | None, str | None]) -> tuple[str, GPT]:
+    folder, label = key
+    if folder is None:
+        return UNTRAINED, untrained_like(get_model())
+    from model import load_pretrained
+
+    return label or folder.name, load_pretrained(folder)
+
+
 def comparison_model() -> tuple[str, GPT]:
     """(label, model) of the second side, loaded once."""
-    global _other
-    if _other is None:
-        with _lock:
-            if _other is None:
-                if _compare_dir is None:
-                    _other = (UNTRAINED, untrained_like(get_model()))
-                else:
-                    from model import load_pretrained
-
-                    _other = (_compare_label or _compare_dir.name, load_pretrained(_compare_dir))
-    return _other
+    with _other.lock:  # the folder and its label are read together with what was loaded for them
+        return _other.get((_compare_dir, _compare_label), _load_other)
 
 
 def _sides() -> list[tuple[str, GPT]]:
@@ -145,7 +147,7 @@ def next_token(prompt: Any, model: GPT, label: str, top_k: int = TOP_K) -> NextT
     step = GeneratedStep(0, cands[0], cands)
     # A short title: the chart must fit a phone's width (the prompt is in the box above it).
     # Nothing is sampled here: one bar per token, the model's probability (temperature 1).
-    figure = candidates_figure(step, title=label, model_only=True)
+    figure = model_candidates_figure(step, title=label)
     return NextToken(label, ids, step, loss, entropy, figure)
 
 

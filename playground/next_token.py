@@ -38,7 +38,7 @@ __all__ = [
 
 SHOWN = 12  # tokens drawn in the live chart
 
-# Colours shared with the candidates chart (generation.candidates_figure).
+# Colours shared with the candidates chart (generation/figures.py).
 MODEL_COLOUR = "rgba(148, 163, 184, 0.6)"
 SAMPLED_COLOUR = "#6366f1"
 DRAWN_COLOUR = "#f97316"
@@ -106,8 +106,8 @@ def next_token_distribution(context_ids: list[int], engine: Any = None) -> NextT
     """One forward pass of the engine on ``context_ids`` (the last ``block_size`` of them, as the
     engine reads a longer context): the full next-token distribution, read in exactly as a
     generation reads its prompt (``runtime.batching.Batch``: the same padding, the same bits),
-    as a log-softmax in float64. (Asking a stream for every candidate made 50,257 objects in
-    Python, 0.3 s, where this takes one graph call.)"""
+    as a log-softmax in float64. (Asking a stream for every candidate would make 50,257 objects
+    in Python, where this takes one graph call.)"""
     engine = engine or get_engine()
     ids = check_prompt(list(context_ids), engine.vocab_size, engine.eot_id)
     request = Request.new(ids, SamplingParams(1, n_candidates=None), engine.block_size)

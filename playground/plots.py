@@ -6,12 +6,14 @@ repeated labels into one row, so heatmaps use numeric axes with the labels as ti
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["PERCENT_HOVER", "percent", "PALETTE", "TEMPLATE", "TITLE_CHARS", "wrap_title", "token_ticks", "base_layout", "heatmap", "line_plot", "bar_plot"]
+__all__ = ["PERCENT_HOVER", "percent", "PALETTE", "TEMPLATE", "TITLE_CHARS", "wrap_title", "token_ticks", "base_layout", "base_layout_dict", "heatmap", "line_plot", "bar_plot"]
 
 # Cycling pastel colours for token spans (light enough for dark text), as tiktokenizer does.
 PALETTE = (
@@ -66,6 +68,22 @@ def base_layout(fig: go.Figure, title: str, *, height: int | None = None, **axes
     return fig
 
 
+def base_layout_dict(title: str, *, height: int) -> dict:
+    """:func:`base_layout`'s layout as a fresh plain dict, for a figure written as plotly's JSON
+    (``go.Figure(..., _validate=False)``): plotly's validating setters, the template's copy
+    above all, cost a chart far more than the chart itself, and many learners' charts come at once."""
+    wrapped = wrap_title(title)
+    layout = json.loads(_base_layout_json(wrapped.count("<br>") + 1))["layout"]
+    layout["title"]["text"] = wrapped
+    layout["height"] = height
+    return layout
+
+
+@functools.lru_cache(maxsize=8)
+def _base_layout_json(lines: int) -> str:
+    """:func:`base_layout`'s layout for a title of ``lines`` lines, as JSON, built once per line count."""
+    return go.Figure(layout=base_layout(go.Figure(), "<br>".join(["x"] * lines)).layout).to_json()
+
 def token_ticks(labels: Sequence[str] | None, n: int, max_ticks: int = 64) -> dict:
     """Numeric tick positions carrying text labels; at most ``max_ticks`` of them, evenly spread."""
     if labels is None:
@@ -103,8 +121,9 @@ def heatmap(
 
     ``decimals``: for large maps whose colour shows far less, the values are rounded and sent as
     float32: plotly writes an array as base64, float64 at ~11 characters a cell that gzip barely
-    shrinks and 25x slower to encode; rounded float32 is ~7 that gzip takes to ~3 (a list of
-    JSON numbers is smaller still, but plotly validates it number by number: 0.3 s a map)."""
+    shrinks and far slower to encode; rounded float32 is ~7 that gzip takes to ~3 (a list of
+    JSON numbers is smaller still, but plotly validates it number by number, slowly; docs/app.md,
+    "Page weight and speed")."""
     z = np.asarray(z, dtype=np.float64)
     rows, cols = z.shape
     trace = go.Heatmap(

@@ -1,7 +1,8 @@
 """What the tabs share, loaded once on first use, thread-safely: the PyTorch model, GPT-2's
 tokenizer, and the onnxruntime engine that generates text (with the execution provider the
 ``PLAYGROUND_PROVIDER`` environment variable asks for, on the ONNX file ``PLAYGROUND_ONNX`` asks
-for: by default the 8-bit integer file on a CPU, fp32 on CUDA).
+for: by default the 8-bit integer file on a CPU, fp32 on CUDA), and beside it the other
+precision's file a generation may ask for, each with its decoding loop.
 
 Gradio runs requests on worker threads; the first few may arrive together, so loading is
 guarded by a lock (the model is read-only afterwards: concurrent forward passes in eval mode
@@ -18,9 +19,12 @@ from typing import TYPE_CHECKING
 
 import tiktoken
 
+from export.naming import FP32_NAME, INT8_NAME
 from model import GPT, get_tokenizer, load_pretrained
 
 from . import limits
+from .memo import Memo
+from .validation import InputError
 
 if TYPE_CHECKING:  # annotations only
     from runtime.batching import Scheduler
@@ -42,6 +46,9 @@ __all__ = [
     "open_engine",
     "get_engine",
     "get_scheduler",
+    "AUTO_PRECISION",
+    "PRECISION_FILES",
+    "engine_for",
     "budget_cpu",
 ]
 
@@ -158,7 +165,7 @@ def planned_provider() -> tuple[str, str | None]:
 def open_engine(path: str | Path | None = None, provider: str | None = None) -> Engine:
     """An onnxruntime engine on ``path`` (default artifacts/hub/onnx/model.onnx); a missing or unreadable
     file raises :class:`ResourceError` naming the command that rebuilds it."""
-    from export.naming import FP32_NAME, hub_dir
+    from export.naming import hub_dir
     from runtime.engine import Engine
 
     provider = _usable_provider(provider or requested_provider())
@@ -175,8 +182,9 @@ def open_engine(path: str | Path | None = None, provider: str | None = None) -> 
         ) from err
 
 
-# Which ONNX file generates: "auto" (the default) takes the 8-bit integer file on a CPU (2.4x
-# fp32's speed there, held-out loss +0.0007 nats) and fp32 on CUDA (float kernels are what a GPU
+# Which ONNX file generates: "auto" (the default) takes the 8-bit integer file on a CPU (faster
+# than fp32 there, at a held-out loss within a thousandth of a nat: docs/export.md, "The 8-bit
+# files") and fp32 on CUDA (float kernels are what a GPU
 # is fast at; onnxruntime's integer MatMul has no CUDA kernel worth using). "fp32", "quantized"
 # or "int8" force one (`python -m export` writes all three).
 ONNX_FILE_ENV = "PLAYGROUND_ONNX"
@@ -222,6 +230,13 @@ def get_engine() -> Engine:
     return _engine
 
 
+def _scheduler_of(engine: Engine) -> Scheduler:
+    """A decoding loop on ``engine``, with the app's row limits."""
+    from runtime.batching import Scheduler
+
+    return Scheduler(engine, max_rows=limits.MAX_BATCH_ROWS, max_waiting=limits.MAX_WAITING_REQUESTS, wide=engine.widened())
+
+
 _scheduler: Scheduler | None = None
 
 
@@ -234,12 +249,44 @@ def get_scheduler() -> Scheduler:
         if _scheduler is None or _scheduler.engine is not engine:
             if _scheduler is not None:
                 _scheduler.close()
-            from runtime.batching import Scheduler
-
-            _scheduler = Scheduler(
-                engine, max_rows=limits.MAX_BATCH_ROWS, max_waiting=limits.MAX_WAITING_REQUESTS, wide=engine.widened()
-            )
+            _scheduler = _scheduler_of(engine)
     return _scheduler
+
+
+# The ONNX file of each precision a generation may ask for, beside the app's engine's file: "full"
+# (fp32, what Inside the model and Compare compute with) and "8-bit" (the integer file). "auto"
+# is the app's engine itself, whichever file PLAYGROUND_ONNX and the device chose.
+PRECISION_FILES = {"full": FP32_NAME, "8-bit": INT8_NAME}
+AUTO_PRECISION = "auto"
+
+
+# The file of the other precision than the app's engine's, with a decoding loop of its own. One
+# entry: a model shown with --model replaces the shipped one's, whose loop is then closed.
+_precision_engines: Memo[Path, tuple[Engine, Scheduler]] = Memo(size=1, close=lambda pair: pair[1].close())
+
+
+def engine_for(precision: str) -> tuple[Engine, Scheduler]:
+    """The engine and decoding loop of ``precision`` (a key of :data:`PRECISION_FILES`, or
+    :data:`AUTO_PRECISION`: the app's own). The file that is not the app's engine's is opened on
+    first use, beside it (its own session and loop, the same row limits); a model without such a
+    file is told with an :class:`InputError` naming the precision it has."""
+    engine = get_engine()
+    if precision == AUTO_PRECISION:
+        return engine, get_scheduler()
+    path = engine.path.parent.parent / PRECISION_FILES[precision]  # <hub>/onnx/<file>
+    if path == engine.path:
+        return engine, get_scheduler()
+
+    def open_beside(path: Path) -> tuple[Engine, Scheduler]:
+        if not path.is_file():
+            raise InputError(
+                f"precision: this model has no {precision} file ({PRECISION_FILES[precision]}); "
+                f"choose {' or '.join(p for p in PRECISION_FILES if p != precision)}"
+            )
+        other = open_engine(path)
+        return other, _scheduler_of(other)
+
+    return _precision_engines.get(path, open_beside)
 
 
 def budget_cpu() -> int:

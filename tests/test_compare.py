@@ -128,6 +128,31 @@ def test_compare_with_another_folder_clamps_layers_and_heads(tmp_path):
     assert (a.layer, a.head) == (3, 3) and (b.layer, b.head) == (0, 1)  # clamped to the small model
 
 
+def test_choosing_another_comparison_lets_the_old_model_go(tmp_path):
+    import gc
+    import weakref
+
+    import torch
+
+    from model import save_pretrained
+    from model.gpt import GPT, GPTConfig
+
+    for n_layer in (1, 2):
+        torch.manual_seed(n_layer)
+        save_pretrained(GPT(GPTConfig(block_size=32, n_layer=n_layer, n_head=2, d_model=32)).eval(), tmp_path / str(n_layer))
+    cmp.set_comparison(tmp_path / "1", "one")
+    first = cmp.comparison_model()[1]
+    assert cmp.comparison_model()[1] is first and first.config.n_layer == 1  # loaded once
+    cmp.set_comparison(tmp_path / "1", "one")
+    assert cmp.comparison_model()[1] is not first  # the same folder is read again: it may have been rewritten
+    cmp.set_comparison(tmp_path / "2", "two")
+    assert cmp.labels()[1] == "two" and cmp.comparison_model()[1].config.n_layer == 2
+    gone = weakref.ref(first)
+    del first
+    gc.collect()
+    assert gone() is None and len(cmp._other) == 1  # nothing keeps an earlier comparison alive
+
+
 def test_compare_all_is_json_ready():
     import json
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from model import get_tokenizer
-from playground import attention, generation, inside
+from playground import attention, inside
+from playground.generation.params import EXAMPLE_PROMPTS as GENERATION_PROMPTS
 from playground.ui import compare, learn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +25,7 @@ SPEAKER_COLON = re.compile(r"^[A-Z][A-Za-z ]*[A-Za-z]:(\s|$)")
 
 
 def tab_prompts() -> list[str]:
-    return [*generation.EXAMPLE_PROMPTS, *attention.EXAMPLE_PROMPTS, *inside.EXAMPLE_TEXTS, compare.PROMPT, learn.PROMPT]
+    return [*GENERATION_PROMPTS, *attention.EXAMPLE_PROMPTS, *inside.EXAMPLE_TEXTS, compare.PROMPT, learn.PROMPT]
 
 
 def doc_prompts() -> list[str]:

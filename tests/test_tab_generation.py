@@ -1,4 +1,4 @@
-"""Text generation tab logic (playground/generation.py) on the real onnxruntime engine.
+"""Text generation tab logic (playground/generation/) on the real onnxruntime engine.
 
 Expected values come from definitions: the engine's tokens must decode to the text shown, a
 fixed seed repeats, top-k 1 is greedy and agrees with PyTorch's own greedy decoding, and every
@@ -11,8 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from playground import generation as gen
+from conftest import wait_for
 from playground import resources
+from playground.generation import figures, streaming, views
+from playground.generation.params import EXAMPLE_PROMPTS
+from playground.generation.state import TOP_CANDIDATES
+from playground.tokens import decode, encode, token_text
 from playground.validation import InputError
 
 
@@ -32,9 +36,9 @@ def enc():
 
 
 def run(prompt="ROMEO:", max_new_tokens=8, temperature=0.8, top_k=50, top_p=0.95, seed=1, num_samples=1):
-    params = gen.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples)
+    params = streaming.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples)
     states, final = [], None
-    for final in gen.run(params):  # the same state object, updated in place
+    for final in streaming.run(params):  # the same state object, updated in place
         states.append((final.new_tokens, final.finished))
     return params, states, final
 
@@ -68,7 +72,7 @@ def test_same_seed_same_tokens_different_samples_batch(engine):
 def test_the_app_generates_with_the_integer_file_on_a_cpu(engine):
     _, _, final = run(max_new_tokens=2)
     if final.provider == "CPUExecutionProvider":
-        assert final.model_file == "model_int8.onnx" and "`model_int8.onnx`" in gen.stats_markdown(final)
+        assert final.model_file == "model_int8.onnx" and "`model_int8.onnx`" in views.stats_markdown(final)
 
 
 def test_top_k_1_is_greedy_and_matches_pytorch(engine, enc):
@@ -76,9 +80,9 @@ def test_top_k_1_is_greedy_and_matches_pytorch(engine, enc):
     from model import load_pretrained
 
     prompt = "KING HENRY V:\nOnce more unto the breach"
-    params = gen.prepare(prompt, 8, 0.8, 1, 0.95, 123)
+    params = streaming.prepare(prompt, 8, 0.8, 1, 0.95, 123)
     fp32 = resources.open_engine(artifact_paths()["fp32"])  # PyTorch's weights exactly (the app's CPU file is 8-bit)
-    for final in gen.generate(fp32, params, gen.token_text, gen.decode):
+    for final in streaming.generate(fp32, params, token_text, decode):
         pass
     ids = enc.encode(prompt)
     model = load_pretrained()
@@ -112,7 +116,7 @@ def test_candidates_are_sorted_probabilities(engine):
     for step in final.steps[0]:
         probs = [c.probability for c in step.candidates]
         assert probs == sorted(probs, reverse=True) and all(0 <= p <= 1 for p in probs)
-        assert len(step.candidates) == gen.TOP_CANDIDATES
+        assert len(step.candidates) == TOP_CANDIDATES
         # No temperature, top-k or top-p: the sampled distribution is the model's own.
         for c in step.candidates:
             assert c.sample_probability == pytest.approx(c.probability, rel=1e-6, abs=1e-9)
@@ -136,16 +140,16 @@ def test_top_p_keeps_only_the_nucleus(engine):
 def test_stats_report_speed_and_provider(engine):
     _, _, final = run(max_new_tokens=10)
     assert final.ttft_s is not None and final.ttft_s > 0
-    text = gen.stats_markdown(final)
+    text = views.stats_markdown(final)
     assert "tokens/s" in text and "time to first token" in text
-    assert gen.provider_label(engine.provider) in text
-    assert gen.provider_label("CUDAExecutionProvider") == "CUDA (GPU)"
-    assert gen.provider_label("CPUExecutionProvider") == "CPU"
+    assert views.provider_label(engine.provider) in text
+    assert views.provider_label("CUDAExecutionProvider") == "CUDA (GPU)"
+    assert views.provider_label("CPUExecutionProvider") == "CPU"
 
 
 def test_closing_the_stream_stops_generation(engine):
-    params = gen.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1)
-    stream = gen.run(params)
+    params = streaming.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1)
+    stream = streaming.run(params)
     for state in stream:
         if state.new_tokens >= 3:
             break
@@ -156,7 +160,7 @@ def test_closing_the_stream_stops_generation(engine):
 def test_the_stop_button_shows_the_tokens_so_far_and_says_stopped(engine):
     from playground.ui.generation import ui_stopped
 
-    stream = gen.run(gen.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
+    stream = streaming.run(streaming.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
     for state in stream:
         if state.new_tokens >= 4:
             break
@@ -164,7 +168,7 @@ def test_the_stop_button_shows_the_tokens_so_far_and_says_stopped(engine):
     html, stats = ui_stopped(state)
     assert html.count('class="gen-tok"') == 4 and "stopped by: stopped" in stats and "**4** new tokens" in stats
     assert not state.finished  # the shared state is left as the stream left it
-    for done in gen.run(gen.prepare("ROMEO:", 2, 0.8, 50, 0.95, 1)):
+    for done in streaming.run(streaming.prepare("ROMEO:", 2, 0.8, 50, 0.95, 1)):
         pass
     assert all(not isinstance(out, str) for out in ui_stopped(done))  # ended by itself: nothing to change
     assert all(not isinstance(out, str) for out in ui_stopped(None))
@@ -177,7 +181,7 @@ def test_the_stop_button_answers_after_the_stream_closed(engine):
 
     from playground.ui.generation import ui_stopped
 
-    stream = gen.run(gen.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
+    stream = streaming.run(streaming.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
     for state in stream:
         if state.new_tokens >= 2:
             break
@@ -192,11 +196,11 @@ def test_the_stop_button_answers_after_the_stream_closed(engine):
 
 def test_long_prompt_keeps_its_last_tokens_and_says_so(engine):
     prompt = "To be, or not to be: " * 100  # far more tokens than the context
-    params = gen.prepare(prompt, 2, 0.8, 50, 0.95, 1)
+    params = streaming.prepare(prompt, 2, 0.8, 50, 0.95, 1)
     assert len(params.prompt_ids) == engine.block_size - 1
     assert params.dropped_prompt_tokens > 0 and "kept" in params.notice
-    states = list(gen.run(params))
-    assert states[-1].finished and "kept" in gen.stats_markdown(states[-1])
+    states = list(streaming.run(params))
+    assert states[-1].finished and "kept" in views.stats_markdown(states[-1])
 
 
 @pytest.mark.parametrize(
@@ -223,41 +227,30 @@ def test_bad_settings_are_refused_with_a_message(engine, kwargs, message):
     args = {"prompt": "ROMEO:", "max_new_tokens": 4, "temperature": 0.8, "top_k": 50, "top_p": 0.95, "seed": 1, "num_samples": 1}
     args.update(kwargs)
     with pytest.raises(InputError, match=message):
-        gen.prepare(*args.values())
+        streaming.prepare(*args.values())
 
 
 def test_figure_and_html_show_the_steps(engine):
     _, _, final = run(max_new_tokens=4)
     step = final.steps[0][-1]
-    fig = gen.candidates_figure(step)
+    fig = figures.candidates_figure(step)
     ids_in_chart = {int(label.rsplit("#", 1)[1]) for label in fig.data[0].y}
     assert step.token.token_id in ids_in_chart
     assert {c.token_id for c in step.candidates} <= ids_in_chart
-    html = gen.tokens_html(final)
+    html = views.tokens_html(final)
     assert html.count('class="gen-tok"') == final.new_tokens
     assert "ROMEO:" in html
-    assert gen.candidates_figure(None).layout.annotations  # an empty chart says what to do
+    assert figures.candidates_figure(None).layout.annotations  # an empty chart says what to do
 
 
 def test_a_generation_past_its_time_budget_stops_and_says_so(engine):
-    params = gen.prepare("ROMEO:", 512, 0.8, 50, 0.95, 1, 2)
+    params = streaming.prepare("ROMEO:", 512, 0.8, 50, 0.95, 1, 2)
     final_state = None
-    for final_state in gen.generate(engine, params, gen.token_text, gen.decode, budget_s=0.3):
+    for final_state in streaming.generate(engine, params, token_text, decode, budget_s=0.3):
         pass
     assert final_state.finished and 0 < final_state.new_tokens < 2 * 512  # stopped long before the end
     assert "time limit" in final_state.stop_reason
-    assert "time limit of one generation" in gen.stats_markdown(final_state)
-
-
-def _poll(condition, timeout_s: float = 30.0, every_s: float = 0.01) -> bool:
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(every_s)
-    return condition()
+    assert "time limit of one generation" in views.stats_markdown(final_state)
 
 
 def test_stop_before_the_first_token_ends_a_generation_waiting_for_room(engine):
@@ -268,25 +261,25 @@ def test_stop_before_the_first_token_ends_a_generation_waiting_for_room(engine):
 
     from runtime.batching import Scheduler
 
-    scheduler = Scheduler(engine, max_rows=1)
+    scheduler = Scheduler(engine, max_rows=1, max_waiting=1)
     try:
-        occupant = gen.generate(engine, gen.prepare("ROMEO:", 512, 0.8, 50, 0.95, 1), gen.token_text, gen.decode, scheduler=scheduler)
+        occupant = streaming.generate(engine, streaming.prepare("ROMEO:", 512, 0.8, 50, 0.95, 1), token_text, decode, scheduler=scheduler)
         next(occupant)  # its row is the batch's only one
-        params = gen.prepare("JULIET:", 512, 0.8, 50, 0.95, 2)
-        waiting = gen.new_state(engine, params)
+        params = streaming.prepare("JULIET:", 512, 0.8, 50, 0.95, 2)
+        waiting = streaming.new_state(params, engine)
         done = threading.Event()
 
         def drain():
-            for _ in gen.generate(engine, params, gen.token_text, gen.decode, scheduler=scheduler, state=waiting):
+            for _ in streaming.generate(engine, params, token_text, decode, scheduler=scheduler, state=waiting):
                 pass
             done.set()
 
         threading.Thread(target=drain, daemon=True).start()
-        assert _poll(lambda: len(scheduler._waiting) == 1)  # in the scheduler's line, no room yet
+        wait_for(lambda: len(scheduler._waiting) == 1, interval=0.01, message="the generation in the scheduler's line, no room yet")
         waiting.stop_requested.set()
-        assert _poll(done.is_set, timeout_s=10)
+        wait_for(done.is_set, 10, 0.01, message="the stopped generation to end")
         assert waiting.finished and waiting.new_tokens == 0 and waiting.stop_reason == "stopped"
-        assert waiting.stream_closed.is_set() and "stopped by: stopped" in gen.stats_markdown(waiting)
+        assert waiting.stream_closed.is_set() and "stopped by: stopped" in views.stats_markdown(waiting)
         assert scheduler.running_rows == 1  # the other generation was not touched
         occupant.close()
     finally:
@@ -294,7 +287,7 @@ def test_stop_before_the_first_token_ends_a_generation_waiting_for_room(engine):
 
 
 def test_stop_during_a_generation_ends_it_at_the_next_step(engine):
-    stream = gen.run(gen.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
+    stream = streaming.run(streaming.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
     for state in stream:
         if state.new_tokens == 3:
             state.stop_requested.set()
@@ -304,9 +297,9 @@ def test_stop_during_a_generation_ends_it_at_the_next_step(engine):
 def test_a_cut_prompt_and_a_full_context_are_both_said(engine):
     """A prompt past the context is cut (this tab's notice), and the context then fills while
     generating (the engine's notice): a learner reads both."""
-    params = gen.prepare("To be, or not to be: " * 100, 3, 0.8, 50, 0.95, 1)
-    final = list(gen.run(params))[-1]
-    stats = gen.stats_markdown(final)
+    params = streaming.prepare("To be, or not to be: " * 100, 3, 0.8, 50, 0.95, 1)
+    final = list(streaming.run(params))[-1]
+    stats = views.stats_markdown(final)
     assert "were kept" in stats and "The context is full" in stats
     assert sum("The prompt" in n for n in final.notices) == 1  # the engine's own "prompt cut" is not said twice
 
@@ -381,14 +374,16 @@ def test_stop_before_the_first_token_ends_the_generation_on_a_launched_app(app_s
     learner = _PageSession(app_server.url, "127.0.0.40")
     try:
         filler_events = [f.join(generate, [PROMPT, 512, 0.8, 50, 0.95, i, 4, "full", None]) for i, f in enumerate(fillers)]
-        assert _poll(lambda: all(f.seen(e, "process_generating") for f, e in zip(fillers, filler_events)), timeout_s=120)
+        wait_for(lambda: all(f.seen(e, "process_generating") for f, e in zip(fillers, filler_events)), 120, 0.01,
+                 message="every filler generation to stream")
         event = learner.join(generate, [PROMPT, 512, 0.8, 50, 0.95, 99, 1, "full", None])
-        assert _poll(lambda: learner.seen(event, "process_starts"), timeout_s=60)  # its handler runs: it waits in the batch's line
+        # its handler runs: it waits in the batch's line
+        wait_for(lambda: learner.seen(event, "process_starts"), 60, 0.01, message="the learner's generation to start")
         assert not learner.seen(event, "process_generating")
         clicked = time.monotonic()
         stop_event = learner.join(stop, [None])
-        ended = _poll(lambda: learner.seen(event, "process_completed") and learner.seen(stop_event, "process_completed"), timeout_s=30)
-        assert ended, [str(m)[:300] for _, m in learner.messages]
+        wait_for(lambda: learner.seen(event, "process_completed") and learner.seen(stop_event, "process_completed"), 30, 0.01,
+                 message=lambda: f"the generation and its Stop to complete; seen: {[str(m)[:300] for _, m in learner.messages]}")
         ended = learner.when(event, "process_completed") - clicked
         print(f"\nStop before the first token: the generation ended {ended:.2f} s after the click")
         assert all(not f.seen(e, "process_completed") for f, e in zip(fillers, filler_events)), "room came first: nothing was tested"
@@ -415,13 +410,13 @@ def test_each_precision_generates_with_its_own_file_and_the_same_ids_as_that_fil
     from runtime.params import SamplingParams
 
     files = ensure_onnx()
-    prompt = gen.EXAMPLE_PROMPTS[0]
+    prompt = EXAMPLE_PROMPTS[0]
     for precision, key in (("full", "fp32"), ("8-bit", "int8")):
-        params = gen.prepare(prompt, 24, 0.0, 0, 1.0, 1, 1, precision)
-        final = list(gen.run(params))[-1]
-        alone = generate(Engine.load(files[key], provider="cpu"), gen.encode(prompt), SamplingParams(24))
+        params = streaming.prepare(prompt, 24, 0.0, 0, 1.0, 1, 1, precision)
+        final = list(streaming.run(params))[-1]
+        alone = generate(Engine.load(files[key], provider="cpu"), encode(prompt), SamplingParams(24))
         assert final.model_file == files[key].name and final.sample_ids(0) == alone[: final.new_tokens]
-    assert "full precision" in gen.stats_markdown(list(gen.run(gen.prepare(prompt, 2, 0.0, 0, 1.0, 1, 1, "full")))[-1])
+    assert "full precision" in views.stats_markdown(list(streaming.run(streaming.prepare(prompt, 2, 0.0, 0, 1.0, 1, 1, "full")))[-1])
 
 
 def test_the_api_keeps_its_file_unless_asked_and_refuses_an_unknown_precision(engine):
@@ -442,7 +437,7 @@ def test_the_live_chart_and_a_picked_step_use_the_precision_chosen(engine):
     from playground.ui.generation import _distribution
     from runtime.engine import Engine
 
-    ids = gen.encode("ROMEO:\nBut soft,")
+    ids = encode("ROMEO:\nBut soft,")
     fp32 = Engine.load(ensure_onnx()["fp32"], provider="cpu")
     logits = fp32.forward(np.asarray([ids]), fp32.empty_cache(1))[0][0].astype(np.float64)
     expected = np.exp(logits - logits.max())
@@ -450,7 +445,7 @@ def test_the_live_chart_and_a_picked_step_use_the_precision_chosen(engine):
     shown = _distribution(tuple(ids), "full").probabilities()
     assert np.abs(shown - expected).max() < 1e-6
     assert np.abs(_distribution(tuple(ids), "8-bit").probabilities() - expected).max() > 1e-6  # another file: other numbers
-    assert isinstance(nt.next_token_distribution(ids, gen.engine_for("full")[0]), nt.NextTokenDistribution)
+    assert isinstance(nt.next_token_distribution(ids, resources.engine_for("full")[0]), nt.NextTokenDistribution)
 
 
 # --- the page's own events, through the wiring the page uses ------------------------------------

@@ -98,11 +98,12 @@ def test_attention_tab_symbols():
 
 
 def test_generation_tab_symbols():
-    from playground import generation as gen
+    from playground.generation.figures import candidates_figure
+    from playground.generation.state import GeneratedStep, TokenChoice
 
     be, newline = encode(" be")[0], 198
-    chosen = gen.TokenChoice(be, token_text(be), 0.6, 0.7)
-    step = gen.GeneratedStep(0, chosen, [chosen, gen.TokenChoice(newline, token_text(newline), 0.3, 0.3)])
-    fig = gen.candidates_figure(step)
+    chosen = TokenChoice(be, token_text(be), 0.6, 0.7)
+    step = GeneratedStep(0, chosen, [chosen, TokenChoice(newline, token_text(newline), 0.3, 0.3)])
+    fig = candidates_figure(step)
     assert set(fig.data[0].y) == {f"⋅be  #{be}", f"↵  #{newline}"}
     assert "“⋅be”" in fig.layout.title.text

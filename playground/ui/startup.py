@@ -66,7 +66,7 @@ def warm_up_in_background() -> None:
 
     def warm() -> None:
         try:
-            from ..generation import prepare, run
+            from ..generation.streaming import prepare, run
 
             for _ in run(prepare("Romeo.\n", 1, 1.0, 1, 1.0, 0)):
                 pass
