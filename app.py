@@ -23,7 +23,7 @@ import gradio as gr  # noqa: E402
 from playground.ui import attention, common, embeddings, generation, model, positional, serving, tokenization  # noqa: E402
 from playground.ui import compare, inside, learn, links  # noqa: E402
 from playground.model_source import ModelSource, ModelSourceError, describe, resolve, shipped  # noqa: E402
-from playground import resources  # noqa: E402
+from playground import limits, resources  # noqa: E402
 from playground.ui.startup import prepare_model, warm_up_in_background  # noqa: E402
 
 TITLE = "GPT Playground"
@@ -76,17 +76,18 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
             with gr.Tab("9 · Watch it learn", id="learn"):
                 link.tab("learn", learn.build)
         link.wire(demo, tabs)  # a page opened from a link (/?tab=inside&text=...&layer=2) opens on that tab, so set
-    # A small Space: each concurrency group (see playground/ui/common.py) has its own cap, so
-    # light tabs never queue behind generations; past QUEUE_MAX_SIZE waiting, "queue is full".
+    # A small Space: each concurrency group (see playground/ui/common.py) has its own cap
+    # (playground/limits.py), so light tabs never queue behind generations; past QUEUE_MAX_SIZE
+    # waiting, "queue is full".
     # api_open=False: every call goes through the queue and its caps (Gradio opens the queue-less
     # /gradio_api/run/<endpoint> routes whenever the app runs outside a Space).
     serving.before_queue()
-    demo.queue(max_size=common.QUEUE_MAX_SIZE, default_concurrency_limit=common.LIGHT_CONCURRENCY, api_open=False)
+    demo.queue(max_size=limits.QUEUE_MAX_SIZE, default_concurrency_limit=limits.LIGHT_CONCURRENCY, api_open=False)
     # ... generations alone may not take more than MAX_WAITING_GENERATIONS places of it, heavy passes
     # and training runs likewise; session ids and requests per client address checked, and a full
     # group's places shared out per visitor (serving/admission.py).
-    serving.harden(demo, max_waiting={common.GENERATE: common.MAX_WAITING_GENERATIONS, common.FORWARD: common.MAX_WAITING_FORWARD,
-                                      learn.LEARN: learn.MAX_WAITING_LEARNERS})
+    serving.harden(demo, max_waiting={common.GENERATE: limits.MAX_WAITING_GENERATIONS, common.FORWARD: limits.MAX_WAITING_FORWARD,
+                                      learn.LEARN: limits.MAX_WAITING_LEARNERS})
     return demo
 
 
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         # Hardening for a public Space: no tab takes a file, so uploads (which Gradio accepts on
         # /gradio_api/upload whatever the components) are refused past 0 bytes, and the run
         # history (stored runs, Hugging Face buckets) is off: the app keeps nothing and calls out to nothing.
-        max_file_size=common.MAX_UPLOAD_BYTES,
+        max_file_size=limits.MAX_UPLOAD_BYTES,
         run_history=False,
         # Bounded memory and requests whatever the traffic: lean sessions, unread results
         # dropped, bodies capped, no file from Gradio's shared folders, monitoring off (playground/ui/serving/).

@@ -1,10 +1,64 @@
-"""Every input limit of the playground, in one place (docs/app.md's "Limits" section lists them).
+"""Every limit of the playground, in one place (docs/app.md's "Limits" section lists them).
 
-Each constant is the largest (or smallest) value a public function accepts; past it the function
-raises :class:`playground.validation.InputError` with a message naming the limit.
+Inputs: each constant is the largest (or smallest) value a public function accepts; past it the
+function raises :class:`playground.validation.InputError` with a message naming the limit.
+
+Serving: what the server holds at once (queue places, per-visitor shares, streams, sessions,
+connections, downloads, Watch it learn's runs). Those an operator may change name their
+environment variable beside them, and are read once, at import, by :func:`env_int` or
+:func:`env_float`: a value that is not a number in the accepted range keeps the default, with a
+warning naming the variable. No other module reads the environment for a limit
+(tests/test_limits.py holds that).
 """
 
 from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from collections.abc import Mapping
+
+log = logging.getLogger("playground")
+
+
+def _refused(name: str, raw: str, kind: str, low: float, high: float, default: float) -> None:
+    low_, high_, default_ = (f"{x:,}" if isinstance(x, int) else f"{x:g}" for x in (low, high, default))
+    log.warning("%s=%r is refused: not %s from %s to %s; using the default, %s", name, raw, kind, low_, high_, default_)
+
+
+def env_int(name: str, default: int, low: int, high: int, environ: Mapping[str, str] = os.environ) -> int:
+    """The environment variable ``name`` as a whole number from ``low`` to ``high`` (both
+    accepted); ``default`` when it is unset or blank, and, with a warning, when it is anything
+    else (a fraction, a word, out of range). ``environ``: where it is read (tests pass a dict)."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    # ASCII digits only: str.isdigit() takes "²", which int() then refuses.
+    if re.fullmatch(r"[+-]?[0-9]+", raw) and low <= int(raw) <= high:
+        return int(raw)
+    _refused(name, raw, "a whole number", low, high, default)
+    return default
+
+
+def env_float(name: str, default: float, low: float, high: float, environ: Mapping[str, str] = os.environ) -> float:
+    """The environment variable ``name`` as a number from ``low`` to ``high`` (both accepted);
+    ``default`` when it is unset or blank, and, with a warning, when it is anything else (a
+    word, nan, infinity, out of range)."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if low <= value <= high:  # (nan is refused here too)
+        return value
+    _refused(name, raw, "a number", low, high, default)
+    return default
+
+
+# ============================== Inputs =========================================================
 
 # --- Any request ------------------------------------------------------------------------------
 # Bytes of one HTTP request body, refused with 413 before it is read (playground/ui/serving/middleware.py).
@@ -60,11 +114,131 @@ MIN_SEED, MAX_SEED = 0, 2**32 - 1
 MIN_SAMPLES, MAX_SAMPLES = 1, 4
 # Wall-clock budget of one generation: past it the generation stops after the current token with
 # stop reason "time limit" and a notice, so no request (or abandoned job) holds a slot for long.
-# 4 samples x 512 tokens take ~20 s on the 2-core CPU with another generation running.
+# The largest request (4 samples x 512 tokens) ends well within it on a 2-core CPU beside
+# another generation.
 GENERATION_BUDGET_S = 60.0
-# Continuous batching (runtime/batching.py): samples decoding together in one loop. Each holds up
-# to the context's 256 positions of cache (3 MiB for the shipped model), so the batch's cache
-# stays under 50 MiB; a generation that does not fit waits for rows to free up (first come,
-# first served), and past MAX_WAITING_REQUESTS waiting ones a new one is told to try again.
+# Continuous batching (runtime/batching.py's Scheduler, which takes both): samples decoding
+# together in one loop. Each row holds up to the context's 256 positions of cache (3 MiB for the
+# shipped model), so 16 keep the batch's cache under 50 MiB; and one step of 16 rows costs a few
+# single steps on a CPU, where 64 would make every user wait longer. A generation that does not
+# fit waits for rows to free up (first come, first served), and past MAX_WAITING_REQUESTS waiting
+# ones a new one is told to try again.
 MAX_BATCH_ROWS = 16
 MAX_WAITING_REQUESTS = 64
+
+
+# ============================== Serving ========================================================
+# What the server holds at once, whatever the traffic. Where an environment variable is named,
+# it changes the bound (read once, at start; a bad value keeps the default with a warning).
+
+# --- The queue: concurrency groups (playground/ui/common.py names the groups; app.py makes it) --
+# Sized for a small Space (2 vCPUs). Generations share one decoding loop: a handler only waits for
+# its tokens, so as many run as the batch has rows.
+GENERATION_CONCURRENCY = MAX_BATCH_ROWS
+FORWARD_CONCURRENCY = 2  # PyTorch on the server's cores: a heavy pass or a training run each
+LIGHT_CONCURRENCY = 8  # the light tabs answer in milliseconds and never wait behind the others
+# Building and sending megabytes of JSON holds the interpreter for most of a second, so a few big
+# answers at once would starve every other tab: one at a time, each under MAX_TABLE_VALUES.
+EXPENSIVE_CONCURRENCY = 1
+# Requests waiting for a slot in a slow group, past which a new one is refused at once
+# (playground/ui/serving/admission.py), so that a flood of one kind can never fill the queue the
+# light tabs share. A class of 40, each asking at once, fits: 16 generating, 24 waiting, and room
+# for a few of one visitor's more.
+MAX_WAITING_GENERATIONS = 40
+MAX_WAITING_FORWARD = 40  # a class of 40 clicking Attention together: 2 run, 38 wait
+# Watch it learn's runs waiting in Gradio's queue, behind the trainer's MAX_RUNNING + MAX_LINE.
+MAX_WAITING_LEARNERS = 16
+# The whole queue, past which a request is refused with "queue is full": above the slow groups'
+# waiting places together, so that a full house of slow work still leaves the light tabs places.
+QUEUE_MAX_SIZE = 128
+MAX_UPLOAD_BYTES = 0  # no tab takes a file: Gradio's upload route refuses any content (413)
+
+# --- Shares: one visitor's places in the queue (playground/ui/serving/admission.py) -------------
+# Requests queued or running at once from one visitor: one that submits and never reads (or reads
+# too slowly for its socket ever to fill) holds at most this many places. The page makes a few at
+# once; the per-group shares below keep one visitor to its part of the slow work.
+MAX_EVENTS_PER_ADDRESS_ENV = "PLAYGROUND_MAX_EVENTS_PER_ADDRESS"
+MAX_EVENTS_PER_ADDRESS = env_int(MAX_EVENTS_PER_ADDRESS_ENV, 64, 1, 100_000)
+# A few generations and heavy passes per visitor, waiting or running: one visitor then holds at
+# most a quarter of the generation slots, and a class of 40 fits beside a visitor asking for
+# hundreds.
+GENERATIONS_PER_VISITOR = env_int("PLAYGROUND_GENERATIONS_PER_VISITOR", 4, 1, 100_000)
+HEAVY_PER_VISITOR = env_int("PLAYGROUND_HEAVY_PER_VISITOR", 4, 1, 100_000)
+# The trainer takes one run per visitor; two places let Stop then Start through while the stopped
+# run's event is still letting go, and keep one visitor from filling the line with runs the
+# trainer would refuse anyway.
+RUNS_PER_VISITOR = env_int("PLAYGROUND_RUNS_PER_VISITOR", 2, 1, 100_000)
+
+# --- Connections, below HTTP (playground/ui/serving/connections.py) -----------------------------
+# uvicorn waits for ever for a request's headers: a connection that sends none is closed after
+# this, and sooner as the total fills (down to MIN_IDLE_TIMEOUT_S when full), so that idle
+# connections cannot lock new visitors out.
+HEADER_TIMEOUT_S = 10.0
+MIN_IDLE_TIMEOUT_S = 1.0
+# Each connection costs a file descriptor and ~10 KB; a page holds 2-4, a script 1.
+MAX_CONNECTIONS = env_int("PLAYGROUND_MAX_CONNECTIONS", 1_000, 16, 100_000)
+MAX_CONNECTIONS_PER_ADDRESS = env_int("PLAYGROUND_MAX_CONNECTIONS_PER_ADDRESS", 64, 4, 100_000)
+
+# --- Streams held open: heartbeats and result streams (playground/ui/serving/streams.py) --------
+# A page holds two (its heartbeat and, while an event runs, its result stream); a script one per
+# result it waits for. Half the connections at most, so that streams never take them all.
+MAX_STREAMS = env_int("PLAYGROUND_MAX_STREAMS", max(8, MAX_CONNECTIONS // 2), 8, 100_000)
+MAX_STREAMS_PER_VISITOR = env_int("PLAYGROUND_MAX_STREAMS_PER_VISITOR", 32, 2, 100_000)
+MAX_STREAMS_PER_SESSION = env_int("PLAYGROUND_MAX_STREAMS_PER_SESSION", 4, 2, 1_000)
+# How long a heartbeat for a session not yet known waits for its first join, and how many of one
+# visitor's may wait at once (past them: 404 at once). A page's join follows its heartbeat by a
+# second or so (docs/space.md, "Held streams and churned sessions"); a slow phone takes longer to
+# lay the page out. With 0 every unknown session's heartbeat is refused at once, and pages keep
+# none (Gradio then never marks a closed tab's session closed; the bounds above still hold).
+HEARTBEAT_JOIN_WAIT_S = env_float("PLAYGROUND_HEARTBEAT_JOIN_WAIT_S", 5.0, 0.0, 60.0)
+HEARTBEATS_WAITING_PER_VISITOR = env_int("PLAYGROUND_HEARTBEATS_WAITING_PER_VISITOR", 4, 0, 1_000)
+
+# --- Sessions and their results (playground/ui/serving/sessions.py) -----------------------------
+# Sessions kept (least recently used dropped first). A session costs a few kilobytes (a shallow
+# copy of the app's component table and its results' keys), so this is a few megabytes at most.
+MAX_SESSIONS = 1_000
+# Results kept per kind: a 4 x 512-token generation's per-token candidates take about 5 MB,
+# attention's stages about 1 MB; past this the least recently used is dropped (its session's
+# token and stage pickers then show nothing until its next run).
+MAX_RESULTS = 32
+# One visitor's share of each: a page is one session holding one result of each kind, so these
+# are a visitor's open pages (tabs, or learners sharing one address). Past its share a visitor's
+# own least recently used goes, never another learner's.
+SESSIONS_PER_VISITOR = env_int("PLAYGROUND_SESSIONS_PER_VISITOR", MAX_SESSIONS // 4, 1, 1_000_000)
+RESULTS_PER_VISITOR = env_int("PLAYGROUND_RESULTS_PER_VISITOR", MAX_RESULTS // 2, 1, 1_000_000)
+
+# --- Work nobody reads (playground/ui/serving/orphaned.py) --------------------------------------
+# An event whose session has had no result stream open for this long since it was submitted is
+# stopped: the page and gradio_client open their stream within milliseconds of the POST, a
+# script's GET follows its POST, and a job nobody came for would hold a generation slot until its
+# time limit, and a few such jobs make the next user wait (docs/app.md, Limits: "Abandoned work").
+# A shorter grace stops abandoned work sooner, a longer one waits for slow scripts.
+READER_GRACE_ENV = "PLAYGROUND_READER_GRACE_S"
+
+
+def reader_grace_s(environ: Mapping[str, str] = os.environ) -> float:
+    """``PLAYGROUND_READER_GRACE_S`` (seconds from 0.5 to 600), 5 when unset or not such a number."""
+    return env_float(READER_GRACE_ENV, 5.0, 0.5, 600.0, environ)
+
+
+READER_GRACE_S = reader_grace_s()
+
+# --- Downloads of the browser's model (playground/ui/serving/browser_files.py) ------------------
+# A page downloads the model once (then keeps it); another tab opened at the same moment downloads
+# it too, and a class behind one school address is one visitor. As many at once per visitor as
+# its generations: the others wait their turn (429, the page tries again), and one client cannot
+# open hundreds of model-sized streams.
+MODEL_STREAMS_PER_VISITOR = env_int("PLAYGROUND_MODEL_STREAMS_PER_VISITOR", 4, 1, 1_000)
+
+# --- Watch it learn's trainer (playground/learn/scheduler.py) -----------------------------------
+MAX_RUNNING = 8  # runs training at once (docs/training.md, "Watch it learn for a class")
+# Runs waiting in the trainer's line, told their place; past it a learner is told to try again in
+# a minute. Not more: each learner in line holds one of Gradio's worker threads while it waits
+# (its handler polls the trainer), beside the generations and the forward and light tabs' own;
+# the learners past it wait in Gradio's queue, holding none (MAX_WAITING_LEARNERS).
+MAX_LINE = 8
+# A run's fair share while others wait: the page's run (500 steps) is never cut for its steps,
+# and no run holds a place for more than FAIR_SECONDS of training once someone waits, which bounds
+# the wait of the first in line whatever the load (docs/training.md).
+FAIR_STEPS = env_int("PLAYGROUND_LEARN_FAIR_STEPS", 500, 1, 5_000)
+FAIR_SECONDS = env_int("PLAYGROUND_LEARN_FAIR_SECONDS", 120, 5, 300)

@@ -19,7 +19,8 @@ import httpx
 import pytest
 
 from benchmarks.classroom import PAGE_EVENTS, Page, Proxy, Refused, Siege, abuse, is_loopback, launch_space, run_classroom
-from playground.ui.serving.admission import GENERATIONS_PER_VISITOR
+from conftest import wait_for
+from playground.limits import GENERATIONS_PER_VISITOR
 
 API = "gradio_api"
 
@@ -69,9 +70,8 @@ def space(tmp_path_factory) -> Iterator[tuple]:
 
 def _wait_idle(base: str, timeout_s: float = 120) -> None:
     """Until the app's queue holds nothing waiting (the last test's work stopped or done)."""
-    t0 = time.perf_counter()
-    while httpx.get(f"{base}{API}/queue/status", timeout=30).json()["queue_size"] and time.perf_counter() - t0 < timeout_s:
-        time.sleep(0.5)
+    wait_for(lambda: not httpx.get(f"{base}{API}/queue/status", timeout=30).json()["queue_size"], timeout_s, 0.5,
+             message="the app's queue to empty (the last test's work stopped or done)")
 
 
 def _learner_generation_s(base: str, source: str = "127.0.0.99", tokens: int = 32) -> float:

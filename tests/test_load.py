@@ -12,20 +12,11 @@ import httpx
 import pytest
 from gradio_client.utils import QueueError, Status
 
-from playground.ui.common import GENERATION_CONCURRENCY, MAX_WAITING_GENERATIONS
-from playground.ui.serving.admission import GENERATIONS_PER_VISITOR
+from conftest import wait_for
+from playground.limits import GENERATION_CONCURRENCY, GENERATIONS_PER_VISITOR, MAX_WAITING_GENERATIONS
 
 LONG = ("ROMEO:", 512, 0.8, 50, 0.95)  # the most a generation may ask for: ~190 made by the time the checks cancel them
 PROMPT_START_S = 8.0  # a freed slot must take the next generation within this (a busy box included)
-
-
-def _wait(predicate, timeout: float, what: str) -> float:
-    t0 = time.perf_counter()
-    while not predicate():
-        if time.perf_counter() - t0 > timeout:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
-    return time.perf_counter() - t0
 
 
 def _source(i: int) -> str:
@@ -41,7 +32,7 @@ def _fill_slots_with_client_jobs(app_server, client) -> tuple[list, list]:
     tokens by the time the probe's check was done (the batched loop decodes 16 rows at once)."""
     jobs = [client.submit(*LONG, seed, api_name="/generate") for seed in range(GENERATIONS_PER_VISITOR)]
     streams = [_open_raw_stream(app_server, 100 + i, _source(i)) for i in range(GENERATION_CONCURRENCY - len(jobs))]
-    _wait(lambda: all(job.outputs() for job in jobs), 120, "every long generation to stream")
+    wait_for(lambda: all(job.outputs() for job in jobs), 120, message="every long generation to stream")
     return jobs, streams
 
 
@@ -104,11 +95,11 @@ def _probe_waits_then_starts(base: str, free_slots) -> float:
 
     with ThreadPoolExecutor(1) as pool:
         result = pool.submit(probe)
-        _wait(lambda: _waiting(base) >= 1 or bool(first), 60, "the probe to wait in the queue")
+        wait_for(lambda: _waiting(base) >= 1 or bool(first), 60, message="the probe to wait in the queue")
         assert not first, "the probe ran although every slot was taken: the test proves nothing"
         t0 = time.perf_counter()
         free_slots()
-        _wait(lambda: bool(first), 120, "the probe to start")
+        wait_for(lambda: bool(first), 120, message="the probe to start")
         assert result.result(timeout=120)["finished"] is True
     return first[0] - t0
 
@@ -161,7 +152,7 @@ def test_a_flood_of_generations_is_told_busy_while_light_tabs_serve(app_server, 
         _close(streams)
     # Once the waiting ones are served, generations are accepted again (polled: the probes that
     # find the line still full on a busy machine are told busy, and stopped unread in 5 s).
-    _wait(lambda: _accepted(app_server), 180, "the waiting generations to drain")
+    wait_for(lambda: _accepted(app_server), 180, message="the waiting generations to drain")
     done: list[dict] = []
 
     def generated() -> bool:
@@ -171,7 +162,7 @@ def test_a_flood_of_generations_is_told_busy_while_light_tabs_serve(app_server, 
             return False
         return True
 
-    _wait(generated, 120, "a generation to be accepted again")
+    wait_for(generated, 120, message="a generation to be accepted again")
     assert done[-1]["finished"] is True and done[-1]["new_tokens"] == 2
 
 
@@ -294,13 +285,13 @@ def test_waiting_generations_are_served_visitors_in_turn(app_server):
         for i in range(GENERATIONS_PER_VISITOR):
             threads.append(threading.Thread(target=follow, args=(f"first{i}", "127.0.8.1", i), daemon=True))
             threads[-1].start()
-            _wait(lambda: _waiting(base) >= i + 1, 30, "the first visitor's generation to wait")
+            wait_for(lambda: _waiting(base) >= i + 1, 30, message="the first visitor's generation to wait")
         threads.append(threading.Thread(target=follow, args=("second", "127.0.8.2", 9), daemon=True))
         threads[-1].start()
-        _wait(lambda: _waiting(base) >= GENERATIONS_PER_VISITOR + 1, 30, "the second visitor's generation to wait")
+        wait_for(lambda: _waiting(base) >= GENERATIONS_PER_VISITOR + 1, 30, message="the second visitor's generation to wait")
         assert not started, f"something started while every slot was taken: {started}"
         _close(streams[:2])  # two slots free
-        _wait(lambda: "second" in started, 60, "the second visitor's generation to start")
+        wait_for(lambda: "second" in started, 60, message="the second visitor's generation to start")
         firsts = [n for n in started if n.startswith("first")]
         assert len(firsts) <= 1, f"the first visitor's backlog went before the second visitor: {sorted(started)}"
     finally:

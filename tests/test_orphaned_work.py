@@ -23,7 +23,9 @@ import httpx
 import pytest
 
 from benchmarks.app_server import free_port
+from conftest import wait_for
 from benchmarks.load import abandon, late_answer
+from playground import limits
 from playground.ui import gradio_internals, serving
 from playground.ui.serving import orphaned
 
@@ -33,14 +35,6 @@ TICK_S = 0.02
 FOREVER = 3_000  # ticks: a minute or more, far past every wait below, if nothing stops it
 STOPPED = "Stopped: nobody opened this request's result stream"
 STALLED_CLOSE_S = 4.0  # the small app's; the app's own: orphaned.STALLED_CLOSE_S
-
-
-def _wait(predicate, timeout: float, what: str) -> None:
-    t0 = time.perf_counter()
-    while not predicate():
-        if time.perf_counter() - t0 > timeout:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
 
 
 # --- the small app ----------------------------------------------------------------------------------
@@ -141,7 +135,7 @@ def _stopped_early(tag: str) -> None:
 
 def test_a_post_whose_result_is_never_read_stops_and_a_late_reader_is_told_why(small_app):
     event_id = _post(small_app, "post-only")
-    _wait(lambda: RUNS.get("post-only", {}).get("closed"), 30, "the unread job to stop")
+    wait_for(lambda: RUNS.get("post-only", {}).get("closed"), 30, message="the unread job to stop")
     _stopped_early("post-only")  # closed: its generator ran its finally and can tick no more
     events = _read_call(small_app, event_id)
     assert events[-1][0] == "error"
@@ -151,7 +145,7 @@ def test_a_post_whose_result_is_never_read_stops_and_a_late_reader_is_told_why(s
 
 def test_a_join_whose_session_is_never_read_stops_and_a_late_reader_is_told_why(small_app):
     session = _join(small_app, "join-only")
-    _wait(lambda: RUNS.get("join-only", {}).get("closed"), 30, "the unread job to stop")
+    wait_for(lambda: RUNS.get("join-only", {}).get("closed"), 30, message="the unread job to stop")
     _stopped_early("join-only")
     message = _read_session(small_app, session)
     assert message["success"] is False
@@ -176,7 +170,7 @@ def test_a_session_read_to_the_end_is_never_stopped(small_app):
 def test_a_reader_who_comes_within_the_grace_period_gets_every_update(small_app):
     n = int(2 * GRACE_S / TICK_S)
     event_id = _post(small_app, "late-but-in-time", n)
-    time.sleep(GRACE_S / 2)
+    time.sleep(GRACE_S / 2)  # the scenario: its reader comes half the grace period late
     events = _read_call(small_app, event_id)
     assert events[-1] == ("complete", [n])
     assert [data for event, data in events if event == "generating"][0] == [1]  # from its first update on
@@ -193,13 +187,13 @@ def test_an_unread_job_waiting_for_a_slot_never_runs(small_served):
     submitted = time.monotonic()
     queued_id = _post(small_app, "queued")
     assert gradio_internals.live(demo, queued_id)  # waiting for the slot
-    _wait(lambda: not gradio_internals.live(demo, queued_id), 30, "the unread job to leave the queue")
+    wait_for(lambda: not gradio_internals.live(demo, queued_id), 30, message="the unread job to leave the queue")
     assert time.monotonic() - submitted >= GRACE_S  # not before its grace
     assert "queued" not in RUNS  # it left the queue without ever starting, and now never can
     assert not RUNS["holder"]["closed"]  # read: still running past the grace
     holder.close()  # the reader goes: Gradio stops its job, the slot frees
     http.close()
-    _wait(lambda: RUNS["holder"]["closed"], 30, "the holder to stop")
+    wait_for(lambda: RUNS["holder"]["closed"], 30, message="the holder to stop")
     assert "queued" not in RUNS, "the unread job ran"
     events = _read_call(small_app, queued_id)
     assert events[-1][0] == "error" and STOPPED in events[-1][1]["error"]
@@ -215,7 +209,7 @@ def test_a_client_that_opens_its_stream_then_leaves_is_stopped(small_app):
             seen += line.startswith("event: generating")
             if seen == 3:
                 break
-    _wait(lambda: RUNS["leaves"]["closed"], 30, "the job to stop")
+    wait_for(lambda: RUNS["leaves"]["closed"], 30, message="the job to stop")
     _stopped_early("leaves")
 
 
@@ -255,12 +249,12 @@ def test_a_client_that_stops_reading_its_open_stream_is_stopped_within_5_s(small
     try:
         # The sockets fill within a few ticks; then the write waits STALLED_SEND_S, then a sweep.
         fill_s = 1.0
-        _wait(lambda: RUNS.get(tag, {}).get("closed"), fill_s + 5, "the stalled reader's work to stop")
+        wait_for(lambda: RUNS.get(tag, {}).get("closed"), fill_s + 5, message="the stalled reader's work to stop")
         assert not RUNS[tag]["finished"]
         assert _closed_by_server(sock, STALLED_CLOSE_S + 5)
     finally:
         sock.close()
-    _wait(lambda: event_id not in READERS.open and not READERS.blocked, 10, "the stream to be uncounted")
+    wait_for(lambda: event_id not in READERS.open and not READERS.blocked, 10, message="the stream to be uncounted")
 
 
 def test_a_slow_reader_is_neither_stopped_nor_closed(small_app):
@@ -274,11 +268,11 @@ def test_a_slow_reader_is_neither_stopped_nor_closed(small_app):
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < 2 * STALLED_CLOSE_S:
             assert sock.recv(32_768), "the server closed a slow reader's stream"
-            time.sleep(0.25)
+            time.sleep(0.25)  # the scenario: a slow link, 32 KB a quarter second
         assert not RUNS[tag]["closed"], RUNS[tag]
     finally:
         sock.close()
-    _wait(lambda: RUNS[tag]["closed"], 30, "the job to stop once its reader left")
+    wait_for(lambda: RUNS[tag]["closed"], 30, message="the job to stop once its reader left")
 
 
 def test_readers_are_counted_per_session_while_their_stream_is_open(small_app):
@@ -288,7 +282,7 @@ def test_readers_are_counted_per_session_while_their_stream_is_open(small_app):
     def watch() -> None:
         while not RUNS.get("counted", {}).get("closed"):
             counted.append(READERS.open[session])
-            time.sleep(0.02)
+            time.sleep(0.02)  # sampling the count while the stream is read, not waiting for a state
 
     watcher = threading.Thread(target=watch)
     watcher.start()
@@ -296,7 +290,7 @@ def test_readers_are_counted_per_session_while_their_stream_is_open(small_app):
     watcher.join(30)
     assert message["success"] is True and RUNS["counted"]["finished"]
     assert max(counted) == 1  # one stream, counted once, while it was open
-    _wait(lambda: session not in READERS.open, 10, "the closed stream to be uncounted")
+    wait_for(lambda: session not in READERS.open, 10, message="the closed stream to be uncounted")
 
 
 # --- the rule itself, without a server ------------------------------------------------------------
@@ -377,7 +371,7 @@ def short_grace_app(tmp_path_factory):
     shows it); on this one none can."""
     from benchmarks.app_server import launch, stop
 
-    server = launch(tmp_path_factory.mktemp("short_grace") / "app.log", extra_env={orphaned.READER_GRACE_ENV: str(SHORT_GRACE_S)})
+    server = launch(tmp_path_factory.mktemp("short_grace") / "app.log", extra_env={limits.READER_GRACE_ENV: str(SHORT_GRACE_S)})
     yield server
     stop(server)
 
@@ -409,5 +403,5 @@ def test_abandoned_generations_stop_and_a_normal_one_goes_through(short_grace_ap
 def test_the_grace_period_is_read_from_the_environment(monkeypatch):
     """PLAYGROUND_READER_GRACE_S, from 0.5 to 600 s; anything else keeps the default with a warning."""
     for raw, want in (("", 5.0), ("2.5", 2.5), ("0.5", 0.5), ("600", 600.0), ("0.1", 5.0), ("1e9", 5.0), ("nan", 5.0), ("soon", 5.0)):
-        monkeypatch.setenv(orphaned.READER_GRACE_ENV, raw)
-        assert orphaned.reader_grace_s() == want, raw
+        monkeypatch.setenv(limits.READER_GRACE_ENV, raw)
+        assert limits.reader_grace_s() == want, raw

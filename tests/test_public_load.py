@@ -23,9 +23,9 @@ import pytest
 
 from benchmarks.app_server import AppServer, launch, stop
 from benchmarks.load import LONG_PROMPT, abandon
-from playground.ui.serving import connections
-from playground.ui.serving import admission, orphaned
-from test_orphaned_work import _wait
+from playground import limits
+from playground.ui.serving import connections, orphaned
+from conftest import wait_for
 
 API = "gradio_api"
 PER_ADDRESS, IN_ALL = 24, 48  # the guarded app's connection limits
@@ -67,12 +67,12 @@ def _closed(sock: socket.socket, timeout: float) -> bool:
     return False
 
 
-def _refused(socks: list[socket.socket], wait_s: float = 1.0) -> list[socket.socket]:
-    """Those of ``socks`` the server has closed within ``wait_s`` (well under the header timeout,
-    so these were closed at once, not for being idle)."""
-    time.sleep(wait_s)
+def _closed_now(socks: list[socket.socket], at_least: int = 1) -> list[socket.socket] | None:
+    """Those of ``socks`` the server has closed by now, if there are ``at_least`` of them (else
+    None: for :func:`conftest.wait_for`)."""
     readable, _, _ = select.select(socks, [], [], 0)
-    return [s for s in readable if _closed(s, 0.5)]
+    closed = [s for s in readable if _closed(s, 0.1)]
+    return closed if len(closed) >= at_least else None
 
 
 def generate(base: str, args: list, timeout: float = 300, source: str = "127.0.0.1") -> dict:
@@ -100,7 +100,7 @@ def probe_s(base: str, source: str = "127.0.0.9") -> float:
 def guarded_app(tmp_path_factory) -> Iterator[AppServer]:
     server = launch(tmp_path_factory.mktemp("guarded") / "app.log", extra_env={
         "PLAYGROUND_MAX_CONNECTIONS": str(IN_ALL), "PLAYGROUND_MAX_CONNECTIONS_PER_ADDRESS": str(PER_ADDRESS),
-        admission.MAX_EVENTS_PER_ADDRESS_ENV: str(EVENTS_PER_ADDRESS),
+        limits.MAX_EVENTS_PER_ADDRESS_ENV: str(EVENTS_PER_ADDRESS),
     })
     generate(server.url, PROBE_ARGS)  # the engine is open
     yield server
@@ -169,8 +169,11 @@ def test_connections_are_capped_per_address_and_in_all(guarded_app):
     try:
         mine = [_connect(guarded_app, "127.0.0.2") for _ in range(PER_ADDRESS + 6)]
         held += mine
-        refused = _refused(mine)
-        assert len(refused) == 6, len(refused)  # the ones past the cap, closed before anything was read
+        # The ones past the cap, closed before anything was read: at once, well before the header
+        # timeout would close an idle one (and any one closed wrongly, opened before them, with them).
+        refused = wait_for(lambda: _closed_now(mine, 6), connections.HEADER_TIMEOUT_S / 2,
+                           message="the connections past the cap to be closed")
+        assert set(refused) == set(mine[-6:]), f"{len(refused)} closed"  # the newest: refused, not made room for
         # Another address still gets in ...
         assert httpx.get(guarded_app.url + "config", timeout=30).status_code == 200
         # With the connections in all at their cap, all idle, a newcomer still gets in: the
@@ -182,15 +185,13 @@ def test_connections_are_capped_per_address_and_in_all(guarded_app):
         late.sendall(b"GET /config HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         late.settimeout(30)
         assert late.recv(64).startswith(b"HTTP/1.1 200"), "the newcomer was not served"
-        time.sleep(0.5)
-        readable, _, _ = select.select(mine[:PER_ADDRESS] + others, [], [], 0)
-        closed = [s for s in readable if _closed(s, 0.5)]
+        closed = wait_for(lambda: _closed_now(mine[:PER_ADDRESS] + others), 5, message="a connection closed for the newcomer")
         assert mine[0] in closed, "the idlest connection was not the one closed"
         assert len(mine[:PER_ADDRESS]) + len(others) - len(closed) < IN_ALL  # the total stayed within its cap
     finally:
         for s in held:
             s.close()
-    _wait(lambda: httpx.get(guarded_app.url + "config", timeout=30).status_code == 200, 30, "the app to answer again")
+    wait_for(lambda: httpx.get(guarded_app.url + "config", timeout=30).status_code == 200, 30, message="the app to answer again")
 
 
 @pytest.mark.slow

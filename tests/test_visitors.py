@@ -11,6 +11,7 @@ import logging
 
 import pytest
 
+from playground import limits
 from playground.ui.serving import connections
 from playground.ui.gradio_internals import Arrival
 from playground.ui.serving import admission
@@ -161,11 +162,9 @@ def test_a_bad_session_id_is_an_error_before_any_cap():
 
 
 def test_the_defaults_give_each_visitor_a_few_generations_and_room_for_a_class():
-    from playground.ui import common
-
-    assert 2 <= admission.GENERATIONS_PER_VISITOR <= 4 and 2 <= admission.HEAVY_PER_VISITOR <= 4
+    assert 2 <= limits.GENERATIONS_PER_VISITOR <= 4 and 2 <= limits.HEAVY_PER_VISITOR <= 4
     # 40 learners asking at once beside a visitor holding its whole share all get a place
-    assert common.GENERATION_CONCURRENCY + common.MAX_WAITING_GENERATIONS >= 40 + admission.GENERATIONS_PER_VISITOR
+    assert limits.GENERATION_CONCURRENCY + limits.MAX_WAITING_GENERATIONS >= 40 + limits.GENERATIONS_PER_VISITOR
 
 
 def test_waiting_requests_are_served_visitors_in_turn():
@@ -274,8 +273,8 @@ def test_each_heavy_group_has_a_share_and_places_that_shrink(group):
     from playground.ui import common, learn
 
     assert group in admission.DEFAULT_PER_VISITOR
-    caps = {common.GENERATE: common.MAX_WAITING_GENERATIONS, common.FORWARD: common.MAX_WAITING_FORWARD,
-            learn.LEARN: learn.MAX_WAITING_LEARNERS}
+    caps = {common.GENERATE: limits.MAX_WAITING_GENERATIONS, common.FORWARD: limits.MAX_WAITING_FORWARD,
+            learn.LEARN: limits.MAX_WAITING_LEARNERS}
     cap = caps[group]
     share = admission.DEFAULT_PER_VISITOR[group]
     holdings = {f"10.6.6.{i}": held(0, share, f"s{i}-") for i in range(-(-cap // share))}
@@ -285,7 +284,7 @@ def test_each_heavy_group_has_a_share_and_places_that_shrink(group):
     message, retry = admission.gave_way_message(group, share)
     assert message.startswith("Busy") and "try again" in message and retry == admission.RETRY_AFTER_S[group]
     # the heavy groups' waiting places leave the light tabs room in the whole queue
-    assert sum(caps.values()) < common.QUEUE_MAX_SIZE
+    assert sum(caps.values()) < limits.QUEUE_MAX_SIZE
 
 
 # --- room for new learners ----------------------------------------------------------------------

@@ -34,29 +34,11 @@ from .batched import Learner, batched_step, shape_key
 from .corpus import Corpus, load_corpus
 from .refs import references
 from .run import SAMPLE_EVERY, VAL_WINDOWS, LearnSettings, RunState, build_model, sample, seconds_text, train_config
+from ..limits import FAIR_SECONDS, FAIR_STEPS, MAX_LINE, MAX_RUNNING
 from ..validation import InputError
 
 __all__ = ["MAX_RUNNING", "MAX_LINE", "FAIR_STEPS", "FAIR_SECONDS", "OTHERS_WAITING", "runs_to_cut", "Trainer", "TRAINER"]
 
-MAX_RUNNING = 8  # runs training at once (docs/training.md, "Watch it learn for a class")
-# Runs waiting in line, told their place; past it a learner is told to try again in a minute.
-# Not more: each learner in line holds one of Gradio's 40 worker threads while it waits (its
-# handler polls the trainer), beside 16 generations and the forward and light tabs' own; the
-# learners past it wait in Gradio's queue, holding none (ui/learn.py's LEARN_CONCURRENCY).
-MAX_LINE = 8
-
-
-def _env_int(name: str, default: int, low: int, high: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    return int(raw) if raw.isdigit() and low <= int(raw) <= high else default
-
-
-# A run's fair share while others wait: the page's run (500 steps) is never cut for its steps,
-# and no run holds a place for more than 120 s of training once someone waits, which bounds the
-# wait of the first in line whatever the load; 8 page runs at once end within it on a quiet
-# 2-core machine (docs/training.md). PLAYGROUND_LEARN_FAIR_STEPS, PLAYGROUND_LEARN_FAIR_SECONDS.
-FAIR_STEPS = _env_int("PLAYGROUND_LEARN_FAIR_STEPS", 500, 1, 5000)
-FAIR_SECONDS = _env_int("PLAYGROUND_LEARN_FAIR_SECONDS", 120, 5, 300)
 OTHERS_WAITING = "others waiting"  # the stop_reason of a run ended at its share to give others a turn
 WORKERS = min(2, os.cpu_count() or 1)  # threads stepping runs side by side, one core each
 STOP_WAIT_S = 5.0  # the most a closed run waits for the worker to let it go (one batched step)

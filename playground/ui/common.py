@@ -15,13 +15,13 @@ import gradio as gr
 
 from runtime.batching import Busy
 
-from .. import limits
+from ..limits import EXPENSIVE_CONCURRENCY, FORWARD_CONCURRENCY, GENERATION_CONCURRENCY, LIGHT_CONCURRENCY
 from ..resources import ResourceError
 from ..validation import InputError
 from ..plots import PALETTE
 from .widgets import error_html
 
-__all__ = ["LIGHT", "FORWARD", "GENERATE", "EXPENSIVE", "EXPENSIVE_CONCURRENCY", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "QUEUE_MAX_SIZE", "MAX_WAITING_GENERATIONS", "MAX_WAITING_FORWARD", "MAX_UPLOAD_BYTES", "user_errors", "inline_errors", "on_input", "on_tab_open", "THEME", "CSS", "JS"]
+__all__ = ["LIGHT", "FORWARD", "GENERATE", "EXPENSIVE", "EXPENSIVE_CONCURRENCY", "GENERATION_CONCURRENCY", "FORWARD_CONCURRENCY", "LIGHT_CONCURRENCY", "user_errors", "inline_errors", "on_input", "on_tab_open", "THEME", "CSS", "JS"]
 
 log = logging.getLogger("playground")
 
@@ -36,24 +36,8 @@ GENERATE = "generate"  # the ONNX engine, streaming
 # Big answers: building and sending megabytes of JSON holds the interpreter for most of a second,
 # so a few of them at once would starve every other tab; one at a time, each under a cost cap.
 EXPENSIVE = "expensive"  # /positional_encoding's table (limits.MAX_TABLE_VALUES)
-EXPENSIVE_CONCURRENCY = 1
-
-# Sized for a small Space (2 vCPUs). Generations share one decoding loop (continuous batching,
-# runtime/batching.py): a handler only waits for its tokens, so as many run as the batch has rows.
-GENERATION_CONCURRENCY = limits.MAX_BATCH_ROWS
-FORWARD_CONCURRENCY = 2
-LIGHT_CONCURRENCY = 8
-# Generations waiting for a slot past this are refused at once the same way, so that a flood of
-# generations can never fill the queue the light tabs share (serving/admission.py). A class of 40,
-# each asking at once, fits: 16 running, 24 waiting, and room for a few of one visitor's more.
-MAX_WAITING_GENERATIONS = 40
-# Heavy passes likewise: a class of 40 clicking Attention together (2 run, 38 wait) fits.
-MAX_WAITING_FORWARD = 40
-# Requests waiting past this are refused at once with "queue is full". Above the heavy groups'
-# caps together (40 + 40 + ui/learn.py's 16 waiting runs), so that a full house of slow work
-# still leaves the light tabs places.
-QUEUE_MAX_SIZE = 128
-MAX_UPLOAD_BYTES = 0  # no tab takes a file: Gradio's upload route refuses any content (413)
+# Each group's slots (imported above, for the tabs' events), its waiting places and the queue's size:
+# playground/limits.py.
 
 
 def _to_gr_error(err: Exception) -> gr.Error:

@@ -2,8 +2,8 @@
 which order the waiting ones are served. A visitor is :func:`.visitors.visitor_of`'s answer (the
 socket's address, or behind a trusted proxy the address it appended):
 
-- a session id that is a short token (HTTP 400 otherwise: 1,000 joins with 900,000-character ids
-  had kept 773 MB);
+- a session id that is a short token (HTTP 400 otherwise: Gradio keeps the ids it is sent, so
+  long made-up ones would fill memory);
 - at most :data:`MAX_EVENTS_PER_ADDRESS` requests waiting or running from one visitor, in all;
 - at most ``per_visitor[group]`` of one concurrency group's (a few generations, a few heavy
   passes, two training runs): past these the answer is HTTP 429 with ``Retry-After`` and a
@@ -31,7 +31,6 @@ Installed by :func:`admit` through ``gradio_internals.gate_pushes``.
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,32 +38,19 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
+from ...limits import GENERATIONS_PER_VISITOR, HEAVY_PER_VISITOR, MAX_EVENTS_PER_ADDRESS, RUNS_PER_VISITOR
 from .. import gradio_internals
 from ..gradio_internals import Arrival, Refusal
 from .sessions import session_problem
 from .visitors import visitor_of
 
-__all__ = ["MAX_EVENTS_PER_ADDRESS_ENV", "MAX_EVENTS_PER_ADDRESS", "RETRY_AFTER_S", "VisitorEvents", "admit",
+__all__ = ["MAX_EVENTS_PER_ADDRESS", "RETRY_AFTER_S", "VisitorEvents", "admit",
            "check_arrival", "fair_order", "Held", "Decision", "give_way", "decide", "gave_way_message",
            "DEFAULT_PER_VISITOR", "GENERATIONS_PER_VISITOR", "HEAVY_PER_VISITOR", "RUNS_PER_VISITOR"]
 
 log = logging.getLogger("playground")
 
 
-def _env_count(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if raw.isdigit() and 1 <= int(raw) <= 100_000:
-        return int(raw)
-    if raw:
-        log.warning("%s=%r is not a whole number from 1 to 100000: using %d", name, raw, default)
-    return default
-
-
-# Requests queued or running at once from one visitor: one that submits and never reads (or reads
-# too slowly for its socket ever to fill) holds at most this many places. The page makes a few at
-# once; the per-group caps below are what keep one visitor to its share of the slow work.
-MAX_EVENTS_PER_ADDRESS_ENV = "PLAYGROUND_MAX_EVENTS_PER_ADDRESS"
-MAX_EVENTS_PER_ADDRESS = _env_count(MAX_EVENTS_PER_ADDRESS_ENV, 64)
 # How long a refused visitor is told to wait before trying again, by group (a 32-token generation
 # in a full batch takes a few seconds; a light request far less).
 RETRY_AFTER_S: dict[str, float] = {"generate": 10.0, "forward": 5.0, "learn": 30.0}
@@ -72,16 +58,7 @@ DEFAULT_RETRY_AFTER_S = 5.0
 # What a per-visitor cap of a group is called in its message.
 GROUP_WORDS = {"generate": "generations", "forward": "heavy passes (Embeddings, Attention, Inside)", "learn": "training runs"}
 
-
-# A few generations and a few heavy passes per visitor, waiting or running: one visitor then holds
-# at most a quarter of the 16 generation slots, and a class of 40 fits beside a visitor asking for
-# hundreds. PLAYGROUND_GENERATIONS_PER_VISITOR / PLAYGROUND_HEAVY_PER_VISITOR change them.
-GENERATIONS_PER_VISITOR = _env_count("PLAYGROUND_GENERATIONS_PER_VISITOR", 4)
-HEAVY_PER_VISITOR = _env_count("PLAYGROUND_HEAVY_PER_VISITOR", 4)
-# The trainer takes one run per visitor; two places let Stop then Start through while the stopped
-# run's event is still letting go, and keep one visitor from filling the line with runs the
-# trainer would refuse anyway (PLAYGROUND_RUNS_PER_VISITOR).
-RUNS_PER_VISITOR = _env_count("PLAYGROUND_RUNS_PER_VISITOR", 2)
+# Each visitor's share of a group, waiting or running (the numbers and their variables: playground/limits.py).
 DEFAULT_PER_VISITOR = {"generate": GENERATIONS_PER_VISITOR, "forward": HEAVY_PER_VISITOR, "learn": RUNS_PER_VISITOR}
 
 

@@ -14,7 +14,7 @@ tab), served from the app under :data:`PREFIX`, from a fixed list (:class:`Brows
 
 Anything else under the prefix is 404, whatever the path (nothing from the request is joined to a
 folder). The JavaScript, JSON and WebAssembly go out gzipped to a client that accepts it,
-compressed once on first demand (the 14 MB WebAssembly is 3.6 MB so). The model is streamed from
+compressed once on first demand (the WebAssembly shrinks to a fraction). The model is streamed from
 disk; a visitor (:func:`.visitors.visitor_of`) has at most :data:`MODEL_STREAMS_PER_VISITOR`
 streams of it open at once, past that HTTP 429 with ``Retry-After`` (the page waits and tries
 again; once downloaded it is kept in the browser's Cache Storage).
@@ -27,7 +27,6 @@ import gzip
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 
 from export.naming import ORT_WEB_DIR, ORT_WEB_FILES
 
+from ...limits import MODEL_STREAMS_PER_VISITOR
 from .compression import wants_gzip
 from .visitors import visitor_of
 from .page_cache import etag_matches, request_headers
@@ -62,22 +62,6 @@ HASH_CHARS = 16  # of the sha256: 64 bits name a file well enough for a cache
 CHUNK_BYTES = 256 * 1024
 COMPRESS_LEVEL = 6
 RETRY_AFTER_S = 5
-
-
-def _env_count(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if raw.isdigit() and 1 <= int(raw) <= 1000:
-        return int(raw)
-    if raw:
-        log.warning("%s=%r is not a whole number from 1 to 1000: using %d", name, raw, default)
-    return default
-
-
-# A page downloads the model once (then keeps it); another tab opened at the same moment downloads
-# it too, and a class behind one school address is one visitor. Four at once per visitor, as its
-# generations (admission.GENERATIONS_PER_VISITOR): the others wait their turn (429, the page tries
-# again), and one client cannot open hundreds of 18 MB streams.
-MODEL_STREAMS_PER_VISITOR = _env_count("PLAYGROUND_MODEL_STREAMS_PER_VISITOR", 4)
 
 CONTENT_TYPES = {
     ".js": "text/javascript; charset=utf-8",

@@ -1,7 +1,8 @@
 """What one TCP connection may hold, below HTTP: the server Gradio starts (uvicorn, HTTP/1.1 by
 h11) keeps an idle connection for ever until its first request, waits for ever for a request's
-headers, and accepts connections until the process runs out of file descriptors (20,000 idle
-ones took a launched app offline: every request timed out, and the log grew by 386 MB). Here:
+headers, and accepts connections until the process runs out of file descriptors (enough idle
+ones take a launched app offline: every request times out, and the log grows; docs/app.md,
+Limits). Here:
 
 - a connection must send its request's headers within :data:`HEADER_TIMEOUT_S` of opening (or of
   its previous response, on a kept-alive connection), else it is closed; an idle kept-alive
@@ -45,34 +46,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ...limits import HEADER_TIMEOUT_S, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS, MIN_IDLE_TIMEOUT_S
 from ..gradio_internals import server_of
 
 log = logging.getLogger("playground")
 
 TESTED_UVICORN = "0.54.0"
-HEADER_TIMEOUT_S = 10.0
-MIN_IDLE_TIMEOUT_S = 1.0  # a connection waiting for a request, when the total is full
-
-
-def _env_int(name: str, default: int, low: int, high: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if raw.isdigit() and low <= int(raw) <= high:
-        return int(raw)
-    log.warning("%s=%r is not a whole number from %d to %d: using %d", name, raw, low, high, default)
-    return default
-
-
-# Each connection costs a file descriptor and ~10 KB; a page holds 2-4, a script 1.
-MAX_CONNECTIONS = _env_int("PLAYGROUND_MAX_CONNECTIONS", 1_000, 16, 100_000)
-MAX_CONNECTIONS_PER_ADDRESS = _env_int("PLAYGROUND_MAX_CONNECTIONS_PER_ADDRESS", 64, 4, 100_000)
 LOG_BURST = 20  # lines of one kind per minute before they are only counted
 
 

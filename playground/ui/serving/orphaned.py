@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -19,39 +18,12 @@ from typing import Any
 
 import gradio as gr
 
+from ...limits import READER_GRACE_S
 from .. import gradio_internals
 from . import connections
 from ..gradio_internals import CALL_GET, QUEUE_DATA, Job
 
 log = logging.getLogger("playground")
-
-# Work nobody reads: an event whose session has had no result stream open for this long since it
-# was submitted is stopped (queued: never runs; a generation: stops at its next update). The page
-# and gradio_client open their stream within milliseconds of the POST, a script's GET follows its
-# POST; a job nobody came for held a generation slot for up to a minute (6 of them made the next
-# user wait 25 s; before the context shift, 188 s).
-# PLAYGROUND_READER_GRACE_S sets it (seconds, 0.5-600): a shorter grace stops abandoned work
-# sooner, a longer one waits for slow scripts. The sweep runs every second, or every half grace.
-READER_GRACE_ENV = "PLAYGROUND_READER_GRACE_S"
-
-
-def reader_grace_s() -> float:
-    """``PLAYGROUND_READER_GRACE_S`` (seconds from 0.5 to 600), 5 when unset or not such a number."""
-    raw = os.environ.get(READER_GRACE_ENV, "").strip()
-    if not raw:
-        return 5.0
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0.5 <= value <= 600:  # (nan is refused here too)
-        log.warning("%s=%r is not a number of seconds from 0.5 to 600: using 5", READER_GRACE_ENV, raw)
-        return 5.0
-    return value
-
-
-READER_GRACE_S = reader_grace_s()
-
 
 # A result stream whose last write has waited this long without progress is not being read: the
 # client's socket and ours are full (a reader that stopped reading, or reads a few bytes a

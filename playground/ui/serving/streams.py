@@ -1,9 +1,10 @@
 """Streams held open: a page's heartbeat (``GET /gradio_api/heartbeat/<session>``, open as long as
 the page) and its result streams (``GET /gradio_api/queue/data?session_hash=...``, ``GET
 /gradio_api/call/<endpoint>/<event_id>``) each hold a connection for as long as the client
-likes, and Gradio accepted a heartbeat for any made-up session. One address behind the proxy held
-1,000 of them and the next learner got no page; reached directly, 50 addresses holding 20 each
-did the same; closing the idlest connection at the cap missed them (a heartbeat is never idle).
+likes, and Gradio accepts a heartbeat for any made-up session. One address behind the proxy, or a
+few dozen reached directly, could hold enough of them that the next learner got no page; closing
+the idlest connection at the cap misses them (a heartbeat is never idle). docs/space.md, "Held
+streams and churned sessions", measures both.
 
 Here (:class:`StreamLimits`, after the route guard, so a refused request is never counted):
 
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,8 +39,9 @@ from typing import Any
 
 import gradio as gr
 
+from ...limits import (HEARTBEAT_JOIN_WAIT_S, HEARTBEATS_WAITING_PER_VISITOR, MAX_STREAMS, MAX_STREAMS_PER_SESSION,
+                       MAX_STREAMS_PER_VISITOR)
 from .. import gradio_internals
-from . import connections
 from ..gradio_internals import CALL_GET, HEARTBEAT, QUEUE_DATA, Arrival
 from .middleware import json_response
 from .sessions import MAX_SESSIONS, current_visitor
@@ -51,36 +52,6 @@ __all__ = ["MAX_STREAMS", "MAX_STREAMS_PER_VISITOR", "MAX_STREAMS_PER_SESSION", 
            "StreamLimits"]
 
 log = logging.getLogger("playground")
-
-
-def _env_number(name: str, default: float, low: float, high: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not low <= value <= high:  # (nan is refused here too)
-        log.warning("%s=%r is not a number from %g to %g: using %g", name, raw, low, high, default)
-        return default
-    return value
-
-
-# A page holds two (its heartbeat and, while an event runs, its result stream); a script one per
-# result it waits for. PLAYGROUND_MAX_STREAMS, PLAYGROUND_MAX_STREAMS_PER_VISITOR and
-# PLAYGROUND_MAX_STREAMS_PER_SESSION change them.
-MAX_STREAMS = int(_env_number("PLAYGROUND_MAX_STREAMS", max(8, connections.MAX_CONNECTIONS // 2), 8, 100_000))
-MAX_STREAMS_PER_VISITOR = int(_env_number("PLAYGROUND_MAX_STREAMS_PER_VISITOR", 32, 2, 100_000))
-MAX_STREAMS_PER_SESSION = int(_env_number("PLAYGROUND_MAX_STREAMS_PER_SESSION", 4, 2, 1_000))
-# How long a heartbeat for a session not yet known waits for its first join, and how many of one
-# visitor's may wait at once (past them: 404 at once). A page's join followed its heartbeat by
-# 1.1-1.4 s in headless Chromium on a busy 2-core machine; a slow phone takes longer to lay the
-# page out. With 0 every unknown session's heartbeat is refused at once, and pages keep none
-# (Gradio then never marks a closed tab's session closed; the bounds above still hold).
-# PLAYGROUND_HEARTBEAT_JOIN_WAIT_S, PLAYGROUND_HEARTBEATS_WAITING_PER_VISITOR.
-HEARTBEAT_JOIN_WAIT_S = _env_number("PLAYGROUND_HEARTBEAT_JOIN_WAIT_S", 5.0, 0.0, 60.0)
-HEARTBEATS_WAITING_PER_VISITOR = int(_env_number("PLAYGROUND_HEARTBEATS_WAITING_PER_VISITOR", 4, 0, 1_000))
 
 
 def may_wait_for_join(waiting: int, per_visitor: int) -> bool:

@@ -1,0 +1,142 @@
+"""playground/limits.py: its one parser of environment variables at the edges of their ranges, and
+that no other module reads the environment for a limit (each limit, and the variable that changes
+it, written once)."""
+
+from __future__ import annotations
+
+import ast
+import logging
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from playground import limits
+from playground.limits import env_float, env_int
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME = "PLAYGROUND_SOME_LIMIT"
+
+# Modules that read the environment for something other than a limit, and what.
+READS_OTHER_SETTINGS = {
+    "playground/resources.py": "the execution provider and the ONNX file (PLAYGROUND_PROVIDER, PLAYGROUND_ONNX)",
+    "playground/model_source.py": "the models' cache folder (PLAYGROUND_MODELS_DIR)",
+    "playground/hub_link.py": "the published model repository (PLAYGROUND_MODEL_REPO)",
+    "playground/ui/serving/visitors.py": "which proxies are trusted (PLAYGROUND_TRUSTED_PROXIES, PLAYGROUND_PROXY_HOPS, SPACE_ID)",
+    "playground/ui/serving/__init__.py": "Gradio's own settings, given defaults before the queue is made (GRADIO_*)",
+}
+OTHER_SETTINGS = {"PLAYGROUND_PROVIDER", "PLAYGROUND_ONNX", "PLAYGROUND_MODELS_DIR", "PLAYGROUND_MODEL_REPO",
+                  "PLAYGROUND_TRUSTED_PROXIES", "PLAYGROUND_PROXY_HOPS", "PLAYGROUND_SCREENSHOTS"}
+VARIABLE = re.compile(r"PLAYGROUND_[A-Z0-9_]+")
+
+
+def int_of(raw: str, default: int = 7, low: int = 2, high: int = 100) -> int:
+    return env_int(NAME, default, low, high, {NAME: raw})
+
+
+def float_of(raw: str, default: float = 5.0, low: float = 0.5, high: float = 600.0) -> float:
+    return env_float(NAME, default, low, high, {NAME: raw})
+
+
+def refused(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and NAME in r.getMessage()]
+
+
+@pytest.mark.parametrize("raw, want", [("2", 2), ("100", 100), ("50", 50), (" 9 ", 9), ("+3", 3), ("007", 7)])
+def test_a_whole_number_in_range_is_taken_both_ends_included(raw, want, caplog):
+    with caplog.at_level(logging.WARNING, "playground"):
+        assert int_of(raw) == want
+    assert refused(caplog) == []
+
+
+@pytest.mark.parametrize("raw", ["1", "101", "0", "-2", "2.0", "2.5", "1e2", "many", "²", "0x10", "1_000", "nan"])
+def test_anything_else_keeps_the_default_with_a_warning_naming_it(raw, caplog):
+    with caplog.at_level(logging.WARNING, "playground"):
+        assert int_of(raw) == 7
+    [message] = refused(caplog)
+    # the variable, the value as given, the range accepted and the default used
+    assert f"{NAME}={raw!r}" in message and "from 2 to 100" in message and "the default, 7" in message
+
+
+@pytest.mark.parametrize("raw", ["", "   "])
+def test_unset_or_blank_is_the_default_without_a_word(raw, caplog):
+    with caplog.at_level(logging.WARNING, "playground"):
+        assert int_of(raw) == 7 and float_of(raw) == 5.0
+        assert env_int(NAME, 7, 2, 100, {}) == 7 and env_float(NAME, 5.0, 0.5, 600.0, {}) == 5.0
+    assert refused(caplog) == []
+
+
+@pytest.mark.parametrize("raw, want", [("0.5", 0.5), ("600", 600.0), ("2.5", 2.5), ("6e2", 600.0), (" 1 ", 1.0)])
+def test_a_number_in_range_is_taken_both_ends_included(raw, want, caplog):
+    with caplog.at_level(logging.WARNING, "playground"):
+        assert float_of(raw) == want
+    assert refused(caplog) == []
+
+
+@pytest.mark.parametrize("raw", ["0.49", "600.01", "0", "-1", "1e9", "nan", "inf", "-inf", "soon", "5s"])
+def test_any_other_number_keeps_the_default_with_a_warning_naming_it(raw, caplog):
+    with caplog.at_level(logging.WARNING, "playground"):
+        assert float_of(raw) == 5.0
+    [message] = refused(caplog)
+    assert f"{NAME}={raw!r}" in message and "from 0.5 to 600" in message and "the default, 5" in message
+
+
+def test_a_range_of_one_value_and_a_zero_low_end():
+    assert int_of("4", 4, 4, 4) == 4 and int_of("5", 4, 4, 4) == 4 and int_of("3", 4, 4, 4) == 4
+    assert int_of("0", 4, 0, 1_000) == 0 and float_of("0", 5.0, 0.0, 60.0) == 0.0 and float_of("60", 5.0, 0.0, 60.0) == 60.0
+    assert float_of("nan", 5.0, -math.inf, math.inf) == 5.0 and float_of("-1e300", 5.0, -math.inf, math.inf) == -1e300
+
+
+def test_the_parser_reads_the_process_environment_by_default(monkeypatch):
+    monkeypatch.setenv(NAME, "42")
+    assert env_int(NAME, 7, 2, 100) == 42 and env_float(NAME, 5.0, 0.5, 600.0) == 42.0
+
+
+def _sources() -> list[Path]:
+    return sorted(p for top in ("playground", "runtime") for p in (ROOT / top).rglob("*.py"))
+
+
+def _reads_environment(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "environb", "getenv"):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == "os" and {a.name for a in node.names} & {"environ", "getenv"}:
+            return True
+    return False
+
+
+def _variables(tree: ast.AST) -> set[str]:
+    """The PLAYGROUND_* names a module's code spells out (docstrings and comments aside)."""
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and VARIABLE.fullmatch(n.value)}
+
+
+def test_only_limits_reads_the_environment_for_a_limit():
+    readers, strays = [], {}
+    for path in _sources():
+        name = path.relative_to(ROOT).as_posix()
+        if name == "playground/limits.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if _reads_environment(tree) and name not in READS_OTHER_SETTINGS:
+            readers.append(name)
+        if (stray := _variables(tree) - OTHER_SETTINGS):
+            strays[name] = sorted(stray)
+    assert readers == [], f"read the environment: a limit's variable belongs in playground/limits.py ({readers})"
+    assert strays == {}, f"name a limit's variable outside playground/limits.py: {strays}"
+    assert all((ROOT / name).exists() for name in READS_OTHER_SETTINGS)  # the list names real files
+
+
+def test_every_limit_variable_is_documented_and_none_is_another_setting():
+    tree = ast.parse((ROOT / "playground/limits.py").read_text(encoding="utf-8"))
+    variables = _variables(tree)
+    assert len(variables) >= 17 and not variables & OTHER_SETTINGS
+    docs = (ROOT / "docs/app.md").read_text(encoding="utf-8")
+    assert sorted(v for v in variables if not re.search(rf"`{v}(=[^`]*)?`", docs)) == []
+
+
+def test_the_defaults_hold_together():
+    assert limits.GENERATION_CONCURRENCY == limits.MAX_BATCH_ROWS
+    assert limits.MAX_WAITING_GENERATIONS + limits.MAX_WAITING_FORWARD + limits.MAX_WAITING_LEARNERS < limits.QUEUE_MAX_SIZE
+    assert 1 <= limits.SESSIONS_PER_VISITOR <= limits.MAX_SESSIONS and 1 <= limits.RESULTS_PER_VISITOR <= limits.MAX_RESULTS
