@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from gradio_client.exceptions import AppError
 
+from conftest import wait_for
 from export.build import artifact_paths
 from runtime.sampling import choose, sampling_distribution, softmax
 from playground import limits
@@ -88,13 +89,6 @@ def join(base: str, body: dict, session: str | None = None, timeout: float = 120
                 if message.get("msg") == "process_completed":
                     return 200, message
     raise AssertionError("the stream ended without a result")
-
-
-def _until(predicate, what: str, timeout: float = 60) -> None:
-    t0 = time.perf_counter()
-    while not predicate():
-        assert time.perf_counter() - t0 < timeout, f"timed out after {timeout:.0f} s waiting for {what}"
-        time.sleep(0.05)
 
 
 def assert_message(error: Any, *fragments: str) -> str:
@@ -360,7 +354,7 @@ def test_a_50_mb_body_is_refused_before_it_is_read(app_server):
         s.sendall(b'{"data": ["' + b"x" * 65536)
         t0 = time.perf_counter()
         head = _read_response(s)
-        assert time.perf_counter() - t0 < 5
+        assert time.perf_counter() - t0 < 5  # a hang bound: a server waiting for the rest would wait for ever
     finally:
         s.close()
     assert head.startswith(b"HTTP/1.1 413"), head[:200]
@@ -381,7 +375,7 @@ def test_a_chunked_body_is_cut_off_at_the_cap(app_server):
                 break  # the server answered: stop sending
             s.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
             sent += len(piece)
-            time.sleep(0.001)
+            time.sleep(0.001)  # the scenario: a client sending as it can, the server's answer looked for between pieces
         head = _read_response(s)
     finally:
         s.close()
@@ -495,11 +489,13 @@ def test_big_results_nobody_reads_are_dropped_and_a_late_reader_told_why(app_ser
     for _ in range(6):
         # One at a time (the tables run one by one): posted together, the last would wait in the
         # queue past the reader grace on a loaded machine and be stopped unrun, not kept unread.
-        _until(lambda: httpx.get(f"{base}{API}/queue/status", timeout=30).json()["queue_size"] == 0, "the queue to empty")
+        wait_for(lambda: httpx.get(f"{base}{API}/queue/status", timeout=30).json()["queue_size"] == 0, 60, message="the queue to empty")
         r = httpx.post(f"{base}{API}/call/positional_encoding", json={"data": [1024, 1024, 10000]}, timeout=30)
         posted.append(r.json()["event_id"])
     newest = httpx.get(f"{base}{API}/call/positional_encoding/{posted[-1]}", timeout=120)  # the others ran before it
     assert "event: complete" in newest.text
+    # The scenario: a reader who comes late, after a few sweeps (there is no state to poll from
+    # outside the app: asking for the result earlier would read it).
     time.sleep(3 * serving.SWEEP_EVERY_S)
     late = httpx.get(f"{base}{API}/call/positional_encoding/{posted[0]}", timeout=30)
     assert late.status_code == 404
@@ -561,13 +557,14 @@ def test_results_are_bounded_whatever_the_sessions():
 
 
 def test_a_sessions_new_result_replaces_its_last():
-    """A session's key (the argument at ``key``) is reused: one entry a session, however many runs."""
+    """A session's key (what its state holds) is reused: one entry a session, however many runs."""
     store = sessions.ResultStore(capacity=5)
+    state = store.state()
 
     def run(prompt):
         return f"html of {prompt}", f"result of {prompt}"
 
-    wired = store.through(run, write=1, key=1)  # the page's inputs: [prompt, state]
+    wired = store.through(run, inputs=[gr.Textbox(), state], outputs=[gr.HTML(), state], state=state).fn
     html, key = wired("a", None)
     for prompt in "bcdefgh":
         html, again = wired(prompt, key)
@@ -590,12 +587,14 @@ def test_results_reach_handlers_as_values_and_generators_close_at_once():
     def pick(result, step):
         return None if result is None else result["tokens"] + step
 
-    wired = store.through(stream, write=1, key=1)
+    state, n, step, out = store.state(), gr.Number(), gr.Number(), gr.Textbox()
+    wired = store.through(stream, inputs=[n, state], outputs=[out, state], state=state).fn
     updates = list(wired(3, None))
     keys = {key for _, key in updates}
     assert len(keys) == 1 and store.get(keys.pop()) == {"tokens": 2}  # one key, the last update
-    assert store.through(pick, read=0)(updates[-1][1], 10) == 12
-    assert store.through(pick, read=0)(None, 10) is None  # no run yet in this session
+    picked = store.through(pick, inputs=[state, step], outputs=[out], state=state, read="result").fn
+    assert picked(updates[-1][1], 10) == 12
+    assert picked(None, 10) is None  # no run yet in this session
     partial = wired(1000, None)
     next(partial)
     partial.close()  # Gradio cancels the stream
@@ -609,7 +608,7 @@ def test_a_pinned_default_is_shared_not_copied():
     state = store.state(["example stages"])
     default = state.value
     assert store.get(default) == ["example stages"]
-    wired = store.through(lambda text: ("figure", [text]), write=1, key=1)  # inputs: [text, state]
+    wired = store.through(lambda text: ("figure", [text]), inputs=[gr.Textbox(), state], outputs=[gr.Plot(), state], state=state).fn
     _, key = wired("mine", default)
     assert key != default and store.get(key) == ["mine"]
     for text in "abc":

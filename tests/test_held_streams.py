@@ -30,6 +30,7 @@ import httpx
 import pytest
 
 from benchmarks.app_server import AppServer, free_port, launch, stop
+from conftest import wait_for
 from playground.ui import serving
 from playground.ui.serving import streams, visitors
 from playground.ui.serving.sessions import ResultStore
@@ -133,13 +134,6 @@ def join(base: str, index: int, data: list, session: str, source: str = "127.0.0
     raise AssertionError(f"the stream ended without a {until} message")
 
 
-def _wait(predicate, timeout: float, what: str) -> None:
-    t0 = time.perf_counter()
-    while not predicate():
-        assert time.perf_counter() - t0 < timeout, f"timed out after {timeout:.0f} s waiting for {what}"
-        time.sleep(0.05)
-
-
 # --- the small app: the wiring, in seconds -----------------------------------------------------------
 
 SMALL = {"MAX_STREAMS": 12, "MAX_STREAMS_PER_VISITOR": 6, "MAX_STREAMS_PER_SESSION": 2,
@@ -154,6 +148,11 @@ def remember(text: str):
 
 def recall(kept):
     return "nothing kept" if kept is None else f"recalled {kept}"
+
+
+def recall_as(who: str, kept):
+    """Wired with the state first among its inputs: the value reaches ``kept`` by its name."""
+    return f"{who}: {recall(kept)}"
 
 
 def a_while(n: float):
@@ -176,8 +175,10 @@ def small() -> Iterator[tuple[str, int]]:
         with gr.Blocks(analytics_enabled=False) as demo:
             box, out = gr.Textbox(), gr.Textbox()
             state = STORE.state()
-            box.submit(STORE.through(remember, write=1, key=1), [box, state], [out, state], api_name="remember")
-            out.submit(STORE.through(recall, read=0), [state], [out], api_name="recall")
+            box.submit(*STORE.through(remember, inputs=[box, state], outputs=[out, state], state=state), api_name="remember")
+            out.submit(*STORE.through(recall, inputs=[state], outputs=[out], state=state, read="kept"), api_name="recall")
+            who = gr.Textbox(visible=False)
+            who.submit(*STORE.through(recall_as, inputs=[state, who], outputs=[out], state=state, read="kept"), api_name="recall_as")
             gr.Number(visible=False).submit(a_while, [gr.Number(visible=False)], [out], api_name="a_while")
         demo.queue()
         serving.harden(demo)
@@ -212,7 +213,7 @@ def test_a_pages_heartbeat_sent_before_its_first_join_is_held(small):
     session = uuid.uuid4().hex
     early = heartbeat(port, "127.0.3.2", session)  # the page opens it as it loads ...
     try:
-        time.sleep(0.3)
+        time.sleep(0.3)  # the scenario: the heartbeat reaches the server before the join
         join(base, fn_index(base, "remember"), ["hi", None], session, source="127.0.3.2")  # ... then its first event joins
         pump([early], 0.5)
         assert early.held, early.buf[:200]
@@ -308,6 +309,21 @@ def test_one_visitors_churned_sessions_leave_another_learners_result(small):
     answer = join(base, recall_, [None], mine, source=PROXY, forwarded="203.0.113.7")
     assert answer["output"]["data"][0] == "recalled my result", answer
     assert len(STORE) <= STORE.capacity
+
+
+def test_two_sessions_each_read_back_their_own_result_never_the_others(small):
+    """Through Gradio's own call path (the session's state substituted for what the request sends):
+    turn by turn, each session reads back what it kept last, by the handler's parameter name."""
+    base, _ = small
+    remember_, recall_as_ = fn_index(base, "remember"), fn_index(base, "recall_as")
+    sessions_ = {"ann": uuid.uuid4().hex, "bob": uuid.uuid4().hex}
+    assert join(base, recall_as_, [None, "ann"], sessions_["ann"])["output"]["data"][0] == "ann: nothing kept"
+    for turn in range(2):
+        for who, session in sessions_.items():
+            join(base, remember_, [f"{who}'s run {turn}", None], session)
+        for who, session in sessions_.items():
+            answer = join(base, recall_as_, [None, who], session)
+            assert answer["output"]["data"][0] == f"{who}: recalled {who}'s run {turn}", answer
 
 
 # --- app.py with the default caps: the abuse as it was found ----------------------------------------
@@ -476,7 +492,7 @@ def test_1100_sessions_churned_by_one_visitor_leave_a_learners_trained_model(app
         message = join(base, try_model, prompt, session, source=PROXY, forwarded=learner)
         return json.dumps(message["output"])
 
-    _wait(lambda: "no trained model" not in tried() and "still training" not in tried(), 60, "the stopped run's model")
+    wait_for(lambda: "no trained model" not in tried() and "still training" not in tried(), 60, message="the stopped run's model")
     tokenize = fn_index(base, "tokenize")
     t0 = time.perf_counter()
     with ThreadPoolExecutor(16) as pool:

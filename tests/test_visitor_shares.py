@@ -140,7 +140,9 @@ def test_a_result_put_by_a_handler_belongs_to_the_visitor_of_its_request(monkeyp
 
     store = ResultStore(capacity=4, per_visitor=2)
     monkeypatch.setattr(gradio_internals, "current_request", lambda: request_from("203.0.113.7"))
-    key = store.through(lambda text: ("shown", text), write=1, key=1)("a run", None)[1]
+    state = store.state()
+    wired = store.through(lambda text: ("shown", text), inputs=[gr.Textbox(), state], outputs=[gr.Textbox(), state], state=state)
+    key = wired.fn("a run", None)[1]
     assert store.owner(key) == "203.0.113.7"
     monkeypatch.setattr(gradio_internals, "current_request", lambda: None)
     assert store.owner(store.put("no request")) == "?"

@@ -197,7 +197,7 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     cfg = get_model().config
     note(LESSON.intro)
     # The page opens on the example's clearest head, found from the model's weights (layer 0,
-    # head 0 was nearly uniform: a pale square that taught nothing; heads that look at the first
+    # head 0 is nearly uniform: a pale square that taught nothing; heads that look at the first
     # token are left out).
     example = att.attention(att.EXAMPLE_PROMPTS[0], 0, 0, step_through=False)
     opening = att.salient_head(example.weights, example.ids)
@@ -235,16 +235,19 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     next_tab(LESSON.next_sentence, LESSON.next_tab)
 
     show_stage = dict(
-        fn=user_errors(RESULTS.through(ui_stage, read=0)), inputs=[stages, stage_pick], outputs=[stage_md, stage_fig],
+        RESULTS.through(
+            user_errors(ui_stage), inputs=[stages, stage_pick], outputs=[stage_md, stage_fig], state=stages, read="stages",
+        )._asdict(),
         api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     # A slider recomputes when let go, or when a number typed in its box is confirmed with Enter
     # (common.JS turns that Enter into the same "release").
     on_input(
         [run.click, text.submit, layer.release, head.release],
-        RESULTS.through(ui_attention, write=4, key=3),
-        [text, layer, head, stages],
-        [lines, head_fig, mean_fig, heads_fig, stages, info],
+        *RESULTS.through(
+            ui_attention, inputs=[text, layer, head, stages], outputs=[lines, head_fig, mean_fig, heads_fig, stages, info],
+            state=stages,
+        ),
         error=error,
         concurrency_id=FORWARD,
         concurrency_limit=FORWARD_CONCURRENCY,

@@ -6,7 +6,6 @@ Also registers the ``/generate`` API endpoint (streaming JSON)."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import threading
 import time
@@ -15,11 +14,15 @@ from typing import Any
 
 import gradio as gr
 
-from .. import generation as gen
 from .. import limits
 from .. import next_token as nt
+from ..generation import streaming, views
+from ..generation.figures import candidates_figure, step_figure
+from ..generation.params import DEFAULT_PRECISION, DEFAULTS, EXAMPLE_PROMPTS, PRECISION_LABELS, PRECISIONS
+from ..generation.state import GenerationState, with_history
 from ..lessons import LESSONS
-from ..resources import get_engine, planned_provider
+from ..memo import Memo
+from ..resources import AUTO_PRECISION, engine_for, get_engine, planned_provider
 from ..tokens import visible_whitespace
 from ..validation import InputError, validate_int
 from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
@@ -33,7 +36,7 @@ LESSON = LESSONS["generation"]
 # updated at most every UI_EVERY_S. Each update is a round trip through Gradio's worker threads
 # and its event loop for every learner at once, and Gradio builds a new component for every
 # output an update leaves unchanged (gr.skip()): with the chart, pickers and notes among the
-# outputs, each update cost 25-80 ms of the event loop. With more than UI_CROWD page generations
+# outputs, each update cost the event loop far more than the text alone. With more than UI_CROWD page generations
 # running the interval grows in proportion, up to the API's (API_EVERY_S). The candidates chart,
 # the step pickers and the speeds are filled once, when the generation ends, by an event of their
 # own (ui_generated). docs/app.md ("Generation under load") has the measurement:
@@ -56,7 +59,7 @@ class Running:
     its settings are checked (None before)."""
 
     stop: threading.Event = dataclasses.field(default_factory=threading.Event)
-    state: gen.GenerationState | None = None
+    state: GenerationState | None = None
     ended: threading.Event = dataclasses.field(default_factory=threading.Event)
 
 
@@ -103,12 +106,12 @@ def _session(request: gr.Request | None) -> str | None:
     return getattr(request, "session_hash", None) if request is not None else None
 
 
-def _step_choices(state: gen.GenerationState | None) -> tuple[int, int]:
+def _step_choices(state: GenerationState | None) -> tuple[int, int]:
     n = max((len(s) for s in state.steps), default=0) if state else 0
     return n, len(state.steps) if state else 0
 
 
-def _picker_updates(state: gen.GenerationState, sample: int = 0):
+def _picker_updates(state: GenerationState, sample: int = 0):
     n_steps, n_samples = _step_choices(state)
     # A slider needs minimum < maximum: one step still gets the range 1..2 (clamped when read).
     slider = gr.update(maximum=max(2, n_steps), value=max(1, n_steps), interactive=n_steps > 1, visible=n_steps > 0)
@@ -118,15 +121,15 @@ def _picker_updates(state: gen.GenerationState, sample: int = 0):
     return slider, radio
 
 
-def _chart(state: gen.GenerationState | None, sample: Any, step: Any):
+def _chart(state: GenerationState | None, sample: Any, step: Any):
     """The candidates chart and its caption for a step (the last one for 10**9)."""
     try:
-        return gen.step_figure(state, sample, step)
+        return step_figure(state, sample, step)
     except (TypeError, ValueError):  # a picker value in flight while the state changed
         return gr.skip(), gr.skip()
 
 
-def ui_pick_token(state: gen.GenerationState | None, evt: gr.EventData):
+def ui_pick_token(state: GenerationState | None, evt: gr.EventData):
     """A click on a generated token (the output's click event carries its sample and step)."""
     data = getattr(evt, "_data", None)  # what the page's click handler sent (None: a hand-made request)
     if not isinstance(data, dict) or "step" not in data:
@@ -213,25 +216,25 @@ def ui_generate(
     running = RUNNING.begin(session)  # first: a Stop from here on reaches it
     skip = gr.skip()
     try:
-        params = gen.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, _precision(precision))
-        state = gen.new_state(gen.engine_for(params.precision)[0], params)
+        params = streaming.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, _precision(precision))
+        state = streaming.new_state(params)
         state.stop_requested = running.stop
         running.state = state
         last_ui, first = 0.0, True
-        for state in gen.run(params, state=state):
+        for state in streaming.run(params, state=state):
             now = time.perf_counter()
             if state.finished:
                 SPEEDS.record(params.precision, state)
-                yield gen.tokens_html(state), gen.stats_markdown(state), state
+                yield views.tokens_html(state), views.stats_markdown(state), state
             elif first or now - last_ui >= ui_every_s(len(RUNNING)):
                 last_ui = now
-                yield gen.tokens_html(state), gen.stats_markdown(state), state if first else skip
+                yield views.tokens_html(state), views.stats_markdown(state), state if first else skip
                 first = False
     finally:
         RUNNING.end(session, running)
 
 
-def ui_generated(state: gen.GenerationState | None):
+def ui_generated(state: GenerationState | None):
     """After a generation (the Generate event's own follow-up): the step pickers, the chart of
     its last step, no "Next token" history, and the speeds note, built once."""
     if state is None or not state.finished:
@@ -276,47 +279,57 @@ def step_seed(seed: int, prompt_tokens: int) -> int:
     return (seed + prompt_tokens) % (limits.MAX_SEED + 1)
 
 
-def ui_next_token(prompt, temperature, top_k, top_p, seed, precision=gen.DEFAULT_PRECISION, previous: gen.GenerationState | None = None):
+def ui_next_token(prompt, temperature, top_k, top_p, seed, precision=DEFAULT_PRECISION, previous: GenerationState | None = None):
     """One token, Transformer Explainer's "generate next token": drawn with the settings, shown
     with its candidates, and appended to the prompt (whose new distribution the live chart then
     shows); the steps taken before it stay listed under the chart (``previous``: the session's
     last result)."""
-    params = gen.prepare(prompt, 1, temperature, top_k, top_p, seed, 1, _precision(precision))
+    params = streaming.prepare(prompt, 1, temperature, top_k, top_p, seed, 1, _precision(precision))
     params = dataclasses.replace(params, seed=step_seed(params.seed, len(params.prompt_ids)))
     state = None
-    for state in gen.run(params):
+    for state in streaming.run(params):
         pass
-    state = gen.with_history(state, previous, prompt)
+    state = with_history(state, previous, prompt)
     slider, radio = _picker_updates(state)
     appended = state.completions()[0]
     new_prompt = prompt + appended
     # The prompt box changes under the learner's eyes: say what joined it (a line break would not show).
     said = f"**Next token** appended “{visible_whitespace(appended)}” to the prompt.\n\n" if appended else ""
     return (
-        new_prompt, gen.tokens_html(state), said + gen.stats_markdown(state), state, slider, radio, *_chart(state, 0, 1),
-        gen.history_html(state), gr.skip(),
+        new_prompt, views.tokens_html(state), said + views.stats_markdown(state), state, slider, radio, *_chart(state, 0, 1),
+        views.history_html(state), gr.skip(),
     )
 
 
-def ui_live(prompt, temperature, top_k, top_p, precision=gen.DEFAULT_PRECISION):
+def ui_live(prompt, temperature, top_k, top_p, precision=DEFAULT_PRECISION):
     """The live chart under the settings: the distribution after the prompt (computed once per
     prompt) reshaped by the settings as they move. An empty box (while typing) changes nothing."""
     if not isinstance(prompt, str) or not prompt.strip():
         return gr.skip()
     engine = get_engine()
     settings = nt.validate_sampling(temperature, top_k, top_p, vocab_size=engine.vocab_size)
-    params = gen.prepare(prompt, 1, settings.temperature, settings.top_k, settings.top_p, 0, 1, _precision(precision))
+    params = streaming.prepare(prompt, 1, settings.temperature, settings.top_k, settings.top_p, 0, 1, _precision(precision))
     return nt.distribution_figure(_distribution(tuple(params.prompt_ids), params.precision), settings)
 
 
-@functools.lru_cache(maxsize=64)  # one forward pass per prompt; moving a slider only reshapes
+# One forward pass per prompt and precision, the last 64: moving a slider only reshapes it.
+_distributions: Memo[tuple[tuple[int, ...], str], nt.NextTokenDistribution] = Memo(size=64)
+
+
 def _distribution(prompt_ids: tuple[int, ...], precision: str) -> nt.NextTokenDistribution:
-    return nt.next_token_distribution(list(prompt_ids), gen.engine_for(precision)[0])
+    key = (prompt_ids, precision)
+    with _distributions.lock:
+        if key in _distributions:
+            return _distributions.get(key)
+    # Computed outside the lock (not Memo.get): one learner's pass need not wait for another's.
+    distribution = nt.next_token_distribution(list(prompt_ids), engine_for(precision)[0])
+    _distributions.put(key, distribution)
+    return distribution
 
 
 def _precision(value: Any) -> Any:
     """The page's precision radio: None (a hand-made request without it) is the page's default."""
-    return gen.DEFAULT_PRECISION if value is None else value
+    return DEFAULT_PRECISION if value is None else value
 
 
 class Speeds:
@@ -326,17 +339,17 @@ class Speeds:
     def __init__(self) -> None:
         self._tps: dict[str, float] = {}
 
-    def record(self, precision: str, state: gen.GenerationState) -> None:
-        if precision in gen.PRECISIONS and state.tokens_per_s is not None:
+    def record(self, precision: str, state: GenerationState) -> None:
+        if precision in PRECISIONS and state.tokens_per_s is not None:
             self._tps[precision] = state.tokens_per_s
 
     def markdown(self) -> str:
         def one(p: str) -> str:
-            tps, label = self._tps.get(p), gen.PRECISION_LABELS[p].split(" (")[0].lower()
+            tps, label = self._tps.get(p), PRECISION_LABELS[p].split(" (")[0].lower()
             return f"{label} **{tps:.0f}** tokens/s" if tps else f"{label}: not run yet"
 
         return (
-            "Speed on this server, the last generation in each: " + " · ".join(one(p) for p in gen.PRECISIONS)
+            "Speed on this server, the last generation in each: " + " · ".join(one(p) for p in PRECISIONS)
             + " (shared by everyone generating at the moment)."
         )
 
@@ -344,7 +357,7 @@ class Speeds:
 SPEEDS = Speeds()
 
 
-def ui_stopped(state: gen.GenerationState | None, request: gr.Request | None = None):
+def ui_stopped(state: GenerationState | None, request: gr.Request | None = None):
     """The Stop button: the session's running generation is told to stop (it ends within
     runtime.batching.STOP_POLL_S, even before its first token), then the page shows every token
     generated up to there and that the user stopped it. A generation that already ended keeps
@@ -378,11 +391,11 @@ def ui_stopped(state: gen.GenerationState | None, request: gr.Request | None = N
     # the page, so this answer is the one the page shows).
     steps, reasons = [list(s) for s in state.steps], list(state.stop_reasons)
     stopped = dataclasses.replace(state, steps=steps, stop_reasons=reasons, notices=list(state.notices), finished=True)
-    return gen.tokens_html(stopped), gen.stats_markdown(stopped)
+    return views.tokens_html(stopped), views.stats_markdown(stopped)
 
 
 def api_generate(
-    prompt: str, max_new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int, precision: str = gen.AUTO_PRECISION,
+    prompt: str, max_new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int, precision: str = AUTO_PRECISION,
 ) -> Iterator[dict]:
     """Generate text from a prompt, streamed: one JSON object per update with `completion` (the
     new text so far), `token_ids`, `new_tokens`, `finished`, `stop_reason`,
@@ -395,8 +408,8 @@ def api_generate(
     precision (optional, last): "auto" (the default: the server's file, as above), "full"
     (`model.onnx`, as the page's default and the Inside and Compare tabs) or "8-bit" (`model_int8.onnx`)."""
     last = 0.0
-    params = gen.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, 1, precision)
-    for state in gen.run(params, n_candidates=None):  # no chart, no probabilities
+    params = streaming.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, 1, precision)
+    for state in streaming.run(params, n_candidates=None):  # no chart, no probabilities
         now = time.perf_counter()
         if state.finished or state.new_tokens == 1 or now - last >= API_EVERY_S:
             last = now
@@ -406,14 +419,14 @@ def api_generate(
 def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Component]:
     """The tab's components and events (call inside ``gr.Tab``); ``browser``: the files "Run on:
     this browser" loads (without them the choice is off and says why)."""
-    d = gen.DEFAULTS
+    d = DEFAULTS
     browser = browser if browser is not None else BrowserFiles(problem="Run on this browser is not set up in this app.")
     js = run_on_js(browser) if browser.available else None
     note(LESSON.intro)
     with gr.Row(equal_height=False, elem_classes=SECTION):
         with gr.Column(scale=2, min_width=320):
             prompt = text_with_examples(
-                gen.EXAMPLE_PROMPTS, label="Prompt", examples_label="Prompts in the corpus's style", lines=4, max_lines=12,
+                EXAMPLE_PROMPTS, label="Prompt", examples_label="Prompts in the corpus's style", lines=4, max_lines=12,
                 elem_id="gen-prompt",
             )
             run_on = gr.Radio(
@@ -452,7 +465,7 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
                 )
                 samples = gr.Slider(limits.MIN_SAMPLES, limits.MAX_SAMPLES, value=1, step=1, label="Samples", elem_id="gen-samples")
             precision = gr.Radio(
-                [(gen.PRECISION_LABELS[p], p) for p in gen.PRECISIONS], value=gen.DEFAULT_PRECISION, label="Precision",
+                [(PRECISION_LABELS[p], p) for p in PRECISIONS], value=DEFAULT_PRECISION, label="Precision",
                 elem_id="gen-precision",
             )
             speeds = note(SPEEDS.markdown(), elem_id="gen-speeds", result=True)
@@ -468,7 +481,7 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
                     "runs in this browser.</div></div>",
                     elem_id="gen-browser", js_on_load=js["mount"], padding=False,
                 )
-            note(gen.provider_markdown(*planned_provider()), elem_id="gen-provider")
+            note(views.provider_markdown(*planned_provider()), elem_id="gen-provider")
             output = gr.HTML(
                 '<div class="gen-output gen-empty">The generated text appears here, token by token.</div>',
                 label="Output",
@@ -481,7 +494,7 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
                 sample_pick = gr.Radio(choices=[("Sample 1", 0)], value=0, label="Sample", visible=False, scale=1, elem_id="gen-sample-pick")
                 step_pick = gr.Slider(1, 2, value=1, step=1, label="Step", visible=False, scale=3, elem_id="gen-step")
             chart = gr.Plot(
-                value=gen.candidates_figure(None), label="Top next-token candidates", show_label=False, elem_id="gen-chart",
+                value=candidates_figure(None), label="Top next-token candidates", show_label=False, elem_id="gen-chart",
                 elem_classes=RESULT,
             )
             caption = note(elem_id="gen-caption", result=True)
@@ -489,24 +502,32 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
     next_tab(LESSON.next_sentence, LESSON.next_tab)
     state = RESULTS.state()
 
-    shown = [output, stats, state, step_pick, sample_pick, chart, caption, history, speeds]
+    # What Generate streams (few outputs: each update is cheap, see UI_EVERY_S), and what is
+    # filled once a generation has ended; Next token fills both at once.
+    streamed = [output, stats, state]
+    ended = [step_pick, sample_pick, chart, caption, history, speeds]
     event = on_input(
         run.click,
-        RESULTS.through(ui_generate, write=2, key=8),
-        [prompt, max_new, temperature, top_k, top_p, seed, samples, precision, state],
-        shown[:3],
+        *RESULTS.through(
+            ui_generate, inputs=[prompt, max_new, temperature, top_k, top_p, seed, samples, precision, state],
+            outputs=streamed, state=state,
+        ),
         error=error,
         concurrency_id=GENERATE,
         concurrency_limit=GENERATION_CONCURRENCY,
         show_progress="minimal",
     )
     event.then(
-        user_errors(RESULTS.through(ui_generated, read=0)), inputs=[state], outputs=shown[3:], api_visibility="private",
-        concurrency_id=LIGHT, show_progress="hidden",
+        *RESULTS.through(user_errors(ui_generated), inputs=[state], outputs=ended, state=state, read="state"),
+        api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     on_input(
-        step_btn.click, RESULTS.through(ui_next_token, read=6, write=3, key=6), [prompt, temperature, top_k, top_p, seed, precision, state], [prompt, *shown], error=error,
-        concurrency_id=GENERATE, concurrency_limit=GENERATION_CONCURRENCY, show_progress="minimal",
+        step_btn.click,
+        *RESULTS.through(
+            ui_next_token, inputs=[prompt, temperature, top_k, top_p, seed, precision, state], outputs=[prompt, *streamed, *ended],
+            state=state, read="previous",
+        ),
+        error=error, concurrency_id=GENERATE, concurrency_limit=GENERATION_CONCURRENCY, show_progress="minimal",
     )
     for trigger in (run.click, step_btn.click):
         trigger(None, js=SHOW_OUTPUT_JS, api_visibility="private", queue=False)
@@ -521,17 +542,21 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
     replay.click(None, None, None, js=REPLAY_JS)
     stop.click(None, cancels=[event], api_visibility="private")
     stop.click(
-        user_errors(RESULTS.through(ui_stopped, read=0)), inputs=[state], outputs=[output, stats], api_visibility="private",
-        concurrency_id=LIGHT, show_progress="hidden",
+        *RESULTS.through(user_errors(ui_stopped), inputs=[state], outputs=[output, stats], state=state, read="state"),
+        api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     for trigger in (step_pick.release, sample_pick.change):
         trigger(
-            user_errors(RESULTS.through(_chart, read=0)), inputs=[state, sample_pick, step_pick], outputs=[chart, caption], api_visibility="private",
-            concurrency_id=LIGHT, show_progress="hidden",
+            *RESULTS.through(
+                user_errors(_chart), inputs=[state, sample_pick, step_pick], outputs=[chart, caption], state=state, read="state",
+            ),
+            api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
         )
     output.click(
-        user_errors(RESULTS.through(ui_pick_token, read=0)), inputs=[state], outputs=[step_pick, sample_pick, chart, caption], api_visibility="private",
-        concurrency_id=LIGHT, show_progress="hidden",
+        *RESULTS.through(
+            user_errors(ui_pick_token), inputs=[state], outputs=[step_pick, sample_pick, chart, caption], state=state, read="state",
+        ),
+        api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     if js:
         run_on.change(None, inputs=[run_on], js=js["mode"], api_visibility="private", queue=False)

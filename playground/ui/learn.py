@@ -3,7 +3,7 @@ charted live (the first steps magnified) against the reference lines, a sample o
 few steps beside step 0's, the learner's runs in a table, Stop.
 
 Also registers the ``/learn`` API endpoint (streaming JSON; the last update is the ended run).
-Many learners train at once (playground/learn_scheduler.Trainer), one run per visitor:
+Many learners train at once (playground/learn/scheduler.Trainer), one run per visitor:
 :func:`visitor_id` is the one place that decides who the visitor is."""
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from ..learn.run import (
     CONTINUE_CHARS, DEFAULT_SECONDS, DEFAULT_STEPS, INIT_WHY, INITS, LEARNING_RATES, LR_WHY, MAX_SEED, POSITION_WHY,
     POSITIONS, SIZE_WHY, SIZES, LearnSettings, RunState, continue_text, settings,
 )
-from ..learn.scheduler import MAX_LINE, MAX_RUNNING, TRAINER
+from ..learn.scheduler import TRAINER
+from ..limits import MAX_LINE, MAX_RUNNING
+from ..memo import Memo
 from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, user_errors
 from .serving.sessions import ResultStore
 from .serving.visitors import visitor_of
@@ -32,7 +34,6 @@ LEARN = "learn"  # its own concurrency group: training never takes the light tab
 # Learners served at once: those training and those in the trainer's line (told their place);
 # past this many Gradio's queue holds them (the page shows its own place in the queue).
 LEARN_CONCURRENCY = MAX_RUNNING + MAX_LINE
-MAX_WAITING_LEARNERS = 16  # then "busy, try again" (serving.harden's max_waiting in app.py)
 UI_EVERY_S = 0.5  # page updates while a run trains
 API_EVERY_S = 1.0
 STOP_WAIT_S = 5.0  # the most the Stop view waits for the run to end
@@ -53,21 +54,23 @@ def visitor_id(request: gr.Request | None) -> str | None:
     return visitor_of(request)
 
 
-_refs: dict[str, References] = {}
+# The chart's reference lines once the background warm-up has them: read without waiting, so a page
+# never blocks on the download or the counting.
+_refs: Memo[str, References] = Memo(size=1)
 
 
 def _warm_references() -> None:
     """The character vocabulary's reference lines, computed once in the background (downloading
     the texts first on a fresh clone), so that the chart has them before anyone presses Start."""
     try:
-        _refs["char"] = references(load_corpus("char"))
+        _refs.put("char", references(load_corpus("char")))
     except Exception:  # noqa: BLE001 -- the first Start says what is wrong
         pass
 
 
 def empty_figure():
     """The chart before Start: the reference lines when they are ready."""
-    return learn_view.loss_figure(None, refs=_refs.get("char"))
+    return learn_view.loss_figure(None, refs=_refs.peek("char"))
 
 
 def ui_reference_lines(state: RunState | None):
@@ -95,7 +98,7 @@ def _view(state: RunState | None, running: bool = False):
     return (
         learn_view.status_markdown(state),
         cards_html(learn_view.stats_cards(state)),
-        learn_view.loss_figure(state, history, refs=_refs.get("char")),
+        learn_view.loss_figure(state, history, refs=_refs.peek("char")),
         learn_view.samples_html(state),
         learn_view.runs_table([*history, state] if state is not None else []),
         gr.update(interactive=not running),
@@ -234,22 +237,28 @@ def build() -> dict[str, gr.components.Component]:
     # The reference lines, drawn before Start once computed (a second or two after the app starts).
     lines_timer = gr.Timer(0.5)
     lines_timer.tick(
-        user_errors(RESULTS.through(ui_reference_lines, read=0)), [state], [chart, lines_timer],
+        *RESULTS.through(user_errors(ui_reference_lines), inputs=[state], outputs=[chart, lines_timer], state=state, read="state"),
         api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     event = on_input(
-        start.click, RESULTS.through(ui_learn, read=5, write=6, key=5), [seed, init, lr, size, positions, state],
-        [status, stats, chart, samples, runs, start, state],
+        start.click,
+        *RESULTS.through(
+            ui_learn, inputs=[seed, init, lr, size, positions, state], outputs=[status, stats, chart, samples, runs, start, state],
+            state=state, read="previous",
+        ),
         error=error, concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY, show_progress="hidden",
     )
     # As in Text generation: the cancel first, then the view of the run as it stopped.
     stop.click(None, cancels=[event], api_visibility="private")
     stop.click(
-        user_errors(RESULTS.through(ui_stopped, read=0)), inputs=[state], outputs=[status, stats, chart, samples, runs, start],
+        *RESULTS.through(
+            user_errors(ui_stopped), inputs=[state], outputs=[status, stats, chart, samples, runs, start], state=state, read="state",
+        ),
         api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     on_input(
-        try_button.click, RESULTS.through(ui_continue, read=2), [prompt, seed, state], [try_output], error=try_error,
+        try_button.click, *RESULTS.through(ui_continue, inputs=[prompt, seed, state], outputs=[try_output], state=state, read="state"),
+        error=try_error,
         concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
     )
     gr.api(user_errors(api_learn), api_name="learn", concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY)

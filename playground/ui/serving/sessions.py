@@ -13,9 +13,9 @@ session):
 Sessions and results each belong to a visitor (:func:`.visitors.visitor_of`), and what makes room
 is :class:`VisitorShares`: a visitor past its share (:data:`SESSIONS_PER_VISITOR`,
 :data:`RESULTS_PER_VISITOR`) loses its own least recently used, and at the bound whoever holds the
-most does (:func:`to_drop`). A plain least-recently-used bound let one visitor opening 1,100
+most does (:func:`to_drop`). A plain least-recently-used bound would let one visitor opening many
 sessions push out every learner's session, and with it the key of the model a learner had just
-trained; now that visitor only ever pushes out its own.
+trained; this way that visitor only ever pushes out its own.
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ import functools
 import inspect
 import itertools
 import logging
-import os
 import re
 import threading
 from collections import Counter, OrderedDict
 from contextvars import ContextVar
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple, get_type_hints
 
 import gradio as gr
 
+from ...limits import MAX_RESULTS, MAX_SESSIONS, RESULTS_PER_VISITOR, SESSIONS_PER_VISITOR
 from .. import gradio_internals
 from .visitors import UNKNOWN, visitor_of
 
@@ -41,29 +41,6 @@ __all__ = ["MAX_SESSIONS", "MAX_RESULTS", "SESSIONS_PER_VISITOR", "RESULTS_PER_V
            "VisitorShares", "to_drop", "current_visitor", "VisitorContext", "SESSION_HASH", "session_problem"]
 
 log = logging.getLogger("playground")
-
-
-def _env_count(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if raw.isdigit() and 1 <= int(raw) <= 1_000_000:
-        return int(raw)
-    if raw:
-        log.warning("%s=%r is not a whole number from 1 to 1000000: using %d", name, raw, default)
-    return default
-
-
-# Sessions kept (least recently used dropped first). A session costs a few kilobytes (a shallow
-# copy of the app's component table and its results' keys), so this is a few megabytes at most.
-MAX_SESSIONS = 1_000
-# Results kept per kind: a 4 x 512-token generation's per-token candidates take about 5 MB,
-# attention's stages about 1 MB; past this the least recently used is dropped (its session's
-# token and stage pickers then show nothing until its next run).
-MAX_RESULTS = 32
-# One visitor's share of each: a page is one session holding one result of each kind, so these
-# are a visitor's open pages (tabs, or learners sharing one address). Past its share a visitor's
-# own least recently used goes. PLAYGROUND_SESSIONS_PER_VISITOR / PLAYGROUND_RESULTS_PER_VISITOR.
-SESSIONS_PER_VISITOR = _env_count("PLAYGROUND_SESSIONS_PER_VISITOR", MAX_SESSIONS // 4)
-RESULTS_PER_VISITOR = _env_count("PLAYGROUND_RESULTS_PER_VISITOR", MAX_RESULTS // 2)
 
 
 def to_drop(order: Iterable[tuple[Hashable, str]], counts: Mapping[str, int], owner: str, capacity: int,
@@ -223,40 +200,89 @@ class ResultStore:
         Gradio deletes a session's state (an hour after its tab closed) its result goes too."""
         return gr.State(None if default is None else self.pin(default), delete_callback=self.discard)
 
-    def through(self, fn: Callable, read: int | None = None, write: int | None = None, key: int | None = None) -> Callable:
-        """``fn`` (a function or generator) wired to a :meth:`state` component: the argument at
-        position ``read`` arrives as a key and reaches ``fn`` as its value; the value ``fn``
-        returns (or yields) at position ``write`` of its outputs is kept and leaves as a key,
-        replacing the value of the key the argument at position ``key`` holds (the session's
-        own: one entry a session), an argument ``fn`` does not see unless it is also ``read``.
-        ``None`` and ``gr.skip()`` pass as they are."""
+    def through(self, fn: Callable, inputs: list, outputs: list, state: gr.State, read: str | None = None) -> "Wiring":
+        """An event of ``fn`` (a function or generator) whose session's result lives here, made as
+        one :class:`Wiring` (``button.click(*wiring, ...)``), so the lists ``fn`` was wired for are
+        the very lists the event gets. ``state`` (one of :meth:`state`'s) is found in them by
+        identity, never by position. In ``inputs`` it carries the session's key: ``fn`` gets the
+        value kept under it as its parameter named ``read`` (if any) and the other inputs, in their
+        order, as its other parameters. In ``outputs``, what ``fn`` returns (or yields) in its place
+        is kept, replacing the session's own (one entry a session), and leaves as its key; ``None``
+        and ``gr.skip()`` there pass as they are. A wiring that would hand a handler another
+        session's result, or another input's value, raises ValueError here, when the page is built."""
+        name = getattr(fn, "__name__", repr(fn))
+        inputs, outputs = list(inputs), list(outputs)  # the event's own: a list changed later changes neither
 
-        def load(args: tuple) -> tuple[list, Any]:
-            args = list(args)
-            old = args[key] if key is not None else None
+        def wrong(problem: str) -> ValueError:
+            return ValueError(f"{type(self).__name__}.through({name}): {problem}")
+
+        # Its delete callback is this store's: a state of another store would read keys it never gave.
+        if not isinstance(state, gr.State) or getattr(state, "delete_callback", None) != self.discard:
+            raise wrong("`state` must be a gr.State made by this store's state()")
+        at_in = [i for i, c in enumerate(inputs) if c is state]
+        at_out = [i for i, c in enumerate(outputs) if c is state]
+        if len(at_in) != 1:
+            raise wrong(f"the state must be among the inputs exactly once (it is there {len(at_in)} times): it carries "
+                        "the session's key, without which a result read is nobody's and a result kept is a new entry "
+                        "every run")
+        if len(at_out) > 1:
+            raise wrong(f"the state is among the outputs {len(at_out)} times")
+        if read is None and not at_out:
+            raise wrong("it neither reads (read=...) nor keeps (the state among the outputs) a result")
+        here, write = at_in[0], (at_out[0] if at_out else None)
+
+        parameters = list(inspect.signature(fn).parameters.values())
+        by_name = [p for p in parameters if p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        if by_name:
+            raise wrong(f"it is called with its arguments by name: {by_name[0]} cannot be given so")
+        if any(p.name == RESULT_KEY for p in parameters):
+            raise wrong(f"a parameter may not be named {RESULT_KEY!r}: the key travels under that name")
+        filled = _filled_by_gradio(fn, parameters)
+        if read is not None and (read not in {p.name for p in parameters} or read in filled):
+            raise wrong(f"read={read!r} must name one of its parameters that an input fills")
+        rest = [p for p in parameters if p.name != read]
+        given = len(inputs) - 1
+        takes = [p for p in rest[:given] if p.name not in filled]
+        missing = [p.name for p in rest[given:] if p.name not in filled and p.default is inspect.Parameter.empty]
+        if len(takes) < given or missing:
+            to = f" (the state's value goes to {read!r})" if read else ""
+            raise wrong(f"the event's {given} inputs besides the state and its parameters "
+                        f"{[p.name for p in rest if p.name not in filled]}{to} must pair off in order: every input "
+                        "its parameter, every parameter without a default its input")
+        # Gradio places each input, and what it fills itself (the request, event data), by this signature.
+        key = inspect.Parameter(RESULT_KEY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                default=None if any(p.default is not p.empty for p in rest[:here]) else inspect.Parameter.empty)
+        signature = [*rest[:here], key, *rest[here:]]
+        names = [p.name for p in signature]
+
+        def load(args: tuple, kwargs: dict) -> tuple[dict, Any]:
+            named = {**dict(zip(names, args)), **kwargs}
+            old = named.pop(RESULT_KEY, None)
             if read is not None:
-                args[read] = self.get(args[read])
-            if key is not None and key != read:
-                del args[key]
-            return args, old
+                named[read] = self.get(old)
+            return named, old
 
         def save(result: Any, box: list) -> Any:
             if write is None:
                 return result
-            values = list(result)
+            one = len(outputs) == 1
+            values = [result] if one else list(result)
+            if len(values) != len(outputs):
+                raise ValueError(f"{name} gave {len(values)} values for its {len(outputs)} outputs: which one is the "
+                                 "result to keep is unknown")
             value = values[write]
             if value is None or (isinstance(value, dict) and value.get("__type__") == "update"):
                 return result
             box[0] = values[write] = self.put(value, box[0])
-            return tuple(values)
+            return values[0] if one else tuple(values)
 
         if inspect.isgeneratorfunction(fn):
 
             @functools.wraps(fn)
-            def wrapper(*args: Any) -> Iterator[Any]:
-                args, old = load(args)
+            def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
+                named, old = load(args, kwargs)
                 box = [old]
-                inner = fn(*args)
+                inner = fn(**named)
                 try:
                     for result in inner:
                         yield save(result, box)
@@ -266,15 +292,41 @@ class ResultStore:
         else:
 
             @functools.wraps(fn)
-            def wrapper(*args: Any) -> Any:
-                args, old = load(args)
-                return save(fn(*args), [old])
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                named, old = load(args, kwargs)
+                return save(fn(**named), [old])
 
-        if key is not None and key != read:  # Gradio counts and places arguments by the signature
-            parameters = list(inspect.signature(fn).parameters.values())
-            parameters.insert(key, inspect.Parameter("result_key", inspect.Parameter.POSITIONAL_OR_KEYWORD))
-            wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-        return wrapper
+        wrapper.__signature__ = inspect.Signature(signature)  # type: ignore[attr-defined]
+        return Wiring(wrapper, inputs, outputs)
+
+
+# The name the session's key travels under in a wired handler's signature (what Gradio passes it as).
+RESULT_KEY = "result_key"
+
+
+def _filled_by_gradio(fn: Callable, parameters: list[inspect.Parameter]) -> set[str]:
+    """The names of ``fn``'s parameters that Gradio fills itself, from their type (the request,
+    an event's data), not from an input."""
+    try:  # as Gradio reads them: annotations it cannot resolve fill nothing
+        hints = get_type_hints(fn)
+    except (NameError, TypeError):
+        hints = {}
+    filled = set()
+    for p in parameters:
+        hint = hints.get(p.name)
+        kinds = [a for a in getattr(hint, "__args__", ()) if a is not type(None)] or [hint]
+        if any(inspect.isclass(k) and issubclass(k, (gr.Request, gr.EventData)) for k in kinds):
+            filled.add(p.name)
+    return filled
+
+
+class Wiring(NamedTuple):
+    """An event's function and its inputs and outputs, in the order Gradio's listeners take them:
+    ``button.click(*wiring, ...)``, ``gr.on(triggers, *wiring, ...)``, ``dict(wiring._asdict(), ...)``."""
+
+    fn: Callable
+    inputs: list
+    outputs: list
 
 
 # A session id is a short token: the page makes ~11 base-36 characters, gradio_client a UUID (36).
