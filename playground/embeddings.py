@@ -9,7 +9,6 @@ others were never trained and would be noise.
 
 from __future__ import annotations
 
-import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +22,7 @@ from model import GPT
 from . import limits
 from .assets import load_token_counts
 from .expressions import LinearForm, parse_expression
+from .memo import Memo
 from .plots import base_layout, bar_plot, heatmap
 from .resources import get_model, shows_shipped_model
 from .similarity import cosine, cosine_matrix, unit_rows
@@ -68,19 +68,24 @@ class _Index:
     counts: np.ndarray  # [V] occurrences in training
 
 
-_index_lock = threading.Lock()
-_indexes: "weakref.WeakKeyDictionary[GPT, _Index]" = weakref.WeakKeyDictionary()
+# One index per model searched: the model shown and the Compare tab's second one. Keyed by a weak
+# reference, so that an index never keeps a model alive (a comparison model let go is freed; its
+# index, which holds no reference to it, leaves as soon as the two models in use are searched).
+_indexes: Memo[weakref.ref[GPT], _Index] = Memo(size=2)
+
+
+def _build_index(ref: weakref.ref[GPT]) -> _Index:
+    model = ref()
+    assert model is not None  # the caller holds it
+    matrix = model.wte.weight.detach().float().cpu().numpy().copy()
+    counts = load_token_counts()[: matrix.shape[0]]
+    seen = np.flatnonzero(counts > 0)
+    vecs = matrix[seen]
+    return _Index(matrix, seen, unit_rows(vecs).astype(np.float32), counts)
 
 
 def _index(model: GPT) -> _Index:
-    with _index_lock:
-        if model not in _indexes:
-            matrix = model.wte.weight.detach().float().cpu().numpy().copy()
-            counts = load_token_counts()[: matrix.shape[0]]
-            seen = np.flatnonzero(counts > 0)
-            vecs = matrix[seen]
-            _indexes[model] = _Index(matrix, seen, unit_rows(vecs).astype(np.float32), counts)
-        return _indexes[model]
+    return _indexes.get(weakref.ref(model), _build_index)
 
 
 def searched_text(model: GPT) -> str:

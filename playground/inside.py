@@ -16,8 +16,6 @@ the layer, head or token control only re-reads it. The model's own forward pass 
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +26,7 @@ from torch.nn import functional as F
 from model import GPT
 
 from . import limits
+from .memo import Memo
 from .resources import get_model
 from .tokens import encode_prompt, token_labels, token_text
 from .validation import validate_int, validate_layer_head
@@ -281,25 +280,20 @@ def ffn0_of_token_alone(fp: ForwardPass, position: int) -> np.ndarray:
 
 # --- the cache: one pass per (model, text), the most recent few --------------------------------
 
-_cache: OrderedDict[tuple[int, tuple[int, ...]], ForwardPass] = OrderedDict()
-_cache_lock = threading.Lock()
+# Keyed by the model itself, not its id(): a pass holds its model anyway, and an id reused after
+# garbage collection could otherwise find another model's pass.
+_passes: Memo[tuple[GPT, tuple[int, ...]], ForwardPass] = Memo(size=CACHE_SIZE)
 
 
 def cached_pass(model: GPT, ids: list[int]) -> ForwardPass:
-    """:func:`forward_pass`, kept for the last ``CACHE_SIZE`` (model, ids) pairs. The entry holds
-    its model, so an id() reused by another model after garbage collection never matches."""
-    key = (id(model), tuple(ids))
-    with _cache_lock:
-        hit = _cache.get(key)
-        if hit is not None and hit.model is model:
-            _cache.move_to_end(key)
-            return hit
-    result = forward_pass(model, ids)  # outside the lock: two texts may compute at once
-    with _cache_lock:
-        _cache[key] = result
-        _cache.move_to_end(key)
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
+    """:func:`forward_pass`, kept for the last ``CACHE_SIZE`` (model, ids) pairs."""
+    key = (model, tuple(ids))
+    with _passes.lock:
+        if key in _passes:
+            return _passes.get(key)
+    # Computed outside the lock (not Memo.get) so that two learners' texts compute at once.
+    result = forward_pass(model, ids)
+    _passes.put(key, result)
     return result
 
 

@@ -24,6 +24,7 @@ from model.train import TrainConfig, get_batch, param_groups, train_step
 from playground.learn import corpus as learn_corpus, refs as learn_refs, run as learn_run, scheduler as learn_scheduler, view as learn_view
 from playground.learn.batched import Learner, batched_step
 from playground.learn.scheduler import Trainer
+from conftest import wait_for
 from playground.validation import InputError
 
 QUICK = learn_run.settings(seconds=60, seed=3, steps=30)
@@ -237,7 +238,14 @@ def test_runs_at_once_give_the_curves_they_give_alone(corpus):
         assert [p[0] for p in state.losses] == list(range(s.steps))
         diff = max(abs(a - b) for a, b in zip(curve(state), curve(alone)))
         assert diff <= 1e-3, (s, diff)
-        assert state.samples == alone.samples or diff > 0
+        assert state.val_loss == pytest.approx(alone.val_loss, abs=1e-3)
+        # Samples at the same steps; step 0's from the same untrained weights whatever trained
+        # beside it; and a curve equal to the bit (as here: stacked and alone give the same
+        # floats) means the same weights, so the same text at every sample.
+        assert [k for k, _ in state.samples] == [k for k, _ in alone.samples], (s, state.samples)
+        assert state.samples[0] == alone.samples[0]
+        if diff == 0:
+            assert state.samples == alone.samples
     assert trainer.counts() == (0, 0)
 
 
@@ -322,28 +330,56 @@ def test_one_run_per_visitor(corpus):
     assert run(learn_run.settings(60, 9, steps=2), trainer, visitor="10.0.0.1").step == 2  # free again
 
 
+def test_a_visitors_second_run_is_refused_while_the_first_waits_in_line(corpus):
+    """One run per visitor counts the line too: with every place training another visitor's run,
+    A's run waits in line, and A's second run is refused with the one-run message instead of
+    queuing behind it; A's first keeps its place and trains once a place frees."""
+    trainer = Trainer(max_running=2)
+    others = [trainer.run(learn_run.settings(60, 20 + i, steps=5000), visitor=f"10.0.1.{i}", poll_s=0.05) for i in range(2)]
+    for other in others:
+        next(other)
+    first = trainer.run(learn_run.settings(60, 30, steps=5), visitor="10.0.0.1", poll_s=0.05)
+    try:
+        waiting = next(first)
+        assert waiting.status == "waiting" and waiting.position == 1 and trainer.counts() == (2, 1)
+        second = trainer.run(QUICK, visitor="10.0.0.1", poll_s=0.05)
+        try:
+            with pytest.raises(InputError, match=learn_scheduler.ONE_RUN_PER_VISITOR) as refused:
+                next(second)
+        finally:
+            second.close()  # (a run wrongly accepted leaves the line with the test)
+        assert "in line" in str(refused.value)
+        assert trainer.counts() == (2, 1) and waiting.position == 1  # the refusal took no place
+        others[0].close()
+        assert list(first)[-1].step == 5  # the first run trained when a place freed
+    finally:
+        for runs in (first, *others):
+            runs.close()
+    assert trainer.counts() == (0, 0)
+
+
 def _learn_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("learn")]
 
 
-def test_stop_frees_the_cpu_within_a_second(corpus):
-    runs = Trainer().run(learn_run.settings(seconds=60, seed=5, size="small", steps=5000), poll_s=0.05)
+def test_stop_frees_the_cpu_at_the_next_step(corpus):
+    """Closing the run's stream (Stop, or the learner leaving) returns once the worker has let the
+    run go, at its next batched step, not after close's STOP_WAIT_S wait for a run still held; then
+    the run takes no step more and the trainer's threads end."""
+    trainer = Trainer()
+    runs = trainer.run(learn_run.settings(seconds=60, seed=5, size="small", steps=5000), poll_s=0.05)
     for state in runs:
         if state.step >= 5:
             break
     assert _learn_threads()
     t0 = time.perf_counter()
     runs.close()  # what Gradio does on Stop, or when the learner leaves
-    stopped_s = time.perf_counter() - t0
-    deadline = time.perf_counter() + 5
-    while _learn_threads() and time.perf_counter() < deadline:
-        time.sleep(0.05)
-    assert not _learn_threads()
-    assert stopped_s < 1.0, stopped_s
+    print(f"\nStop returned in {time.perf_counter() - t0:.2f} s")  # (printed, not asserted: the worker let the run go, below)
+    assert trainer.counts() == (0, 0)  # let go, not given up on after STOP_WAIT_S
     assert state.status == "stopped" and state.stop_reason == "stopped"
-    cpu = time.process_time()
-    time.sleep(0.5)
-    assert time.process_time() - cpu < 0.1  # nothing trains any more
+    stopped_at = state.step
+    wait_for(lambda: not _learn_threads(), 10, message=lambda: f"the trainer's threads to end: {_learn_threads()}")
+    assert state.step == stopped_at and state.val_loss is None  # no step, and no scoring, after Stop
 
 
 def test_the_seconds_cap_ends_a_run(corpus):
@@ -394,6 +430,29 @@ def test_references_for_the_character_vocabulary(corpus, val_tokens):
     assert corpus.val_gpt2_tokens == len(val_tokens)
     assert r.shipped == pytest.approx(r.shipped_per_gpt2_token * len(val_tokens) / corpus.val_chars)
     assert r.shipped < r.bigram
+
+
+def test_each_vocabulary_keeps_its_own_corpus_and_references(corpus, monkeypatch):
+    """Built once per vocabulary, and one vocabulary's never served for the other's. Stand-ins
+    (the character corpus cut short, one more id for "gpt2") instead of the works: quick."""
+    from playground.memo import Memo
+
+    built = []
+
+    def stand_in(kind, progress):
+        built.append(kind)
+        itos = corpus.itos + (("<extra>",) if kind == "gpt2" else ())
+        return dataclasses.replace(corpus, kind=kind, itos=itos, train=corpus.train[:2000], val=corpus.val[:500])
+
+    monkeypatch.setattr(learn_corpus, "_build_corpus", stand_in)
+    monkeypatch.setattr(learn_corpus, "_corpora", Memo(size=len(learn_corpus.VOCABS)))
+    monkeypatch.setattr(learn_refs, "_references", Memo(size=len(learn_corpus.VOCABS)))
+    chars, tokens = learn_corpus.load_corpus("char"), learn_corpus.load_corpus("gpt2")
+    assert (chars.kind, tokens.kind) == ("char", "gpt2") and tokens.vocab_size == chars.vocab_size + 1
+    assert learn_corpus.load_corpus("char") is chars and learn_corpus.load_corpus("gpt2") is tokens and built == ["char", "gpt2"]
+    by_chars, by_tokens = learn_refs.references(chars), learn_refs.references(tokens)
+    assert (by_chars.ln_v, by_tokens.ln_v) == (math.log(chars.vocab_size), math.log(tokens.vocab_size))
+    assert learn_refs.references(chars) is by_chars
 
 
 def test_bad_settings_are_refused_with_a_message():
@@ -469,16 +528,6 @@ def test_seed_0_skewed_starts_above_ln_v_and_ends_above_the_proper_start(corpus)
 # --- the /learn endpoint on the launched app -----------------------------------------------------
 
 
-def _wait_for(job, predicate, timeout: float, what: str) -> dict:
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < timeout:
-        for out in job.outputs():
-            if predicate(out):
-                return out
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; outputs: {job.outputs()[-1:]}")
-
-
 def _learn_from(url: str, address: str, data: list) -> tuple[list[dict], float]:
     """A learner at ``address`` (a loopback address of its own) calls /learn over HTTP: every
     update it streams, and the seconds until the last."""
@@ -512,15 +561,17 @@ def test_two_learners_train_at_once_and_a_generation_answers_meanwhile(client, a
     thread = threading.Thread(target=lambda: first.update(out=_learn_from(app_server.url, "127.0.0.2", [60, 1, "proper", 40])))
     thread.start()
     second = client.submit(8, 2, "skewed", api_name="/learn")
-    _wait_for(second, lambda o: o["status"] == "training" and o["step"] > 0, 120, "the second run to train")
+    wait_for(lambda: next((o for o in second.outputs() if o["status"] == "training" and o["step"] > 0), None), 120, 0.1,
+             message=lambda: f"the second run to train; last output: {second.outputs()[-1:]}")
     # One run per visitor: this address again is refused while its run trains, with a message.
     with pytest.raises(AppError, match="one run per learner"):
         client.predict(60, 3, "proper", 5, api_name="/learn")
     t0 = time.perf_counter()
     generated = client.predict("Romeo.\n", 16, 0.0, 0, 1.0, 0, api_name="/generate")
     generate_s = time.perf_counter() - t0
+    still_training = thread.is_alive() or not second.done()
     assert generated["finished"] and generated["new_tokens"] == 16
-    assert generate_s < 10, generate_s
+    assert still_training, f"the generation ({generate_s:.1f} s) came only after the training"  # answered meanwhile, not queued behind
     two = second.result(timeout=120)
     thread.join(120)
     updates, _ = first["out"]
@@ -547,14 +598,16 @@ def test_a_learner_who_leaves_frees_their_place(app_server):
         r = http.post(f"{app_server.url}gradio_api/call/learn", json={"data": [300, 8, "proper", 5000]})
     assert r.status_code == 200, r.text
     t0 = time.perf_counter()
-    while True:
+
+    def trained_again() -> list[dict] | None:
         try:
-            updates, _ = _learn_from(app_server.url, address, [60, 9, "proper", 5])
-            break
+            return _learn_from(app_server.url, address, [60, 9, "proper", 5])[0]
         except AssertionError as err:
-            assert "one run per learner" in str(err), err
-            assert time.perf_counter() - t0 < 30, "the abandoned run still holds the visitor's place"
-            time.sleep(0.5)
+            assert learn_scheduler.ONE_RUN_PER_VISITOR in str(err), err
+            return None
+
+    # (the sweep stops a run nobody reads a few seconds after its grace: 30 s bounds a hang)
+    updates = wait_for(trained_again, 30, 0.5, message="the abandoned run to free the visitor's place")
     assert updates[-1]["status"] == "finished" and updates[-1]["step"] == 5
     print(f"the visitor trained again {time.perf_counter() - t0:.1f} s after leaving a run")
 

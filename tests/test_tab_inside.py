@@ -332,7 +332,7 @@ def test_layer_head_and_token_changes_reuse_the_pass(result):
     assert again.fp is result.fp and (again.layer, again.head, again.token) == (5, 7, 3)
     for i in range(ins.CACHE_SIZE + 2):
         inside(f"{TEXT} {i}")
-    assert len(ins._cache) == ins.CACHE_SIZE  # bounded: the oldest passes are dropped
+    assert len(ins._passes) == ins.CACHE_SIZE  # bounded: the oldest passes are dropped
     assert inside(TEXT).fp is not result.fp
 
 

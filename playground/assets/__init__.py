@@ -9,10 +9,11 @@ Regenerate it after re-preparing the corpus with ``python -m playground.assets``
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import numpy as np
+
+from ..memo import Memo
 
 ASSETS_DIR = Path(__file__).resolve().parent
 TOKEN_COUNTS_PATH = ASSETS_DIR / "train_token_counts.npz"
@@ -20,8 +21,8 @@ VOCAB_SIZE = 50257
 
 __all__ = ["TOKEN_COUNTS_PATH", "count_tokens", "write_token_counts", "load_token_counts", "seen_token_ids"]
 
-_lock = threading.Lock()
-_cache: dict[Path, np.ndarray] = {}
+# The shipped file, and room for one other (a regenerated or a test's file) beside it.
+_counts: Memo[Path, np.ndarray] = Memo(size=2)
 
 
 def count_tokens(train_bin: str | Path, vocab_size: int = VOCAB_SIZE) -> np.ndarray:
@@ -38,24 +39,23 @@ def write_token_counts(train_bin: str | Path, out: str | Path = TOKEN_COUNTS_PAT
     out = Path(out)
     # uint32 is enough for any corpus below 4 billion tokens and compresses to a few kB.
     np.savez_compressed(out, counts=counts.astype(np.uint32))
-    with _lock:
-        _cache.pop(out.resolve(), None)
+    _counts.pop(out.resolve())
     return out
 
 
 def load_token_counts(path: str | Path = TOKEN_COUNTS_PATH) -> np.ndarray:
     """The shipped counts [50257] (cached); raises FileNotFoundError naming the regenerating command."""
-    path = Path(path).resolve()
-    with _lock:
-        if path not in _cache:
-            if not path.is_file():
-                raise FileNotFoundError(f"{path} is missing: regenerate it with `python -m playground.assets`")
-            with np.load(path, allow_pickle=False) as data:
-                counts = data["counts"].astype(np.int64)
-            if counts.shape != (VOCAB_SIZE,):
-                raise ValueError(f"{path} holds {counts.shape} counts, expected ({VOCAB_SIZE},)")
-            _cache[path] = counts
-        return _cache[path]
+    return _counts.get(Path(path).resolve(), _read_counts)
+
+
+def _read_counts(path: Path) -> np.ndarray:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: regenerate it with `python -m playground.assets`")
+    with np.load(path, allow_pickle=False) as data:
+        counts = data["counts"].astype(np.int64)
+    if counts.shape != (VOCAB_SIZE,):
+        raise ValueError(f"{path} holds {counts.shape} counts, expected ({VOCAB_SIZE},)")
+    return counts
 
 
 def seen_token_ids(path: str | Path = TOKEN_COUNTS_PATH) -> np.ndarray:

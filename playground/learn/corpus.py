@@ -4,7 +4,6 @@ training works, or the GPT-2 tokens they use, renumbered), split as model.data s
 from __future__ import annotations
 
 import subprocess
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ import numpy as np
 from model.data import encode_works, fetch_shakespeare, read_text, split_works
 from model.tokenizer import get_tokenizer
 
+from ..memo import Memo
 from ..resources import ResourceError
 from ..validation import validate_choice
 
@@ -55,8 +55,7 @@ class Corpus:
         return "".join(self.itos[i] for i in ids)
 
 
-_corpus_lock = threading.Lock()
-_corpora: dict[str, Corpus] = {}
+_corpora: Memo[str, Corpus] = Memo(size=len(VOCABS))  # one per vocabulary, kept for the process
 
 
 def _works(progress: Callable[[str], None]) -> tuple[list[Path], list[Path]]:
@@ -84,30 +83,29 @@ def _char_ids(text: str, table: np.ndarray) -> np.ndarray:
 def load_corpus(kind: str = "char", progress: Callable[[str], None] = lambda message: None) -> Corpus:
     """The corpus for vocabulary ``kind``, built once per process (a second or two)."""
     kind = validate_choice(kind, VOCABS, name="vocabulary")
-    with _corpus_lock:
-        if kind in _corpora:
-            return _corpora[kind]
-        train_paths, val_paths = _works(progress)
-        progress("Preparing the training text...")
-        train_text = "".join(read_text(p) for p in train_paths)
-        val_text = "".join(read_text(p) for p in val_paths)
-        val_gpt2 = encode_works(val_paths)
-        if kind == "char":
-            itos = tuple(sorted(set(train_text)))
-            table = np.full(max(map(ord, itos)) + 1, -1, dtype=np.int64)
-            table[[ord(c) for c in itos]] = np.arange(len(itos))
-            train, val = _char_ids(train_text, table), _char_ids(val_text, table)
-        else:
-            train_ids, val_ids = encode_works(train_paths), val_gpt2
-            used = np.unique(train_ids)
-            remap = np.full(50257, -1, dtype=np.int64)
-            remap[used] = np.arange(len(used))
-            enc = get_tokenizer()
-            itos = tuple(enc.decode([int(i)]) for i in used)
-            train, val = remap[train_ids], remap[val_ids]
-        corpus = Corpus(
-            kind, itos, train.astype(np.uint16), val[val >= 0].astype(np.uint16), len(val_text), int(val_gpt2.size),
-            int((val < 0).sum()),
-        )
-        _corpora[kind] = corpus
-        return corpus
+    return _corpora.get(kind, lambda kind: _build_corpus(kind, progress))
+
+
+def _build_corpus(kind: str, progress: Callable[[str], None]) -> Corpus:
+    train_paths, val_paths = _works(progress)
+    progress("Preparing the training text...")
+    train_text = "".join(read_text(p) for p in train_paths)
+    val_text = "".join(read_text(p) for p in val_paths)
+    val_gpt2 = encode_works(val_paths)
+    if kind == "char":
+        itos = tuple(sorted(set(train_text)))
+        table = np.full(max(map(ord, itos)) + 1, -1, dtype=np.int64)
+        table[[ord(c) for c in itos]] = np.arange(len(itos))
+        train, val = _char_ids(train_text, table), _char_ids(val_text, table)
+    else:
+        train_ids, val_ids = encode_works(train_paths), val_gpt2
+        used = np.unique(train_ids)
+        remap = np.full(50257, -1, dtype=np.int64)
+        remap[used] = np.arange(len(used))
+        enc = get_tokenizer()
+        itos = tuple(enc.decode([int(i)]) for i in used)
+        train, val = remap[train_ids], remap[val_ids]
+    return Corpus(
+        kind, itos, train.astype(np.uint16), val[val >= 0].astype(np.uint16), len(val_text), int(val_gpt2.size),
+        int((val < 0).sum()),
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,11 +12,10 @@ import numpy as np
 
 from model import WEIGHTS_DIR
 
-from .corpus import Corpus
+from ..memo import Memo
+from .corpus import VOCABS, Corpus
 
 __all__ = ["References", "ngram_losses", "shipped_loss", "references"]
-
-_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -52,7 +50,7 @@ def ngram_losses(train: np.ndarray, val: np.ndarray, vocab_size: int) -> tuple[f
     return unigram, bigram
 
 
-_references: dict[str, References] = {}
+_references: Memo[str, References] = Memo(size=len(VOCABS))  # one per vocabulary, kept for the process
 
 
 def shipped_loss(weights_dir: Path = WEIGHTS_DIR) -> float:
@@ -62,14 +60,13 @@ def shipped_loss(weights_dir: Path = WEIGHTS_DIR) -> float:
 
 def references(corpus: Corpus) -> References:
     """The reference losses for ``corpus``'s vocabulary (computed once; a second or two)."""
-    with _lock:
-        if corpus.kind not in _references:
-            unigram, bigram = ngram_losses(corpus.train, corpus.val, corpus.vocab_size)
-            per_token = shipped_loss()
-            tokens_per_char = corpus.val_gpt2_tokens / corpus.val_chars
-            # Nats per token x tokens per character = nats per character, on the same held-out works.
-            shipped = per_token * tokens_per_char if corpus.kind == "char" else per_token
-            _references[corpus.kind] = References(
-                math.log(corpus.vocab_size), unigram, bigram, shipped, per_token, tokens_per_char
-            )
-        return _references[corpus.kind]
+    return _references.get(corpus.kind, lambda kind: _compute(corpus))
+
+
+def _compute(corpus: Corpus) -> References:
+    unigram, bigram = ngram_losses(corpus.train, corpus.val, corpus.vocab_size)
+    per_token = shipped_loss()
+    tokens_per_char = corpus.val_gpt2_tokens / corpus.val_chars
+    # Nats per token x tokens per character = nats per character, on the same held-out works.
+    shipped = per_token * tokens_per_char if corpus.kind == "char" else per_token
+    return References(math.log(corpus.vocab_size), unigram, bigram, shipped, per_token, tokens_per_char)
