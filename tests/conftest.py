@@ -1,10 +1,13 @@
-"""Shared fixtures: the prepared corpus (fetched and tokenized on first use) and small models."""
+"""Shared fixtures: the prepared corpus (fetched and tokenized on first use) and small models;
+:func:`wait_for`, the one way a test waits for a state."""
 
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import pytest
@@ -16,6 +19,26 @@ sys.path.insert(0, str(ROOT))
 from model.data import DEFAULT_OUT, SPLITS, fetch_shakespeare, prepare  # noqa: E402
 from model import save_pretrained  # noqa: E402
 from model.gpt import GPT, GPTConfig  # noqa: E402
+
+T = TypeVar("T")
+
+
+def wait_for(predicate: Callable[[], T], timeout: float = 30.0, interval: float = 0.05,
+             message: str | Callable[[], str] = "the condition") -> T:
+    """Call ``predicate`` every ``interval`` s until it returns something truthy, and return that.
+    After ``timeout`` s it fails: "timed out after N s waiting for <message>" (``message`` may be
+    a function, called then, to say what was seen instead). A test waits for the state it then
+    reads with this, never with a fixed sleep: the timeout only bounds a hang, and a fast machine
+    goes on at once (docs/testing.md)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            said = message() if callable(message) else message
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {said}")
+        time.sleep(interval)
 
 
 @pytest.fixture(scope="session")

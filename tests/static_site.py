@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from test_browser import ARGS, CHROMIUM, TIMEOUT_MS  # the app's browser tests' Chromium, as they start it
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,16 +67,21 @@ def serve(folder: Path) -> Served:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 30
-    while True:
+
+    def answers() -> bool:
+        assert proc.poll() is None, f"python -m http.server exited with {proc.returncode}"
         try:
             urllib.request.urlopen(url, timeout=2).read()
-            return Served(folder, url, proc)
+            return True
         except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise RuntimeError(f"python -m http.server did not answer on {url}")
-            time.sleep(0.1)
+            return False
+
+    try:
+        wait_for(answers, 30, 0.1, message=f"python -m http.server to answer on {url}")
+    except AssertionError:
+        proc.kill()
+        raise
+    return Served(folder, url, proc)
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,8 @@ import time
 import pytest
 from gradio_client.exceptions import AppError
 
+from conftest import wait_for
+
 ENDPOINTS = {
     "/tokenize": ["text"],
     "/tokenize_encodings": ["text"],
@@ -300,12 +302,8 @@ def test_inside_refuses_bad_input_with_a_message(client):
 def test_light_tabs_answer_while_generations_run(client):
     """Generations running, then a tokenization: it is answered while the generations are still
     running (its own concurrency group), not queued behind them."""
-    import time
-
     jobs = [client.submit("ROMEO:", 200, 0.8, 50, 0.95, seed, api_name="/generate") for seed in range(3)]
-    deadline = time.time() + 60
-    while not any(j.status().code.name in ("PROCESSING", "ITERATING") for j in jobs) and time.time() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: any(j.status().code.name in ("PROCESSING", "ITERATING") for j in jobs), 60, message="a generation to run")
     t0 = time.perf_counter()
     out = client.predict("hello everyone", api_name="/tokenize")
     latency = time.perf_counter() - t0

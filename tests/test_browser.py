@@ -153,7 +153,7 @@ def test_positional_encoding_tab(page):
 def test_next_token_from_the_default_prompt_adds_a_word(page):
     """The tab opens on a prompt cut mid-sentence: Next token at its settings adds a token that
     is not whitespace, and the stats say what joined the prompt."""
-    from playground.generation import EXAMPLE_PROMPTS
+    from playground.generation.params import EXAMPLE_PROMPTS
 
     open_tab(page, "Text generation")
     box = textbox(page, "gen-prompt")
@@ -210,7 +210,7 @@ def test_generation_tab_streams_and_stops(page):
     hidden = page.evaluate("() => [...document.querySelectorAll('#gen-output .gen-tok')].filter(t => t.style.visibility === 'hidden').length")
     assert 0 < hidden < n1
     page.wait_for_function("() => !document.querySelector('.pg-replay-note')", timeout=120_000)
-    page.wait_for_timeout(1500)
+    page.wait_for_timeout(1500)  # a check that nothing more comes needs time to pass
     n2 = page.locator("#gen-output .gen-tok").count()
     assert 3 <= n1 == n2 < 512  # nothing more came after the stop
     stats = page.locator("#gen-stats").inner_text()

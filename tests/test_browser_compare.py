@@ -73,16 +73,18 @@ def test_compare_tab_at_phone_width(page):
     page.set_viewport_size({"width": 390, "height": 844})
     try:
         page.locator("#cmp-next-a .js-plotly-plot").first.wait_for()
-        page.wait_for_timeout(1000)  # plotly redraws at the new width
-        too_wide = page.evaluate(
-            """() => {
+        too_wide_js = """() => {
                 const column = document.querySelector('#cmp-prompt').closest('.tabitem, [role=tabpanel]') || document.body;
                 const right = column.getBoundingClientRect().right;
                 return [...column.querySelectorAll('[id^=cmp-] *')]
                     .filter(e => e.offsetParent !== null && e.getBoundingClientRect().right > right + 1)
                     .map(e => e.tagName + '.' + (e.className.baseVal ?? e.className)).slice(0, 5);
             }"""
-        )
+        try:  # plotly redraws at the new width a moment later: wait until it fits, 5 s at most
+            page.wait_for_function(f"() => ({too_wide_js})().length === 0", timeout=5_000)
+        except Exception:  # noqa: BLE001 -- the assertion below names what stayed too wide
+            pass
+        too_wide = page.evaluate(too_wide_js)
         assert not too_wide, f"wider than the tab: {too_wide}"
         a, b = page.locator("#cmp-next-a").bounding_box(), page.locator("#cmp-next-b").bounding_box()
         row = page.locator("#cmp-next-a").locator("xpath=../..").bounding_box()

@@ -22,7 +22,7 @@ from browser_pages import LAPTOP as DESKTOP
 from browser_pages import page as desktop  # noqa: F401 -- fixtures: a fresh page per test
 from browser_pages import phone  # noqa: F401
 from test_browser import save_screenshot, shots_dir, textbox  # noqa: F401 -- fixture reused
-from test_browser_page import PHONE, assert_stale, open_tab, page_width, wait_for_message
+from test_browser_page import PHONE, assert_stale, open_tab, page_width, settled_width, wait_for_message
 
 import numpy as np
 import torch
@@ -321,7 +321,6 @@ def test_inside_the_model_at_390(phone):
     assert [phone.locator(f"#ins-b-{a}").is_visible() for a, _, _ in STAGES] == [a == "lens" for a, _, _ in STAGES]
     phone.evaluate("() => window.scrollTo(0, 0)")
     phone.mouse.move(0, 0)  # the tap's hover stays where it was: on the map's first box once scrolled up
-    phone.wait_for_timeout(300)
-    assert page_width(phone) <= PHONE["width"]
+    assert settled_width(phone, PHONE["width"]) <= PHONE["width"]
     save_screenshot(phone, phone.shots_dir / "phone-inside.png")
     assert not phone.errors, phone.errors

@@ -37,7 +37,7 @@ def train_then_stop(page, at_least: int) -> None:
     page.locator("#learn-stop").dispatch_event("click")
     page.wait_for_function("() => document.querySelector('#learn-status').innerText.startsWith('Stopped after')", timeout=30_000)
     n = points(page)
-    page.wait_for_timeout(1000)
+    page.wait_for_timeout(1000)  # a check that no point comes after Stop needs time to pass
     assert points(page) == n
     page.wait_for_function("() => !document.querySelector('#learn-start').disabled")
 

@@ -70,6 +70,17 @@ def page_width(page) -> int:
     return page.evaluate("() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)")
 
 
+def settled_width(page, width: int, timeout_ms: float = 5_000) -> int:
+    """The page's width once it fits ``width`` (plotly fits its plots to a newly shown tab's width
+    a moment after it shows), or as it is after ``timeout_ms``: for the caller to assert on."""
+    try:
+        page.wait_for_function(f"() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth) <= {width}",
+                               timeout=timeout_ms)
+    except Exception:  # noqa: BLE001 -- the caller's assertion says how wide it stayed
+        pass
+    return page_width(page)
+
+
 def wait_for_message(page, slot: str) -> str:
     message = page.locator(f"#{slot} .pg-error-msg")
     message.wait_for()
@@ -105,8 +116,7 @@ def test_every_tab_fits_a_phone_and_leads_to_the_next(phone):
         tab = panel(phone)
         # (visible ones: Inside the model folds its stages, their tables there but not shown)
         tab.locator(".js-plotly-plot, .gpt-tokens, .pg-cards, table").filter(visible=True).first.wait_for()
-        phone.wait_for_timeout(400)  # plotly fits its plots to the new tab's width
-        widths[name] = page_width(phone)
+        widths[name] = settled_width(phone, PHONE["width"])
         if next_name:
             link = tab.locator(".pg-next a[data-next-tab]")
             assert link.count() == 1, f"{name}: no closing sentence leading on"
@@ -176,14 +186,16 @@ def test_a_long_paste_is_refused_in_the_browser_at_once(phone):
     open_tab(phone, "Tokenization")
     textbox(phone, "tok-text").fill("hello everyone")
     phone.wait_for_function("() => document.querySelector('#tok-ids textarea').value === '[31373, 2506]'")
-    # From the paste to the message on the page, timed by the page itself.
-    elapsed_ms = phone.evaluate(
+    # From the paste to the first message on the page, timed by the page itself: the page's own
+    # (.pg-local), before any answer from the server.
+    elapsed_ms, local = phone.evaluate(
         """(n) => new Promise((resolve) => {
             const slot = document.querySelector('#tok-error');
             const box = document.querySelector('#tok-text textarea');
             const t0 = performance.now();
             new MutationObserver((_, obs) => {
-                if (slot.querySelector('.pg-error-msg')) { obs.disconnect(); resolve(performance.now() - t0); }
+                const msg = slot.querySelector('.pg-error-msg');
+                if (msg) { obs.disconnect(); resolve([performance.now() - t0, msg.closest('.pg-local') !== null]); }
             }).observe(slot, {childList: true, subtree: true});
             box.value = 'x'.repeat(n);
             box.dispatchEvent(new Event('input', {bubbles: true}));
@@ -196,8 +208,8 @@ def test_a_long_paste_is_refused_in_the_browser_at_once(phone):
     assert messages.count() == 1
     message = messages.inner_text()
     assert "30,000 characters" in message and "20,000" in message
-    assert elapsed_ms < 1000, f"the refusal took {elapsed_ms:.0f} ms"
-    print(f"30,000-character paste refused in {elapsed_ms:.0f} ms")
+    assert local, "the first message came from the server, not the page's own check"
+    print(f"30,000-character paste refused in {elapsed_ms:.0f} ms")  # (printed: the page's check, not a bound, is the point)
     assert textbox(phone, "tok-ids").input_value() == "[31373, 2506]"  # the last result, kept
     assert_stale(phone, "tok-spans", "tok-error")
     textbox(phone, "tok-text").fill("hello")

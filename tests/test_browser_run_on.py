@@ -24,8 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.browser_engine import onnxruntime_greedy
+from conftest import wait_for
 from model import get_tokenizer
+from plain_onnx import onnxruntime_greedy
 from playground.ui.serving import browser_files
 from playground.ui.serving.browser_files import (IMMUTABLE, MODEL_STREAMS_PER_VISITOR, REVALIDATE, BrowserFiles,
                                                  BrowserFileServer, DownloadSlots)
@@ -232,10 +233,7 @@ def test_the_app_lets_a_visitor_download_the_model_n_times_at_once_then_answers_
     finally:
         for sock, _ in streams:
             sock.close()
-    deadline = time.monotonic() + 10  # a closed download gives its place back
-    while (status := get(app_server, url)[0]) != 200 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert status == 200
+    wait_for(lambda: get(app_server, url)[0] == 200, 10, 0.2, message="a closed download to give its place back")
 
 
 # --- in the browser ------------------------------------------------------------------------------------

@@ -247,4 +247,4 @@ def test_errors_are_fast_not_a_hang(client):
     t0 = time.perf_counter()
     with pytest.raises(AppError):
         _call(client, "/generate", gen(max_new_tokens=10**9))
-    assert time.perf_counter() - t0 < 10  # generous: the machine may be busy
+    assert time.perf_counter() - t0 < 10  # a hang bound (10**9 tokens would take days), generous for a busy machine

@@ -263,11 +263,13 @@ def test_user_text_is_escaped_in_the_tokenization_view():
 
 
 def test_user_text_is_escaped_in_the_generation_view():
-    from playground import generation as gen
+    from playground.generation.params import GenerationParams
+    from playground.generation.state import GeneratedStep, GenerationState, TokenChoice
+    from playground.generation.views import tokens_html
 
-    params = gen.GenerationParams(ATTACK, [1], 1, 1.0, 1, 1.0, 0, 1)
-    state = gen.GenerationState(params=params, provider="CPUExecutionProvider", decode=lambda ids: "")
-    state.steps = [[gen.GeneratedStep(0, gen.TokenChoice(1, ATTACK, 0.5, 0.5), [])]]
-    page = _Page(gen.tokens_html(state))
+    params = GenerationParams(ATTACK, [1], 1, 1.0, 1, 1.0, 0, 1)
+    state = GenerationState(params=params, provider="CPUExecutionProvider", decode=lambda ids: "")
+    state.steps = [[GeneratedStep(0, TokenChoice(1, ATTACK, 0.5, 0.5), [])]]
+    page = _Page(tokens_html(state))
     assert page.tags == {"div", "span"}
     assert page.text == ATTACK + ATTACK  # the prompt, then the generated token's text

@@ -262,16 +262,17 @@ def test_the_reason_cuda_cannot_run_here_is_this_machines(monkeypatch):
 
 
 def test_the_page_says_why_cuda_was_not_used(monkeypatch):
-    from playground import generation, resources
+    from playground import resources
+    from playground.generation.views import provider_markdown
 
     monkeypatch.setattr(providers, "cuda_unusable_reason", lambda: "the NVIDIA driver reports no CUDA device")
     monkeypatch.setenv(resources.PROVIDER_ENV, "cuda")
-    line = generation.provider_markdown(*resources.planned_provider())
+    line = provider_markdown(*resources.planned_provider())
     assert "runs on **CPU**" in line and "CUDA was requested" in line and "reports no CUDA device" in line
     monkeypatch.setenv(resources.PROVIDER_ENV, "auto")  # not asked for: the CPU, and no warning
-    assert generation.provider_markdown(*resources.planned_provider()) == "Generation runs on **CPU** (onnxruntime)."
+    assert provider_markdown(*resources.planned_provider()) == "Generation runs on **CPU** (onnxruntime)."
     monkeypatch.setattr(providers, "cuda_unusable_reason", lambda: None)
-    assert "**CUDA (GPU)**" in generation.provider_markdown(*resources.planned_provider())
+    assert "**CUDA (GPU)**" in provider_markdown(*resources.planned_provider())
 
 
 # --- the folder started as a Space starts it --------------------------------------------------------

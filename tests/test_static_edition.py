@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from benchmarks.browser_engine import onnxruntime_greedy
 from model import get_tokenizer
+from plain_onnx import onnxruntime_greedy
 from runtime.engine import Engine
 from runtime.generate import generate
 from runtime.params import SamplingParams

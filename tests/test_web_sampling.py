@@ -329,7 +329,9 @@ def test_sampling_settings_follow_the_apis_conventions(node_answer):
 
 def test_sampling_is_fast_enough_for_every_token(node_answer):
     """A token's sampling costs well under the model's step in the browser (aim: < 2 ms for top-k
-    50 / top-p 0.95 over 50,257 logits; the bound is loose for a loaded 2-core machine)."""
+    50 / top-p 0.95 over 50,257 logits, printed). The bound asserted is ~10x that: it catches only
+    a sampler of another order (a full sort or a softmax of every logit per step, or a hang), never
+    a loaded 2-core machine."""
     for b in node_answer["bench"]:
         print(f"T={b['temperature']} top_k={b['topK']} top_p={b['topP']}: {b['chooseMs']:.3f} ms, {b['withShownMs']:.3f} ms with topCandidates")
         assert b["chooseMs"] < 25, b

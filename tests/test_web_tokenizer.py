@@ -162,6 +162,8 @@ def test_fast_enough_to_tokenize_as_the_user_types(answer):
     bench = answer["bench"]
     assert len(answer["request"]["bench"]) == 20_000
     assert bench["ids"] == get_tokenizer().encode_ordinary(answer["request"]["bench"])
-    assert bench["firstMs"] < 250, bench  # about 20 ms on one core
+    # Bounds ~10x what one core takes (about 20 ms for the first): they catch only a tokenizer of
+    # another order (every pair scanned at every merge takes seconds) or a hang, not a busy machine.
+    assert bench["firstMs"] < 250, bench
     assert bench["longIds"] == get_tokenizer().encode_ordinary(answer["request"]["long"])
     assert bench["longMs"] < 1000, bench
