@@ -7,7 +7,7 @@ quantized once and written into both. They differ in how a matrix product uses t
   on constants, which onnxruntime folds into float weights once, when it loads the file. At run
   time it is an fp32 graph on the 8-bit weights: fp32's speed and memory, a 26 % download, and
   native onnxruntime and onnxruntime-web (WebAssembly) give the same greedy ids as often as the
-  fp32 file does (24 of 24 measured prompts).
+  fp32 file does.
 - ``model_int8.onnx`` (integer, :func:`integer_matmul`): activations quantized per row (per token)
   as they arrive, then an integer product with exact int32 sums:
 
@@ -15,11 +15,10 @@ quantized once and written into both. They differ in how a matrix product uses t
       x_q     = uint8(round(x / x_scale) + 128)                    # symmetric, stored with offset 128
       y       = float(MatMulInteger(x_q, W_q, 128)) * W_scale * x_scale
 
-  2.3x fp32's speed in native onnxruntime, but slower than fp32 in WebAssembly (no 8-bit dot
+  Faster than fp32 in native onnxruntime, but slower than fp32 in WebAssembly (no 8-bit dot
   product in its baseline SIMD), and rounding activations to 8 bits turns the last-bit differences
   between native and WebAssembly float kernels (LayerNorm, GELU, softmax) into an occasional
-  rounding step: the browser's greedy ids part from native's at near ties (20 of 24 measured
-  prompts agree for 64 tokens).
+  rounding step: the browser's greedy ids part from native's at near ties.
 
 In both, the embedding lookup reads the int8 table, ``Gather(W_q, ids) * Gather(W_scale, ids)``,
 and the output head multiplies by ``Transpose(W_q)``, which onnxruntime folds into a constant when
@@ -27,8 +26,8 @@ it loads the file, so the file stores the table once.
 
 Why these and not others (docs/export.md has the measurements, ``python -m benchmarks.quant_compare``
 repeats them): MatMulNBits (onnxruntime's contrib op, the project's first format) quantizes
-activations only natively (``accuracy_level=4``), so the browser gave other ids at a fifth of
-fp32's speed; weight-only DequantizeLinear + MatMul dequantizes every weight on every call (5x
+activations only natively (``accuracy_level=4``), so the browser gave other ids, and slower than
+fp32; weight-only DequantizeLinear + MatMul dequantizes every weight on every call (several times
 slower than fp32 natively); per-tensor activation scales (``DynamicQuantizeLinear``) make a row's
 result depend on the rows beside it. The integer format multiplies ``* W_scale * x_scale`` in this
 order: onnxruntime's MatMulIntegerToFloat fusion matches ``Cast(MatMulInteger) * (x_scale *
@@ -51,8 +50,7 @@ from .metadata import set_metadata
 # Weights use 7 of int8's 8 bits, [-63, 63]. x86 CPUs without VNNI multiply uint8 by int8 with
 # VPMADDUBSW, which adds two products into an int16 and saturates: 2 * 255 * 63 = 32,130 always
 # fits, 2 * 255 * 127 does not. So every CPU computes the exact integer sums that WebAssembly and
-# VNNI do. Measured on 64 validation windows, the 7-bit range costs nothing (4.44262 against
-# 4.44265 with [-127, 127]; fp32 4.44164).
+# VNNI do. The 7-bit range costs no measurable loss (docs/export.md, "The 8-bit files").
 W_MAX = 63
 
 

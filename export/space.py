@@ -53,7 +53,7 @@ LFS_LIMIT = 10 * 1000 * 1000  # the Hub refuses plain-git files past 10 MB, and 
 REQUIREMENTS = "requirements.txt"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # Pins swapped for their CPU builds on a CPU Space: PyPI's Linux torch wheel pulls CUDA, cuDNN, NCCL and
-# triton (3.1 GB in all with onnxruntime-gpu, against 0.33 GB: docs/space.md), none of which a CPU uses.
+# triton (gigabytes with onnxruntime-gpu, many times the CPU builds: docs/space.md), none of which a CPU uses.
 CPU_SWAPS = {"torch": ("torch", "+cpu"), "onnxruntime-gpu": ("onnxruntime", "")}
 
 

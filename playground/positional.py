@@ -47,15 +47,15 @@ FORMULA_LINES = (
     r"f_i = \frac{1}{\text{base}^{2i/d_{model}}} = \exp\left(-\frac{2i\,\ln \text{base}}{d_{model}}\right)",
 )
 FORMULA_LATEX = r", \quad ".join(FORMULA_LINES)
-# The page's lines: f_i's two forms one under the other (on one line it was 403 px wide, wider
-# than a 390 px phone).
+# The page's lines: f_i's two forms one under the other (on one line they are wider than a
+# phone's screen).
 PAGE_FORMULA_LINES = (
     *FORMULA_LINES[:2],
     r"\begin{aligned} f_i &= \frac{1}{\text{base}^{2i/d_{model}}} \\ &= \exp\left(-\frac{2i\,\ln \text{base}}{d_{model}}\right) \end{aligned}",
 )
 TUTORIAL_DIMS = (2, 4, 6, 8)  # the Transformer tutorial plots out[0, :, 2:10:2]
 # A table of more cells than this is drawn as an image (image_map): as a plotly heatmap the
-# browser took seconds to colour half a million cells. Smaller ones stay heatmaps.
+# browser takes seconds to colour half a million cells. Smaller ones stay heatmaps.
 MAX_HEATMAP_CELLS = 256 * 256
 LINES_WINDOW = 128  # positions the dimensions-over-positions plot opens on
 

@@ -279,7 +279,7 @@ def top_candidates(row: np.ndarray, n: int, token: int, kept: tuple[np.ndarray, 
     total = float(e.sum(dtype=np.float64))
     # A top-k or top-p cut kept the most likely tokens (ties by lower id, as here): when it kept at
     # least n, the n best are among them, found without another pass over the vocabulary; else
-    # top_k_ids finds them (a partition of the whole row cost 4x more).
+    # top_k_ids finds them (a partition of the whole row costs several times more).
     if kept is not None and n <= len(kept[0]) < V:
         pool = kept[0]
     else:

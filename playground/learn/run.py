@@ -58,8 +58,7 @@ WARMUP_STEPS = 50  # 20 gave the good learning rate a spike above ln V near step
 SAMPLE_EVERY = 50  # steps between samples
 SAMPLE_CHARS = 200  # tokens per sample (characters, for the character vocabulary)
 # A run is a number of steps (the same settings give the same curve however loaded the server);
-# seconds only cap it. The page's run: about 30 s alone on this project's 2-core machine
-# (docs/training.md, "Watch it learn").
+# seconds only cap it. How long the page's run takes: docs/training.md, "Watch it learn".
 MIN_STEPS, DEFAULT_STEPS, MAX_STEPS = 1, 500, 5000
 MIN_SECONDS, DEFAULT_SECONDS, MAX_SECONDS = 5, 300, 300
 MAX_SEED = 2**31 - 1

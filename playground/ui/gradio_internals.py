@@ -5,8 +5,9 @@ public way to give. Everything else goes through Gradio's public API (``launch``
 What is reached, and why:
 
 - sessions: Gradio's ``SessionState`` builds, for every new session, a copy of every component's
-  config and keeps the last value each input and output took, only to serve deep links (~0.1 s
-  of CPU and ~290 KB a session, plus the values: a refused 5 MB text, a 1024 x 1024 table).
+  config and keeps the last value each input and output took, only to serve deep links (CPU and
+  memory for every session, plus the values: a refused 5 MB text, a 1024 x 1024 table;
+  docs/app.md, "Serving").
   :class:`LeanSessionState` keeps what the app uses (``gr.State`` values, components an event
   updated), installed by :func:`use_lean_sessions`, which also decides which sessions make room
   for a new one (per visitor, not Gradio's one least-recently-used line);

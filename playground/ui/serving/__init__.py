@@ -97,10 +97,9 @@ def harden(demo: gr.Blocks, max_waiting: Mapping[str, int] | None = None,
 
 async def _sweep(demo: gr.Blocks, readers: ResultReaders | None = None) -> None:
     """Every SWEEP_EVERY_S: stop work nobody reads (with ``readers``), drop unread results; every
-    TRIM_EVERY_S: hand freed memory back to the system. A big table passes through ~100 MB of
-    short-lived objects on its way out; glibc keeps the freed pages of its heap unless asked (150
-    requests with 1024 x 1024 tables: RSS settled 190 MB above its start without trimming, 85 MB
-    with it)."""
+    TRIM_EVERY_S: hand freed memory back to the system. A big table passes through many
+    short-lived objects on its way out; glibc keeps the freed pages of its heap unless asked
+    (docs/app.md, "Serving", measures the difference)."""
     queue = gradio_internals.queue_of(demo)
     first_seen: dict[str, tuple[int, float]] = {}
     trim = malloc_trim()
@@ -117,7 +116,7 @@ async def _sweep(demo: gr.Blocks, readers: ResultReaders | None = None) -> None:
                 log.info("dropped %d unread result(s)", len(dropped))
             if trim is not None and time.monotonic() - last_trim >= TRIM_EVERY_S:
                 last_trim = time.monotonic()
-                trim(0)  # ~0.3-5 ms
+                trim(0)  # milliseconds: cheap at this interval
         except Exception:  # noqa: BLE001 -- the sweeper must outlive any surprise
             log.exception("sweeping unread results failed")
 

@@ -1,5 +1,5 @@
 """Compressed responses: the page itself (Gradio writes every component's first value into the
-HTML, ~0.5 MB of JSON), /config and the API's JSON go out gzipped to a client that accepts it.
+HTML as JSON), /config and the API's JSON go out gzipped to a client that accepts it.
 
 Gradio already serves its JavaScript and CSS compressed; streams (text/event-stream) and range
 requests pass untouched (Starlette's GZipMiddleware), and so do the Model tab's downloads
@@ -16,7 +16,7 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddle
 
 __all__ = ["COMPRESS_LEVEL", "MIN_BYTES", "QValueGZip", "gzip_middleware", "wants_gzip"]
 
-COMPRESS_LEVEL = 6  # zlib's default: 9 costs several times the CPU for ~2 % fewer bytes
+COMPRESS_LEVEL = 6  # zlib's default: 9 costs several times the CPU for barely fewer bytes
 MIN_BYTES = 1024  # smaller bodies gain less than the header costs
 NOT_COMPRESSED = (*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/zip", "application/octet-stream", "application/gzip")
 GZIP_NAMES = ("gzip", "x-gzip")  # x-gzip: gzip's old name, still equivalent (RFC 9110, 8.4.1.3)

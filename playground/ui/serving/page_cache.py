@@ -1,6 +1,6 @@
-"""The page, built once: Gradio renders ``/`` (1.25 MB of HTML with every component's first
-value; 72 kB gzipped) and ``/config`` afresh for every request, 45 ms of CPU each, so a few
-clients reloading the page slowed every tab. :class:`PageCache` keeps each answer once built,
+"""The page, built once: Gradio renders ``/`` (over a megabyte of HTML with every component's
+first value) and ``/config`` afresh for every request, a build of noticeable CPU each, so a few
+clients reloading the page slowed every tab (docs/app.md, Limits: "The page"). :class:`PageCache` keeps each answer once built,
 compressed as it went out, and tags it with an ``ETag``: a reload costs a dictionary lookup, and a
 browser that revalidates (``Cache-Control: no-cache``) gets ``304 Not Modified`` and no body.
 
@@ -11,14 +11,12 @@ so a client that
 sends another host gets a page built for that host, never one built for somebody else. The query
 string is not: a share link (``/?tab=inside&text=...``) gets the same page as ``/``, built without
 its query, because the page reads the link in the browser once loaded (playground/ui/links.py);
-built afresh, 8 reloaders of unique links had raised ``/tokenize``'s p95 from 27 ms to nearly a
-second. (Gradio's own query parameters change nothing here: the app has one page, and deep links
+built afresh, a few reloaders of unique links would slow every tab's requests. (Gradio's own query parameters change nothing here: the app has one page, and deep links
 are off.) ``HEAD`` and any request carrying Gradio's login cookie pass through untouched. The
 cache holds at most :data:`MAX_ENTRIES` answers (least recently used dropped first) of at most
 :data:`MAX_ENTRY_BYTES` each.
 
-A client inventing a new ``Host`` on each request would cost a build each (131 forged hosts cost
-34 s of CPU): at most :data:`BUILDS_PER_MINUTE` answers not yet kept are built in any minute (a
+A client inventing a new ``Host`` on each request would cost a build each (docs/app.md, Limits): at most :data:`BUILDS_PER_MINUTE` answers not yet kept are built in any minute (a
 bucket refilled at that rate, full at start); past it such a request gets HTTP 503 with
 ``Retry-After``, while every answer already kept is still served at once. A Space is reached on
 one or two hosts, so its pages are built once and kept.
@@ -39,11 +37,11 @@ __all__ = ["BUILDS_PER_MINUTE", "CACHED_PATHS", "MAX_ENTRIES", "MAX_ENTRY_BYTES"
 
 CACHED_PATHS = ("/", "/config")
 MAX_ENTRIES = 16  # distinct (path, host, encoding) answers: a Space sees one or two hosts
-MAX_ENTRY_BYTES = 4 * 2**20  # the page is 1.25 MB uncompressed; anything far larger is not cached
+MAX_ENTRY_BYTES = 4 * 2**20  # several times the page's uncompressed size; anything far larger is not cached
 # Request headers Gradio reads to build the page's root URL (Accept-Encoding is keyed apart: gzip or not).
 KEY_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-gradio-server")
 LOGIN_COOKIE = b"access-token"  # Gradio's login cookie (an app with ``auth``): the page is per user
-BUILDS_PER_MINUTE = 12  # builds of answers not kept: ~45 ms of CPU each, so at most ~1% of a core
+BUILDS_PER_MINUTE = 12  # builds of answers not kept: a small fraction of a core at most
 
 
 class BuildBudget:
