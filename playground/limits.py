@@ -19,7 +19,9 @@ import os
 import re
 from collections.abc import Mapping
 
-log = logging.getLogger("playground")
+# A child of the app's logger: its warnings come once at start, and the rate limit the parent
+# logger filters with (serving/connections.py) must not swallow them.
+log = logging.getLogger("playground.limits")
 
 
 def _refused(name: str, raw: str, kind: str, low: float, high: float, default: float) -> None:
