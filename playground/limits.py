@@ -144,15 +144,16 @@ LIGHT_CONCURRENCY = 8  # the light tabs answer in milliseconds and never wait be
 EXPENSIVE_CONCURRENCY = 1
 # Requests waiting for a slot in a slow group, past which a new one is refused at once
 # (playground/ui/serving/admission.py), so that a flood of one kind can never fill the queue the
-# light tabs share. A class of 40, each asking at once, fits: 16 generating, 24 waiting, and room
-# for a few of one visitor's more.
-MAX_WAITING_GENERATIONS = 40
-MAX_WAITING_FORWARD = 40  # a class of 40 clicking Attention together: 2 run, 38 wait
+# light tabs share. A class of 100 (what one small Space serves), each asking at once, fits rather
+# than being told "busy": a waiting request holds only its inputs, and the line keeps arrival order
+# where retries would race. 16 generate and 84 wait; heavy passes: 2 run and 98 wait.
+MAX_WAITING_GENERATIONS = 100
+MAX_WAITING_FORWARD = 100
 # Watch it learn's runs waiting in Gradio's queue, behind the trainer's MAX_RUNNING + MAX_LINE.
 MAX_WAITING_LEARNERS = 16
 # The whole queue, past which a request is refused with "queue is full": above the slow groups'
 # waiting places together, so that a full house of slow work still leaves the light tabs places.
-QUEUE_MAX_SIZE = 128
+QUEUE_MAX_SIZE = 256
 MAX_UPLOAD_BYTES = 0  # no tab takes a file: Gradio's upload route refuses any content (413)
 
 # --- Shares: one visitor's places in the queue (playground/ui/serving/admission.py) -------------
