@@ -20,7 +20,7 @@ import pytest
 
 from benchmarks.classroom import PAGE_EVENTS, Page, Proxy, Refused, Siege, abuse, is_loopback, launch_space, run_classroom
 from conftest import wait_for
-from playground.limits import GENERATIONS_PER_VISITOR
+from playground.limits import GENERATION_CONCURRENCY, GENERATIONS_PER_VISITOR, MAX_WAITING_GENERATIONS
 
 API = "gradio_api"
 
@@ -119,10 +119,11 @@ SIEGE_ADDRESSES, SIEGE_S, SIEGE_HEAD_START_S, SIEGE_LEARNERS = 16, 60.0, 10.0, 2
 @pytest.mark.slow
 def test_a_hostile_groups_siege_leaves_learners_who_obey_retry_after_all_served(space):
     """16 addresses each keeping its share (4) of 512-token generations in flight for 60 s, sending
-    again at once whatever happens: 64 requests for the 56 places (16 running, 40 waiting). 20
-    learners arriving 10 s in, each obeying Retry-After, are all served before the siege ends:
-    each newcomer takes the place of a besieger's newest waiting request. Before shares shrank,
-    none was served while the siege lasted. The bar is a median of 15 s; running generations are
+    again at once whatever happens. 20 learners arriving 10 s in, each obeying Retry-After, are
+    all served before the siege ends: where the siege fills the places (16 running, the waiting
+    line), each newcomer takes the place of a besieger's newest waiting request; where it does
+    not, the learners wait their turn in the line, served visitors in turn. Before shares shrank
+    and the line grew, none was served while the siege lasted. The bar is a median of 15 s; running generations are
     never cut, so a learner may wait for one long generation's end: the bound asserted is the
     larger of 15 s and 1.25 times the siege's own long generation, both printed."""
     server, proxy = space
@@ -139,7 +140,10 @@ def test_a_hostile_groups_siege_leaves_learners_who_obey_retry_after_all_served(
     generate = report.actions["generate"]
     assert not generate.refused and not generate.failed, report.summary()
     assert len(generate.waits) == SIEGE_LEARNERS
-    assert counts["accepted"] >= 56 and counts["gave way"] >= 1, counts  # the places were full, and shares shrank
+    siege_requests, places = SIEGE_ADDRESSES * GENERATIONS_PER_VISITOR, GENERATION_CONCURRENCY + MAX_WAITING_GENERATIONS
+    assert counts["accepted"] >= min(siege_requests, places), counts  # every besieger got its share of places
+    if siege_requests > places:
+        assert counts["gave way"] >= 1, counts  # the places were full, and shares shrank
     long_s = counts.get("generation s (median)", SIEGE_S)
     bar = max(15.0, 1.25 * long_s)
     print(f"median wait {report.median('generate'):.1f} s, p95 {report.p95('generate'):.1f} s; a long generation "
