@@ -365,6 +365,9 @@ def main(argv: list[str] | None = None) -> dict:
     if master and args.losses_json:
         args.losses_json.write_text(json.dumps(losses) + "\n")
     if world > 1:
+        # Leave together: a process that tears its group down while another still talks to it
+        # aborts at exit (gloo's threads are still joinable).
+        dist.barrier()
         dist.destroy_process_group()
     return {"losses": losses, "best_val_loss": run.best, "out": str(out)}
 
