@@ -96,11 +96,10 @@ def measure(url: str, repeats: int, width: int) -> dict[str, list[tuple[float, f
             box.fill(text)
             times["text"].append(timed(page, f"{panel_says('output', text.split(chr(10))[-1][-12:])} && "
                                               f"{info_says('showing layer')}", lambda: page.locator("#ins-run").click()))
-            for name, key_of in (("layer", lambda v: "ArrowRight" if v == 0 else "ArrowLeft"),
-                                 ("head", lambda v: "ArrowRight" if v == 0 else "ArrowLeft"),
-                                 ("token", lambda v: "ArrowLeft")):
+            for name in ("layer", "head", "token"):
                 layer, head, token = state(page)
-                key = key_of({"layer": layer, "head": head, "token": token}[name])
+                # one step, away from 0 where the slider starts there (the tab may open on token 0)
+                key = "ArrowRight" if {"layer": layer, "head": head, "token": token}[name] == 0 else "ArrowLeft"
                 step = 1 if key == "ArrowRight" else -1
                 layer, head, token = (layer + step * (name == "layer"), head + step * (name == "head"),
                                       token + step * (name == "token"))

@@ -324,3 +324,18 @@ def test_inside_the_model_at_390(phone):
     assert settled_width(phone, PHONE["width"]) <= PHONE["width"]
     save_screenshot(phone, phone.shots_dir / "phone-inside.png")
     assert not phone.errors, phone.errors
+
+
+def test_the_click_to_drawn_benchmark_reads_todays_page(app_server):
+    """benchmarks.browser_inside waits on the page's own elements; when the tab's layout moves they
+    must move with it, or the benchmark waits two minutes and fails. A change of each kind, each
+    seen drawn (a positive time, the browser's share within it), on three texts: the third opens on
+    token 0, whose slider can only move right."""
+    from benchmarks.browser_inside import measure
+
+    times = measure(app_server.url, repeats=3, width=DESKTOP["width"])
+    assert list(times) == ["text", "layer", "head", "token"]
+    for kind, pairs in times.items():
+        assert len(pairs) == 3, kind
+        for drawn, drawing in pairs:
+            assert 0 < drawing <= drawn, (kind, drawn, drawing)
