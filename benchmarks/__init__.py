@@ -1,9 +1,14 @@
-"""Measurements of the exported model, its runtime and the app's tabs, each a command (docs/export.md has the figures):
+"""Measurements of the exported model, its runtime and the app, each a command (docs/export.md lists them):
 
-    python -m benchmarks.bench              # the engine against PyTorch and transformers; --streams-only, --context-only, --memory
-    python -m benchmarks.bench_sampling     # sampled decoding against greedy
-    python -m benchmarks.quant_compare      # the 8-bit formats side by side (--shipped: the three shipped files)
-    python -m benchmarks.browser_inside     # the Inside the model tab's click-to-drawn times in Chromium (docs/app.md)
-    python -m benchmarks.bench_tabs         # every tab's slowest action, as the server answers it
-    python -m benchmarks.bench_inside       # the Inside the model tab's controls
+    python -m benchmarks.bench                # the engine against PyTorch and transformers; --streams-only, --context-only, --memory
+    python -m benchmarks.bench_sampling       # sampled decoding against greedy
+    python -m benchmarks.quant_compare        # the 8-bit formats side by side (--shipped: the three shipped files)
+    python -m benchmarks.bench_tabs           # every tab's slowest action, as the server answers it
+    python -m benchmarks.bench_inside         # the Inside the model tab's controls, as the server answers them
+    python -m benchmarks.load                 # many gradio_client users at once on a launched app (--table: 1 and 16 clients)
+    python -m benchmarks.page_generate        # the page's Generate event against /generate, side by side
+    python -m benchmarks.classroom            # a class behind a proxy, the whole lesson (--url, --learners, --siege)
+    python -m benchmarks.browser_engine       # the browser engine in Chromium beside native onnxruntime
+    python -m benchmarks.browser_inside       # the Inside the model tab's click-to-drawn times in Chromium
+    python -m benchmarks.browser_positional   # the Positional encoding tab's click-to-drawn at 1024 x 512
 """

@@ -56,3 +56,40 @@ def test_real_text_agreement_reads_every_position_of_validation_windows(tiny_exp
     assert set(rows) == {"`model_quantized.onnx`", "`model_int8.onnx`"}
     assert all("of 96 positions" in cols[0] and float(cols[1]) >= 0 for cols in rows.values())
     assert "3 windows of 32 tokens" in out
+
+
+def test_sampling_bench_prints_every_decoding_beside_greedy(capsys):
+    """``python -m benchmarks.bench_sampling`` on the shipped int8 file: a row for every setting,
+    call and sampler, each against greedy decoding of the same call."""
+    from benchmarks.bench_sampling import SAMPLERS, SETTINGS
+    from benchmarks.bench_sampling import main as bench_sampling
+
+    assert bench_sampling(["--tokens", "8", "--reps", "1"]) == 0
+    table = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "---" not in line]
+    rows = {name.strip(): (float(rate), float(ratio)) for name, rate, ratio in table[1:]}
+    with_top_p = sum(p is not None for *_, p in SETTINGS)
+    assert len(rows) == 2 * len(SETTINGS) + 2 * with_top_p * (len(SAMPLERS) - 1)
+    assert rows["greedy, generate"][1] == rows["greedy, stream"][1] == 1.0
+    assert all(rate > 0 for rate, _ in rows.values())
+
+
+def test_inside_bench_times_each_control_on_a_text_of_the_asked_length(capsys):
+    """``python -m benchmarks.bench_inside``: the tab's own handlers on a text of exactly ``--tokens``."""
+    from benchmarks.bench_inside import main as bench_inside
+
+    bench_inside(["--repeats", "1", "--tokens", "16"])
+    out = capsys.readouterr().out
+    assert "16-token text, 1 repeats" in out
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["text", "layer", "head", "token"]
+
+
+def test_every_benchmark_command_is_listed():
+    """The package's docstring is the list a newcomer reads: every command in it, and docs/export.md's table."""
+    import benchmarks
+
+    folder = Path(benchmarks.__file__).parent
+    commands = {p.stem for p in folder.glob("*.py")} - {"__init__", "app_server"}
+    table = (folder.parent / "docs" / "export.md").read_text()
+    for name in sorted(commands):
+        assert f"python -m benchmarks.{name} " in benchmarks.__doc__, name
+        assert f"`{name}.py`" in table, name
