@@ -143,12 +143,14 @@ class Batch:
         calls; read all in one call, a 16 x 256-token call's logits alone would take 823 MB,
         which onnxruntime's arena then keeps)."""
         chunk: list[Request] = []
+        rows = width = 0  # the chunk's: rows read, longest request
         for seq in seqs:
-            rows = sum(s.distinct for s in chunk) + seq.distinct
-            if chunk and rows * self._aligned(max(seq.length, *(s.length for s in chunk))) > MAX_PREFILL_TOKENS:
+            distinct = seq.distinct
+            if chunk and (rows + distinct) * self._aligned(max(width, seq.length)) > MAX_PREFILL_TOKENS:
                 self._prefill(chunk)
-                chunk = []
+                chunk, rows, width = [], 0, 0
             chunk.append(seq)
+            rows, width = rows + distinct, max(width, seq.length)
         if chunk:
             self._prefill(chunk)
         self.join_ready()

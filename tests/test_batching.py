@@ -130,6 +130,48 @@ def test_requests_that_join_and_leave_a_batch_decode_as_they_would_alone(engine,
         assert got[i] == tokens, f"request {i} changed in the batch"
 
 
+def test_requests_admitted_together_are_read_in_as_few_calls_as_the_prefill_bound_allows(engine, alone, monkeypatch):
+    """Eight requests clicked together, under a bound of 64 prefill tokens: each graph call that
+    reads prompts stays within it (a request alone may exceed it), no two neighbouring calls could
+    have been one, a request with several samples reads its one prompt once, and every request
+    then decodes as it would alone."""
+    import runtime.batching as batching
+
+    monkeypatch.setattr(batching, "MAX_PREFILL_TOKENS", 64)
+    prompts = [[464, 3290], [40, 716, 318], list(range(1000, 1020)), [50256], [318, 257, 1332], [13] * 17, [11, 12], [7]]
+    samples = [1, 1, 1, 3, 1, 1, 2, 1]
+    params = [SamplingParams(6, 0.9, None, None, 10 + i, n, stop_at_eot=False) for i, n in enumerate(samples)]
+    calls: list[tuple[int, int]] = []  # (rows, columns) of every prefill
+    forward = engine.forward
+
+    def spy(ids, past, mask=None, positions=None, prefill=False):
+        if engine.cache_length(past) == 0:
+            calls.append(ids.shape)
+        return forward(ids, past, mask, positions, prefill)
+
+    monkeypatch.setattr(engine, "forward", spy)
+    batch = Batch(engine)
+    seqs = [Request.new(np.array(p), q, engine.block_size) for p, q in zip(prompts, params)]
+    batch.add(*seqs)
+    assert sum(rows for rows, _ in calls) == len(prompts)  # one row per request: the samples share it
+    aligned = [-(-len(p) // batching.CACHE_ALIGN) * batching.CACHE_ALIGN for p in prompts]
+    first = np.cumsum([0] + [rows for rows, _ in calls])
+    for k, (rows, columns) in enumerate(calls):
+        assert rows == 1 or rows * columns <= 64, calls
+        assert columns == max(aligned[first[k]:first[k + 1]])
+        if k + 1 < len(calls):  # the next call's first request would not have fitted in this one
+            assert (rows + 1) * max(columns, aligned[first[k + 1]]) > 64, calls
+    assert len(calls) > 1
+    got = {id(s): [[] for _ in range(s.n)] for s in seqs}
+    while batch.active:
+        for seq, step in batch.step():
+            for row, (token, live) in enumerate(zip(step.tokens.tolist(), step.live)):
+                if live:
+                    got[id(seq)][row].append(token)
+    for seq, prompt, q in zip(seqs, prompts, params):
+        assert got[id(seq)] == alone.tokens(prompt, q), prompt
+
+
 def test_a_full_context_slides_inside_the_batch_as_alone(engine, alone):
     """A row whose context fills is read anew on its own while its neighbours keep their cache."""
     long, short = list(range(2000, 2000 + TINY.block_size - 2)), [464, 3290]
