@@ -19,6 +19,7 @@ shipped model also pushes down the tokens it never saw.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -365,9 +366,11 @@ def main(argv: list[str] | None = None) -> dict:
     if master and args.losses_json:
         args.losses_json.write_text(json.dumps(losses) + "\n")
     if world > 1:
-        # Leave together: a process that tears its group down while another still talks to it
-        # aborts at exit (gloo's threads are still joinable).
+        # Leave together, and let the group go while Python is whole: a process whose gloo threads
+        # still held work at interpreter exit aborted ("terminate called", SIGABRT).
         dist.barrier()
+        del ddp  # DDP's reducer holds the group; collected here, not at exit
+        gc.collect()
         dist.destroy_process_group()
     return {"losses": losses, "best_val_loss": run.best, "out": str(out)}
 
