@@ -100,17 +100,41 @@ def shipped_onnx() -> dict[str, Path]:
     return ensure_onnx()
 
 
+# The session's launched app and the last test that uses it: the app (over 1 GB) is stopped after
+# that test rather than at the session's end, so later tests' memory does not add to it.
+_APP: dict = {}
+
+
 @pytest.fixture(scope="session")
-def app_server(tmp_path_factory):
-    """``python app.py`` launched once per session on a free loopback port (benchmarks/app_server.py)."""
-    from benchmarks.app_server import launch, stop
+def app_server(request, tmp_path_factory):
+    """``python app.py`` launched once per session on a free loopback port (benchmarks/app_server.py),
+    stopped after the last test that uses it."""
+    from benchmarks.app_server import launch
     from static_site import npm_ci
 
     npm_ci()  # onnxruntime-web, which Text generation's "Run on: this browser" serves, found at the app's start
     server = launch(tmp_path_factory.mktemp("app") / "app.log")
+    users = [item.nodeid for item in request.session.items if "app_server" in item.fixturenames]
+    _APP.update(server=server, last=users[-1] if users else None)
     print(f"\napp ready in {server.startup_s:.1f} s at {server.url}")
     yield server
-    stop(server)
+    _stop_app()
+
+
+def _stop_app() -> None:
+    from benchmarks.app_server import stop
+
+    server = _APP.pop("server", None)
+    if server is not None:
+        stop(server)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    result = yield
+    if _APP.get("server") is not None and item.nodeid == _APP.get("last"):
+        _stop_app()
+    return result
 
 
 @pytest.fixture(scope="session")
