@@ -11,4 +11,5 @@
     python -m benchmarks.browser_engine       # the browser engine in Chromium beside native onnxruntime
     python -m benchmarks.browser_inside       # the Inside the model tab's click-to-drawn times in Chromium
     python -m benchmarks.browser_positional   # the Positional encoding tab's click-to-drawn at 1024 x 512
+    python -m benchmarks.peak_memory          # the default test run's peak memory, every process it starts (-- COMMAND: another)
 """
