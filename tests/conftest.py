@@ -105,6 +105,14 @@ def shipped_onnx() -> dict[str, Path]:
 _APP: dict = {}
 
 
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """The tests that use the launched app run first, in their own order: the app and their Chromium
+    (1 GB each) then run beside a test process that has not yet loaded what the in-process tests load
+    (engines, models, caches: over 1.5 GB), and the app is stopped before those run. The default
+    run's peak memory (docs/testing.md) is what this keeps down."""
+    items[:] = sorted(items, key=lambda item: "app_server" not in item.fixturenames)
+
+
 @pytest.fixture(scope="session")
 def app_server(request, tmp_path_factory):
     """``python app.py`` launched once per session on a free loopback port (benchmarks/app_server.py),

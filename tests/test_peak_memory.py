@@ -76,3 +76,9 @@ def test_pages_a_forked_child_shares_with_its_parent_count_once():
     assert result.returncode == 0 and len(result.peak.processes) == 2
     assert 200 <= result.peak.total_mib < 260, result.peak
 
+
+def test_the_tests_that_use_the_launched_app_run_before_the_others(request):
+    """The default run's peak memory stays down when the app (and Chromium beside it) is gone before
+    the test process loads its own engines and models: this session's order, whatever its selection."""
+    uses_app = ["app_server" in item.fixturenames for item in request.session.items]
+    assert uses_app == sorted(uses_app, reverse=True)
