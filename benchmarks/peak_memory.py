@@ -6,9 +6,9 @@ process and all its descendants: the app a test launches, Chromium and its rende
 workers. PSS splits a page shared by several processes between them, so the sum is what the tree
 takes from the machine, where resident sizes would count a forked parent's pages twice.
 
-It prints the peak, when it came, each process's share at that moment, and for a pytest command the
-test that was running (a small pytest plugin in this module records each test's start). Linux only:
-it reads /proc.
+It prints the peak, when it came, each process's share at that moment, and the test that was
+running: every pytest the command starts, however deep (CI's script runs two), loads this module
+as a plugin (``PYTEST_PLUGINS``) that notes each test's start. Linux only: it reads /proc.
 
     python -m benchmarks.peak_memory                                  # the default test run
     python -m benchmarks.peak_memory --timeline mem.csv -- python -m pytest tests/test_app_api.py
@@ -130,13 +130,12 @@ def measure(command: list[str], interval: float = 1.0, timeline: Path | None = N
     if not Path("/proc/self/smaps_rollup").exists():
         raise SystemExit("peak_memory reads /proc/<pid>/smaps_rollup: it runs on Linux (4.14 or later) only")
     env = dict(os.environ)
-    is_pytest = any(Path(a).name.startswith("pytest") for a in command[:3])
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "tests.log"
-        if is_pytest:
-            command = [*command, "-p", "benchmarks.peak_memory"]
-            env[_LOG_ENV] = str(log)
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[1]), env.get("PYTHONPATH")]))
+        plugins = [p for p in env.get("PYTEST_PLUGINS", "").split(",") if p]
+        env["PYTEST_PLUGINS"] = ",".join(dict.fromkeys([*plugins, "benchmarks.peak_memory"]))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[1]), env.get("PYTHONPATH")]))
+        env[_LOG_ENV] = str(log)
         start = time.monotonic()
         proc = subprocess.Popen(command, env=env)
         tests = TestLog(log)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import shlex
 import sys
 import textwrap
 
@@ -34,7 +35,7 @@ def test_the_peak_sums_every_process_the_command_starts_once():
     assert abs(sum(mib for _, mib, _ in peak.processes) - peak.total_mib) < 1
 
 
-def test_the_peak_of_a_pytest_run_names_the_test_running_then(tmp_path):
+def test_the_peak_of_a_pytest_run_started_by_a_script_names_the_test_running_then(tmp_path):
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_three.py").write_text(textwrap.dedent("""
         import time
@@ -50,7 +51,8 @@ def test_the_peak_of_a_pytest_run_names_the_test_running_then(tmp_path):
             time.sleep(1.0)
     """))
     timeline = tmp_path / "timeline.csv"
-    result = measure([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)], 0.1, timeline)
+    script = shlex.join([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)])
+    result = measure(["sh", "-c", f"true && {script}"], 0.1, timeline)
     assert result.returncode == 0
     assert result.test_at_peak is not None and result.test_at_peak.endswith("test_three.py::test_big")
     assert result.peak.total_mib >= 300
