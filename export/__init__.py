@@ -4,7 +4,8 @@
     python -m export --publish USER/NAME    # ... then upload artifacts/hub/ as that model repository
     python -m export.space USER/SPACE       # the app as a Hugging Face Space (--dry-run DIR: the files into DIR)
 
-From Python: ``ensure_onnx()`` builds what is missing or stale and returns the ONNX paths,
+From Python: ``ensure_onnx()`` builds what is missing or stale and returns the ONNX paths
+(``export.apart.ensure_onnx_apart()``: the build in a child process, for a long-lived server),
 ``inspect_onnx(path)`` describes a graph. The files are run by runtime/ (``runtime.engine.Engine``)
 and measured by benchmarks/.
 """

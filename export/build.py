@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,6 +14,13 @@ from .metadata import build_metadata, is_current, sha256_file
 from .naming import FP32_NAME, INT8_NAME, QUANTIZED_NAME, hub_dir
 
 Progress = Callable[[float, str], None]  # (fraction done 0..1, what is happening)
+
+
+def console_progress(fraction: float, text: str) -> None:
+    """A progress line on the console (stderr): a bar, the share done and what is being done."""
+    width = 30
+    done = int(round(width * max(0.0, min(1.0, fraction))))
+    print(f"[{'#' * done}{'.' * (width - done)}] {fraction:4.0%}  {text}", file=sys.stderr, flush=True)
 
 
 def artifact_paths(out_dir: Path | None = None) -> dict[str, Path]:
@@ -24,7 +32,7 @@ def artifact_paths(out_dir: Path | None = None) -> dict[str, Path]:
     return {"fp32": folder / FP32_NAME, "quantized": folder / QUANTIZED_NAME, "int8": folder / INT8_NAME}
 
 
-def _weights_file(weights_dir: Path | None) -> Path:
+def weights_file(weights_dir: Path | None) -> Path:
     from model import WEIGHTS_DIR
 
     return (Path(weights_dir) if weights_dir is not None else WEIGHTS_DIR) / "model.safetensors"
@@ -35,7 +43,7 @@ def stale_files(weights_dir: Path | None = None, out_dir: Path | None = None) ->
     "hub" when a file of the Hub folder besides them is missing."""
     from .hub import missing_hub_files
 
-    weights = _weights_file(weights_dir)
+    weights = weights_file(weights_dir)
     if not weights.is_file():
         raise FileNotFoundError(f"{weights} not found: train a model with `python -m model.train` first")
     digest = sha256_file(weights)
@@ -66,7 +74,7 @@ def build(
     only = [*paths, "hub"] if only is None else only
     report(0.0, "loading the PyTorch weights")
     model = load_pretrained(weights_dir)
-    weights = _weights_file(weights_dir)
+    weights = weights_file(weights_dir)
     meta = build_metadata(model.config, weights, quantization="none")
     if "hub" in only:
         report(0.05, "writing config, tokenizer, safetensors and model card")

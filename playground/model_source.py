@@ -128,19 +128,22 @@ def resolve(path: str | Path | None) -> ModelSource:
     return ModelSource("run", folder, folder, cache)
 
 
-def prepare_onnx_files(source: ModelSource, progress: Progress | None = None) -> dict[str, Path]:
+def prepare_onnx_files(source: ModelSource, progress: Progress | None = None, apart: bool = False) -> dict[str, Path]:
     """{"fp32", "int8" (and "quantized" where there is one): path} of ``source``: a hub folder's
-    own files, else exported (once)."""
+    own files, else exported (once); ``apart``: a build, when needed, in a child process that
+    prints its progress on the console (a server's start; ``progress`` is then not called)."""
     from export import ensure_onnx
+    from export.apart import ensure_onnx_apart
 
     if source.onnx_dir is not None:
         from export.naming import FP32_NAME, INT8_NAME, QUANTIZED_NAME
 
         files = {"fp32": FP32_NAME, "quantized": QUANTIZED_NAME, "int8": INT8_NAME}
         return {key: source.onnx_dir / name for key, name in files.items() if (source.onnx_dir / name).is_file()}
-    if source.kind == "shipped":
-        return ensure_onnx(progress=progress)
-    return ensure_onnx(progress=progress, weights_dir=source.weights_dir, out_dir=source.out_dir)
+    where = {} if source.kind == "shipped" else {"weights_dir": source.weights_dir, "out_dir": source.out_dir}
+    if apart:
+        return ensure_onnx_apart(**where)
+    return ensure_onnx(progress=progress, **where)
 
 
 def describe(source: ModelSource) -> str:

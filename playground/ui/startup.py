@@ -11,38 +11,31 @@ from pathlib import Path
 import gradio as gr
 
 
-def _console_progress(fraction: float, text: str) -> None:
-    width = 30
-    done = int(round(width * max(0.0, min(1.0, fraction))))
-    print(f"[{'#' * done}{'.' * (width - done)}] {fraction:4.0%}  {text}", file=sys.stderr, flush=True)
-
-
 def prepare_onnx() -> dict[str, Path]:
     """``{"fp32", "quantized", "int8", "zip", "browser_zip": path}``: the three ONNX files of
     artifacts/hub/, the whole folder as one zip and the browser-sized part of it (config, tokenizer,
-    model_quantized.onnx) as another, exporting first what is missing or stale (a minute or two on a CPU;
-    progress is printed). These files become Gradio's static paths (:func:`serve`)."""
-    from export import ensure_onnx, hub_dir
+    model_quantized.onnx) as another, exporting first what is missing or stale (a minute or two on a CPU,
+    in a child process, whose memory goes with it: the server runs for weeks; progress is printed).
+    These files become Gradio's static paths (:func:`serve`)."""
+    from export import hub_dir
+    from export.apart import ensure_onnx_apart
     from export.hub import BROWSER_FILES, BROWSER_ZIP_NAME, zip_hub
 
     t0 = time.perf_counter()
     building = False
 
-    def progress(fraction: float, text: str) -> None:
+    def announce(stale: list[str]) -> None:
         nonlocal building
-        if not building and fraction < 1.0:  # up-to-date files report 1.0 at once: stay quiet
-            building = True
-            print(f"First start: building the ONNX files into {hub_dir()} (python -m export) ...", file=sys.stderr, flush=True)
-        if building:
-            _console_progress(fraction, text)
+        building = True
+        print(f"First start: building the ONNX files into {hub_dir()} (python -m export) ...", file=sys.stderr, flush=True)
 
     try:
-        paths = ensure_onnx(progress=progress)  # a missing or corrupt file is stale: rebuilt here
+        paths = ensure_onnx_apart(on_build=announce)  # a missing or corrupt file is stale: rebuilt here
     except FileNotFoundError as err:  # no weights: nothing to serve; say what fixes it, no traceback
         raise SystemExit(f"GPT Playground cannot start: {err}") from None
     except Exception as err:  # noqa: BLE001 -- e.g. unreadable weights: the export cannot run
         raise SystemExit(
-            f"GPT Playground cannot start: building the ONNX files failed ({type(err).__name__}: {err}). "
+            f"GPT Playground cannot start: building the ONNX files failed ({_why(err)}). "
             "Check model/weights/ (or retrain: `python -m model.train`), then run `python -m export`."
         ) from None
     if building:
@@ -50,6 +43,13 @@ def prepare_onnx() -> dict[str, Path]:
     archive = zip_hub(hub_dir())  # built once; rebuilt only when a file of the folder is newer
     browser = zip_hub(hub_dir(), hub_dir().parent / BROWSER_ZIP_NAME, only=BROWSER_FILES)
     return serve({**{key: Path(path) for key, path in paths.items()}, "zip": archive, "browser_zip": browser})
+
+
+def _why(err: Exception) -> str:
+    """``Type: message`` of what stopped the build (the child's own error when it ran apart)."""
+    from export.apart import BuildFailed
+
+    return str(err) if isinstance(err, BuildFailed) else f"{type(err).__name__}: {err}"
 
 
 def serve(files: dict[str, Path]) -> dict[str, Path]:
@@ -90,9 +90,9 @@ def prepare_model(source) -> dict[str, Path]:
         return prepare_onnx()
     print(f"Preparing the ONNX files of {source.folder} ...", file=sys.stderr, flush=True)
     try:
-        paths = prepare_onnx_files(source, progress=_console_progress)
+        paths = prepare_onnx_files(source, apart=True)
     except Exception as err:  # noqa: BLE001 -- the export of a user's folder failed: say why, no traceback
-        raise SystemExit(f"GPT Playground cannot start on {source.folder}: exporting its ONNX failed ({type(err).__name__}: {err})") from None
+        raise SystemExit(f"GPT Playground cannot start on {source.folder}: exporting its ONNX failed ({_why(err)})") from None
     hub = paths["fp32"].parent.parent
     zip_path = (source.out_dir or hub.parent) / f"{source.name.replace('/', '-')}-hub.zip"
     zip_path.parent.mkdir(parents=True, exist_ok=True)
