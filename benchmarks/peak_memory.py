@@ -17,6 +17,7 @@ as a plugin (``PYTEST_PLUGINS``) that notes each test's start. Linux only: it re
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import subprocess
 import sys
@@ -25,15 +26,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_LOG_ENV = "PEAK_MEMORY_TEST_LOG"  # where the plugin below appends "<monotonic time> <test id>" lines
+_LOG_ENV = "PEAK_MEMORY_TEST_LOG"  # where the plugin below appends a line with each test's id
 
 
 def pytest_runtest_logstart(nodeid: str, location) -> None:
-    """pytest hook (this module is passed to pytest with ``-p``): note each test's start."""
+    """pytest hook (every pytest under the command loads this module through ``PYTEST_PLUGINS``):
+    note each test's start."""
     path = os.environ.get(_LOG_ENV)
     if path:
-        with open(path, "a") as log:
-            log.write(f"{time.monotonic():.3f} {nodeid}\n")
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(nodeid + "\n")
 
 
 def children(pid: int) -> list[int]:
@@ -101,19 +103,15 @@ class TestLog:
 
     def current(self) -> str | None:
         try:
-            with self.path.open() as log:
+            with self.path.open("rb") as log:
                 log.seek(self.offset)
                 for line in log:
-                    if line.endswith("\n"):
-                        self.last = line.rstrip("\n").partition(" ")[2]
-                        self.offset += len(line.encode())
+                    if line.endswith(b"\n"):  # a line still being written is read next time
+                        self.last = line[:-1].decode("utf-8", errors="replace")
+                        self.offset += len(line)
         except OSError:
             pass
         return self.last
-
-
-def _csv(text: str) -> str:
-    return '"' + text.replace('"', "'") + '"'
 
 
 @dataclass
@@ -140,20 +138,21 @@ def measure(command: list[str], interval: float = 1.0, timeline: Path | None = N
         proc = subprocess.Popen(command, env=env)
         tests = TestLog(log)
         peak, peak_test, count = Sample(0.0, 0.0), None, 0
-        out = timeline.open("w") if timeline else None
+        out = timeline.open("w", newline="") if timeline else None
+        rows = csv.writer(out) if out else None
         try:
-            if out:
-                out.write("seconds,total_mib,command_mib,largest_other_mib,largest_other,test\n")
+            if rows:
+                rows.writerow(["seconds", "total_mib", "command_mib", "largest_other_mib", "largest_other", "test"])
             while proc.poll() is None:
                 now = sample(proc.pid, time.monotonic() - start)
                 test = tests.current()
                 count += 1
                 if now.total_mib > peak.total_mib:
                     peak, peak_test = now, test
-                if out and now.processes:
+                if rows and now.processes:
                     own = next((mib for pid, mib, _ in now.processes if pid == proc.pid), 0.0)
                     other = next(((mib, cmd) for pid, mib, cmd in now.processes if pid != proc.pid), (0.0, ""))
-                    out.write(f"{now.t:.1f},{now.total_mib:.0f},{own:.0f},{other[0]:.0f},{_csv(other[1])},{_csv(test or '')}\n")
+                    rows.writerow([f"{now.t:.1f}", f"{now.total_mib:.0f}", f"{own:.0f}", f"{other[0]:.0f}", other[1], test or ""])
                     out.flush()
                 try:
                     proc.wait(timeout=interval)

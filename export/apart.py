@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .build import weights_file, artifact_paths, console_progress, stale_files
+from .build import artifact_paths, console_progress, stale_files, weights_file
 from .naming import hub_dir
 
 _ERROR = "build failed: "  # the child's last stdout line when the build raised

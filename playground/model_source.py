@@ -18,13 +18,10 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from model import WEIGHTS_DIR, GPTConfig
 
 __all__ = ["ModelSource", "ModelSourceError", "resolve", "shipped", "prepare_onnx_files", "describe"]
-
-Progress = Callable[[float, str], None]
 
 
 class ModelSourceError(ValueError):
@@ -128,10 +125,10 @@ def resolve(path: str | Path | None) -> ModelSource:
     return ModelSource("run", folder, folder, cache)
 
 
-def prepare_onnx_files(source: ModelSource, progress: Progress | None = None, apart: bool = False) -> dict[str, Path]:
+def prepare_onnx_files(source: ModelSource, apart: bool = False) -> dict[str, Path]:
     """{"fp32", "int8" (and "quantized" where there is one): path} of ``source``: a hub folder's
     own files, else exported (once); ``apart``: a build, when needed, in a child process that
-    prints its progress on the console (a server's start; ``progress`` is then not called)."""
+    prints its progress on the console (a server's start)."""
     from export import ensure_onnx
     from export.apart import ensure_onnx_apart
 
@@ -143,7 +140,7 @@ def prepare_onnx_files(source: ModelSource, progress: Progress | None = None, ap
     where = {} if source.kind == "shipped" else {"weights_dir": source.weights_dir, "out_dir": source.out_dir}
     if apart:
         return ensure_onnx_apart(**where)
-    return ensure_onnx(progress=progress, **where)
+    return ensure_onnx(**where)
 
 
 def describe(source: ModelSource) -> str:

@@ -140,7 +140,7 @@ def _stop_app() -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     result = yield
-    if _APP.get("server") is not None and item.nodeid == _APP.get("last"):
+    if item.nodeid == _APP.get("last"):  # found from the session's order, whatever reordered it
         _stop_app()
     return result
 
