@@ -22,6 +22,7 @@ and works out, row by row, the candidates and probabilities the page shows (``to
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -34,6 +35,8 @@ from .engine import Engine
 from .params import SamplingParams, check_prompt
 from .sampling import choose_rows, top_candidates
 from .steps import DecodeStep, Step, to_steps
+
+log = logging.getLogger(__name__)
 
 # Padding that keeps a row's results bit for bit what they are alone. onnxruntime's CPU kernels
 # add the attention's terms in SIMD lanes (a padding by a multiple of the lane count gives
@@ -55,6 +58,9 @@ MAX_PREFILL_TOKENS = 512
 # How often a stream given a ``stop`` event looks at it while it waits for its next step (a
 # request waiting for room in the batch, or for its prefill, has no step to end at).
 STOP_POLL_S = 0.05
+# How long the loop stays idle before its engines give their arenas' memory back: by then the
+# last steps' readers have let go of the logits that still sit in an arena (and pin its region).
+RELEASE_IDLE_S = 1.0
 
 
 class Busy(RuntimeError):
@@ -371,11 +377,13 @@ class Scheduler:
         finally:
             seq.cancelled = True  # the loop drops it before its next step
 
-    def _admit(self, batch: Batch) -> list[Request]:
-        """Requests that fit now, first come first served; waits while there is nothing to do."""
+    def _admit(self, batch: Batch, idle_s: float | None = None) -> list[Request] | None:
+        """Requests that fit now, first come first served; waits while there is nothing to do,
+        and gives up with None after ``idle_s`` seconds of it (None: waits for good)."""
         with self._cond:
             while not self._closed and not batch.active and not self._waiting:
-                self._cond.wait()
+                if not self._cond.wait(idle_s):
+                    return None
             if self._closed:
                 return []
             room, admitted = self.max_rows - batch.rows, []
@@ -386,14 +394,31 @@ class Scheduler:
                     room -= seq.n
             return admitted
 
+    def release_memory(self) -> None:
+        """Called by the loop once it has been idle for :data:`RELEASE_IDLE_S`: its engines'
+        arenas give back what the last batch needed (:meth:`Engine.release_memory`), so an idle
+        app holds what an idle app needs, whatever the crowd before."""
+        for engine in (self.engine, self.wide):
+            if engine is not None:
+                engine.release_memory()
+
     def _loop(self) -> None:
         batch = Batch(self.engine, wide=self.wide)
+        held = False  # the engines' arenas hold buffers of calls made since the loop last released them
         while True:
-            admitted = self._admit(batch)
+            admitted = self._admit(batch, RELEASE_IDLE_S if held else None)
             if self._closed:
                 break
+            if admitted is None:
+                held = False
+                try:
+                    self.release_memory()
+                except Exception:  # noqa: BLE001 -- memory kept is no reason to stop serving
+                    log.exception("the idle decoding loop could not release its arenas' memory")
+                continue
             try:
                 batch.add(*admitted)
+                held = held or bool(admitted)
                 batch.remove([s for s in batch.active if s.cancelled])
                 batch.join_ready()
                 self.running_rows = batch.rows

@@ -206,6 +206,16 @@ class Engine:
         outputs = binding.get_outputs()
         return outputs[0].numpy(), list(outputs[1:])
 
+    def release_memory(self) -> None:
+        """Hand the arena's free regions back to the system, with "shrink-prefill": the decoding
+        loop's steps do not shrink it, so without this it keeps the largest batch's buffers
+        until the next prompt is read, however long the app then stays idle. The arena shrinks
+        only at the end of a call, so this is one call of one token (about a millisecond). The
+        arena "shrink" already shrinks after every call; "on" keeps its memory by choice, "off"
+        has none."""
+        if self.arena == "shrink-prefill":
+            self.run(np.array([[self.eot_id]], dtype=np.int64), self.empty_cache(1), prefill=True)
+
     def forward(
         self, ids: np.ndarray, past: list, attention_mask: np.ndarray | None = None, position_ids: np.ndarray | None = None,
         prefill: bool = False,

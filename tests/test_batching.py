@@ -312,3 +312,27 @@ def test_an_engine_error_reaches_every_running_request_and_the_loop_goes_on(engi
         assert len(list(scheduler.stream([464, 3290], SamplingParams(4)))) == 4
     finally:
         scheduler.close()
+
+
+def test_the_loop_hands_its_arenas_memory_back_each_time_it_goes_idle(tiny_export, monkeypatch):
+    """Steps do not shrink the arena ("shrink-prefill"): once the last request has left (it
+    finished or its stream closed) and the loop has been idle for RELEASE_IDLE_S, it calls
+    release_memory on its engine and its wide engine, once per idle spell, never while decoding."""
+    engine = Engine.load(tiny_export.paths["fp32"], provider="cpu")
+    wide = Engine.load(tiny_export.paths["fp32"], provider="cpu", threads=2, spin=False)
+    released: list[str] = []
+    monkeypatch.setattr(engine, "release_memory", lambda: released.append("engine"))
+    monkeypatch.setattr(wide, "release_memory", lambda: released.append("wide"))
+    scheduler = Scheduler(engine, max_rows=MAX_BATCH_ROWS, max_waiting=MAX_WAITING_REQUESTS, wide=wide)
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            list(pool.map(lambda s: list(scheduler.stream([464, 3290], SamplingParams(20, 0.8, seed=s, stop_at_eot=False))), range(3)))
+        wait_for(lambda: released == ["engine", "wide"], 5, 0.01, message="the idle loop to release both arenas")
+        assert scheduler.steps >= 20
+        stream = scheduler.stream([40, 716], SamplingParams(500, 0.8, seed=1, stop_at_eot=False))
+        next(stream)
+        assert released == ["engine", "wide"]  # busy again: nothing released while it decodes
+        stream.close()
+        wait_for(lambda: released == ["engine", "wide"] * 2, 5, 0.01, message="a closed stream's idle loop to release again")
+    finally:
+        scheduler.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -283,3 +284,33 @@ def test_more_threads_give_the_shipped_files_the_same_bits(name):
         assert np.array_equal(a_logits, b_logits) and all(np.array_equal(x, y) for x, y in zip(a_past, b_past))
         step = rng.integers(0, narrow.vocab_size, (rows, new))
         assert np.array_equal(narrow.forward(step, a_past)[0], wide.forward(step, a_past)[0]), (rows, new)
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the process's memory from /proc")
+def test_release_memory_gives_back_what_the_arena_kept_after_a_step(tiny_export):
+    """A call that is not a prompt's leaves its buffers in the arena ("shrink-prefill": a decoding
+    step's are reused by the next); release_memory hands them back. 32 rows x 32 positions of
+    logits are 206 MB."""
+    import ctypes
+
+    trim = ctypes.CDLL("libc.so.6").malloc_trim
+    engine = Engine.load(tiny_export.paths["fp32"], provider="cpu")
+    assert engine.arena == "shrink-prefill"
+    engine.release_memory()  # the session's first-call buffers exist before the measurement
+    trim(0)
+    before = _rss_mb()
+    logits, present = engine.run(np.zeros((32, 32), dtype=np.int64), engine.empty_cache(32))
+    assert logits.shape == (32, 32, 50257)
+    del logits, present
+    trim(0)
+    held = _rss_mb()
+    engine.release_memory()
+    trim(0)
+    after = _rss_mb()
+    assert held - before > 150, (before, held)  # kept by the arena after the call
+    assert held - after > 150, (before, held, after)  # given back
