@@ -52,6 +52,26 @@ def test_a_class_of_100_and_a_remote_url_are_accepted_and_a_siege_stays_on_loopb
     assert err.retry_after == 10.0 and str(err) == "Busy"
 
 
+def test_the_soak_asks_for_what_each_tab_accepts_and_counts_an_error_shown_in_the_page():
+    """Every soak text fits the tokens Inside and Attention read (a longer one is refused at once,
+    and the soak would measure nothing there), and a message shown in the page's error slot
+    counts as a failure, though the event itself succeeded."""
+    from benchmarks.classroom import inline_alert, soak_requests
+    from playground.limits import MAX_ATTENTION_TOKENS, MAX_INSIDE_TOKENS
+    from playground.tokens import encode
+    from playground.ui.widgets import error_html
+
+    for round_ in (-1, 0, 2):
+        texts = [(name, o["Text"]) for name, o in soak_requests(round_) if name in ("inside", "attention")]
+        assert len(texts) == 24 and len({t for _, t in texts}) == 24
+        for name, text in texts:
+            assert 40 <= len(encode(text)) <= min(MAX_INSIDE_TOKENS, MAX_ATTENTION_TOKENS), (name, text)
+    shown = {"output": {"data": ["<b>a table</b>", {"value": error_html("Invalid input", "text is 247 tokens long")}]}}
+    assert inline_alert(shown) == "⚠ Invalid input: Text is 247 tokens long.The result below is from the last input that worked."
+    assert inline_alert({"output": {"data": ["<b>a table</b>", {"value": ""}, 3, None]}}) is None
+    assert inline_alert({"output": {}}) is None
+
+
 @pytest.fixture(scope="module")
 def space(tmp_path_factory) -> Iterator[tuple]:
     from benchmarks.app_server import stop
@@ -214,16 +234,13 @@ def test_one_addresss_streams_leave_another_learner_quick_and_never_refused(spac
 def test_memory_after_the_mixed_soak_comes_back_within_400_mb(tmp_path):
     """3 rounds of 48 heavy page events at once (generations at the settings' extremes, next-token
     steps, Inside and Attention on texts nothing cached has seen), each from its own address, on
-    an app of its own: 30 s later its RSS is at most 400 MB above where it started, none failed."""
+    an app of its own: 30 s later its RSS is at most 400 MB above where it was after one event of
+    each kind and size alone (run_soak's warm-up), none failed or answered with an error."""
     from benchmarks.app_server import stop
     from benchmarks.classroom import run_soak
 
     server, proxy = launch_space(tmp_path / "app.log")
     try:
-        warm = Page(proxy.url)
-        warm.open()
-        warm.run(PAGE_EVENTS["generate"], {"Max new tokens": 2})
-        warm.close()
         soak = run_soak(proxy.url, server.process.pid)
         print(f"\nmixed soak: RSS {soak['before']:.0f} MB before, {soak['peak']:.0f} MB peak, "
               f"{soak['after']:.0f} MB 30 s later; refused {len(soak['refused'])}")
