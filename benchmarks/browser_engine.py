@@ -42,8 +42,8 @@ GENERATION_LINK = "?tab=generation&text=ROMEO:&max_new_tokens=32&temperature=0"
 ENGINE_SPEED = """async ([threads, tokens, repeats]) => {
   const { Engine, loadOrt } = await import('./engine/engine.js');
   const site = await (await fetch('./data/site.json')).json();
-  const ort = await loadOrt('./vendor/ort/', { threads });
   const f = site.files;
+  const ort = await loadOrt('./vendor/ort/', { threads, wasm: f['vendor/ort/ort-wasm-simd-threaded.wasm.gz'] });
   const engine = await Engine.load({ ort, model: f['model/model.onnx'], tokenizer: f['model/tokenizer.json'], config: f['model/config.json'] });
   const ids = engine.tokenizer.encode('ROMEO:');
   const run = async (nCandidates) => {

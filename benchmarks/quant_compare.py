@@ -7,7 +7,7 @@ Builds each candidate from artifacts/hub/onnx/model.onnx, then measures, in one 
 - greedy tokens/s with native onnxruntime on 1 thread (CPU time, so a busy machine does not skew
   it; alternating repetitions, medians);
 - greedy tokens per CPU-second with onnxruntime-web's WebAssembly build under Node.js, 1 thread
-  (what a browser page runs; tests/clients/ort_web_greedy.mjs, needs ``npm ci``);
+  (what a browser page runs; tests/clients/ort_web_greedy.mjs, needs ``npm ci`` in tests/);
 - whether the web ids equal the native ids of the same file, and the fp32 file's.
 
 Candidates: the two shipped formats (int8 weights, the tied table stored once; model_int8.onnx:
@@ -138,7 +138,7 @@ def web_rates(paths: dict[str, Path], prompt: list[int], tokens: int, reps: int)
     """onnxruntime-web (WebAssembly, 1 thread) under Node.js: (tokens per CPU-second, ids) per
     file, alternating repetitions, medians."""
     script = ROOT / "tests" / "clients" / "ort_web_greedy.mjs"
-    if not (ROOT / "node_modules" / "onnxruntime-web").is_dir() or shutil.which("node") is None:
+    if not (ROOT / "tests" / "node_modules" / "onnxruntime-web").is_dir() or shutil.which("node") is None:
         return None
     out = subprocess.run(["node", str(script), str(tokens), json.dumps(prompt), *map(str, paths.values()), "--reps", str(reps)],
                          cwd=ROOT, capture_output=True, text=True, timeout=1800, check=True)
@@ -150,7 +150,7 @@ def agreement(paths: dict[str, Path], prompts: list[list[int]], tokens: int) -> 
     """Native onnxruntime against onnxruntime-web on many prompts: (prompts whose greedy ids agree
     for all ``tokens``, share of tokens generated before the first disagreement) per file."""
     script = ROOT / "tests" / "clients" / "ort_web_greedy.mjs"
-    if not (ROOT / "node_modules" / "onnxruntime-web").is_dir() or shutil.which("node") is None:
+    if not (ROOT / "tests" / "node_modules" / "onnxruntime-web").is_dir() or shutil.which("node") is None:
         return None
     out = subprocess.run(["node", str(script), str(tokens), json.dumps(prompts), *map(str, paths.values())],
                          cwd=ROOT, capture_output=True, text=True, timeout=3600, check=True)
@@ -282,7 +282,7 @@ def transformers_js_rates(folder: Path, prompt: str, tokens: int) -> dict[str, f
     """transformers.js under Node.js (onnxruntime-node) on the Hub folder: wall-clock greedy
     tokens/s per dtype, its own generation loop included (tests/clients/transformers_node.mjs)."""
     script = ROOT / "tests" / "clients" / "transformers_node.mjs"
-    if not (ROOT / "node_modules" / "@huggingface" / "transformers").is_dir() or shutil.which("node") is None:
+    if not (ROOT / "tests" / "node_modules" / "@huggingface" / "transformers").is_dir() or shutil.which("node") is None:
         return None
     out = subprocess.run(["node", str(script), str(folder), str(tokens), prompt], cwd=ROOT, capture_output=True,
                          text=True, timeout=1800, check=True)

@@ -48,8 +48,3 @@ def hub_dir(out_dir: Path | None = None) -> Path:
     """The Hub folder inside ``out_dir`` (default artifacts/)."""
     return (Path(out_dir) if out_dir is not None else ARTIFACTS_DIR) / HUB_DIRNAME
 
-
-# What a page needs of onnxruntime-web to run the model (its WebAssembly build; package.json pins
-# it, `npm ci` installs it): the static edition copies these, the app serves them, a Space gets them.
-ORT_WEB_DIR = ROOT / "node_modules" / "onnxruntime-web" / "dist"
-ORT_WEB_FILES = ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")

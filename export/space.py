@@ -4,6 +4,7 @@
     python -m export.space USER/SPACE --dry-run DIR    # write exactly the same files into DIR instead
     python -m export.space USER/SPACE --no-artifacts   # leave the built ONNX files out (the Space builds them)
     python -m export.space USER/SPACE --gpu            # for GPU hardware: CUDA torch and onnxruntime-gpu
+    python -m export.space USER/SPACE --zerogpu        # for ZeroGPU hardware (free on a personal account, 2 Spaces)
     python -m export.space USER/SPACE --static         # the static edition (export/static.py): free on every account
 
 What goes up is an explicit list (:data:`SPACE_FILES`, matched against the files git tracks), the
@@ -11,7 +12,10 @@ README and what it links to, and the built Hub folder (``artifacts/hub/``, built
 or stale) so that no start of the Space rebuilds it; plus a ``.gitattributes`` that stores the
 binary files with LFS, for whoever later clones the Space and pushes with git. Nothing else: no
 tests, no corpus, no git history. The Space's ``requirements.txt`` is the repository's with the CPU
-wheels of torch and onnxruntime (:func:`space_requirements`) unless ``--gpu``.
+wheels of torch and onnxruntime (:func:`space_requirements`, also the repository's
+``requirements-cpu.txt``) unless ``--gpu``; with ``--zerogpu`` (:func:`zerogpu_requirements`) a
+PyTorch and a Python that ZeroGPU supports and the ``spaces`` package, whose ``@spaces.GPU`` the app
+applies to its PyTorch passes (playground/ui/serving/zerogpu.py).
 
 With ``--static`` the Space is the static edition instead (``python -m export.static``): a static
 Space, which the Hub hosts free on every account, where Gradio Spaces need a paid plan to create.
@@ -27,7 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .naming import HUB_DIRNAME, ORT_WEB_DIR, ORT_WEB_FILES, ROOT
+from .naming import HUB_DIRNAME, ROOT
 from .publish import MODEL_REPO_ENV, check_repo_id, upload, upload_failed
 
 # What the app imports and reads at run time, as globs relative to the repository root.
@@ -46,11 +50,21 @@ SPACE_FILES = (
     "model/weights/evaluation.json",  # the ONNX files' measured losses, for the model card of a --no-artifacts build
     "export/**/*.py",
     "runtime/**/*.py",
-    "web/engine/*.js",  # Text generation's "Run on: this browser"
+    "web/engine/*.js",  # Text generation's "Run on: this browser", with onnxruntime-web (export/vendor.py)
+    "web/vendor/vendor.json",
+    "web/vendor/onnxruntime-web/*",
 )
 CARD = "README.md"  # the Space's configuration (front matter) and its page
 LFS_LIMIT = 10 * 1000 * 1000  # the Hub refuses plain-git files past 10 MB, and binary files of any size
 REQUIREMENTS = "requirements.txt"
+CPU_REQUIREMENTS = "requirements-cpu.txt"  # README's CPU install line: space_requirements() of requirements.txt
+# ZeroGPU runs PyTorch 2.8 to 2.11 on Python 3.10.13 or 3.12.12 (the Hub's ZeroGPU page, read
+# 2026-11-28): the newest of each, PyPI's CUDA build of torch (the GPU is lent to @spaces.GPU calls),
+# onnxruntime's CPU package for generation, which runs in the Space's own process.
+ZEROGPU_TORCH = "2.11.0"
+ZEROGPU_PYTHON = "3.12.12"
+ZEROGPU_HARDWARE = "zero-a10g"  # the Hub's name for ZeroGPU hardware in a card's suggested_hardware
+SPACES_PIN = "spaces==0.51.3"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # Pins swapped for their CPU builds on a CPU Space: PyPI's Linux torch wheel pulls CUDA, cuDNN, NCCL and
 # triton (gigabytes with onnxruntime-gpu, many times the CPU builds: docs/space.md), none of which a CPU uses.
@@ -75,10 +89,40 @@ def space_requirements(text: str, gpu: bool = False) -> str:
         raise ValueError(f"{REQUIREMENTS} pins no {', '.join(missing)}: cannot swap in the CPU wheels (or use --gpu)")
     # An extra index, not --index-url: that would apply to every line, and PyTorch's index has no gradio.
     # The +cpu pin is on no other index, so a build fails rather than fall back to PyPI's CUDA wheel.
-    header = ["# The repository's requirements.txt with the CPU wheels of torch and onnxruntime",
-              "# (python -m export.space; --gpu keeps onnxruntime-gpu and the CUDA torch).",
+    header = ["# requirements.txt with the CPU wheels of torch and onnxruntime: a CPU Space's (python -m export.space)",
+              "# and README's CPU install line (requirements-cpu.txt); --gpu keeps onnxruntime-gpu and the CUDA torch.",
               f"--extra-index-url {TORCH_CPU_INDEX}"]
     return "\n".join(header + lines) + "\n"
+
+
+def zerogpu_requirements(text: str) -> str:
+    """A ZeroGPU Space's requirements.txt made from the repository's ``text``: the same pins, except
+    torch at :data:`ZEROGPU_TORCH` (PyPI's CUDA build), onnxruntime's CPU package for
+    onnxruntime-gpu, and the ``spaces`` package."""
+    lines, swapped = [], set()
+    for line in text.splitlines():
+        pin = re.match(r"([A-Za-z0-9._-]+)==([^\s;#]+)(.*)$", line)
+        name = pin.group(1).lower() if pin else None
+        if name == "torch":
+            line, _ = f"torch=={ZEROGPU_TORCH}{pin.group(3)}", swapped.add(name)
+        elif name == "onnxruntime-gpu":
+            line, _ = f"onnxruntime=={pin.group(2)}{pin.group(3)}", swapped.add(name)
+        lines.append(line)
+    if missing := sorted({"torch", "onnxruntime-gpu"} - swapped):
+        raise ValueError(f"{REQUIREMENTS} pins no {', '.join(missing)}: cannot write ZeroGPU's requirements")
+    header = [f"# requirements.txt for ZeroGPU (python -m export.space --zerogpu): torch {ZEROGPU_TORCH}, the newest",
+              "# ZeroGPU runs; onnxruntime's CPU package (generation runs in the Space's process); spaces."]
+    return "\n".join(header + lines + [SPACES_PIN]) + "\n"
+
+
+def zerogpu_card(card: str) -> str:
+    """The README's front matter for ZeroGPU: a Python ZeroGPU lists, its hardware suggested."""
+    head, sep, body = card.partition("\n---\n")
+    if not head.startswith("---\n") or not sep:
+        raise ValueError(f"{CARD} has no front matter")
+    head = re.sub(r'^python_version:.*$', f'python_version: "{ZEROGPU_PYTHON}"', head, flags=re.M)
+    head = re.sub(r"^suggested_hardware:.*\n?", "", head, flags=re.M)
+    return f"{head}\nsuggested_hardware: {ZEROGPU_HARDWARE}{sep}{body}"
 
 
 def tracked_files(root: Path = ROOT) -> set[str]:
@@ -120,13 +164,15 @@ def gitattributes(folder: Path, files: list[str]) -> str:
     return "".join(f"*{kind} filter=lfs diff=lfs merge=lfs -text\n" for kind in kinds)
 
 
-def stage(out: Path, artifacts: bool = True, root: Path = ROOT, gpu: bool = False) -> list[str]:
+def stage(out: Path, artifacts: bool = True, root: Path = ROOT, gpu: bool = False, zerogpu: bool = False) -> list[str]:
     """Write the Space's files into ``out`` (empty or absent) and return them (sorted POSIX paths,
     ``.gitattributes`` included). ``artifacts``: also the built Hub folder, as artifacts/hub/.
-    ``gpu``: requirements.txt as it is, not :func:`space_requirements`' CPU one."""
+    ``gpu``: requirements.txt as it is, not :func:`space_requirements`' CPU one; ``zerogpu``:
+    :func:`zerogpu_requirements` and :func:`zerogpu_card`."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out} is not an empty folder: give a new or empty one")
-    requirements = space_requirements((root / REQUIREMENTS).read_text(), gpu)
+    text = (root / REQUIREMENTS).read_text()
+    requirements = zerogpu_requirements(text) if zerogpu else space_requirements(text, gpu)
     files = app_files(root)
     sources = {name: root / name for name in files}
     if artifacts:
@@ -138,24 +184,15 @@ def stage(out: Path, artifacts: bool = True, root: Path = ROOT, gpu: bool = Fals
         ensure_onnx()  # current and checked: the Space then never rebuilds them
         hub = hub_dir()
         sources |= {f"artifacts/{HUB_DIRNAME}/{name}": hub / name for name in hub_upload_files(hub)}
-    sources |= browser_runtime(root)
     for name, src in sources.items():
         dst = out / name
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dst)  # mtimes kept: the Hub folder stays newer than nothing it was built from
     (out / REQUIREMENTS).write_text(requirements)
+    if zerogpu:
+        (out / CARD).write_text(zerogpu_card((root / CARD).read_text()))
     (out / ".gitattributes").write_text(gitattributes(out, list(sources)))
     return sorted([*sources, ".gitattributes"])
-
-
-def browser_runtime(root: Path = ROOT) -> dict[str, Path]:
-    """onnxruntime-web's files for "Run on: this browser", at the path the app serves them from
-    (a Space has no npm): empty, with a word on the console, when ``npm ci`` has not been run."""
-    src, names = root / ORT_WEB_DIR.relative_to(ROOT), ORT_WEB_FILES
-    if not all((src / name).is_file() for name in names):
-        print(f"{src} not found: the Space's Text generation will not offer \"Run on: this browser\" (run `npm ci` first)")
-        return {}
-    return {(src / name).relative_to(root).as_posix(): src / name for name in names}
 
 
 def stage_static(out: Path, app_space: str | None = None, threads: bool = False) -> list[str]:
@@ -186,6 +223,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--gpu", action="store_true",
                     help="for GPU hardware: requirements.txt as it is (PyTorch's CUDA wheel and onnxruntime-gpu, 3.1 GB to "
                          "install); the default installs their CPU wheels from PyTorch's CPU index (0.33 GB)")
+    ap.add_argument("--zerogpu", action="store_true",
+                    help=f"for ZeroGPU hardware, which a free personal account may use for 2 Gradio Spaces: torch {ZEROGPU_TORCH}, "
+                         f"Python {ZEROGPU_PYTHON}, the spaces package; Inside the model and Compare run in @spaces.GPU calls "
+                         "(each visitor has a daily GPU quota), generation on the Space's CPU")
     ap.add_argument("--static", action="store_true",
                     help="deploy the static edition (python -m export.static) as a static Space, free on every account: "
                          "the model runs in each visitor's browser; the four tabs that need a server link to --app-space")
@@ -202,7 +243,10 @@ def main(argv: list[str] | None = None) -> int:
         for other in (args.model_repo, args.app_space):
             if other:
                 check_repo_id(other)
+        if args.gpu and args.zerogpu or args.static and (args.gpu or args.zerogpu):
+            raise ValueError("choose one of --gpu, --zerogpu and --static")
         space_requirements((ROOT / REQUIREMENTS).read_text(), args.gpu)
+        zerogpu_requirements((ROOT / REQUIREMENTS).read_text())
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -212,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.static:
                 files = stage_static(out, args.app_space, args.threads)
             else:
-                files = stage(out, artifacts=not args.no_artifacts, gpu=args.gpu)
+                files = stage(out, artifacts=not args.no_artifacts, gpu=args.gpu, zerogpu=args.zerogpu)
         except (FileExistsError, FileNotFoundError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
@@ -221,8 +265,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.static:
             print("a static Space: the model runs in each visitor's browser, nothing runs on the Hub")
         else:
-            print("requirements.txt: " + ("PyTorch's CUDA wheel and onnxruntime-gpu, for GPU hardware" if args.gpu else
-                                          "the CPU wheels of torch (PyTorch's CPU index) and onnxruntime; --gpu for GPU hardware"))
+            print("requirements.txt: " + (
+                "PyTorch's CUDA wheel and onnxruntime-gpu, for GPU hardware" if args.gpu else
+                f"torch {ZEROGPU_TORCH}, onnxruntime (CPU) and spaces, for ZeroGPU hardware (Python {ZEROGPU_PYTHON}: "
+                f"choose ZeroGPU in the Space's settings if the Hub does not take the card's suggestion)" if args.zerogpu else
+                "the CPU wheels of torch (PyTorch's CPU index) and onnxruntime; --gpu for GPU hardware, --zerogpu for ZeroGPU"))
         if args.dry_run:
             print(f"written to {out} (nothing uploaded)")
             if args.model_repo:

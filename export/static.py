@@ -5,8 +5,8 @@ The page runs the model in the learner's browser (onnxruntime-web, WebAssembly) 
 browser engine (web/engine/): Tokenization, Embeddings, Positional encoding, Attention and Text
 generation, computed there; the tabs that need a server say so and link to a Gradio Space when
 one is named (``--app-space USER/NAME``). Everything it runs is in the folder: the engine, the
-page (web/static/), onnxruntime-web and plotly.js copied from node_modules (``npm ci`` of
-package.json), the Hub folder's 8-bit ONNX file with each layer's attention weights as extra
+page (web/static/), onnxruntime-web and plotly.js (export/vendor.py: they come with the repository
+and the Python install, no npm), the Hub folder's 8-bit ONNX file with each layer's attention weights as extra
 outputs, the tokenizer, the trained token embeddings of the tokens seen in training (float16) and
 the lessons' texts (playground/lessons.py, the same words as the app).
 """
@@ -14,6 +14,7 @@ the lessons' texts (playground/lessons.py, the same words as the app).
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import shutil
@@ -23,15 +24,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .naming import ORT_WEB_DIR, ORT_WEB_FILES, QUANTIZED_NAME, ROOT, hub_dir
+from . import vendor
+from .naming import QUANTIZED_NAME, ROOT, hub_dir
 
 WEB = ROOT / "web"
-NODE_MODULES = ROOT / "node_modules"
-# What the page loads from npm packages (package.json pins them), copied as they are.
-VENDOR = {
-    "vendor/ort": (ORT_WEB_DIR, ORT_WEB_FILES),
-    "vendor/plotly": (NODE_MODULES / "plotly.js-dist-min", ("plotly.min.js",)),
-}
+# The large libraries go gzipped (the wasm 14.3 -> 3.7 MB, plotly.js 4.8 -> 1.4 MB), whatever the
+# host: a static host may not compress, and the page unpacks them itself (DecompressionStream) and
+# keeps them in Cache Storage. onnxruntime-web's two small modules are imported by address, as they are.
+ORT_WASM_FILE = f"vendor/ort/{vendor.ORT_WASM}{vendor.GZ}"
+PLOTLY_FILE = f"vendor/plotly/{vendor.PLOTLY_FILE}{vendor.GZ}"
 MODEL_FILE = "model/model.onnx"
 ATTENTION_OUTPUT = "attentions.{}"
 # The five tabs the browser computes, and the four that need a server, in the app's order.
@@ -171,10 +172,10 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
 
     from .build import build, stale_files
 
-    missing = [src / name for src, names in VENDOR.values() for name in names if not (src / name).is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"{missing[0]} not found: the page's libraries come from npm; run `npm ci` in {ROOT} first")
+    try:
+        ort, plotly = vendor.ort_dir(), vendor.plotly_js()
+    except vendor.VendorError as err:
+        raise FileNotFoundError(str(err)) from err
     if stale_files():
         progress("building artifacts/hub/ (the ONNX files) first")
         build()
@@ -185,10 +186,13 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     progress("the page and the engine")
     for folder, target in ((WEB / "static", out), (WEB / "engine", out / "engine")):
         shutil.copytree(folder, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.md", ".*"))
-    for dest, (src, names) in VENDOR.items():
-        (out / dest).mkdir(parents=True, exist_ok=True)
-        for name in names:
-            shutil.copy2(src / name, out / dest / name)
+    (out / "vendor" / "ort").mkdir(parents=True, exist_ok=True)
+    (out / "vendor" / "plotly").mkdir(parents=True, exist_ok=True)
+    for name in vendor.ORT_FILES:
+        if name != vendor.ORT_WASM:
+            shutil.copy2(ort / name, out / "vendor" / "ort" / name)
+    shutil.copy2(vendor.VENDOR_DIR / vendor.ORT_PACKAGE / vendor.stored_name(vendor.ORT_WASM), out / ORT_WASM_FILE)
+    (out / PLOTLY_FILE).write_bytes(gzip.compress(plotly.read_bytes(), 9, mtime=0))
 
     progress("the 8-bit ONNX file with attention outputs")
     with_attention_outputs(hub / QUANTIZED_NAME, out / MODEL_FILE, model.config.n_layer)
@@ -201,7 +205,8 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     (out / "data" / "embeddings.bin").write_bytes(rows)
     (out / "data" / "embeddings.json").write_text(json.dumps(meta, separators=(",", ":")))
     (out / "data" / "lessons.json").write_text(json.dumps(lessons_json(), ensure_ascii=False, indent=1))
-    versioned = ("model/model.onnx", "model/tokenizer.json", "model/config.json", "data/embeddings.bin", "data/embeddings.json")
+    versioned = ("model/model.onnx", "model/tokenizer.json", "model/config.json", "data/embeddings.bin", "data/embeddings.json",
+                 ORT_WASM_FILE, PLOTLY_FILE)
     files = {name: f"{name}?v={_digest(out / name)}" for name in versioned}
     (out / "data" / "site.json").write_text(json.dumps(site(app_space, files, model), ensure_ascii=False, indent=1))
     (out / "README.md").write_text(space_readme(app_space, threads))

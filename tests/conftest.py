@@ -118,9 +118,7 @@ def app_server(request, tmp_path_factory):
     """``python app.py`` launched once per session on a free loopback port (benchmarks/app_server.py),
     stopped after the last test that uses it."""
     from benchmarks.app_server import launch
-    from static_site import npm_ci
 
-    npm_ci()  # onnxruntime-web, which Text generation's "Run on: this browser" serves, found at the app's start
     server = launch(tmp_path_factory.mktemp("app") / "app.log")
     users = [item.nodeid for item in request.session.items if "app_server" in item.fixturenames]
     _APP.update(server=server, last=users[-1] if users else None)

@@ -26,17 +26,20 @@ LAPTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 
 
+TESTS = ROOT / "tests"
+
+
 def npm_ci() -> Path:
-    """``npm ci`` of package.json / package-lock.json when node_modules/ is missing or older than
-    the lock file (node_modules/ is gitignored). ONNXRUNTIME_NODE_INSTALL=skip: onnxruntime-node's
-    install script would download GPU binaries that this network refuses."""
+    """``npm ci`` of the tests' JavaScript package (tests/package.json, tests/package-lock.json) when
+    tests/node_modules/ is missing or older than the lock file: the Node.js clients the tests run
+    (users need none of it: the pages' libraries come with the repository). tests/.npmrc turns
+    install scripts off, so it needs nothing but the npm registry."""
     for tool in ("node", "npm"):
-        assert shutil.which(tool), f"{tool} not found: the browser edition's tests need Node.js 20 and npm"
-    folder = ROOT / "node_modules"
+        assert shutil.which(tool), f"{tool} not found: the JavaScript client tests need Node.js 20 and npm"
+    folder = TESTS / "node_modules"
     marker = folder / ".package-lock.json"  # written by npm; newer than package-lock.json when current
-    if not marker.is_file() or marker.stat().st_mtime < (ROOT / "package-lock.json").stat().st_mtime:
-        env = {**os.environ, "ONNXRUNTIME_NODE_INSTALL": "skip"}
-        proc = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    if not marker.is_file() or marker.stat().st_mtime < (TESTS / "package-lock.json").stat().st_mtime:
+        proc = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=TESTS, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, f"npm ci failed:\n{proc.stderr[-3000:]}"
     return folder
 
@@ -89,7 +92,6 @@ def static_site(tmp_path_factory) -> Path:
     """The static edition, written once per session by export.static (as `python -m export.static DIR`)."""
     from export.static import write_static
 
-    npm_ci()
     out = tmp_path_factory.mktemp("static")
     write_static(out, app_space="teacher/gpt-playground", progress=lambda text: None)
     return out

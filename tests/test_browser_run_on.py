@@ -38,11 +38,8 @@ N_TOKENS = 16
 @pytest.fixture(scope="module")
 def served(shipped_onnx) -> BrowserFiles:
     """The allow-list the launched app serves (the same files, so the same hashes)."""
-    from static_site import npm_ci
-
-    npm_ci()
     files = BrowserFiles.for_model(shipped_onnx)
-    assert files.available, f"{files.problem} (node_modules/ comes from `npm ci`, tests/static_site.py npm_ci)"
+    assert files.available, files.problem
     return files
 
 
@@ -380,17 +377,19 @@ def test_a_busy_server_offers_to_run_the_generation_in_this_browser(chromium, ap
         assert not page.errors
 
 
-def test_without_onnxruntime_web_the_choice_says_how_to_get_it_and_the_server_runs(tmp_path, shipped_onnx):
+def test_without_onnxruntime_web_the_choice_says_what_is_missing_and_the_server_runs(tmp_path, shipped_onnx):
     from playground.ui import generation
 
-    files = BrowserFiles.for_model(shipped_onnx, ort_dir=tmp_path)  # an empty folder: no npm ci
+    files = BrowserFiles.for_model(shipped_onnx, ort_dir=tmp_path)  # an empty folder: the repository's copy gone
     assert not files.available and files.files == {}
-    assert generation.run_on_info(files) == "Run on this browser needs onnxruntime-web: `npm ci` in the app's folder."
+    info = generation.run_on_info(files)
+    assert info.startswith("Run on this browser needs onnxruntime-web's files, which come with the app (web/vendor/): ")
+    assert f"{tmp_path / 'ort.wasm.min.mjs'} is missing" in info and info.endswith("Restart the app once they are back.")
     import gradio as gr
 
     with gr.Blocks() as demo:
         generation.build(files)
     radio = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "gen-run-on")
-    assert radio.interactive is False and radio.value == "server" and "npm ci" in radio.info
+    assert radio.interactive is False and radio.value == "server" and "web/vendor/" in radio.info
     assert not any(getattr(b, "elem_id", None) in ("gen-run-browser", "gen-browser") for b in demo.blocks.values())
     assert any(getattr(b, "elem_id", None) == "gen-run" for b in demo.blocks.values())

@@ -73,16 +73,14 @@ def test_the_space_takes_the_app_and_leaves_the_rest():
 
 
 def test_the_dry_run_writes_exactly_that_set(tmp_path, capsys):
-    from static_site import npm_ci
-
-    npm_ci()
     out = tmp_path / "space"
     assert space.main(["someone/gpt-playground", "--dry-run", str(out), "--no-artifacts"]) == 0
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    runtime = space.browser_runtime()  # onnxruntime-web for "Run on: this browser": a Space has no npm
-    assert written == sorted([*space.app_files(), *runtime, ".gitattributes"])
-    assert "web/engine/engine.js" in written and "node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.wasm" in runtime
-    for name in [*space.app_files(), *runtime]:
+    assert written == sorted([*space.app_files(), ".gitattributes"])
+    # onnxruntime-web for "Run on: this browser" is part of the app's files (the repository's copy)
+    assert "web/engine/engine.js" in written and "web/vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm.gz" in written
+    assert "web/vendor/vendor.json" in written
+    for name in space.app_files():
         if name != "requirements.txt":  # made from the repository's: the test below
             assert (out / name).read_bytes() == (ROOT / name).read_bytes(), name
     size = sum((out / name).stat().st_size for name in written)
@@ -117,6 +115,49 @@ def test_a_cpu_space_installs_the_cpu_wheels_and_every_other_pin_of_requirements
     assert (gpu / "requirements.txt").read_bytes() == (ROOT / "requirements.txt").read_bytes()
     with pytest.raises(ValueError, match="onnxruntime-gpu"):  # a renamed pin is refused, not shipped as CUDA
         space.space_requirements(ours.replace("onnxruntime-gpu==", "onnxruntime-directml=="))
+
+
+def test_readmes_cpu_install_line_is_the_cpu_spaces_requirements():
+    """README's first install line takes requirements-cpu.txt: what a CPU Space installs, onnxruntime's
+    CPU package with it, never onnxruntime-gpu (its 340 MB serve no CPU)."""
+    cpu = (ROOT / space.CPU_REQUIREMENTS).read_text()
+    assert cpu == space.space_requirements((ROOT / "requirements.txt").read_text())
+    assert "onnxruntime" in _pins(cpu) and "onnxruntime-gpu" not in _pins(cpu)
+    readme = (ROOT / "README.md").read_text()
+    assert f"pip install -r {space.CPU_REQUIREMENTS} && python app.py" in readme
+    assert "pip install -r requirements.txt && python app.py" in readme
+
+
+def _front_matter(card: str) -> dict[str, str]:
+    return dict(line.split(": ", 1) for line in card.split("---")[1].strip().splitlines())
+
+
+def test_a_zerogpu_space_takes_a_python_and_torch_zerogpu_runs_and_the_spaces_package(tmp_path, capsys):
+    """ZeroGPU runs PyTorch 2.8 to 2.11 on Python 3.10.13 or 3.12.12 (the Hub's page, 2026-11-28): the
+    card and requirements say so; every other pin is the repository's; the rest of the folder is the
+    same as a CPU Space's."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    zero = tmp_path / "zero"
+    assert space.main(["someone/gpt-playground", "--dry-run", str(zero), "--no-artifacts", "--zerogpu"]) == 0
+    said = capsys.readouterr().out
+    assert "for ZeroGPU hardware" in said
+    card = _front_matter((zero / "README.md").read_text())
+    assert card["sdk"] == "gradio" and card["app_file"] == "app.py"
+    assert card["python_version"].strip('"') in ("3.10.13", "3.12.12")
+    assert card["suggested_hardware"] == "zero-a10g"
+    pins, repo = _pins((zero / "requirements.txt").read_text()), _pins((ROOT / "requirements.txt").read_text())
+    torch = Version(pins["torch"].removeprefix("=="))
+    assert Version("2.8") <= torch < Version("2.12") and "+" not in str(torch)  # PyPI's CUDA build: ZeroGPU lends a GPU
+    assert SpecifierSet(pins["spaces"]).contains(Version("0.51.3")) and pins["spaces"].startswith("==")
+    assert pins["onnxruntime"] == repo["onnxruntime-gpu"] and "onnxruntime-gpu" not in pins
+    rest = lambda d: {n: v for n, v in d.items() if n not in ("torch", "onnxruntime", "onnxruntime-gpu", "spaces")}  # noqa: E731
+    assert rest(pins) == rest(repo)
+    body = lambda text: text.split("\n---\n", 1)[1]  # noqa: E731
+    assert body((zero / "README.md").read_text()) == body((ROOT / "README.md").read_text())
+    assert space.main(["someone/x", "--zerogpu", "--gpu", "--dry-run", str(tmp_path / "both")]) == 2
+    assert "choose one of --gpu, --zerogpu and --static" in capsys.readouterr().err
 
 
 def test_the_dry_run_gitattributes_store_every_binary_with_lfs(tmp_path):
@@ -365,6 +406,27 @@ def test_the_dry_run_folder_starts_as_a_space(tmp_path):
             stop(server)
 
 
+@pytest.mark.slow  # a start of the app from the folder: a minute on 2 cores
+def test_the_zerogpu_folder_starts_here_with_spaces_gpu_present(tmp_path):
+    """The ZeroGPU folder's app starts on this CPU machine with the spaces package imported and
+    Inside's and Compare's handlers passed through spaces.GPU (a no-op off ZeroGPU), and answers."""
+    import spaces  # noqa: F401 -- requirements-dev.txt has it: the decorator is present, not skipped
+    from benchmarks.app_server import launch, stop
+    from gradio_client import Client
+
+    zero = tmp_path / "zero"
+    assert space.main(["someone/gpt-playground", "--dry-run", str(zero), "--zerogpu"]) == 0
+    env = {"GRADIO_SERVER_NAME": "0.0.0.0", "SPACE_ID": "someone/gpt-playground", "PYTHONPATH": "", naming.ARTIFACTS_ENV: ""}
+    server = launch(tmp_path / "zero.log", extra_env=env, cwd=zero)
+    try:
+        _check_answers(server, zero / "artifacts" / "hub")
+        inside = Client(server.url, verbose=False).predict("ROMEO.\nWhat say you", 0, 0, api_name="/inside")
+        assert abs(inside["loss"] - np.mean(inside["token_losses"])) < 1e-4
+        assert "Traceback" not in server.log()
+    finally:
+        stop(server)
+
+
 # --- the static edition as a static Space ---------------------------------------------------------
 
 
@@ -400,9 +462,6 @@ def test_a_free_account_refused_a_gradio_space_is_offered_the_static_edition(mon
 
 
 def test_the_static_space_is_the_static_edition_and_uploads_as_static(tmp_path, monkeypatch, capsys):
-    from static_site import npm_ci
-
-    npm_ci()
     sent = {}
 
     def fake_upload(folder, repo_id, files, repo_type, message, **create):
@@ -412,7 +471,7 @@ def test_the_static_space_is_the_static_edition_and_uploads_as_static(tmp_path, 
     monkeypatch.setattr(space, "upload", fake_upload)
     assert space.main(["someone/gpt-playground-static", "--static", "--app-space", "someone/gpt-playground"]) == 0
     assert sent["repo_type"] == "space" and sent["space_sdk"] == "static"
-    assert {"index.html", "README.md", "model/model.onnx", "vendor/ort/ort-wasm-simd-threaded.wasm"} <= set(sent["files"])
+    assert {"index.html", "README.md", "model/model.onnx", "vendor/ort/ort-wasm-simd-threaded.wasm.gz"} <= set(sent["files"])
     assert not any(name.endswith(".py") for name in sent["files"])
 
     out = tmp_path / "static"
@@ -422,4 +481,4 @@ def test_the_static_space_is_the_static_edition_and_uploads_as_static(tmp_path, 
     front = (out / "README.md").read_text().split("---")[1]
     assert "sdk: static" in front and "app_file: index.html" in front
     lfs = (out / ".gitattributes").read_text()
-    assert "*.onnx filter=lfs" in lfs and "*.wasm filter=lfs" in lfs and "*.bin filter=lfs" in lfs
+    assert "*.onnx filter=lfs" in lfs and "*.gz filter=lfs" in lfs and "*.bin filter=lfs" in lfs

@@ -9,15 +9,25 @@ import { NumpyRandom } from "./rng.js";
 import { sample, topCandidates } from "./sampling.js";
 import { Tokenizer } from "./tokenizer.js";
 
+export const ORT_WASM = "ort-wasm-simd-threaded.wasm";
+
 /**
  * onnxruntime-web from `base` (a folder holding ort.wasm.min.mjs and its WebAssembly), never from
- * a CDN: the page works offline and in tests. One thread by default: at this model's size two
- * were slower than one (docs/browser.md).
+ * a CDN: the page works offline and in tests. Its 14 MB WebAssembly is fetched here, through the
+ * page's Cache Storage (fetch.js), and handed over as bytes, so a return visit downloads none of it
+ * whatever the host's caching headers; `wasm` is its address (default: beside the module; a
+ * ".gz" address is unpacked). One thread by default: at this model's size two were slower than
+ * one (docs/browser.md).
  */
-export async function loadOrt(base, { threads = 1 } = {}) {
-  const folder = new URL(base, globalThis.location ? globalThis.location.href : import.meta.url).href.replace(/\/?$/, "/");
-  const ort = await import(`${folder}ort.wasm.min.mjs`);
+export async function loadOrt(base, { threads = 1, wasm = null, onProgress = () => {} } = {}) {
+  const here = globalThis.location ? globalThis.location.href : import.meta.url;
+  const folder = new URL(base, here).href.replace(/\/?$/, "/");
+  const [ort, binary] = await Promise.all([
+    import(`${folder}ort.wasm.min.mjs`),
+    fetchBytes(wasm ? new URL(wasm, here).href : `${folder}${ORT_WASM}`, onProgress),
+  ]);
   ort.env.wasm.wasmPaths = folder;
+  ort.env.wasm.wasmBinary = binary.bytes;
   ort.env.wasm.numThreads = threads;
   return ort;
 }

@@ -12,6 +12,10 @@ const TAB_TITLES = {
   inside: "Inside the model", generation: "Text generation", model: "Model", compare: "Compare", learn: "Watch it learn",
 };
 
+// The large libraries, gzipped in the folder (export/static.py), by their keys in site.json's files.
+const ORT_WASM_FILE = "vendor/ort/ort-wasm-simd-threaded.wasm.gz";
+const PLOTLY_FILE = "vendor/plotly/plotly.min.js.gz";
+
 const $ = (sel, root = document) => root.querySelector(sel);
 
 function el(tag, attrs = {}, ...children) {
@@ -61,7 +65,7 @@ function makeResources(site) {
   const f = site.files;
   const tokenizer = once(async () => Tokenizer.fromJSON(await fetchJSON(f["model/tokenizer.json"], reporter("the tokenizer"))));
   const engine = once(async () => {
-    const ort = await loadOrt("./vendor/ort/");
+    const ort = await loadOrt("./vendor/ort/", { wasm: f[ORT_WASM_FILE], onProgress: reporter("onnxruntime-web") });
     const t0 = performance.now();
     const loaded = await Engine.load({
       ort, model: f["model/model.onnx"], tokenizer: f["model/tokenizer.json"], config: f["model/config.json"],
@@ -73,13 +77,24 @@ function makeResources(site) {
     loaded.warmUp();
     return loaded;
   });
-  const plotly = once(() => new Promise((resolve, reject) => {
-    if (window.Plotly) return resolve(window.Plotly);
-    const script = el("script", { src: "./vendor/plotly/plotly.min.js" });
-    script.onload = () => resolve(window.Plotly);
-    script.onerror = () => reject(new Error("plotly.js could not be loaded"));
-    document.head.append(script);
-  }));
+  // plotly.js through the same cache as the model (a classic script, run from the cached bytes).
+  const plotly = once(async () => {
+    if (window.Plotly) return window.Plotly;
+    const { bytes } = await fetchBytes(f[PLOTLY_FILE], reporter("plotly.js"));
+    progress.hide();
+    const src = URL.createObjectURL(new Blob([bytes], { type: "text/javascript" }));
+    try {
+      await new Promise((resolve, reject) => {
+        const script = el("script", { src });
+        script.onload = resolve;
+        script.onerror = () => reject(new Error("plotly.js could not be loaded"));
+        document.head.append(script);
+      });
+    } finally {
+      URL.revokeObjectURL(src);
+    }
+    return window.Plotly;
+  });
   const embeddings = once(async () => {
     const meta = await fetchJSON(f["data/embeddings.json"]);
     const { bytes } = await fetchBytes(f["data/embeddings.bin"], reporter("the token embeddings"));

@@ -5,9 +5,9 @@ tab), served from the app under :data:`PREFIX`, from a fixed list (:class:`Brows
   ``/browser/run_on.js``: the tab's page side (``playground/ui/static/run_on.js``). Their imports
   of each other carry no hash, so they are revalidated: ``Cache-Control: no-cache`` with an
   ``ETag`` (a reload costs a 304 each);
-- ``/browser/ort/<hash>/<file>``: onnxruntime-web's three files (``npm ci`` installs them in
-  ``node_modules/``). onnxruntime-web asks for its ``.wasm`` by name beside its ``.mjs``, so the
-  content hash is in the folder's path: ``Cache-Control: public, max-age=31536000, immutable``;
+- ``/browser/ort/<hash>/<file>``: onnxruntime-web's three files (they come with the repository,
+  ``web/vendor/``: export/vendor.py). The page asks for the ``.wasm`` by name beside the ``.mjs``, so
+  the content hash is in the folder's path: ``Cache-Control: public, max-age=31536000, immutable``;
 - ``/browser/model/<file>?v=<hash>``: the Hub folder's ``onnx/model_quantized.onnx``,
   ``tokenizer.json`` and ``config.json``; immutable under their own hash, revalidated under any
   other address (never kept for a year under a name that is not theirs).
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from export.naming import ORT_WEB_DIR, ORT_WEB_FILES
+from export import vendor
 
 from ...limits import MODEL_STREAMS_PER_VISITOR
 from .compression import wants_gzip
@@ -51,10 +51,11 @@ PREFIX = "/browser/"
 ENGINE_DIR = ROOT / "web" / "engine"
 ENGINE_MODULES = ("engine.js", "fetch.js", "rng.js", "sampling.js", "tokenizer.js")
 PAGE_MODULE = Path(__file__).resolve().parents[1] / "static" / "run_on.js"
-ORT_DIR, ORT_FILES = ORT_WEB_DIR, ORT_WEB_FILES
+ORT_FILES = vendor.ORT_FILES
 # The Hub folder's browser-sized model, and what the engine reads beside it.
 MODEL_FILES = ("onnx/model_quantized.onnx", "tokenizer.json", "config.json")
-MISSING_ORT = "Run on this browser needs onnxruntime-web: `npm ci` in the app's folder."
+MISSING_ORT = ("Run on this browser needs onnxruntime-web's files, which come with the app (web/vendor/): {why}. "
+               "Restart the app once they are back.")
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
@@ -131,13 +132,17 @@ class BrowserFiles:
         return self.problem is None
 
     @classmethod
-    def for_model(cls, onnx_files: Mapping[str, Path], ort_dir: Path = ORT_DIR, engine_dir: Path = ENGINE_DIR,
+    def for_model(cls, onnx_files: Mapping[str, Path], ort_dir: Path | None = None, engine_dir: Path = ENGINE_DIR,
                   page_module: Path = PAGE_MODULE) -> BrowserFiles:
         """The files for the model whose ONNX files are ``onnx_files`` (``{"quantized": path, ...}``
-        as app.py has them): its Hub folder's 8-bit file and the tokenizer and config beside it."""
-        missing_ort = [name for name in ORT_FILES if not (ort_dir / name).is_file()]
-        if missing_ort:
-            return cls(problem=MISSING_ORT)
+        as app.py has them): its Hub folder's 8-bit file and the tokenizer and config beside it.
+        ``ort_dir``: onnxruntime-web's files (default: the repository's, :func:`export.vendor.ort_dir`)."""
+        try:
+            ort_dir = vendor.ort_dir() if ort_dir is None else ort_dir
+        except (vendor.VendorError, OSError) as err:
+            return cls(problem=MISSING_ORT.format(why=err))
+        if missing_ort := [name for name in ORT_FILES if not (ort_dir / name).is_file()]:
+            return cls(problem=MISSING_ORT.format(why=f"{ort_dir / missing_ort[0]} is missing"))
         quantized = onnx_files.get("quantized")
         if quantized is None or not Path(quantized).is_file():
             return cls(problem="Run on this browser needs the model's 8-bit file `onnx/model_quantized.onnx`, which this model has not.")
