@@ -18,6 +18,10 @@ import time
 
 T0 = time.perf_counter()
 
+try:  # ZeroGPU (python -m export.space --zerogpu): spaces sets up before torch and gradio, as its docs ask
+    import spaces  # noqa: F401
+except ImportError:  # anywhere else the app needs no spaces (playground/ui/serving/zerogpu.py)
+    pass
 import gradio as gr  # noqa: E402
 
 from playground.ui import attention, common, embeddings, generation, model, positional, serving, tokenization  # noqa: E402

@@ -9,11 +9,13 @@ import gradio as gr
 from .. import compare as cmp
 from ..resources import get_model
 from .common import FORWARD, FORWARD_CONCURRENCY, user_errors
+from .serving.zerogpu import COMPARE_GPU_S, on_gpu
 from .widgets import neighbours_table, next_tab, note
 
 PROMPT = "Romeo.\nWhat say you to"  # in the corpus's style (see generation.EXAMPLE_PROMPTS)
 WORD = "king"
 SENTENCE = "The king is dead, long live the king"
+gpu = on_gpu(COMPARE_GPU_S)  # each comparison a @spaces.GPU call on ZeroGPU, the handler itself elsewhere
 
 
 def ui_compare_next_token(prompt):
@@ -62,7 +64,7 @@ def build() -> dict[str, gr.components.Component]:
             next_a = gr.Plot(first[0], label=shown, elem_id="cmp-next-a")
         with gr.Column(min_width=320):
             next_b = gr.Plot(first[1], label=other, elem_id="cmp-next-b")
-    gr.on([run_next.click, prompt.submit], user_errors(ui_compare_next_token), [prompt], [next_a, next_b, loss], **events)
+    gr.on([run_next.click, prompt.submit], user_errors(gpu(ui_compare_next_token)), [prompt], [next_a, next_b, loss], **events)
 
     gr.Markdown("### The same word: its nearest tokens in the embedding table")
     first = ui_compare_neighbours(WORD)
@@ -74,7 +76,7 @@ def build() -> dict[str, gr.components.Component]:
             nb_a = neighbours_table(first[0], label=shown, elem_id="cmp-nb-a", max_rows=cmp.TOP_K)
         with gr.Column(min_width=320):
             nb_b = neighbours_table(first[1], label=other, elem_id="cmp-nb-b", max_rows=cmp.TOP_K)
-    gr.on([run_nb.click, word.submit], user_errors(ui_compare_neighbours), [word], [nb_a, nb_b], **events)
+    gr.on([run_nb.click, word.submit], user_errors(gpu(ui_compare_neighbours)), [word], [nb_a, nb_b], **events)
 
     gr.Markdown("### The same sentence: what each token attends to")
     n_layer, n_head = max(cfg.n_layer, other_cfg.n_layer), max(cfg.n_head, other_cfg.n_head)
@@ -95,12 +97,12 @@ def build() -> dict[str, gr.components.Component]:
     spread = gr.Markdown(first[2], elem_id="cmp-att-spread")
     gr.on(
         [run_att.click, sentence.submit, layer.release, head.release],
-        user_errors(ui_compare_attention), [sentence, layer, head], [att_a, att_b, spread], **events,
+        user_errors(gpu(ui_compare_attention)), [sentence, layer, head], [att_a, att_b, spread], **events,
     )
     next_tab(
         "The untrained model spreads its bets evenly, a loss of ln V; training is what moves it. "
         "In the next tab you start a small GPT from random weights and watch its loss fall.",
         "Watch it learn",
     )
-    gr.api(user_errors(api_compare), api_name="compare", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
+    gr.api(user_errors(gpu(api_compare)), api_name="compare", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
     return {"text": prompt, "word": word, "sentence": sentence, "layer": layer, "head": head}  # its controls, by the names of a link's parameters (playground/links.py)

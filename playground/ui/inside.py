@@ -14,10 +14,12 @@ from .. import inside as ins
 from .. import inside_view as view
 from ..resources import get_model
 from ..validation import validate_int
+from .serving.zerogpu import INSIDE_GPU_S, on_gpu
 from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, on_tab_open, static_text, user_errors
 from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples
 
 CSS = static_text("inside.css")  # the classes inside_view writes
+gpu = on_gpu(INSIDE_GPU_S)  # a pass is a @spaces.GPU call on ZeroGPU, the handler itself elsewhere
 
 
 # What each output shows depends on: a control change redraws only the outputs it changes.
@@ -260,12 +262,12 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     outputs = [map_box, info, emb, ln, att, res, ffn, lens, out]
     on_tab_open(tab, lambda: first, outputs, concurrency_id=LIGHT)
     events = dict(error=error, concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
-    on_input([run.click, text.submit], ui_run, [text, layer, head], [shown, token, *outputs], **events)
+    on_input([run.click, text.submit], gpu(ui_run), [text, layer, head], [shown, token, *outputs], **events)
     # A slider redraws on every user input: a drag (each step, the last one kept), a click on the
     # track, the arrow keys (which send no "release" in Gradio 6), a number typed in its box.
     # Not "change": that also fires when ui_run sets the token slider, redrawing twice.
-    for control, handler in ((layer, ui_layer), (head, ui_head), (token, ui_token)):
+    for control, handler in ((layer, gpu(ui_layer)), (head, gpu(ui_head)), (token, gpu(ui_token))):
         # (a small progress mark, not an overlay on every panel for a redraw of a tenth of a second)
         on_input([control.input], handler, [shown, layer, head, token], outputs, show_progress="minimal", **events)
-    gr.api(user_errors(api_inside), api_name="inside", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
+    gr.api(user_errors(gpu(api_inside)), api_name="inside", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
     return {"text": text, "layer": layer, "head": head, "token": token}  # its controls, by the names of a link's parameters (playground/links.py)
