@@ -1,8 +1,9 @@
 """A return visit to the static edition downloads nothing large, whatever the host: the model,
 onnxruntime-web's WebAssembly, plotly.js and the tokenizer come from the page's Cache Storage
 (web/engine/fetch.js), not from the browser's HTTP cache and the host's headers. Served by
-``python -m http.server``'s own handler, which counts the bytes it sends; one Chromium profile
-for both visits, as a learner's browser."""
+``python -m http.server``'s own handler, which counts the bytes it sends, with the least helpful
+headers a host could send (``Cache-Control: no-store``: the HTTP cache keeps nothing); one Chromium
+profile for both visits, as a learner's browser."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from conftest import wait_for
 from static_site import static_site  # noqa: F401
 from test_browser import ARGS, CHROMIUM, TIMEOUT_MS
 
@@ -23,9 +25,13 @@ CACHED = ("model.onnx", "ort-wasm-simd-threaded.wasm.gz", "plotly.min.js.gz", "t
 
 
 class Counting(SimpleHTTPRequestHandler):
-    """http.server's handler (Last-Modified, If-Modified-Since, no compression), counting body bytes."""
+    """http.server's handler (no compression), counting body bytes, telling the browser to keep nothing."""
 
     sent: dict[str, int] = {}
+
+    def end_headers(self) -> None:
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
 
     def copyfile(self, source, outputfile) -> None:
         data = source.read()
@@ -53,10 +59,9 @@ def visit(context, base: str) -> tuple[float, float]:
     page.wait_for_selector("#gen-output[data-done=true]", timeout=120_000)
     page.wait_for_function("() => !!window.Plotly", timeout=120_000)
     # the cache's writes are not awaited by the page: wait until it holds every large file
-    page.wait_for_function("""async (names) => {
-        const keys = await (await caches.open('gpt-playground')).keys();
-        return names.every((n) => keys.some((k) => new URL(k.url).pathname.endsWith('/' + n)));
-    }""", arg=list(CACHED), polling=200, timeout=60_000)
+    held = lambda: page.evaluate("""async () => (await (await caches.open('gpt-playground')).keys())
+        .map((k) => new URL(k.url).pathname.split('/').pop())""")  # noqa: E731
+    wait_for(lambda: set(CACHED) <= set(held()), 60, 0.2, message="Cache Storage to hold the model, the wasm and plotly.js")
     assert not errors, errors
     page.close()
     return ready, first
