@@ -13,7 +13,10 @@ multi-threaded WebAssembly needs, and measures:
 - what a learner waits for: from opening a Text generation link to the first token drawn, with an
   empty browser cache (cold: the model downloaded) and again with the model in the browser's cache;
   Generate's tokens/s as the page's own card shows it;
-- the folder's size and the first screen's weight (bytes the browser fetches to show the first tab).
+- the folder's size and the first screen's weight (bytes the browser fetches to show the first tab);
+- whether shipping onnxruntime-web's wasm gzipped pays on a phone: the page's unpacking of it
+  (``DecompressionStream``) with Chromium's CPU throttled 1x, 4x and 6x, beside the time the
+  bytes it saves take at a phone's 10 and 50 Mbit/s.
 
 Prints a table; docs/browser.md keeps the dated figures.
 """
@@ -120,6 +123,32 @@ def first_screen_bytes(browser, url: str) -> tuple[int, int]:
     return sum(sizes), len(sizes)
 
 
+# In the page: the wasm.gz's bytes fetched once, then unpacked `repeats` times (ms each, median).
+UNPACK = """async ([address, repeats]) => {
+  const { gunzip } = await import('./engine/fetch.js');
+  const packed = new Uint8Array(await (await fetch(address)).arrayBuffer());
+  const times = []; let size = 0;
+  for (let r = 0; r < repeats; r++) {
+    const t0 = performance.now(); size = (await gunzip(packed)).length; times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  return { ms: times[Math.floor(times.length / 2)], packed: packed.length, size };
+}"""
+
+
+def unpack_cost(browser, url: str, address: str, rates=(1, 4, 6), repeats: int = 3) -> list[tuple[int, dict]]:
+    """The page's unpacking of the wasm.gz with the CPU throttled by each of ``rates``."""
+    out = []
+    for rate in rates:
+        page = browser.new_page()
+        page.goto(url + "?tab=tokenization", wait_until="domcontentloaded")
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": rate})
+        out.append((rate, page.evaluate(UNPACK, [address, repeats])))
+        page.close()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.browser_engine", description=__doc__.split("\n\n")[0])
     ap.add_argument("--tokens", type=int, default=64)
@@ -176,6 +205,14 @@ def main(argv: list[str] | None = None) -> int:
             first_bytes, requests = first_screen_bytes(browser, url)
             rows.append(("first screen (Tokenization): bytes fetched", f"{first_bytes / 1e6:.2f} MB in {requests} requests"))
             rows.append(("the static folder", f"{size / 1e6:.1f} MB"))
+            import json
+
+            wasm = json.loads((folder / "data" / "site.json").read_text())["files"]["vendor/ort/ort-wasm-simd-threaded.wasm.gz"]
+            for rate, r in unpack_cost(browser, url, wasm):
+                saved = r["size"] - r["packed"]
+                rows.append((f"wasm.gz ({r['packed'] / 1e6:.1f} MB -> {r['size'] / 1e6:.1f} MB) unpacked in the page, CPU {rate}x slower",
+                             f"{r['ms']:.0f} ms, against {saved * 8 / 10e6:.1f} s (10 Mbit/s) or {saved * 8 / 50e6:.1f} s "
+                             f"(50 Mbit/s) for the {saved / 1e6:.1f} MB it saves"))
             browser.close()
     finally:
         server.shutdown()
