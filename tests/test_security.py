@@ -226,7 +226,9 @@ def test_requirements_are_pinned(path):
     lines = [line.split("#", 1)[0].strip() for line in path.read_text().splitlines()]
     entries = [line for line in lines if line]
     assert entries
-    loose = [e for e in entries if not (PINNED.match(e) or re.fullmatch(r"-r\s+\S+\.txt", e))]
+    # the CPU line's one option: PyTorch's own index over https, for its +cpu wheel (pinned, on no other index)
+    index = r"--extra-index-url https://download\.pytorch\.org/whl/cpu"
+    loose = [e for e in entries if not (PINNED.match(e) or re.fullmatch(r"-r\s+\S+\.txt", e) or re.fullmatch(index, e))]
     assert not loose, f"{path.name}: not pinned to one version: {loose}"
 
 
