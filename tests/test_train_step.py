@@ -6,6 +6,11 @@ parameter at the end. The tiny learned-position graph in the default run (its ex
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -14,8 +19,12 @@ import torch
 from export.train_step import export_step, file_name, learn_model, step_names
 from model.train import adamw, get_batch, lr_at, train_step
 from playground.learn.run import SIZES, build_model, settings
+from static_site import npm_ci
 
-VOCAB = 65  # the character corpus's size (the tests draw their own text: no download)
+ROOT = Path(__file__).resolve().parent.parent
+WEB_TESTS = ROOT / "tests" / "web"
+
+VOCAB = 84  # the character corpus's size (docs/training.md; the tests draw their own text: no download)
 STEPS = 20
 # Measured 2026-11-28 on the 2-core CPU (tiny learned, 20 steps): the losses agree within 1.5e-6
 # from the proper start and 6.5e-5 from the skewed one (losses 4 to 12), every parameter within
@@ -91,21 +100,27 @@ def graph(tmp_path_factory):
     return get
 
 
-def compare(path, size: str, positions: str, init: str) -> list[float]:
-    s = settings(size=size, positions=positions, init=init, seed=5)
-    _, tc = learn_model(size, positions, VOCAB)
-    data = corpus_ids()
-    ref_losses, ref_params = pytorch_run(s, data, STEPS)
-    losses, params, norms = onnx_run(path, s, data, STEPS)
+def check(losses, params, ref_losses, ref_params, s, steps: int) -> None:
+    """The run's losses and final weights against PyTorch's, to the measured tolerances."""
+    _, tc = learn_model(s.size, s.positions, VOCAB)
     assert losses == pytest.approx(ref_losses, abs=LOSS_ATOL)
     assert ref_losses[-1] < ref_losses[0] - 0.3  # it learns: a bug that freezes the weights is not "equal"
-    d, lr_sum = SIZES[s.size].d_model, sum(lr_at(step, tc) for step in range(STEPS))
+    d, lr_sum = SIZES[s.size].d_model, sum(lr_at(step, tc) for step in range(steps))
+    assert set(params) == set(ref_params)
     for name, ref in ref_params.items():
-        diff = np.abs(params[name] - ref)
+        diff = np.abs(np.asarray(params[name], dtype=np.float32).reshape(ref.shape) - ref)
         if name.endswith("attn.c_attn.bias"):  # [query, key, value] biases: the key's are rounding-driven
             assert diff[d : 2 * d].max() <= lr_sum, name
             diff = np.concatenate([diff[:d], diff[2 * d :]])
         assert diff.max() <= PARAM_ATOL, name
+
+
+def compare(path, size: str, positions: str, init: str) -> list[float]:
+    s = settings(size=size, positions=positions, init=init, seed=5)
+    data = corpus_ids()
+    ref_losses, ref_params = pytorch_run(s, data, STEPS)
+    losses, params, norms = onnx_run(path, s, data, STEPS)
+    check(losses, params, ref_losses, ref_params, s, STEPS)
     return norms
 
 
@@ -123,3 +138,83 @@ def test_the_tiny_onnx_step_is_train_step_for_20_steps(graph):
 @pytest.mark.parametrize("init", ["proper", "skewed"])
 def test_every_size_and_position_kinds_step_is_train_step(graph, size, positions, init):
     compare(graph(size, positions), size, positions, init)
+
+
+BROWSER_STEPS = 10
+
+
+def browser_case(graph):
+    """The skewed start's initial weights and its first batches as web/engine/train.js takes them,
+    and PyTorch's losses and weights after those steps."""
+    s = settings(size="tiny", positions="learned", init="skewed", seed=5)
+    model = build_model(s, VOCAB)
+    _, tc = learn_model(s.size, s.positions, VOCAB)
+    data = corpus_ids()
+    batches = []
+    for step in range(BROWSER_STEPS):
+        x, y = get_batch(data, step, tc, model.config.block_size, 0, 1)
+        batches.append({"idx": x.flatten().tolist(), "targets": y.flatten().tolist(), "lr": lr_at(step, tc)})
+    params = {name: {"data": p.detach().flatten().tolist(), "dims": list(p.shape)} for name, p in model.named_parameters()}
+    doc = {"graph": str(graph("tiny", "learned")), "params": params, "batches": batches, "dims": [tc.batch_size, model.config.block_size]}
+    return s, doc, pytorch_run(s, data, BROWSER_STEPS)
+
+
+def check_browser_run(s, got: dict, reference) -> None:
+    ref_losses, ref_params = reference
+    check(got["losses"], got["params"], ref_losses, ref_params, s, BROWSER_STEPS)
+    assert max(got["gradNorms"][:3]) > 1.0
+
+
+def test_the_step_in_onnxruntime_web_under_node_is_train_step(graph):
+    """web/engine/train.js under Node.js with onnxruntime-web's WebAssembly (a page's runtime):
+    10 steps from the skewed start, fed the initial weights and the batches, against train_step."""
+    npm_ci()
+    s, doc, reference = browser_case(graph)
+    proc = subprocess.run(["node", str(WEB_TESTS / "train_steps.mjs")], input=json.dumps(doc), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_browser_run(s, json.loads(proc.stdout), reference)
+
+
+PAGE_RUN = """async () => {
+  const { loadOrt } = await import("./engine/engine.js");
+  const { Trainer } = await import("./engine/train.js");
+  const ort = await loadOrt("./ort/");
+  const doc = await (await fetch("./case.json")).json();
+  const trainer = await Trainer.create(ort, new Uint8Array(await (await fetch("./step.onnx")).arrayBuffer()));
+  trainer.start(doc.params);
+  const losses = [], gradNorms = [];
+  for (const { idx, targets, lr } of doc.batches) {
+    const r = await trainer.train(idx, targets, doc.dims, lr);
+    losses.push(r.loss);
+    gradNorms.push(r.gradNorm);
+  }
+  const params = Object.fromEntries(Object.entries(trainer.params()).map(([name, data]) => [name, Array.from(data)]));
+  return { losses, gradNorms, params };
+}"""
+
+
+@pytest.mark.browser
+def test_the_step_in_chromium_is_train_step(graph, tmp_path):
+    """The same 10 steps in headless Chromium: a page served by ``python -m http.server`` imports
+    web/engine/train.js and onnxruntime-web from its own folder, as the static edition does."""
+    from export.naming import ORT_WEB_DIR, ORT_WEB_FILES
+    from static_site import serve, static_page
+
+    npm_ci()
+    s, doc, reference = browser_case(graph)
+    shutil.copytree(ROOT / "web" / "engine", tmp_path / "engine")
+    (tmp_path / "ort").mkdir()
+    for name in ORT_WEB_FILES:
+        shutil.copy(ORT_WEB_DIR / name, tmp_path / "ort" / name)
+    shutil.copy(doc.pop("graph"), tmp_path / "step.onnx")
+    (tmp_path / "case.json").write_text(json.dumps(doc))
+    (tmp_path / "index.html").write_text("<!doctype html><title>train step</title>")
+    served = serve(tmp_path)
+    try:
+        with static_page(served.url + "index.html") as page:
+            got = page.evaluate(PAGE_RUN)
+            assert not page.errors, page.errors
+    finally:
+        served.stop()
+    check_browser_run(s, got, reference)
