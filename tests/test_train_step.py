@@ -26,15 +26,17 @@ WEB_TESTS = ROOT / "tests" / "web"
 
 VOCAB = 84  # the character corpus's size (docs/training.md; the tests draw their own text: no download)
 STEPS = 20
-# Measured 2026-11-28 on the 2-core CPU (tiny learned, 20 steps): the losses agree within 1.5e-6
-# from the proper start and 6.5e-5 from the skewed one (losses 4 to 12), every parameter within
-# 1.4e-4 (the skewed start's token embedding), except the attention's key bias: softmax does not
-# change when one number is added to every score of a row, so the key bias's gradient is zero but
-# for rounding, and Adam, which divides by the gradient's running size, turns that rounding into
-# steps of about the learning rate, in whichever direction it falls (up to 8e-3 apart after 20
-# steps, the sum of the learning rates being 1.3e-2). Those weights are held to that sum only.
-LOSS_ATOL = 2e-4
-PARAM_ATOL = 5e-4
+# Measured 2026-11-28 on the 2-core CPU, 20 steps (docs/training.md has each case): the losses
+# agree within 5e-6 from the proper start and 2.6e-4 from the skewed one, whose losses reach 25
+# (a relative 2.5e-5 at most); every weight within 7e-5 from the proper start and 5.1e-4 from the
+# skewed one (its saturated softmax leaves small gradients, whose rounding Adam magnifies), except
+# the attention's key biases: softmax does not change when one number is added to every score of a
+# row, so a key bias's gradient is zero but for rounding, and Adam, which divides by the gradient's
+# running size, turns that rounding into steps of about the learning rate in whichever direction it
+# falls (up to 8.3e-3 apart after 20 steps, the learning rates adding up to 1.3e-2). Those are held
+# to that sum only.
+LOSS_RTOL, LOSS_ATOL = 5e-5, 1e-5
+PARAM_ATOL = 1e-3
 
 
 def corpus_ids(seed: int = 0, n: int = 20_000) -> np.ndarray:
@@ -103,16 +105,24 @@ def graph(tmp_path_factory):
 def check(losses, params, ref_losses, ref_params, s, steps: int) -> None:
     """The run's losses and final weights against PyTorch's, to the measured tolerances."""
     _, tc = learn_model(s.size, s.positions, VOCAB)
-    assert losses == pytest.approx(ref_losses, abs=LOSS_ATOL)
-    assert ref_losses[-1] < ref_losses[0] - 0.3  # it learns: a bug that freezes the weights is not "equal"
+    assert losses == pytest.approx(ref_losses, rel=LOSS_RTOL, abs=LOSS_ATOL)
+    # It learns (sinusoidal positions the slowest: 4.41 to 4.25 in 20 steps): frozen weights are not "equal".
+    assert ref_losses[-1] < ref_losses[0] - 0.1
     d, lr_sum = SIZES[s.size].d_model, sum(lr_at(step, tc) for step in range(steps))
     assert set(params) == set(ref_params)
+    worst, worst_key = 0.0, 0.0
     for name, ref in ref_params.items():
         diff = np.abs(np.asarray(params[name], dtype=np.float32).reshape(ref.shape) - ref)
         if name.endswith("attn.c_attn.bias"):  # [query, key, value] biases: the key's are rounding-driven
             assert diff[d : 2 * d].max() <= lr_sum, name
+            worst_key = max(worst_key, float(diff[d : 2 * d].max()))
             diff = np.concatenate([diff[:d], diff[2 * d :]])
         assert diff.max() <= PARAM_ATOL, name
+        worst = max(worst, float(diff.max()))
+    # What was measured, for the tolerances above (pytest -s shows it).
+    loss_gap = float(np.abs(np.array(losses) - np.array(ref_losses)).max())
+    print(f"{s.size} {s.positions} {s.init}, {steps} steps: losses within {loss_gap:.1e}, weights {worst:.1e}, "
+          f"key biases {worst_key:.1e} (learning rates' sum {lr_sum:.1e})")
 
 
 def compare(path, size: str, positions: str, init: str) -> list[float]:
