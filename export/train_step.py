@@ -62,7 +62,8 @@ def step_function(model: GPT, tc: TrainConfig):
     names = [name for name, _ in model.named_parameters()]
     n = len(names)
 
-    def nll(params: dict[str, torch.Tensor], idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def nll(params: dict[str, torch.Tensor], idx: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the loss to minimise, the plain cross-entropy to report), as train_step's lm_loss."""
         def forward(x: torch.Tensor, head: bool = True):
             return functional_call(model, params, (x,), {"head": head})
 
@@ -100,12 +101,16 @@ def export_step(model: GPT, tc: TrainConfig, path: Path) -> Path:
 
     from .build import _quiet_logs
 
-    model = model.eval()  # dropout 0 either way: eval keeps the trace free of dropout's no-op
     if model.config.dropout:
         raise ValueError("the step graph has no dropout: export a model with dropout 0")
     example = example_inputs(model, tc)
-    with sdpa_kernel(SDPBackend.MATH):  # attention as matmul, softmax, matmul: each has an ONNX form
-        graph = make_fx(step_function(model, tc), decomposition_table=core_aten_decompositions())(*example)
+    was_training = model.training
+    model.eval()  # dropout 0 either way: eval keeps the trace free of dropout's no-op
+    try:
+        with sdpa_kernel(SDPBackend.MATH):  # attention as matmul, softmax, matmul: each has an ONNX form
+            graph = make_fx(step_function(model, tc), decomposition_table=core_aten_decompositions())(*example)
+    finally:
+        model.train(was_training)
     graph.eval()  # (the traced module's own flag: the exporter warns about a module in training mode)
     inputs, outputs = step_names(model)
     path.parent.mkdir(parents=True, exist_ok=True)
