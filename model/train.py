@@ -150,11 +150,66 @@ def lm_loss(
     return (1 - label_smoothing) * nll - label_smoothing * logp.mean(), nll
 
 
+ADAM_BETA1 = 0.9  # AdamW's first-moment decay (the second's is TrainConfig.beta2)
+ADAM_EPS = 1e-8  # added to the second moment's square root (torch's default)
+CLIP_EPS = 1e-6  # clip_grad_norm_'s max_norm / (norm + CLIP_EPS)
+
+
+def decays(p: torch.Tensor) -> bool:
+    """Whether AdamW decays a parameter: matrices (matmuls, embeddings) yes, biases and LayerNorm
+    gains no."""
+    return p.dim() >= 2
+
+
 def param_groups(model: GPT, weight_decay: float):
     """Weight decay on matrices (matmuls, embeddings), none on biases and LayerNorm gains."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    decay = [p for p in model.parameters() if decays(p)]
+    no_decay = [p for p in model.parameters() if not decays(p)]
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def adamw(model: GPT, tc: TrainConfig, **kwargs) -> torch.optim.AdamW:
+    """The optimizer of every training run (``main`` and Watch it learn): AdamW with ``tc``'s
+    learning rate, betas (:data:`ADAM_BETA1`, ``tc.beta2``) and weight decay on :func:`decays`."""
+    return torch.optim.AdamW(
+        param_groups(model, tc.weight_decay), lr=tc.lr, betas=(ADAM_BETA1, tc.beta2), eps=ADAM_EPS, **kwargs
+    )
+
+
+def clipped_adamw(
+    params: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    m: list[torch.Tensor],
+    v: list[torch.Tensor],
+    step: torch.Tensor,
+    lr: torch.Tensor,
+    tc: TrainConfig,
+) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+    """:func:`train_step`'s update as a pure function of tensors: ``clip_grad_norm_(...,
+    tc.grad_clip)`` then one step of :func:`adamw`, written out so that it can be traced into a
+    graph (export/train_step.py). ``step`` counts the updates made before this one (0 for the
+    first: the bias corrections use step + 1), ``lr`` is :func:`lr_at`'s. Returns (new
+    parameters, new first moments, new second moments, the gradients' norm before clipping).
+
+    The optimizer itself stays ``torch.optim.AdamW``: the tests compare this function, traced and
+    run by onnxruntime, with it."""
+    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, 2) for g in grads]), 2)
+    scale = torch.clamp(tc.grad_clip / (norm + CLIP_EPS), max=1.0)
+    t = (step + 1).to(torch.float32)
+    correction1 = 1 - ADAM_BETA1**t  # bias corrections: the moments start at zero
+    correction2 = 1 - tc.beta2**t
+    new_p, new_m, new_v = [], [], []
+    for p, g, m_i, v_i in zip(params, grads, m, v):
+        g = g * scale
+        m_i = ADAM_BETA1 * m_i + (1 - ADAM_BETA1) * g
+        v_i = tc.beta2 * v_i + (1 - tc.beta2) * g * g
+        if decays(p):
+            p = p * (1 - lr * tc.weight_decay)
+        p = p - (lr / correction1) * m_i / (torch.sqrt(v_i) / torch.sqrt(correction2) + ADAM_EPS)
+        new_p.append(p)
+        new_m.append(m_i)
+        new_v.append(v_i)
+    return new_p, new_m, new_v, norm
 
 
 def train_step(
@@ -303,7 +358,7 @@ def main(argv: list[str] | None = None) -> dict:
     model = GPT(mc).to(device)
     # Fused AdamW (one kernel for every parameter) where the device has it: CUDA.
     fused = {"fused": True} if device.startswith("cuda") else {}
-    opt = torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(0.9, tc.beta2), **fused)
+    opt = adamw(model, tc, **fused)
     step, log, best, elapsed0 = 0, [], float("inf"), 0.0
     if args.resume:
         load_weights(model, out / "last.safetensors")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from model.evaluate import evaluate_loss
-from model.train import param_groups
+from model.train import adamw
 
 from .batched import Learner, batched_step, shape_key
 from .corpus import Corpus, load_corpus
@@ -225,7 +225,7 @@ class Trainer:
         model = build_model(s, corpus.vocab_size)
         model.train()
         tc = train_config(s)
-        opt = torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(0.9, tc.beta2))
+        opt = adamw(model, tc)
         run.learner, run.corpus = Learner(model, opt, tc), corpus
         run.key = (run.kind, shape_key(model))
         state.status, state.message = "training", "Training..."
