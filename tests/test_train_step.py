@@ -232,15 +232,12 @@ PAGE_RUN = """async () => {
 def test_the_step_in_chromium_is_train_step(graph, tmp_path):
     """The same 10 steps in headless Chromium: a page served by ``python -m http.server`` imports
     web/engine/train.js and onnxruntime-web from its own folder, as the static edition does."""
-    from export.naming import ORT_WEB_DIR, ORT_WEB_FILES
+    from export import vendor
     from static_site import serve, static_page
 
-    npm_ci()
     s, doc, reference = browser_case(graph)
     shutil.copytree(ROOT / "web" / "engine", tmp_path / "engine")
-    (tmp_path / "ort").mkdir()
-    for name in ORT_WEB_FILES:
-        shutil.copy(ORT_WEB_DIR / name, tmp_path / "ort" / name)
+    shutil.copytree(vendor.ort_dir(), tmp_path / "ort")  # onnxruntime-web as the app serves it
     shutil.copy(doc.pop("graph"), tmp_path / "step.onnx")
     (tmp_path / "case.json").write_text(json.dumps(doc))
     (tmp_path / "index.html").write_text("<!doctype html><title>train step</title>")
