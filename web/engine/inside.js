@@ -105,6 +105,11 @@ export class Inside {
     if (T === 1) for (const name of ["token_losses", "next_logits", "next_ranks"]) data[name] = [];
     data.lens = Object.fromEntries(LENS.map((s) => [s, Array.from({ length: cfg.n_layer }, (_, i) => get(`lens.${i}.${s}`))]));
     if (T === 1) for (const s of ["next_ranks", "next_probs"]) data.lens[s] = data.lens[s].map(() => []);
+    if (this.tokenText) {
+      // the texts of the ids the views list, so that a view needs the data object alone
+      data.top_tokens = data.top_ids.map((row) => row.map((id) => this.tokenText(id)));
+      data.lens.top_tokens = data.lens.top_ids.map((layer) => layer.map((row) => row.map((id) => this.tokenText(id))));
+    }
     const losses = data.token_losses;
     data.loss = losses.length ? losses.reduce((a, b) => a + b, 0) / losses.length : null;
     data.uniform_loss = Math.log(cfg.vocab_size);
