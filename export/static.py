@@ -2,8 +2,8 @@
 Hugging Face Space, free on every account) serves with no Python behind it.
 
 The page runs the model in the learner's browser (onnxruntime-web, WebAssembly) with the project's
-browser engine (web/engine/): Tokenization, Embeddings, Positional encoding, Attention and Text
-generation, computed there; the tabs that need a server say so and link to a Gradio Space when
+browser engine (web/engine/): Tokenization, Embeddings, Positional encoding, Attention, Inside the
+model (its stage graph and 8-bit weights, export/inside_graph.py) and Text generation, computed there; the tabs that need a server say so and link to a Gradio Space when
 one is named (``--app-space USER/NAME``). Everything it runs is in the folder: the engine, the
 page (web/static/), onnxruntime-web and plotly.js (export/vendor.py: they come with the repository
 and the Python install, no npm), the Hub folder's 8-bit ONNX file with each layer's attention weights as extra
