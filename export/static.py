@@ -2,8 +2,8 @@
 Hugging Face Space, free on every account) serves with no Python behind it.
 
 The page runs the model in the learner's browser (onnxruntime-web, WebAssembly) with the project's
-browser engine (web/engine/): Tokenization, Embeddings, Positional encoding, Attention and Text
-generation, computed there; the tabs that need a server say so and link to a Gradio Space when
+browser engine (web/engine/): Tokenization, Embeddings, Positional encoding, Attention, Inside the
+model (its stage graph and 8-bit weights, export/inside_graph.py) and Text generation, computed there; the tabs that need a server say so and link to a Gradio Space when
 one is named (``--app-space USER/NAME``). Everything it runs is in the folder: the engine, the
 page (web/static/), onnxruntime-web and plotly.js (export/vendor.py: they come with the repository
 and the Python install, no npm), the Hub folder's 8-bit ONNX file with each layer's attention weights as extra
@@ -36,8 +36,13 @@ PLOTLY_FILE = f"vendor/plotly/{vendor.PLOTLY_FILE}{vendor.GZ}"
 MODEL_FILE = "model/model.onnx"
 ATTENTION_OUTPUT = "attentions.{}"
 # The five tabs the browser computes, and the four that need a server, in the app's order.
-BROWSER_TABS = ("tokenization", "embeddings", "positional", "attention", "generation")
-SERVER_TABS = ("inside", "model", "compare", "learn")
+BROWSER_TABS = ("tokenization", "embeddings", "positional", "attention", "inside", "generation")
+SERVER_TABS = ("model", "compare", "learn")
+# Inside the model: the stage graph (weights as inputs) and the trained weights, 8-bit
+# (export/inside_graph.py); downloaded only when the tab opens.
+INSIDE_GRAPH = "inside/graph.onnx"
+INSIDE_WEIGHTS = "inside/weights.bin"
+INSIDE_INDEX = "inside/weights.json"
 
 
 def with_attention_outputs(src: Path, dst: Path, n_layer: int) -> Path:
@@ -96,7 +101,7 @@ def link_params() -> dict[str, list[dict]]:
 
 def examples_and_defaults() -> dict:
     """Each browser tab's examples and opening settings, from the modules the app's tabs use."""
-    from playground import attention, embeddings, tokenization
+    from playground import attention, embeddings, inside, tokenization
     from playground.generation.params import DEFAULTS, EXAMPLE_PROMPTS
 
     return {
@@ -104,11 +109,13 @@ def examples_and_defaults() -> dict:
             "tokenization": list(tokenization.EXAMPLES),
             "embeddings": list(embeddings.EXAMPLE_EXPRESSIONS),
             "attention": list(attention.EXAMPLE_PROMPTS),
+            "inside": list(inside.EXAMPLE_TEXTS),
             "generation": list(EXAMPLE_PROMPTS),
         },
         "defaults": {
             "generation": {"text": EXAMPLE_PROMPTS[0], **DEFAULTS},
             "attention": {"cell_values_max_tokens": attention.CELL_VALUES_MAX_TOKENS},
+            "inside": {"text": inside.EXAMPLE_TEXTS[0], "lens_k": inside.LENS_K, "top_k": inside.TOP_K},
         },
     }
 
@@ -199,6 +206,13 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     for name in ("tokenizer.json", "config.json"):
         shutil.copy2(hub / name, out / "model" / name)
 
+    progress("Inside the model: the stage graph and its 8-bit weights")
+    from .inside_graph import built_graph, write_weights
+
+    (out / "inside").mkdir(exist_ok=True)
+    shutil.copy2(built_graph(model), out / INSIDE_GRAPH)
+    write_weights(model, out / INSIDE_WEIGHTS, out / INSIDE_INDEX)
+
     progress("the token embeddings, the lessons and the site's facts")
     rows, meta = embedding_table(model)
     (out / "data").mkdir(exist_ok=True)
@@ -206,7 +220,7 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     (out / "data" / "embeddings.json").write_text(json.dumps(meta, separators=(",", ":")))
     (out / "data" / "lessons.json").write_text(json.dumps(lessons_json(), ensure_ascii=False, indent=1))
     versioned = ("model/model.onnx", "model/tokenizer.json", "model/config.json", "data/embeddings.bin", "data/embeddings.json",
-                 ORT_WASM_FILE, PLOTLY_FILE)
+                 INSIDE_GRAPH, INSIDE_WEIGHTS, INSIDE_INDEX, ORT_WASM_FILE, PLOTLY_FILE)
     files = {name: f"{name}?v={_digest(out / name)}" for name in versioned}
     (out / "data" / "site.json").write_text(json.dumps(site(app_space, files, model), ensure_ascii=False, indent=1))
     (out / "README.md").write_text(space_readme(app_space, threads))

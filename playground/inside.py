@@ -44,6 +44,10 @@ __all__ = [
     "opening_token",
     "ffn0_of_token_alone",
     "layer_norm",
+    "block_stages",
+    "head_stages",
+    "lens_stages",
+    "output_head",
     "gelu_tanh",
 ]
 
@@ -138,7 +142,7 @@ class ForwardPass:
         position at once (one product with E; :meth:`lens_next`'s first rank, computed for all)."""
         if not self._first_ranks:
             with torch.inference_mode():
-                logits = _output_head(torch.from_numpy(self.layers[0].x_out[:-1]), self.model)[0]  # [T-1, V]
+                logits = output_head(torch.from_numpy(self.layers[0].x_out[:-1]), self.model)[0]  # [T-1, V]
                 nxt = torch.tensor(self.ids[1:], dtype=torch.long)
                 target = logits.gather(1, nxt[:, None])
                 self._first_ranks.append(((logits > target).sum(-1) + 1).numpy().copy())
@@ -148,7 +152,7 @@ class ForwardPass:
         if position not in self._lens:
             with torch.inference_mode():
                 x = torch.from_numpy(np.stack([t.x_out[position] for t in self.layers]))  # [n_layer, C]
-                logits = _output_head(x, self.model)[0]  # [n_layer, V]
+                logits = output_head(x, self.model)[0]  # [n_layer, V]
                 probs = F.softmax(logits, dim=-1)
                 top_p, top_i = torch.topk(probs, LENS_K, dim=-1)
                 nxt = None
@@ -162,7 +166,7 @@ class ForwardPass:
         return self._lens[position]
 
 
-def layer_norm(x: torch.Tensor, ln: torch.nn.LayerNorm) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def layer_norm(x: torch.Tensor, ln: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(mean, std, out) of LayerNorm by hand: out = (x - mean) / sqrt(var + eps) * gamma + beta,
     the variance the biased one (divided by d_model), as torch.nn.LayerNorm."""
     mean = x.mean(-1, keepdim=True)
@@ -180,10 +184,66 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().float().numpy().copy()
 
 
-def _output_head(x: torch.Tensor, model: GPT) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """ln_f, then logits = h @ E^T with the embedding matrix E: (logits [T, V], mean, std, h)."""
+def output_head(x: torch.Tensor, model: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """ln_f, then logits = h @ E^T with the embedding matrix E: (logits [T, V], mean, std, h).
+    ``model`` is read by attribute only (``ln_f``, ``wte.weight``), as :func:`block_stages` reads a block."""
     mean, std, h = layer_norm(x, model.ln_f)
     return h @ model.wte.weight.T, mean, std, h
+
+
+def block_stages(x: torch.Tensor, block: Any, causal: torch.Tensor, H: int, D: int) -> tuple[torch.Tensor, ...]:
+    """One block's stages on the stream ``x`` [T, C], in :class:`LayerTrace`'s field order (its
+    last, ``x_out``, is the next block's input). ``block`` is read by attribute only (``ln_1``,
+    ``attn.c_attn``, ``attn.c_proj``, ``ln_2``, ``mlp.c_fc``, ``mlp.c_proj``: weight, bias, eps), so
+    the browser's graph (export/inside_graph.py) runs this same function on weights it takes as inputs."""
+    T, C = x.shape[0], H * D
+    x_in = x
+    m1, s1, ln1 = layer_norm(x, block.ln_1)
+    qkv = ln1 @ block.attn.c_attn.weight.T + block.attn.c_attn.bias  # [T, 3C]
+    q, k, v = (m.reshape(T, H, D).transpose(0, 1) for m in qkv.split(C, dim=-1))  # [H, T, D] each
+    scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # [H, T, T]
+    weights = F.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+    head_out = weights @ v  # [H, T, D]
+    concat = head_out.transpose(0, 1).reshape(T, C)  # [T, C]: head h in columns h*D .. h*D+D-1
+    attn_out = concat @ block.attn.c_proj.weight.T + block.attn.c_proj.bias
+    x_mid = x_in + attn_out
+    m2, s2, ln2 = layer_norm(x_mid, block.ln_2)
+    fc = ln2 @ block.mlp.c_fc.weight.T + block.mlp.c_fc.bias
+    act = gelu_tanh(fc)
+    mlp_out = act @ block.mlp.c_proj.weight.T + block.mlp.c_proj.bias
+    x_out = x_mid + mlp_out
+    return (x_in, m1, s1, ln1, q, k, v, scores, weights, head_out, concat, attn_out, x_mid, m2, s2, ln2, fc, act, mlp_out, x_out)
+
+
+def head_stages(x: torch.Tensor, model: Any, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The output's stages on the last block's stream ``x`` [T, C] for the tokens ``idx`` [T]:
+    (ln_f mean, std, h, top ids, their logits and probabilities, logsumexp, the loss, logit and
+    rank of every token that came next). ``model`` read by attribute, as :func:`output_head`."""
+    logits, mf, sf, h = output_head(x, model)  # [T, V]
+    # log_softmax as the loss of training and of the Compare tab computes it (float32: a
+    # logsumexp over 50,257 terms rounds differently by up to 5e-5 nats).
+    logp = F.log_softmax(logits, dim=-1)
+    lse = logits[:, 0] - logp[:, 0]
+    top_logits, top_ids = torch.topk(logits, TOP_K, dim=-1)
+    nxt = idx[1:]
+    next_logits = logits[:-1].gather(1, nxt[:, None])[:, 0]
+    losses = -logp[:-1].gather(1, nxt[:, None])[:, 0]  # -ln p(the token that came next)
+    ranks = (logits[:-1] > next_logits[:, None]).sum(-1) + 1
+    return mf, sf, h, top_ids, top_logits, logp.gather(1, top_ids).exp(), lse, losses, next_logits, ranks
+
+
+def lens_stages(x_out: torch.Tensor, model: Any, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The logit lens of one layer at every position at once, as :meth:`ForwardPass.lens` and
+    :meth:`ForwardPass.lens_next` give it one position at a time: ``x_out`` [T, C] through ln_f and
+    E^T, then (top LENS_K ids [T, K], their probabilities [T, K], the rank [T-1] and probability
+    [T-1] of the token that came next)."""
+    logits = output_head(x_out, model)[0]  # [T, V]
+    probs = F.softmax(logits, dim=-1)
+    top_p, top_i = torch.topk(probs, LENS_K, dim=-1)
+    nxt = idx[1:, None]
+    target = logits[:-1].gather(1, nxt)
+    ranks = (logits[:-1] > target).sum(-1) + 1  # 1 + the tokens scored strictly higher
+    return top_i, top_p, ranks, probs[:-1].gather(1, nxt)[:, 0]
 
 
 @torch.inference_mode()
@@ -199,43 +259,17 @@ def forward_pass(model: GPT, ids: list[int]) -> ForwardPass:
     causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
     layers: list[LayerTrace] = []
     for block in model.blocks:
-        x_in = x
-        m1, s1, ln1 = layer_norm(x, block.ln_1)
-        qkv = ln1 @ block.attn.c_attn.weight.T + block.attn.c_attn.bias  # [T, 3C]
-        q, k, v = (m.reshape(T, H, D).transpose(0, 1) for m in qkv.split(C, dim=-1))  # [H, T, D] each
-        scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # [H, T, T]
-        weights = F.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
-        head_out = weights @ v  # [H, T, D]
-        concat = head_out.transpose(0, 1).reshape(T, C)  # [T, C]: head h in columns h*D .. h*D+D-1
-        attn_out = concat @ block.attn.c_proj.weight.T + block.attn.c_proj.bias
-        x_mid = x_in + attn_out
-        m2, s2, ln2 = layer_norm(x_mid, block.ln_2)
-        fc = ln2 @ block.mlp.c_fc.weight.T + block.mlp.c_fc.bias
-        act = gelu_tanh(fc)
-        mlp_out = act @ block.mlp.c_proj.weight.T + block.mlp.c_proj.bias
-        x = x_mid + mlp_out
-        layers.append(LayerTrace(
-            _np(x_in), _np(m1), _np(s1), _np(ln1), _np(q), _np(k), _np(v), _np(scores), _np(weights),
-            _np(head_out), _np(concat), _np(attn_out), _np(x_mid), _np(m2), _np(s2), _np(ln2), _np(fc),
-            _np(act), _np(mlp_out), _np(x),
-        ))
-    logits, mf, sf, h = _output_head(x, model)  # [T, V]
-    # log_softmax as the loss of training and of the Compare tab computes it (float32: a
-    # logsumexp over 50,257 terms rounds differently by up to 5e-5 nats).
-    logp = F.log_softmax(logits, dim=-1)
-    lse = logits[:, 0] - logp[:, 0]
-    top_logits, top_ids = torch.topk(logits, TOP_K, dim=-1)
-    nxt = idx[1:]
-    next_logits = logits[:-1].gather(1, nxt[:, None])[:, 0]
-    losses = -logp[:-1].gather(1, nxt[:, None])[:, 0]  # -ln p(the token that came next)
-    ranks = (logits[:-1] > next_logits[:, None]).sum(-1) + 1
+        stages = block_stages(x, block, causal, H, D)
+        x = stages[-1]
+        layers.append(LayerTrace(*(_np(t) for t in stages)))
+    mf, sf, h, top_ids, top_logits, top_probs, lse, losses, next_logits, ranks = head_stages(x, model, idx)
     # The model's own forward pass (its modules, its fused attention kernel) up to the last
     # hidden state; the output head after it is the same matmul with the same E.
     reference = model(idx[None], head=False).hidden[0]
     return ForwardPass(
         model=model, ids=list(ids), tokens=token_labels(ids), tok_emb=_np(tok), pos_emb=_np(pos), x0=_np(tok + pos),
         layers=layers, lnf_mean=_np(mf), lnf_std=_np(sf), h=_np(h), top_ids=top_ids.numpy().copy(),
-        top_logits=_np(top_logits), top_probs=_np(logp.gather(1, top_ids).exp()), logsumexp=_np(lse),
+        top_logits=_np(top_logits), top_probs=_np(top_probs), logsumexp=_np(lse),
         token_losses=_np(losses).astype(np.float64), next_logits=_np(next_logits), next_ranks=ranks.numpy().copy(),
         hidden_max_diff=float((h - reference).abs().max()),
     )

@@ -1,5 +1,5 @@
-"""The words a learner reads in the first five tabs (Tokenization, Embeddings, Positional
-encoding, Attention, Text generation): each tab's opening explanation, its fixed notes and
+"""The words a learner reads in the tabs that both editions have (Tokenization, Embeddings,
+Positional encoding, Attention, Inside the model, Text generation): each tab's opening explanation, its fixed notes and
 captions, and the sentence that leads on to the next tab.
 
 One source for two pages: the Gradio tabs (playground/ui/<tab>.py) show these strings as they
@@ -152,6 +152,22 @@ _LESSONS = (
         ),
         next_tab="Inside the model",
         next_key="inside",
+    ),
+    Lesson(
+        tab="inside",
+        title="Inside the model",
+        intro=(
+            "One forward pass of the model on your text, stage by stage, with its real numbers: the token and "
+            "position rows, each layer's attention heads, the residual stream, the feed-forward network, and the "
+            "logit lens, which applies the output head after every layer to show where a prediction forms. A new "
+            "text is computed once; choosing a layer, a head or a token only redraws it."
+        ),
+        next_sentence=(
+            "The last stage gave a probability for every token of the vocabulary: drawing one, appending it and "
+            "running the pass again is how the model writes."
+        ),
+        next_tab="Text generation",
+        next_key="generation",
     ),
     Lesson(
         tab="generation",

@@ -20,7 +20,7 @@ from playground import links
 from playground.lessons import LESSONS, Lesson, lessons_json, markdown_html, slowest_wavelength, to_html
 
 ROOT = Path(__file__).resolve().parent.parent
-FIVE = ("tokenization", "embeddings", "positional", "attention", "generation")
+FIVE = ("tokenization", "embeddings", "positional", "attention", "inside", "generation")  # the tabs both editions have
 
 
 def _texts(lesson: Lesson) -> Iterator[tuple[str, str]]:

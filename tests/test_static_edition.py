@@ -171,12 +171,12 @@ def test_copy_link_reopens_the_same_settings(static_server):
 
 
 def test_server_tabs_say_so_and_link_to_the_app(static_server):
-    with static_page(static_server.url + "?tab=inside", viewport=PHONE, is_mobile=True) as page:
+    with static_page(static_server.url + "?tab=compare", viewport=PHONE, is_mobile=True) as page:
         ready(page)
-        box = page.inner_text("#panel-inside")
+        box = page.inner_text("#panel-compare")
         assert "needs a server" in box
-        href = page.get_attribute("#panel-inside a", "href")
-        assert href == "https://huggingface.co/spaces/teacher/gpt-playground?tab=inside"
+        href = page.get_attribute("#panel-compare a", "href")
+        assert href == "https://huggingface.co/spaces/teacher/gpt-playground?tab=compare"
         assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
 
 

@@ -31,6 +31,8 @@ CATALOGUE = [
     {"tab": "positional", "base": "1e7", "d_model": "1024"},
     {"tab": "attention", "text": "To be, or not to be", "layer": "5", "head": "7"},
     {"tab": "attention", "layer": "6", "head": "-1"},
+    {"tab": "inside", "text": "ROMEO.\nWhat say you", "layer": "2", "head": "3", "token": "4"},
+    {"tab": "inside", "token": "64", "layer": "x", "head": "8"},
     {"tab": "generation", "text": "ROMEO:", "max_new_tokens": "32", "temperature": "0"},
     {"tab": "generation", "temperature": "9", "top_p": "0", "colour": "red", "top_k": "x", "max_new_tokens": "0"},
     {"tab": "generation", "top_p": "1", "seed": "4294967295", "temperature": "0.05"},

@@ -12,12 +12,14 @@ import gradio as gr
 
 from .. import inside as ins
 from .. import inside_view as view
+from ..lessons import LESSONS
 from ..resources import get_model
 from ..validation import validate_int
 from .serving.zerogpu import INSIDE_GPU_S, on_gpu
 from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, on_tab_open, static_text, user_errors
 from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples
 
+LESSON = LESSONS["inside"]
 CSS = static_text("inside.css")  # the classes inside_view writes
 gpu = on_gpu(INSIDE_GPU_S)  # a pass is a @spaces.GPU call on ZeroGPU, the handler itself elsewhere
 
@@ -224,11 +226,11 @@ watch('value', () => { watchStages(); syncStages(); });
 def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     """The tab's content; the example's pass is drawn when ``tab`` is first opened (out of the first page load)."""
     cfg = get_model().config
+    note(LESSON.intro)
     note(
-        f"One forward pass of the model on your text, stage by stage, with its real numbers: {cfg.n_layer} layers, "
-        f"{cfg.n_head} heads of {cfg.head_dim}, d_model {cfg.d_model}. Each box of the map gives its stage's numbers and "
-        "opens it; the map's chips or the sliders choose the layer and head, the slider or a click on a token the token "
-        "(a new text is computed once, then only redrawn)."
+        f"The model: {cfg.n_layer} layers, {cfg.n_head} heads of {cfg.head_dim}, d_model {cfg.d_model}. Each box of the map "
+        "gives its stage's numbers and opens it; the map's chips or the sliders choose the layer and head, the slider or a "
+        "click on a token the token."
     )
     r = _opened(ins.EXAMPLE_TEXTS[0], 0, 0)
     first, last = _render(r), len(r.fp.ids) - 1
@@ -252,11 +254,7 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
             ffn = gr.HTML(elem_id="ins-ffn", **html)
             lens = gr.HTML(elem_id="ins-lens", **html)
             out = gr.HTML(elem_id="ins-output", **html)
-    next_tab(
-        "The last stage gave a probability for every token of the vocabulary: drawing one, appending it and "
-        "running the pass again is how the model writes.",
-        "Text generation",
-    )
+    next_tab(LESSON.next_sentence, LESSON.next_tab)
 
     shown = gr.State(ins.EXAMPLE_TEXTS[0])  # the text whose pass the page shows
     outputs = [map_box, info, emb, ln, att, res, ffn, lens, out]

@@ -4,6 +4,7 @@
 
 import { Engine, loadOrt } from "./engine/engine.js";
 import { fetchBytes, fetchJSON } from "./engine/fetch.js";
+import { Inside } from "./engine/inside.js";
 import { Tokenizer } from "./engine/tokenizer.js";
 import { linkTo, parseQuery } from "./links.js";
 
@@ -64,11 +65,11 @@ function reporter(what) {
 function makeResources(site) {
   const f = site.files;
   const tokenizer = once(async () => Tokenizer.fromJSON(await fetchJSON(f["model/tokenizer.json"], reporter("the tokenizer"))));
+  const ort = once(() => loadOrt("./vendor/ort/", { wasm: f[ORT_WASM_FILE], onProgress: reporter("onnxruntime-web") }));
   const engine = once(async () => {
-    const ort = await loadOrt("./vendor/ort/", { wasm: f[ORT_WASM_FILE], onProgress: reporter("onnxruntime-web") });
     const t0 = performance.now();
     const loaded = await Engine.load({
-      ort, model: f["model/model.onnx"], tokenizer: f["model/tokenizer.json"], config: f["model/config.json"],
+      ort: await ort(), model: f["model/model.onnx"], tokenizer: f["model/tokenizer.json"], config: f["model/config.json"],
       onProgress: ({ file, ...p }) => file === "model" && reporter(`the model (${site.model.file})`)(p),
     });
     progress.show(`The model is ready (${((performance.now() - t0) / 1000).toFixed(1)} s${loaded.cached ? ", from this browser's cache" : ""}).`, 1);
@@ -101,7 +102,22 @@ function makeResources(site) {
     progress.hide();
     return { ...meta, rows: float16ToFloat32(bytes) };
   });
-  return { tokenizer, engine, plotly, embeddings };
+  // Inside the model: the stage graph and its own 8-bit weights (export/inside_graph.py), fetched
+  // when that tab first opens; the tokenizer is the page's.
+  const inside = once(async () => {
+    const [runtime, tok] = await Promise.all([ort(), tokenizer()]);
+    const t0 = performance.now();
+    const loaded = await Inside.load({
+      ort: runtime, graph: f["inside/graph.onnx"], weights: f["inside/weights.bin"], index: f["inside/weights.json"],
+      tokenText: (id) => tok.tokenText(id),
+      onProgress: ({ file, ...p }) => reporter(file === "weights" ? "the model's weights for Inside (8-bit)" : "the stage graph")(p),
+    });
+    loaded.tokenizer = tok;
+    progress.show(`The model's stages are ready (${((performance.now() - t0) / 1000).toFixed(1)} s).`, 1);
+    setTimeout(() => progress.hide(), 1500);
+    return loaded;
+  });
+  return { tokenizer, engine, plotly, embeddings, inside };
 }
 
 /** float16 little-endian bytes -> Float32Array (no Float16Array in every browser yet). */
@@ -205,7 +221,6 @@ async function main() {
 
 function serverWhy(tab) {
   return {
-    inside: "it works out a forward pass stage by stage in PyTorch from the model's parameters.",
     model: "its training curves, parameter counts and downloads come from the training run and the files on the server.",
     compare: "it runs the model beside its untrained initialisation in PyTorch.",
     learn: "it trains a GPT from random weights on the server's CPU.",
