@@ -452,3 +452,36 @@ def test_a_parked_request_rejoins_a_batch_of_another_length_and_decodes_as_alone
         assert got[id(seq)][0] == tokens
         for row in range(seq.n):
             assert max(worst(a, b) for a, b in zip(got[id(seq)][1][row], logits[row])) <= TOL
+
+
+def test_visitors_take_turns_with_the_rows_kept_aside_within_their_bound(engine, alone, monkeypatch):
+    """Five visitors on two rows, a slice of 4 tokens, at most 2 rows kept aside: generations
+    yield and resume in turn, never more than 2 rows aside at once, and each writes its own text
+    (a 2-sample one too); with no room to keep rows aside, nothing yields."""
+    forward = engine.forward
+    monkeypatch.setattr(engine, "forward", lambda *a: (time.sleep(0.002), forward(*a))[1])  # (paced: they overlap)
+    requests = [([464 + i, 3290], SamplingParams(30, 0.8, seed=i, num_samples=1 + (i == 2), stop_at_eot=False))
+                for i in range(5)]
+    for max_parked in (2, 0):
+        scheduler = Scheduler(engine, max_rows=2, max_waiting=MAX_WAITING_REQUESTS, slice_tokens=4,
+                              max_parked_rows=max_parked)
+        aside, done = [], threading.Event()
+
+        def watch():
+            while not done.is_set():
+                aside.append(scheduler.parked_rows)
+                time.sleep(0.001)  # (the scenario: a sampler beside the loop)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            with ThreadPoolExecutor(5) as pool:
+                got = list(pool.map(lambda i: _read(scheduler.stream(*requests[i], visitor=f"v{i}")), range(5)))
+        finally:
+            done.set()
+            watcher.join()
+            scheduler.close()
+        assert max(aside) <= max_parked
+        assert (scheduler.parks >= 2) if max_parked else scheduler.parks == 0
+        for request, tokens in zip(requests, got):
+            assert tokens == alone.tokens(*request)
