@@ -90,3 +90,35 @@ def test_visitors_remembered_stay_within_the_bound_the_busy_kept():
         s.arrive(v, {"a", "b"})
         assert len(s.tokens) <= 3
     assert {"a", "b", "f"} == set(s.tokens)  # the busy kept, the newest kept, the older gone
+
+
+def test_the_pages_and_the_apis_generations_reach_the_loop_as_their_visitors(monkeypatch):
+    """The Generate tab's, the API's and Next token's handlers name the visitor whose request
+    they serve (the socket's address here) to the decoding loop, which takes turns by it."""
+    import gradio as gr
+    from gradio.context import LocalContext
+    from starlette.requests import Request as HttpRequest
+
+    from playground.generation import streaming
+    from playground.ui import generation
+
+    seen: list[str] = []
+
+    class Loop:
+        def stream(self, prompt_ids, sampling, stop=None, visitor=""):
+            seen.append(visitor)
+            return iter(())
+
+    class Model:
+        vocab_size, block_size, provider, path = 50257, 256, "CPUExecutionProvider", "model.onnx"
+
+    monkeypatch.setattr(streaming, "engine_for", lambda precision: (Model(), Loop()))
+    monkeypatch.setattr(streaming, "get_engine", Model)
+    scope = {"type": "http", "client": ("10.1.2.3", 5000), "headers": [], "method": "POST", "path": "/", "query_string": b""}
+    token = LocalContext.request.set(gr.Request(request=HttpRequest(scope)))
+    try:
+        list(generation.api_generate("Hello", 4, 0.8, 40, 0.9, 1))
+        list(generation.ui_generate("Hello", 4, 0.8, 40, 0.9, 1, 1, "full"))
+    finally:
+        LocalContext.request.reset(token)
+    assert seen == ["10.1.2.3", "10.1.2.3"]
