@@ -135,8 +135,11 @@ MAX_WAITING_REQUESTS = 64
 
 # --- The queue: concurrency groups (playground/ui/common.py names the groups; app.py makes it) --
 # Sized for a small Space (2 vCPUs). Generations share one decoding loop: a handler only waits for
-# its tokens, so as many run as the batch has rows.
-GENERATION_CONCURRENCY = MAX_BATCH_ROWS
+# its tokens, so more run than the batch has rows, the others waiting in the loop's own line
+# (runtime/batching.py), where visitors take turns by tokens and a running generation yields its
+# rows after a slice (runtime/turns.py). In Gradio's line a learner's generation would wait for a
+# whole 512-token generation of someone else's to end; in the loop's, one slice at most.
+GENERATION_CONCURRENCY = MAX_BATCH_ROWS + 48
 FORWARD_CONCURRENCY = 2  # PyTorch on the server's cores: a heavy pass or a training run each
 LIGHT_CONCURRENCY = 8  # the light tabs answer in milliseconds and never wait behind the others
 # Building and sending megabytes of JSON holds the interpreter for most of a second, so a few big
@@ -146,7 +149,8 @@ EXPENSIVE_CONCURRENCY = 1
 # (playground/ui/serving/admission.py), so that a flood of one kind can never fill the queue the
 # light tabs share. A class of 100 (what one small Space serves), each asking at once, fits rather
 # than being told "busy": a waiting request holds only its inputs, and the line keeps arrival order
-# where retries would race. 16 generate and 84 wait; heavy passes: 2 run and 98 wait.
+# where retries would race. 64 generate (16 decode, 48 take turns in the loop's line) and 100 wait;
+# heavy passes: 2 run and 98 wait.
 MAX_WAITING_GENERATIONS = 100
 MAX_WAITING_FORWARD = 100
 # Watch it learn's runs waiting in Gradio's queue, behind the trainer's MAX_RUNNING + MAX_LINE.
@@ -245,3 +249,9 @@ MAX_LINE = 8
 # the wait of the first in line whatever the load (docs/training.md).
 FAIR_STEPS = env_int("PLAYGROUND_LEARN_FAIR_STEPS", 500, 1, 5_000)
 FAIR_SECONDS = env_int("PLAYGROUND_LEARN_FAIR_SECONDS", 120, 5, 300)
+
+# Gradio's worker threads (``launch(max_threads=...)``, 40 by default): a generator's handler holds
+# one while it waits for its next update, so every group's concurrency is counted, and a few more
+# for the handlers without a group.
+WORKER_THREADS = (GENERATION_CONCURRENCY + FORWARD_CONCURRENCY + LIGHT_CONCURRENCY + EXPENSIVE_CONCURRENCY
+                  + MAX_RUNNING + MAX_LINE + 8)
