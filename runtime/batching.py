@@ -89,7 +89,7 @@ class Request:
     arrival: int = 0  # the Scheduler's count of requests when it came (order among equals)
     slice_start: int = 0  # ``index`` when it last entered the batch
     parked: list[np.ndarray] | None = None  # its rows' cache while it has yielded them (Batch.park)
-    parked_at: float = 0.0  # perf_counter() when it yielded them
+    parked_at: float = 0.0  # perf_counter() when it last yielded them (0: not standing aside)
 
     @classmethod
     def new(cls, ids: np.ndarray, params: SamplingParams, block_size: int) -> "Request":
@@ -196,27 +196,32 @@ class Batch:
                 [np.ascontiguousarray(p[rows][:, :, width - length :]) for p in present])
             self.joining.append((seq, mine))
 
-    def park(self, parking: Sequence[Request]) -> None:
-        """Take running requests out of the batch with their rows' cache kept aside (and their
-        next token's logits), so that :meth:`add` later puts them back as they were: the same
-        bits, so a seeded generation writes what it writes alone. A request keeps its columns
-        down to the multiple of ``align`` below its padding, so it rejoins where its padding
-        still has its own remainder (:meth:`join_ready`). Kept rather than read anew from its
-        tokens: a copy of at most 3 MiB a row against a prompt's prefill, and a prefill's
-        logits differ from a step's in their last bits (docs/space.md, "Turns in the decoding
-        loop")."""
+    def park(self, parking: Sequence[Request], keep: Sequence[Request] | None = None) -> None:
+        """Take running requests out of the batch; those in ``keep`` (default: all) with their
+        rows' cache kept aside (and their next token's logits), so that :meth:`add` later puts
+        them back as they were: the same bits, so a seeded generation writes what it writes
+        alone. A request keeps its columns down to the multiple of ``align`` below its padding,
+        so it rejoins where its padding still has its own remainder (:meth:`join_ready`). The
+        others are read anew from their tokens when added back, as a full context is (a
+        prefill's logits differ from a step's in their last bits). Kept is the cheaper by far:
+        a copy of at most 3 MiB a row against a prefill of its window (docs/space.md, "Turns
+        in the decoding loop")."""
         parking = [s for s in parking if s in self.seqs]
         if not parking:
             return
+        keep = parking if keep is None else [s for s in parking if s in keep]
         past = self._numpy(self.past)
         P = past[0].shape[2]
         starts = dict(zip(map(id, self.seqs), np.cumsum([0] + [s.n for s in self.seqs])))
         now = time.perf_counter()
         for seq in parking:
-            a, cut = starts[id(seq)], (P - seq.length) // self.align * self.align
-            seq.parked = [np.ascontiguousarray(p[a : a + seq.n, :, cut:]) for p in past]
-            seq.logits = np.array(seq.logits)  # its own: not a view pinning the whole step's logits
             seq.parked_at = now
+            if seq in keep:
+                a, cut = starts[id(seq)], (P - seq.length) // self.align * self.align
+                seq.parked = [np.ascontiguousarray(p[a : a + seq.n, :, cut:]) for p in past]
+                seq.logits = np.array(seq.logits)  # its own: not a view pinning the whole step's logits
+            else:
+                seq.logits = None  # the prefill that reads it anew gives them again
         self.remove(parking)
 
     def remove(self, leaving: Sequence[Request]) -> None:
@@ -360,7 +365,8 @@ class Scheduler:
         self.max_waiting = max_waiting
         self.slice_tokens = slice_tokens  # tokens a generation decodes before it yields to a waiting visitor
         # Rows whose cache is kept aside while they have yielded (3 MiB a row at most for the
-        # shipped model): past this, a running generation does not yield.
+        # shipped model): past this, a yielding generation's cache is dropped, and it is read
+        # anew from its tokens when it comes back.
         self.max_parked_rows = max_rows if max_parked_rows is None else max_parked_rows
         self._waiting: list[Request] = []  # new requests and parked ones
         self._running: list[Request] = []  # the batch's requests after the last step (read under _cond)
@@ -397,9 +403,9 @@ class Scheduler:
         with self._cond:
             if self._closed:
                 raise RuntimeError("the scheduler is closed")
-            new = sum(1 for s in self._waiting if s.parked is None)  # (parked ones have their own bound)
-            if new >= self.max_waiting:
-                raise Busy(f"{new} generations are already waiting: try again in a moment")
+            # (parked ones count: with the rows, this bounds every request the loop holds)
+            if len(self._waiting) >= self.max_waiting:
+                raise Busy(f"{len(self._waiting)} generations are already waiting: try again in a moment")
             self._served.arrive(visitor, {s.visitor for s in (*self._running, *self._waiting)})
             seq.visitor, seq.arrival = visitor, self._arrivals
             self._arrivals += 1
@@ -451,25 +457,33 @@ class Scheduler:
             self._waiting = [s for s in self._waiting if not s.cancelled]
             if not self._waiting:
                 return [], []
-            parked = sum(s.n for s in self._waiting if s.parked is not None)
             running = [s for s in batch.seqs if not s.cancelled and not s.finished.all()]
-            admitted, parking = plan(self._waiting, running, self._served, self.max_rows - batch.rows,
-                                     self.max_parked_rows - parked, self.slice_tokens)
+            admitted, parking = plan(self._waiting, running, self._served, self.max_rows - batch.rows, self.slice_tokens)
             self._waiting = [s for s in self._waiting if s not in admitted]
             return admitted, parking
 
     def _enter(self, batch: Batch, admitted: list[Request], parking: list[Request]) -> None:
-        """Park ``parking`` (back in the line, their place in it kept) and add ``admitted``."""
+        """Park ``parking`` (back in the line, their place in it kept; their cache kept aside while
+        ``max_parked_rows`` allow, counting those leaving the line now) and add ``admitted``."""
         if parking:
-            batch.park(parking)
+            with self._cond:
+                room = self.max_parked_rows - sum(s.n for s in self._waiting if s.parked is not None)
+            room += sum(s.n for s in admitted if s.parked is not None)
+            keep = []
+            for seq in parking:
+                if seq.n <= room:
+                    keep.append(seq)
+                    room -= seq.n
+            batch.park(parking, keep)
             with self._cond:
                 self._waiting.extend(parking)
                 self.parks += len(parking)
         now = time.perf_counter()
         for seq in admitted:
             seq.slice_start = seq.index
-            if seq.parked is not None:  # the time it stood aside is not its own: elapsed_s, its budget
+            if seq.parked_at:  # the time it stood aside is not its own: elapsed_s, its budget
                 seq.t0 += now - seq.parked_at
+                seq.parked_at = 0.0
         batch.add(*admitted)
 
     def _account(self, batch: Batch, out: list[tuple[Request, DecodeStep]]) -> None:

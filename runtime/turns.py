@@ -67,7 +67,7 @@ class Served:
         self.tokens.clear()
 
 
-def plan(waiting: Sequence[Turn], running: Sequence[Turn], served: Served, room: int, park_room: int,
+def plan(waiting: Sequence[Turn], running: Sequence[Turn], served: Served, room: int,
          slice_tokens: int = SLICE_TOKENS) -> tuple[list, list]:
     """``(admitted, parked)``: the waiting requests that enter the batch now, and the running ones
     that yield their rows to them first.
@@ -75,8 +75,9 @@ def plan(waiting: Sequence[Turn], running: Sequence[Turn], served: Served, room:
     Waiting requests are taken by their visitor's tokens so far, fewest first (arrival order
     among equals); one that does not fit in ``room`` rows is given rows by running requests that
     have decoded a whole slice since they entered and whose visitor has been given more tokens
-    than its own (the most served first), within ``park_room`` rows kept aside. The first that
-    still does not fit stops the line, so a request of many samples is not passed for ever."""
+    than its own (the most served first). The first that still does not fit stops the line, so a
+    request of many samples is not passed for ever. (Where the yielded rows' cache goes is the
+    scheduler's business: kept aside within a bound, else read anew.)"""
     order = sorted(waiting, key=lambda s: (served[s.visitor], s.arrival))
     admitted: list = []
     parked: list = []
@@ -94,10 +95,10 @@ def plan(waiting: Sequence[Turn], running: Sequence[Turn], served: Served, room:
                     break
                 chosen.append(s)
                 freed += s.n
-            if room + freed < seq.n or freed > park_room:
+            if room + freed < seq.n:
                 break
             parked += chosen
-            room, park_room = room + freed, park_room - freed
+            room += freed
         admitted.append(seq)
         room -= seq.n
     return admitted, parked

@@ -457,7 +457,8 @@ def test_a_parked_request_rejoins_a_batch_of_another_length_and_decodes_as_alone
 def test_visitors_take_turns_with_the_rows_kept_aside_within_their_bound(engine, alone, monkeypatch):
     """Five visitors on two rows, a slice of 4 tokens, at most 2 rows kept aside: generations
     yield and resume in turn, never more than 2 rows aside at once, and each writes its own text
-    (a 2-sample one too); with no room to keep rows aside, nothing yields."""
+    (a 2-sample one too); with no room to keep rows aside, they yield all the same, and are read
+    anew from their tokens when they resume."""
     forward = engine.forward
     monkeypatch.setattr(engine, "forward", lambda *a: (time.sleep(0.002), forward(*a))[1])  # (paced: they overlap)
     requests = [([464 + i, 3290], SamplingParams(30, 0.8, seed=i, num_samples=1 + (i == 2), stop_at_eot=False))
@@ -482,6 +483,6 @@ def test_visitors_take_turns_with_the_rows_kept_aside_within_their_bound(engine,
             watcher.join()
             scheduler.close()
         assert max(aside) <= max_parked
-        assert (scheduler.parks >= 2) if max_parked else scheduler.parks == 0
+        assert scheduler.parks >= 2
         for request, tokens in zip(requests, got):
             assert tokens == alone.tokens(*request)

@@ -29,46 +29,39 @@ def served(**tokens: int) -> Served:
 def test_a_running_request_yields_after_a_whole_slice_and_not_before(decoded, yields):
     running = R("a", 0, index=20 + decoded, slice_start=20)
     waiting = R("b", 1)
-    admitted, parked = plan([waiting], [running], served(a=30, b=2), room=0, park_room=4, slice_tokens=8)
+    admitted, parked = plan([waiting], [running], served(a=30, b=2), room=0, slice_tokens=8)
     assert (admitted, parked) == (([waiting], [running]) if yields else ([], []))
 
 
 def test_the_waiting_visitor_given_the_fewest_tokens_goes_first_not_the_first_to_arrive():
     a2, c = R("a", 1), R("c", 2)
     running = R("a", 0, index=40)
-    admitted, parked = plan([a2, c], [running], served(a=40, c=3), room=0, park_room=4, slice_tokens=8)
+    admitted, parked = plan([a2, c], [running], served(a=40, c=3), room=0, slice_tokens=8)
     assert admitted == [c] and parked == [running]
     # with a free row, c is still first; equal tokens go in arrival order
-    assert plan([a2, c], [], served(a=40, c=3), room=1, park_room=0)[0] == [c]
+    assert plan([a2, c], [], served(a=40, c=3), room=1)[0] == [c]
     d = R("d", 3)
-    assert plan([d, c], [], served(c=5, d=5), room=1, park_room=0)[0] == [c]
+    assert plan([d, c], [], served(c=5, d=5), room=1)[0] == [c]
 
 
 def test_a_visitor_never_parks_its_own_nor_one_given_fewer_tokens():
     running = R("a", 0, index=40)
-    assert plan([R("a", 1)], [running], served(a=40), room=0, park_room=4) == ([], [])
-    assert plan([R("b", 1)], [running], served(a=10, b=10), room=0, park_room=4) == ([], [])
-    assert plan([R("b", 1)], [running], served(a=10, b=11), room=0, park_room=4) == ([], [])
+    assert plan([R("a", 1)], [running], served(a=40), room=0) == ([], [])
+    assert plan([R("b", 1)], [running], served(a=10, b=10), room=0) == ([], [])
+    assert plan([R("b", 1)], [running], served(a=10, b=11), room=0) == ([], [])
 
 
 def test_the_most_served_yields_first_and_only_as_many_rows_as_needed():
     x, y, z = R("x", 0, index=50), R("y", 1, index=50), R("z", 2, n=2, index=50)
-    admitted, parked = plan([R("b", 3, n=2)], [x, y, z], served(x=90, y=60, z=80, b=0), room=0, park_room=8, slice_tokens=8)
+    admitted, parked = plan([R("b", 3, n=2)], [x, y, z], served(x=90, y=60, z=80, b=0), room=0, slice_tokens=8)
     assert parked == [x, z]  # x (90) gives 1 row, z (80) the second: y (60) keeps its row
-    admitted, parked = plan([R("b", 3)], [x, y, z], served(x=90, y=60, z=80, b=0), room=0, park_room=8, slice_tokens=8)
+    admitted, parked = plan([R("b", 3)], [x, y, z], served(x=90, y=60, z=80, b=0), room=0, slice_tokens=8)
     assert parked == [x]
-
-
-def test_rows_kept_aside_stay_within_their_bound():
-    x = R("x", 0, n=2, index=50)
-    waiting = R("b", 1, n=2)
-    assert plan([waiting], [x], served(x=90), room=0, park_room=1, slice_tokens=8) == ([], [])
-    assert plan([waiting], [x], served(x=90), room=0, park_room=2, slice_tokens=8) == ([waiting], [x])
 
 
 def test_the_first_request_that_cannot_get_rows_stops_the_line():
     big, small = R("b", 1, n=3), R("c", 2)
-    assert plan([big, small], [], served(b=0, c=1), room=2, park_room=0) == ([], [])
+    assert plan([big, small], [], served(b=0, c=1), room=2) == ([], [])
 
 
 def test_a_newcomer_starts_at_the_fewest_tokens_of_the_busy_and_a_returning_one_keeps_its_own():
