@@ -236,6 +236,14 @@ READER_GRACE_S = reader_grace_s()
 # its generations: the others wait their turn (429, the page tries again), and one client cannot
 # open hundreds of model-sized streams.
 MODEL_STREAMS_PER_VISITOR = env_int("PLAYGROUND_MODEL_STREAMS_PER_VISITOR", 4, 1, 1_000)
+# Every file under /browser/ (the model, onnxruntime-web's, the page's own modules): downloads open
+# at once per visitor (a page loads its modules 6 at a time, a browser's connections to one host),
+# and bytes per minute per visitor, refilled evenly (playground/ui/serving/byte_budget.py). A
+# page's whole first load is about 35 MB (the 8-bit model 18.4 MB, onnxruntime's WebAssembly
+# gzipped, the modules), so a minute's budget holds it twice: one address pulled 4.3 GB of the
+# WebAssembly in 20 s before; now at most 64 + 21 MB. On a Space it is the Space's bandwidth.
+FILE_DOWNLOADS_PER_VISITOR = env_int("PLAYGROUND_FILE_DOWNLOADS_PER_VISITOR", 8, 1, 1_000)
+FILE_MB_PER_MINUTE = env_int("PLAYGROUND_FILE_MB_PER_MINUTE", 64, 20, 100_000)
 
 # --- Watch it learn's trainer (playground/learn/scheduler.py) -----------------------------------
 MAX_RUNNING = 8  # runs training at once (docs/training.md, "Watch it learn for a class")
