@@ -126,7 +126,7 @@ GENERATION_BUDGET_S = 60.0
 # fit waits for rows to free up (first come, first served), and past MAX_WAITING_REQUESTS waiting
 # ones a new one is told to try again.
 MAX_BATCH_ROWS = 16
-MAX_WAITING_REQUESTS = 64
+MAX_WAITING_REQUESTS = 100
 
 
 # ============================== Serving ========================================================
@@ -138,8 +138,11 @@ MAX_WAITING_REQUESTS = 64
 # its tokens, so more run than the batch has rows, the others waiting in the loop's own line
 # (runtime/batching.py), where visitors take turns by tokens and a running generation yields its
 # rows after a slice (runtime/turns.py). In Gradio's line a learner's generation would wait for a
-# whole 512-token generation of someone else's to end; in the loop's, one slice at most.
-GENERATION_CONCURRENCY = MAX_BATCH_ROWS + 48
+# whole 512-token generation of someone else's to end; in the loop's, one slice at most. So every
+# generation admitted runs a handler (a group of addresses keeping 64 in flight took 64 handlers,
+# and learners past them waited in Gradio's line for 47.6 s), and Gradio's own line for
+# generations is only the moment between one handler's end and the next one's start.
+GENERATION_CONCURRENCY = MAX_BATCH_ROWS + MAX_WAITING_REQUESTS
 FORWARD_CONCURRENCY = 2  # PyTorch on the server's cores: a heavy pass or a training run each
 LIGHT_CONCURRENCY = 8  # the light tabs answer in milliseconds and never wait behind the others
 # Building and sending megabytes of JSON holds the interpreter for most of a second, so a few big
@@ -149,9 +152,10 @@ EXPENSIVE_CONCURRENCY = 1
 # (playground/ui/serving/admission.py), so that a flood of one kind can never fill the queue the
 # light tabs share. A class of 100 (what one small Space serves), each asking at once, fits rather
 # than being told "busy": a waiting request holds only its inputs, and the line keeps arrival order
-# where retries would race. 64 generate (16 decode, 48 take turns in the loop's line) and 100 wait;
+# where retries would race. 116 generate (16 decode, 100 take turns in the loop's line) and 8 wait
+# in Gradio's (past those 124, a learner is refused at once and offered "Run on: this browser");
 # heavy passes: 2 run and 98 wait.
-MAX_WAITING_GENERATIONS = 100
+MAX_WAITING_GENERATIONS = 8
 MAX_WAITING_FORWARD = 100
 # Watch it learn's runs waiting in Gradio's queue, behind the trainer's MAX_RUNNING + MAX_LINE.
 MAX_WAITING_LEARNERS = 16
