@@ -479,3 +479,16 @@ def test_the_line_is_ordered_by_what_each_visitor_ran_lately_and_runs_now():
     events.add("slow", "s2", "forward")
     events.note("slow", "forward")
     assert waiting_order(events, "forward", [("r3", "runner"), ("s2", "slow")]) == ["s2", "r3"]
+
+
+def test_an_address_served_lately_gives_its_waiting_place_to_a_learner_served_none():
+    """Addresses each holding one waiting place, one pass after another: counted by places alone
+    none holds two more than a learner, so the learner was refused; counted with what each ran in
+    the last minute, the most served gives its newest waiting request, and one served once lately
+    (1 + 1 waiting = 2 against the learner's 0) does too, where one served never does not."""
+    holdings = {"g1": Held(0, ("a",)), "g2": Held(0, ("b",))}
+    assert give_way(holdings, "learner") is None
+    assert give_way(holdings, "learner", {"g1": 3, "g2": 5}) == ("g2", "b")
+    assert give_way(holdings, "learner", {"g1": 1}) == ("g1", "a")
+    assert give_way(holdings, "learner", {"g1": 0}) is None
+    assert give_way({**holdings, "learner": Held(0, ())}, "learner", {"g1": 2, "learner": 2}) is None  # 2 + 1 < 2 + 2

@@ -93,19 +93,28 @@ class Held:
         return self.running + len(self.waiting)
 
 
-def give_way(holdings: Mapping[str, Held], newcomer: str) -> tuple[str, str] | None:
+def give_way(holdings: Mapping[str, Held], newcomer: str, served: Mapping[str, int] | None = None) -> tuple[str, str] | None:
     """When a group's waiting places are full: ``(visitor, event id)`` of the waiting request that
     gives its place to ``newcomer``'s, or None when none should. The visitor holding the most
     gives up its newest waiting request, and only when it holds at least two more than the
     newcomer: with one more, the swap would only move the excess from one to the other (and the
     two would evict each other in turn). Among equals, the one with more waiting; then by name,
-    so that the choice never depends on a dict's order."""
-    mine = holdings.get(newcomer, Held()).total
-    candidates = [(h.total, len(h.waiting), visitor) for visitor, h in holdings.items() if h.waiting and visitor != newcomer]
+    so that the choice never depends on a dict's order. ``served``: each visitor's requests of the
+    group that ran lately (:meth:`VisitorEvents.served_recently`), counted where more than those
+    running now, so that addresses each sending one request after another, holding one place
+    each, give way to a learner who was served none."""
+    served = served or {}
+
+    def total(visitor: str) -> int:
+        h = holdings.get(visitor, Held())
+        return max(h.running, served.get(visitor, 0)) + len(h.waiting)
+
+    mine = total(newcomer)
+    candidates = [(total(visitor), len(h.waiting), visitor) for visitor, h in holdings.items() if h.waiting and visitor != newcomer]
     if not candidates:
         return None
-    total, _, visitor = min(candidates, key=lambda c: (-c[0], -c[1], c[2]))
-    if total < mine + 2:
+    most, _, visitor = min(candidates, key=lambda c: (-c[0], -c[1], c[2]))
+    if most < mine + 2:
         return None
     return visitor, holdings[visitor].waiting[-1]
 
@@ -120,7 +129,7 @@ class Decision(NamedTuple):
 
 def decide(arrival: Arrival, holdings: Mapping[str, Held], pending: int, per_visitor: Mapping[str, int],
            max_waiting: Mapping[str, int], max_events: int = MAX_EVENTS_PER_ADDRESS, queued: int = 0,
-           max_queued: int | None = None) -> Decision:
+           max_queued: int | None = None, served: Mapping[str, int] | None = None) -> Decision:
     """Whether a request gets a place, given what every visitor holds of its group
     (``holdings``: visitor -> :class:`Held`; empty for a group without caps) and what its own
     visitor has in the whole queue (``pending``). The per-visitor caps stay upper bounds; a group
@@ -133,7 +142,7 @@ def decide(arrival: Arrival, holdings: Mapping[str, Held], pending: int, per_vis
     refusal = check_arrival(arrival, pending, mine, waiting, per_visitor, max_waiting, max_events, queued, max_queued)
     if refusal is None or refusal[1] != "queue_full" or group not in max_waiting or waiting < max_waiting[group]:
         return Decision(refusal)
-    victim = give_way(holdings, arrival.address)
+    victim = give_way(holdings, arrival.address, served)
     return Decision(refusal) if victim is None else Decision(None, victim)
 
 
@@ -267,10 +276,12 @@ def admit(demo: gr.Blocks, max_waiting: Mapping[str, int] | None = None,
     def refuse(arrival: Arrival) -> Refusal:
         group = arrival.concurrency_id
         holdings = {}
+        served: dict[str, int] = {}
         if group in shares or group in caps:
             holdings = events.holdings(group, [e._id for e in gradio_internals.waiting_events(demo, group)])
+            served = events.served_recently(group, Counter({v: len(h.waiting) for v, h in holdings.items()}))
         decision = decide(arrival, holdings, events.pending(arrival.address), shares, caps, MAX_EVENTS_PER_ADDRESS,
-                          *gradio_internals.queue_load(demo))
+                          *gradio_internals.queue_load(demo), served=served)
         if decision.evict is None:
             return decision.refusal
         visitor, event_id = decision.evict
