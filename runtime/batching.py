@@ -16,7 +16,9 @@ max tokens, stop at ``<|endoftext|>``.
 
 :class:`Batch` is the loop's state without threads (``runtime.generate`` runs one request
 through it); :class:`Scheduler` runs a Batch on a thread of its own and hands
-each request's steps to the thread that reads them. The loop calls the model, draws the tokens
+each request's steps to the thread that reads them. It serves visitors in turn by the tokens each
+was given, and a running generation yields its rows after a slice to a waiting visitor given
+fewer, its cache kept aside (:meth:`Batch.park`) until it resumes (``runtime/turns.py``). The loop calls the model, draws the tokens
 and works out, row by row, the candidates and probabilities the page shows (``top_candidates``).
 """
 
