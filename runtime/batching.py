@@ -466,11 +466,10 @@ class Scheduler:
 
     def _enter(self, batch: Batch, admitted: list[Request], parking: list[Request]) -> None:
         """Park ``parking`` (back in the line, their place in it kept; their cache kept aside while
-        ``max_parked_rows`` allow, counting those leaving the line now) and add ``admitted``."""
+        ``max_parked_rows`` allow) and add ``admitted``."""
         if parking:
-            with self._cond:
+            with self._cond:  # (the admitted ones have left the line already: their rows are free)
                 room = self.max_parked_rows - sum(s.n for s in self._waiting if s.parked is not None)
-            room += sum(s.n for s in admitted if s.parked is not None)
             keep = []
             for seq in parking:
                 if seq.n <= room:

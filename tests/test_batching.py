@@ -476,8 +476,11 @@ def test_visitors_take_turns_with_the_rows_kept_aside_within_their_bound(engine,
         watcher = threading.Thread(target=watch)
         watcher.start()
         try:
+            # (all sent before any is read: a loaded machine starting the readers' threads late
+            # would otherwise let the first ones finish before the last arrive)
+            streams = [scheduler.stream(*requests[i], visitor=f"v{i}") for i in range(5)]
             with ThreadPoolExecutor(5) as pool:
-                got = list(pool.map(lambda i: _read(scheduler.stream(*requests[i], visitor=f"v{i}")), range(5)))
+                got = list(pool.map(_read, streams))
         finally:
             done.set()
             watcher.join()
