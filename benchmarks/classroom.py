@@ -3,8 +3,8 @@ reverse proxy that appends ``X-Forwarded-For``, and N learners, each from its ow
 (127.0.0.x), going through a lesson with the page's own events: open the page, tokenize, attention,
 inside, generate 32 tokens, start a Watch it learn run. Optionally beside an abusive visitor
 (``--abuse``: 30 long generations at once, each forging ``X-Forwarded-For``), or a hostile group
-(``--siege N``: N addresses each keeping its share of long generations in flight, sending again
-at once whenever one ends or is refused). Learners may obey ``Retry-After`` (``--patience S``:
+(``--siege N``: N addresses each keeping its share of long generations, or with ``--siege-with``
+Inside or Attention passes, in flight, sending again at once whenever one ends or is refused). Learners may obey ``Retry-After`` (``--patience S``:
 a refused action is tried again after the time the app gave, for up to S seconds; its wait counts
 from the first click). Prints, per action, the median and 95th percentile wait, the refusals
 (with what they said), failures, and the app's memory.
@@ -14,6 +14,7 @@ from the first click). Prints, per action, the median and 95th percentile wait, 
     python -m benchmarks.classroom --learners 16 --abuse
     python -m benchmarks.classroom --actions generate --abuse    # only the generation step
     python -m benchmarks.classroom --actions generate --learners 20 --siege 16 --patience 120
+    python -m benchmarks.classroom --actions inside --learners 10 --siege 110 --siege-per 1 --siege-with inside
     python -m benchmarks.classroom --soak             # the mixed soak: memory 30 s after heavy traffic
     python -m benchmarks.classroom --url https://USER-NAME.hf.space/ --learners 10   # an app already running
 
@@ -58,6 +59,7 @@ ABUSE_TOKENS = 512
 ABUSER_SOURCE = "127.0.0.250"
 MAX_SIEGE_ADDRESSES = 250
 SIEGE_TOKENS = 512
+SIEGE_ENDPOINTS = ("generate", "inside", "attention")  # long generations, or heavy passes on 25-token texts no one else sent
 SIEGE_BACKOFF_S = 0.5  # a hostile client sends again at once; this only keeps the loop from spinning on a refusal
 
 
@@ -426,12 +428,15 @@ class Siege:
     :meth:`start`, then :meth:`join` for the counts."""
 
     def __init__(self, url: str, addresses: int, per_address: int = 4, duration_s: float = 60.0,
-                 tokens: int = SIEGE_TOKENS) -> None:
+                 tokens: int = SIEGE_TOKENS, endpoint: str = "generate") -> None:
         if not is_loopback(url):
             raise ValueError(f"a siege only targets an app on loopback, not {url}")
         if not 1 <= addresses <= MAX_SIEGE_ADDRESSES or not 1 <= per_address <= 8:
             raise ValueError(f"1 to {MAX_SIEGE_ADDRESSES} addresses, 1 to 8 requests each")
+        if endpoint not in SIEGE_ENDPOINTS:
+            raise ValueError(f"a siege sends one of {', '.join(SIEGE_ENDPOINTS)}, not {endpoint!r}")
         self.url, self.addresses, self.per_address, self.duration_s, self.tokens = url, addresses, per_address, duration_s, tokens
+        self.endpoint = endpoint
         self.counts = {"accepted": 0, "finished": 0, "held at the end": 0, "refused": 0, "gave way": 0, "failed": 0}
         self.in_flight = 0
         self.durations: list[float] = []  # seconds from the POST to the last token, of those finished
@@ -451,8 +456,10 @@ class Siege:
         with httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address=source)) as http:
             while time.perf_counter() < self.deadline:
                 seed += self.per_address
+                data = ([LONG_PROMPT, self.tokens, 0.8, 50, 0.95, seed] if self.endpoint == "generate" else
+                        [f"Siege {source} pass {seed}: " + " ".join(f"w{seed}x{j}" for j in range(8)), 5, 3])
                 try:
-                    r = http.post(f"{self.url}{API}/call/generate", json={"data": [LONG_PROMPT, self.tokens, 0.8, 50, 0.95, seed]})
+                    r = http.post(f"{self.url}{API}/call/{self.endpoint}", json={"data": data})
                 except httpx.HTTPError:
                     self._count("failed")
                     time.sleep(SIEGE_BACKOFF_S)
@@ -464,7 +471,7 @@ class Siege:
                 self._count("accepted", +1)
                 outcome, t0 = "failed", time.perf_counter()
                 try:
-                    with http.stream("GET", f"{self.url}{API}/call/generate/{r.json()['event_id']}",
+                    with http.stream("GET", f"{self.url}{API}/call/{self.endpoint}/{r.json()['event_id']}",
                                      timeout=httpx.Timeout(30, read=max(1.0, self.deadline - time.perf_counter() + 30))) as stream:
                         event = ""
                         for line in stream.iter_lines():
@@ -610,6 +617,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--siege", type=int, default=0, metavar="N",
                     help="beside N addresses each keeping --siege-per long generations in flight (a hostile group)")
     ap.add_argument("--siege-per", type=int, default=4, help="requests each siege address keeps in flight (default 4)")
+    ap.add_argument("--siege-with", default="generate", choices=SIEGE_ENDPOINTS,
+                    help="what the siege sends: 512-token generations (default), or Inside or Attention passes")
     ap.add_argument("--siege-for", type=float, default=60.0, help="seconds the siege lasts (default 60)")
     ap.add_argument("--siege-head-start", type=float, default=10.0, help="seconds of siege before the class starts (default 10)")
     ap.add_argument("--patience", type=float, default=0.0,
@@ -654,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if soak["failed"] else 0
         siege = None
         if args.siege:
-            siege = Siege(url, args.siege, args.siege_per, args.siege_for).start()
+            siege = Siege(url, args.siege, args.siege_per, args.siege_for, endpoint=args.siege_with).start()
             time.sleep(min(args.siege_head_start, args.siege_for))
         report = run_classroom(url, args.learners, args.tokens, actions, args.abuse, pid, args.timeout,
                                args.patience, args.spread)

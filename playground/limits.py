@@ -126,7 +126,7 @@ GENERATION_BUDGET_S = 60.0
 # fit waits for rows to free up (first come, first served), and past MAX_WAITING_REQUESTS waiting
 # ones a new one is told to try again.
 MAX_BATCH_ROWS = 16
-MAX_WAITING_REQUESTS = 64
+MAX_WAITING_REQUESTS = 100
 
 
 # ============================== Serving ========================================================
@@ -135,8 +135,14 @@ MAX_WAITING_REQUESTS = 64
 
 # --- The queue: concurrency groups (playground/ui/common.py names the groups; app.py makes it) --
 # Sized for a small Space (2 vCPUs). Generations share one decoding loop: a handler only waits for
-# its tokens, so as many run as the batch has rows.
-GENERATION_CONCURRENCY = MAX_BATCH_ROWS
+# its tokens, so more run than the batch has rows, the others waiting in the loop's own line
+# (runtime/batching.py), where visitors take turns by tokens and a running generation yields its
+# rows after a slice (runtime/turns.py). In Gradio's line a learner's generation would wait for a
+# whole 512-token generation of someone else's to end; in the loop's, one slice at most. So every
+# generation admitted runs a handler (a group of addresses keeping 64 in flight took 64 handlers,
+# and learners past them waited in Gradio's line for 47.6 s), and Gradio's own line for
+# generations is only the moment between one handler's end and the next one's start.
+GENERATION_CONCURRENCY = MAX_BATCH_ROWS + MAX_WAITING_REQUESTS
 FORWARD_CONCURRENCY = 2  # PyTorch on the server's cores: a heavy pass or a training run each
 LIGHT_CONCURRENCY = 8  # the light tabs answer in milliseconds and never wait behind the others
 # Building and sending megabytes of JSON holds the interpreter for most of a second, so a few big
@@ -146,8 +152,10 @@ EXPENSIVE_CONCURRENCY = 1
 # (playground/ui/serving/admission.py), so that a flood of one kind can never fill the queue the
 # light tabs share. A class of 100 (what one small Space serves), each asking at once, fits rather
 # than being told "busy": a waiting request holds only its inputs, and the line keeps arrival order
-# where retries would race. 16 generate and 84 wait; heavy passes: 2 run and 98 wait.
-MAX_WAITING_GENERATIONS = 100
+# where retries would race. 116 generate (16 decode, 100 take turns in the loop's line) and 8 wait
+# in Gradio's (past those 124, a learner is refused at once and offered "Run on: this browser");
+# heavy passes: 2 run and 98 wait.
+MAX_WAITING_GENERATIONS = 8
 MAX_WAITING_FORWARD = 100
 # Watch it learn's runs waiting in Gradio's queue, behind the trainer's MAX_RUNNING + MAX_LINE.
 MAX_WAITING_LEARNERS = 16
@@ -232,6 +240,14 @@ READER_GRACE_S = reader_grace_s()
 # its generations: the others wait their turn (429, the page tries again), and one client cannot
 # open hundreds of model-sized streams.
 MODEL_STREAMS_PER_VISITOR = env_int("PLAYGROUND_MODEL_STREAMS_PER_VISITOR", 4, 1, 1_000)
+# Every file under /browser/ (the model, onnxruntime-web's, the page's own modules): downloads open
+# at once per visitor (a page loads its modules 6 at a time, a browser's connections to one host),
+# and bytes per minute per visitor, refilled evenly (playground/ui/serving/byte_budget.py). A
+# page's whole first load is about 35 MB (the 8-bit model 18.4 MB, onnxruntime's WebAssembly
+# gzipped, the modules), so a minute's budget holds it twice: one address pulled 4.3 GB of the
+# WebAssembly in 20 s before; now at most 64 + 21 MB. On a Space it is the Space's bandwidth.
+FILE_DOWNLOADS_PER_VISITOR = env_int("PLAYGROUND_FILE_DOWNLOADS_PER_VISITOR", 8, 1, 1_000)
+FILE_MB_PER_MINUTE = env_int("PLAYGROUND_FILE_MB_PER_MINUTE", 64, 20, 100_000)
 
 # --- Watch it learn's trainer (playground/learn/scheduler.py) -----------------------------------
 MAX_RUNNING = 8  # runs training at once (docs/training.md, "Watch it learn for a class")
@@ -245,3 +261,9 @@ MAX_LINE = 8
 # the wait of the first in line whatever the load (docs/training.md).
 FAIR_STEPS = env_int("PLAYGROUND_LEARN_FAIR_STEPS", 500, 1, 5_000)
 FAIR_SECONDS = env_int("PLAYGROUND_LEARN_FAIR_SECONDS", 120, 5, 300)
+
+# Gradio's worker threads (``launch(max_threads=...)``, 40 by default): a generator's handler holds
+# one while it waits for its next update, so every group's concurrency is counted, and a few more
+# for the handlers without a group.
+WORKER_THREADS = (GENERATION_CONCURRENCY + FORWARD_CONCURRENCY + LIGHT_CONCURRENCY + EXPENSIVE_CONCURRENCY
+                  + MAX_RUNNING + MAX_LINE + 8)

@@ -16,7 +16,9 @@ max tokens, stop at ``<|endoftext|>``.
 
 :class:`Batch` is the loop's state without threads (``runtime.generate`` runs one request
 through it); :class:`Scheduler` runs a Batch on a thread of its own and hands
-each request's steps to the thread that reads them. The loop calls the model, draws the tokens
+each request's steps to the thread that reads them. It serves visitors in turn by the tokens each
+was given, and a running generation yields its rows after a slice to a waiting visitor given
+fewer, its cache kept aside (:meth:`Batch.park`) until it resumes (``runtime/turns.py``). The loop calls the model, draws the tokens
 and works out, row by row, the candidates and probabilities the page shows (``top_candidates``).
 """
 
@@ -35,6 +37,7 @@ from .engine import Engine
 from .params import SamplingParams, check_prompt
 from .sampling import choose_rows, top_candidates
 from .steps import DecodeStep, Step, to_steps
+from .turns import SLICE_TOKENS, Served, plan
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,11 @@ class Request:
     slid: bool = False  # the context has filled up once
     cancelled: bool = False  # its reader is gone: it leaves at the next step
     sink: queue.SimpleQueue | None = None  # where the Scheduler puts its steps
+    visitor: str = ""  # whose it is: the Scheduler serves visitors in turn (runtime.turns)
+    arrival: int = 0  # the Scheduler's count of requests when it came (order among equals)
+    slice_start: int = 0  # ``index`` when it last entered the batch
+    parked: list[np.ndarray] | None = None  # its rows' cache while it has yielded them (Batch.park)
+    parked_at: float = 0.0  # perf_counter() when it last yielded them (0: not standing aside)
 
     @classmethod
     def new(cls, ids: np.ndarray, params: SamplingParams, block_size: int) -> "Request":
@@ -150,7 +158,11 @@ class Batch:
         which onnxruntime's arena then keeps)."""
         chunk: list[Request] = []
         rows = width = 0  # the chunk's: rows read, longest request
-        for seq in seqs:
+        resumed = [s for s in seqs if s.parked is not None]
+        for seq in resumed:  # their own cache, not read anew
+            self.joining.append((seq, self.engine.to_device(seq.parked)))
+            seq.parked = None
+        for seq in [s for s in seqs if s not in resumed]:
             distinct = seq.distinct
             if chunk and (rows + distinct) * self._aligned(max(width, seq.length)) > MAX_PREFILL_TOKENS:
                 self._prefill(chunk)
@@ -185,6 +197,34 @@ class Batch:
             mine = present if len(ids) == 1 and seq.n == 1 else self.engine.to_device(
                 [np.ascontiguousarray(p[rows][:, :, width - length :]) for p in present])
             self.joining.append((seq, mine))
+
+    def park(self, parking: Sequence[Request], keep: Sequence[Request] | None = None) -> None:
+        """Take running requests out of the batch; those in ``keep`` (default: all) with their
+        rows' cache kept aside (and their next token's logits), so that :meth:`add` later puts
+        them back as they were: the same bits, so a seeded generation writes what it writes
+        alone. A request keeps its columns down to the multiple of ``align`` below its padding,
+        so it rejoins where its padding still has its own remainder (:meth:`join_ready`). The
+        others are read anew from their tokens when added back, as a full context is (a
+        prefill's logits differ from a step's in their last bits). Kept is the cheaper by far:
+        a copy of at most 3 MiB a row against a prefill of its window (docs/space.md, "Turns
+        in the decoding loop")."""
+        parking = [s for s in parking if s in self.seqs]
+        if not parking:
+            return
+        keep = parking if keep is None else [s for s in parking if s in keep]
+        past = self._numpy(self.past)
+        P = past[0].shape[2]
+        starts = dict(zip(map(id, self.seqs), np.cumsum([0] + [s.n for s in self.seqs])))
+        now = time.perf_counter()
+        for seq in parking:
+            seq.parked_at = now
+            if seq in keep:
+                a, cut = starts[id(seq)], (P - seq.length) // self.align * self.align
+                seq.parked = [np.ascontiguousarray(p[a : a + seq.n, :, cut:]) for p in past]
+                seq.logits = np.array(seq.logits)  # its own: not a view pinning the whole step's logits
+            else:
+                seq.logits = None  # the prefill that reads it anew gives them again
+        self.remove(parking)
 
     def remove(self, leaving: Sequence[Request]) -> None:
         """Take requests out of the batch and drop the padding nobody needs any more."""
@@ -279,11 +319,16 @@ class Batch:
 
     def join_ready(self) -> None:
         """Prefilled requests enter the cache if it is empty or its length is a multiple of
-        ``align`` (never in the middle of a step: their first token is drawn at the next one)."""
-        if self.joining and (self.past is None or self.engine.cache_length(self.past) % self.align == 0):
-            joining, self.joining = self.joining, []
-            for seq, present in joining:
+        ``align`` (never in the middle of a step: their first token is drawn at the next one);
+        a resumed one (:meth:`park`) where the cache's length and its own differ by such a
+        multiple."""
+        waiting = []
+        for seq, present in self.joining:
+            if self.past is None or (self.engine.cache_length(self.past) - self.engine.cache_length(present)) % self.align == 0:
                 self._append(seq, present)
+            else:
+                waiting.append((seq, present))
+        self.joining = waiting
 
     def _append(self, seq: Request, present: list) -> None:
         self.seqs.append(seq)
@@ -314,20 +359,39 @@ class Scheduler:
 
     def __init__(
         self, engine: Engine, *, max_rows: int, max_waiting: int, wide: Engine | None = None,
+        slice_tokens: int = SLICE_TOKENS, max_parked_rows: int | None = None,
     ) -> None:
         self.engine = engine
         self.wide = wide  # the same model on more threads, for wide graph calls (Batch)
         self.max_rows = max_rows
         self.max_waiting = max_waiting
-        self._waiting: list[Request] = []
+        self.slice_tokens = slice_tokens  # tokens a generation decodes before it yields to a waiting visitor
+        # Rows whose cache is kept aside while they have yielded (3 MiB a row at most for the
+        # shipped model): past this, a yielding generation's cache is dropped, and it is read
+        # anew from its tokens when it comes back.
+        self.max_parked_rows = max_rows if max_parked_rows is None else max_parked_rows
+        self._waiting: list[Request] = []  # new requests and parked ones
+        self._running: list[Request] = []  # the batch's requests after the last step (read under _cond)
+        self._served = Served()  # tokens given to each visitor while the loop is busy
+        self._arrivals = 0
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
         self.running_rows = 0  # rows in the batch after the last step (for tests and monitoring)
         self.steps = 0  # graph calls of the loop so far
+        self.parks = 0  # generations that yielded their rows so far (for tests and monitoring)
 
-    def stream(self, prompt_ids: Sequence[int], params: SamplingParams, stop: threading.Event | None = None) -> Iterator[Step]:
-        """``runtime.generate.stream``, decoded in the shared batch. Closing the iterator cancels
+    @property
+    def parked_rows(self) -> int:
+        """Rows whose cache is kept aside now (at most ``max_parked_rows``)."""
+        with self._cond:
+            return sum(s.n for s in self._waiting if s.parked is not None)
+
+    def stream(
+        self, prompt_ids: Sequence[int], params: SamplingParams, stop: threading.Event | None = None, visitor: str = "",
+    ) -> Iterator[Step]:
+        """``runtime.generate.stream``, decoded in the shared batch, visitors in turn
+        (``visitor``: whose request it is, :mod:`runtime.turns`). Closing the iterator cancels
         the request: it leaves the batch at the next step; so does setting ``stop`` (from any
         thread), which ends the iterator within :data:`STOP_POLL_S` even before its first step.
         Raises :class:`Busy` when the waiting line is full, ValueError for a bad prompt or more
@@ -341,8 +405,12 @@ class Scheduler:
         with self._cond:
             if self._closed:
                 raise RuntimeError("the scheduler is closed")
+            # (parked ones count: with the rows, this bounds every request the loop holds)
             if len(self._waiting) >= self.max_waiting:
                 raise Busy(f"{len(self._waiting)} generations are already waiting: try again in a moment")
+            self._served.arrive(visitor, {s.visitor for s in (*self._running, *self._waiting)})
+            seq.visitor, seq.arrival = visitor, self._arrivals
+            self._arrivals += 1
             self._waiting.append(seq)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="decode-loop", daemon=True)
@@ -377,22 +445,56 @@ class Scheduler:
         finally:
             seq.cancelled = True  # the loop drops it before its next step
 
-    def _admit(self, batch: Batch, idle_s: float | None = None) -> list[Request] | None:
-        """Requests that fit now, first come first served; waits while there is nothing to do,
-        and gives up with None after ``idle_s`` seconds of it (None: waits for good)."""
+    def _admit(self, batch: Batch, idle_s: float | None = None) -> tuple[list[Request], list[Request]] | None:
+        """``(admitted, parking)``: the requests that enter the batch now, visitors in turn, and
+        the running ones that yield their rows to them first (:func:`runtime.turns.plan`); waits
+        while there is nothing to do, and gives up with None after ``idle_s`` seconds of it
+        (None: waits for good)."""
         with self._cond:
             while not self._closed and not batch.active and not self._waiting:
                 if not self._cond.wait(idle_s):
                     return None
             if self._closed:
-                return []
-            room, admitted = self.max_rows - batch.rows, []
-            while self._waiting and self._waiting[0].n <= room:
-                seq = self._waiting.pop(0)
-                if not seq.cancelled:
-                    admitted.append(seq)
+                return [], []
+            self._waiting = [s for s in self._waiting if not s.cancelled]
+            if not self._waiting:
+                return [], []
+            running = [s for s in batch.seqs if not s.cancelled and not s.finished.all()]
+            admitted, parking = plan(self._waiting, running, self._served, self.max_rows - batch.rows, self.slice_tokens)
+            self._waiting = [s for s in self._waiting if s not in admitted]
+            return admitted, parking
+
+    def _enter(self, batch: Batch, admitted: list[Request], parking: list[Request]) -> None:
+        """Park ``parking`` (back in the line, their place in it kept; their cache kept aside while
+        ``max_parked_rows`` allow) and add ``admitted``."""
+        if parking:
+            with self._cond:  # (the admitted ones have left the line already: their rows are free)
+                room = self.max_parked_rows - sum(s.n for s in self._waiting if s.parked is not None)
+            keep = []
+            for seq in parking:
+                if seq.n <= room:
+                    keep.append(seq)
                     room -= seq.n
-            return admitted
+            batch.park(parking, keep)
+            with self._cond:
+                self._waiting.extend(parking)
+                self.parks += len(parking)
+        now = time.perf_counter()
+        for seq in admitted:
+            seq.slice_start = seq.index
+            if seq.parked_at:  # the time it stood aside is not its own: elapsed_s, its budget
+                seq.t0 += now - seq.parked_at
+                seq.parked_at = 0.0
+        batch.add(*admitted)
+
+    def _account(self, batch: Batch, out: list[tuple[Request, DecodeStep]]) -> None:
+        """Count each visitor's new tokens; forget them all once nothing runs or waits."""
+        with self._cond:
+            for seq, step in out:
+                self._served.add(seq.visitor, int(np.count_nonzero(step.live)))
+            self._running = list(batch.active)
+            if not self._running and not self._waiting:
+                self._served.clear()
 
     def release_memory(self) -> None:
         """Called by the loop once it has been idle for :data:`RELEASE_IDLE_S`: its engines'
@@ -406,35 +508,41 @@ class Scheduler:
         batch = Batch(self.engine, wide=self.wide)
         held = False  # the engines' arenas hold buffers of calls made since the loop last released them
         while True:
-            admitted = self._admit(batch, RELEASE_IDLE_S if held else None)
+            planned = self._admit(batch, RELEASE_IDLE_S if held else None)
             if self._closed:
                 break
-            if admitted is None:
+            if planned is None:
                 held = False
                 try:
                     self.release_memory()
                 except Exception:  # noqa: BLE001 -- memory kept is no reason to stop serving
                     log.exception("the idle decoding loop could not release its arenas' memory")
                 continue
+            admitted, parking = planned
             try:
-                batch.add(*admitted)
+                self._enter(batch, admitted, parking)
                 held = held or bool(admitted)
                 batch.remove([s for s in batch.active if s.cancelled])
                 batch.join_ready()
                 self.running_rows = batch.rows
                 if not batch.active:
+                    self._account(batch, [])
                     continue
-                for seq, step in batch.step():
+                out = batch.step()
+                for seq, step in out:
                     seq.sink.put(step)
                     if step.finished.all():
                         seq.sink.put(None)
+                self._account(batch, out)
                 self.steps += 1
                 self.running_rows = batch.rows
             except Exception as err:  # noqa: BLE001 -- every running request hears of it; the loop goes on
-                for seq in {*batch.active, *admitted}:
+                for seq in {*batch.active, *admitted, *parking}:
                     seq.sink.put(err)
                 batch = Batch(self.engine, wide=self.wide)
                 self.running_rows = 0
+                with self._cond:
+                    self._running = []
         error = RuntimeError("the scheduler was closed")
         for seq in [*batch.active, *self._waiting]:
             seq.sink.put(error)

@@ -7,6 +7,7 @@ bug the loop has.)"""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +22,7 @@ from runtime.batching import Batch, Busy, Request, Scheduler
 from runtime.engine import Engine
 from runtime.params import SamplingParams
 from runtime.sampling import choose_rows, softmax
+from runtime.steps import DecodeStep
 
 # (prompt, SamplingParams(max_new_tokens, temperature, top_k, top_p, seed, num_samples)): different
 # lengths (one longer than the tiny model's 32-token context, so it is cut and slides inside the
@@ -336,3 +338,154 @@ def test_the_loop_hands_its_arenas_memory_back_each_time_it_goes_idle(tiny_expor
         wait_for(lambda: released == ["engine", "wide"] * 2, 5, 0.01, message="a closed stream's idle loop to release again")
     finally:
         scheduler.close()
+
+
+# -- turns: visitors served in turn, a running generation yielding its rows ----------------------
+
+class _Log:
+    """Every step the loop hands out, in the loop's own order (readers' threads would reorder
+    them): ``batching.queue.SimpleQueue`` replaced by queues that note each put, named in the
+    order the streams were opened."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []  # the next streams' names, in the order they will be opened
+        self.events: list[tuple[str, int]] = []  # (stream, its step) as the loop put them
+        outer = self
+
+        class Noting(queue.SimpleQueue):
+            def __init__(self) -> None:
+                super().__init__()
+                self.name, self.count = outer.names.pop(0), 0
+
+            def put(self, item, *a, **k) -> None:
+                if isinstance(item, DecodeStep):
+                    outer.events.append((self.name, self.count))
+                    self.count += 1
+                super().put(item, *a, **k)
+
+        self.SimpleQueue = Noting
+
+    def first(self, name: str) -> int:
+        return next(i for i, (n, _) in enumerate(self.events) if n == name)
+
+    def last(self, name: str) -> int:
+        return max(i for i, (n, _) in enumerate(self.events) if n == name)
+
+    def before(self, name: str, other: str) -> int:
+        """``other``'s steps before ``name``'s first."""
+        return sum(1 for n, _ in self.events[: self.first(name)] if n == other)
+
+
+def _read(stream) -> list[list[int]]:
+    out: list[list[int]] = []
+    for step in stream:
+        out = out or [[] for _ in step.token_ids]
+        for row, token in enumerate(step.token_ids):
+            if token is not None:
+                out[row].append(token)
+    return out
+
+
+def test_a_running_generation_yields_its_row_to_a_waiting_visitor_and_writes_what_it_writes_alone(engine, alone, monkeypatch):
+    """One row, a slice of 8 tokens. Visitor a's long generation runs; a's second request comes,
+    then visitor b's: b is served before a's second (visitors in turn by tokens, not arrival),
+    within one slice of a's running one (it yields its row rather than finish its 60 tokens),
+    and every text, the yielded one's too, is the one plain onnxruntime gives alone."""
+    import runtime.batching as batching
+
+    log = _Log()
+    monkeypatch.setattr(batching, "queue", log)
+    forward = engine.forward
+    # (each graph call paced to 2 ms: a's generation is still decoding when the others arrive)
+    monkeypatch.setattr(engine, "forward", lambda *a: (time.sleep(0.002), forward(*a))[1])
+    requests = {"a1": ([464, 3290], SamplingParams(60, 0.8, seed=1, stop_at_eot=False)),
+                "a2": ([40, 716], SamplingParams(20, 0.9, seed=2, stop_at_eot=False)),
+                "b": ([318, 257, 1332], SamplingParams(20, 0.7, top_k=40, seed=3, stop_at_eot=False))}
+    scheduler = Scheduler(engine, max_rows=1, max_waiting=MAX_WAITING_REQUESTS, slice_tokens=8)
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            log.names.append("a1")
+            a1 = pool.submit(_read, scheduler.stream(*requests["a1"], visitor="a"))
+            wait_for(lambda: len(log.events) >= 2, 10, 0.005, message="a's first tokens")
+            log.names += ["a2", "b"]
+            a2 = pool.submit(_read, scheduler.stream(*requests["a2"], visitor="a"))
+            b = pool.submit(_read, scheduler.stream(*requests["b"], visitor="b"))
+            got = {"a1": a1.result(30), "a2": a2.result(30), "b": b.result(30)}
+        assert log.first("b") < log.first("a2"), "a's second request was served before b's first"
+        assert log.first("b") < log.last("a1"), "a's generation never yielded its row"
+        # b waited for the rest of a's slice at most (a had decoded 2 or more when b came)
+        assert log.before("b", "a1") <= 2 + 8 + 8, log.events[: log.first("b") + 1]
+        assert scheduler.parks >= 1
+        for name, request in requests.items():
+            assert got[name] == alone.tokens(*request), f"{name} changed by yielding its row"
+    finally:
+        scheduler.close()
+
+
+def test_a_parked_request_rejoins_a_batch_of_another_length_and_decodes_as_alone(engine, alone):
+    """Batch.park keeps a request's cache aside while others go on; added back after 5 steps
+    (the cache's length then differs from its own by no multiple of CACHE_ALIGN, so it waits for
+    a step where it does), it draws the tokens, and sees the logits, that it does alone."""
+    requests = [([464, 3290, 286, 262, 995], SamplingParams(40, 0.0, stop_at_eot=False)),
+                (list(range(1000, 1020)), SamplingParams(30, 1.0, top_p=0.9, seed=3, num_samples=2, stop_at_eot=False))]
+    batch = Batch(engine)
+    seqs = [Request.new(np.array(p), q, engine.block_size) for p, q in requests]
+    batch.add(*seqs)
+    got = {id(s): ([[] for _ in range(s.n)], [[] for _ in range(s.n)]) for s in seqs}
+    step, parked_during = 0, 0
+    while batch.active or seqs[1].parked is not None:
+        if step == 6:
+            batch.park([seqs[1]])
+            assert seqs[1].parked is not None and seqs[1] not in batch.active
+        if step == 11:
+            batch.add(seqs[1])
+        parked_during += seqs[1].parked is not None
+        for seq, decoded in batch.step() if batch.active else []:
+            for row, (token, live) in enumerate(zip(decoded.tokens.tolist(), decoded.live)):
+                if live:
+                    got[id(seq)][0][row].append(token)
+                    got[id(seq)][1][row].append(decoded.logits[row])
+        step += 1
+    assert parked_during == 5
+    for seq, request in zip(seqs, requests):
+        tokens, logits = alone(*request)
+        assert got[id(seq)][0] == tokens
+        for row in range(seq.n):
+            assert max(worst(a, b) for a, b in zip(got[id(seq)][1][row], logits[row])) <= TOL
+
+
+def test_visitors_take_turns_with_the_rows_kept_aside_within_their_bound(engine, alone, monkeypatch):
+    """Five visitors on two rows, a slice of 4 tokens, at most 2 rows kept aside: generations
+    yield and resume in turn, never more than 2 rows aside at once, and each writes its own text
+    (a 2-sample one too); with no room to keep rows aside, they yield all the same, and are read
+    anew from their tokens when they resume."""
+    forward = engine.forward
+    monkeypatch.setattr(engine, "forward", lambda *a: (time.sleep(0.002), forward(*a))[1])  # (paced: they overlap)
+    requests = [([464 + i, 3290], SamplingParams(30, 0.8, seed=i, num_samples=1 + (i == 2), stop_at_eot=False))
+                for i in range(5)]
+    for max_parked in (2, 0):
+        scheduler = Scheduler(engine, max_rows=2, max_waiting=MAX_WAITING_REQUESTS, slice_tokens=4,
+                              max_parked_rows=max_parked)
+        aside, done = [], threading.Event()
+
+        def watch():
+            while not done.is_set():
+                aside.append(scheduler.parked_rows)
+                time.sleep(0.001)  # (the scenario: a sampler beside the loop)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            # (all sent before any is read: a loaded machine starting the readers' threads late
+            # would otherwise let the first ones finish before the last arrive)
+            streams = [scheduler.stream(*requests[i], visitor=f"v{i}") for i in range(5)]
+            with ThreadPoolExecutor(5) as pool:
+                got = list(pool.map(_read, streams))
+        finally:
+            done.set()
+            watcher.join()
+            scheduler.close()
+        assert max(aside) <= max_parked
+        assert scheduler.parks >= 2
+        for request, tokens in zip(requests, got):
+            assert tokens == alone.tokens(*request)

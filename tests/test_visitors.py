@@ -418,3 +418,77 @@ def test_a_waiting_request_is_failed_from_the_line_with_its_reader_told_when_to_
     assert message.output == {"error": "Busy: try again in about 10 s.", "title": "Busy", "visible": True, "retry_after": 10}
     assert not gradio_internals.fail_waiting(demo, "generate", "a2", "x", "Busy")  # no longer waits
     assert not gradio_internals.fail_waiting(demo, "absent", "a1", "x", "Busy")
+
+
+def test_a_learners_first_pass_goes_ahead_of_a_group_addresss_next_ones_served_lately():
+    """Heavy passes in turn by what each visitor was served lately, not only what it runs now:
+    an address that had 4 passes in the last minute (all done) and sends a fifth waits behind a
+    learner's first, though the learner came later; past RECENT_S they count no more; what is
+    remembered stays bounded."""
+    from collections import Counter
+
+    from playground.ui.serving import admission
+    from playground.ui.serving.admission import RECENT_PER_VISITOR, RECENT_S, VisitorEvents
+
+    clock = [0.0]
+    events = VisitorEvents(lambda e: False, clock=lambda: clock[0])
+    for _ in range(5):
+        events.note("group", "forward")
+        clock[0] += 1
+    events.note("learner", "forward")
+    waiting = Counter({"group": 1, "learner": 1})
+    served = events.served_recently("forward", waiting)
+    assert served == {"group": 4}
+    assert fair_order([("g5", "group"), ("l1", "learner")], served) == ["l1", "g5"]
+    clock[0] += RECENT_S + 1
+    assert events.served_recently("forward", Counter()) == {}
+    for _ in range(3 * RECENT_PER_VISITOR):
+        events.note("group", "forward")
+    assert len(events.recent["forward"]["group"]) == RECENT_PER_VISITOR
+    old = admission.RECENT_VISITORS
+    admission.RECENT_VISITORS = 3
+    try:
+        for i in range(10):
+            events.note(f"v{i}", "forward")
+        assert len(events.recent["forward"]) == 3 and "v9" in events.recent["forward"]
+    finally:
+        admission.RECENT_VISITORS = old
+
+
+def test_the_line_is_ordered_by_what_each_visitor_ran_lately_and_runs_now():
+    """admit's order of a group's waiting events (admission.waiting_order): an address whose 4
+    passes ran and ended in the last minute waits behind a learner who came after its fifth; one
+    with 2 running waits behind one that ran 1 lately."""
+    from playground.ui.serving.admission import VisitorEvents, waiting_order
+
+    live = {"g5", "l1", "r1", "r2", "r3", "s2"}
+    clock = [0.0]
+    events = VisitorEvents(lambda e: e in live, clock=lambda: clock[0])
+    for i in range(1, 6):
+        events.add("group", f"g{i}", "forward")
+        events.note("group", "forward")
+        clock[0] += 1
+    events.add("learner", "l1", "forward")
+    events.note("learner", "forward")
+    assert waiting_order(events, "forward", [("g5", "group"), ("l1", "learner")]) == ["l1", "g5"]
+    for e in ("r1", "r2", "r3"):  # two running and one waiting
+        events.add("runner", e, "forward")
+        events.note("runner", "forward")
+    events.add("slow", "s1", "forward")  # ran lately, done
+    events.note("slow", "forward")
+    events.add("slow", "s2", "forward")
+    events.note("slow", "forward")
+    assert waiting_order(events, "forward", [("r3", "runner"), ("s2", "slow")]) == ["s2", "r3"]
+
+
+def test_an_address_served_lately_gives_its_waiting_place_to_a_learner_served_none():
+    """Addresses each holding one waiting place, one pass after another: counted by places alone
+    none holds two more than a learner, so the learner was refused; counted with what each ran in
+    the last minute, the most served gives its newest waiting request, and one served once lately
+    (1 + 1 waiting = 2 against the learner's 0) does too, where one served never does not."""
+    holdings = {"g1": Held(0, ("a",)), "g2": Held(0, ("b",))}
+    assert give_way(holdings, "learner") is None
+    assert give_way(holdings, "learner", {"g1": 3, "g2": 5}) == ("g2", "b")
+    assert give_way(holdings, "learner", {"g1": 1}) == ("g1", "a")
+    assert give_way(holdings, "learner", {"g1": 0}) is None
+    assert give_way({**holdings, "learner": Held(0, ())}, "learner", {"g1": 2, "learner": 2}) is None  # 2 + 1 < 2 + 2

@@ -59,11 +59,14 @@ def new_state(
 
 
 def run(
-    params: GenerationParams, n_candidates: int | None = TOP_CANDIDATES, state: GenerationState | None = None
+    params: GenerationParams, n_candidates: int | None = TOP_CANDIDATES, state: GenerationState | None = None,
+    visitor: str = "",
 ) -> Iterator[GenerationState]:
-    """:func:`generate` on the engine of the precision asked for and GPT-2's tokenizer, in its shared decoding batch."""
+    """:func:`generate` on the engine of the precision asked for and GPT-2's tokenizer, in its
+    shared decoding batch, where visitors take turns (``visitor``: whose generation it is)."""
     engine, scheduler = engine_for(params.precision)
-    return generate(engine, params, token_text, decode, scheduler=scheduler, n_candidates=n_candidates, state=state)
+    return generate(engine, params, token_text, decode, scheduler=scheduler, n_candidates=n_candidates, state=state,
+                    visitor=visitor)
 
 
 def generate(
@@ -75,6 +78,7 @@ def generate(
     scheduler: Scheduler | None = None,
     n_candidates: int | None = TOP_CANDIDATES,
     state: GenerationState | None = None,
+    visitor: str = "",
 ) -> Iterator[GenerationState]:
     """Stream a generation: yields the (same, updated) :class:`GenerationState` after every
     step, and once more at the end with ``finished`` set. With a ``scheduler`` (the engine's) it
@@ -82,7 +86,8 @@ def generate(
     (the stop button, a client that goes away) stops it after the current step. ``n_candidates``:
     the top tokens kept per step for the chart (None for a caller that shows neither them nor the
     tokens' probabilities, e.g. the API: the engine then works out none). ``state``: one made by
-    :func:`new_state` to be filled (its ``stop_requested`` ends the generation, first token or not)."""
+    :func:`new_state` to be filled (its ``stop_requested`` ends the generation, first token or not).
+    ``visitor``: whose generation it is, for the scheduler's turns (runtime/turns.py)."""
     n = params.num_samples
     state = state if state is not None else new_state(params, engine, decode)
     sampling = SamplingParams(
@@ -91,7 +96,7 @@ def generate(
     )
     stop = state.stop_requested
     stream = (
-        scheduler.stream(params.prompt_ids, sampling, stop=stop) if scheduler else runtime_stream(engine, params.prompt_ids, sampling)
+        scheduler.stream(params.prompt_ids, sampling, stop=stop, visitor=visitor) if scheduler else runtime_stream(engine, params.prompt_ids, sampling)
     )
     try:
         for event in stream:

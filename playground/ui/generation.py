@@ -27,7 +27,7 @@ from ..tokens import visible_whitespace
 from ..validation import InputError, validate_int
 from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
 from .serving.browser_files import BrowserFiles
-from .serving.sessions import ResultStore
+from .serving.sessions import ResultStore, current_visitor
 from .widgets import RESULT, SECTION, error_slot, next_tab, note, text_with_examples
 
 LESSON = LESSONS["generation"]
@@ -221,7 +221,7 @@ def ui_generate(
         state.stop_requested = running.stop
         running.state = state
         last_ui, first = 0.0, True
-        for state in streaming.run(params, state=state):
+        for state in streaming.run(params, state=state, visitor=current_visitor()):
             now = time.perf_counter()
             if state.finished:
                 SPEEDS.record(params.precision, state)
@@ -287,7 +287,7 @@ def ui_next_token(prompt, temperature, top_k, top_p, seed, precision=DEFAULT_PRE
     params = streaming.prepare(prompt, 1, temperature, top_k, top_p, seed, 1, _precision(precision))
     params = dataclasses.replace(params, seed=step_seed(params.seed, len(params.prompt_ids)))
     state = None
-    for state in streaming.run(params):
+    for state in streaming.run(params, visitor=current_visitor()):
         pass
     state = with_history(state, previous, prompt)
     slider, radio = _picker_updates(state)
@@ -409,7 +409,7 @@ def api_generate(
     (`model.onnx`, as the page's default and the Inside and Compare tabs) or "8-bit" (`model_int8.onnx`)."""
     last = 0.0
     params = streaming.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, 1, precision)
-    for state in streaming.run(params, n_candidates=None):  # no chart, no probabilities
+    for state in streaming.run(params, n_candidates=None, visitor=current_visitor()):  # no chart, no probabilities
         now = time.perf_counter()
         if state.finished or state.new_tokens == 1 or now - last >= API_EVERY_S:
             last = now

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import inspect
 import logging
 import re
@@ -60,7 +61,7 @@ __all__ = [
     "LeanSessionState", "LeanStateHolder", "use_lean_sessions", "current_request", "session_known",
     "Arrival", "Refusal", "gate_pushes", "queue_load", "waiting_events", "reorder_waiting", "fail_waiting", "queue_of", "live", "waiting", "event_known", "session_of_event", "holds_session",
     "unread_results", "drop_results", "forget_read_sessions", "Job", "stoppable_jobs", "stop_job",
-    "event_name", "with_trailing_defaults", "on_processing_error", "server_of", "gradio_folders", "probe_app", "moved", "check",
+    "event_name", "with_trailing_defaults", "on_processing_error", "messages_for_every_error", "server_of", "gradio_folders", "probe_app", "moved", "check",
 ]
 
 log = logging.getLogger("playground")
@@ -447,6 +448,34 @@ def on_processing_error(demo: gr.Blocks, answer: Callable[[str, Exception], Exce
     demo.process_api = process_api_answered
 
 
+_ORIGINAL_ERROR_PAYLOAD: Callable | None = None
+
+
+def messages_for_every_error(message: str, title: str) -> None:
+    """Every error Gradio sends carries a message: an exception that is not a ``gr.Error`` (raised
+    past the app's handlers: a generator closed under it, a session dropped) is otherwise sent as
+    ``{"error": null}``, which a page shows as a bare "Error" and a client reads as ``null``. The
+    exception's own text stays in the server's log, never in the answer. Process-wide (Gradio's
+    ``error_payload``, which its queue and routes call); calling it again changes the words only."""
+    global _ORIGINAL_ERROR_PAYLOAD
+    import gradio.queueing
+    import gradio.utils
+
+    if _ORIGINAL_ERROR_PAYLOAD is None:
+        _ORIGINAL_ERROR_PAYLOAD = gradio.utils.error_payload
+    original = _ORIGINAL_ERROR_PAYLOAD
+
+    @functools.wraps(original)  # (the same signature: moved() checks it)
+    def error_payload(error: BaseException | None, show_error: bool) -> dict:
+        content = original(error, show_error)
+        if not content.get("error"):
+            content.update(error=message, title=title, visible=True)
+        return content
+
+    gradio.utils.error_payload = error_payload
+    gradio.queueing.error_payload = error_payload
+
+
 # --- what launch makes ----------------------------------------------------------------------------
 
 
@@ -467,6 +496,8 @@ def gradio_folders() -> list[Path]:
 
 # str(inspect.signature(...)) of what is called, overridden or replaced, as in TESTED_GRADIO.
 SIGNATURES: dict[str, str] = {
+    "gradio.utils.error_payload": "(error: BaseException | None, show_error: bool) -> dict[str, bool | str | float | None]",
+    "gradio.queueing.error_payload": "(error: BaseException | None, show_error: bool) -> dict[str, bool | str | float | None]",
     "gradio.state_holder.SessionState.__init__": "(self, blocks: 'Blocks')",
     "gradio.state_holder.SessionState.__setitem__": "(self, key: 'int', value: 'Any')",
     "gradio.state_holder.SessionState._update_config": "(self, key: 'int')",

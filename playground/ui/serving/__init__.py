@@ -167,4 +167,6 @@ def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None, browse
         # app on the machine (other users' files on a public server): those are refused.
         blocked_paths=[str(p) for p in gradio_internals.gradio_folders()],
         enable_monitoring=False,  # /monitoring and /monitoring/summary: 403
+        # Every group's handlers at once, generations beyond the batch's rows included (limits.py).
+        max_threads=limits.WORKER_THREADS,
     )

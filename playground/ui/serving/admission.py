@@ -23,7 +23,11 @@ socket's address, or behind a trusted proxy the address it appended):
   gradio_client raises ``QueueError``);
 - a group's waiting requests are served visitors in turn (:func:`fair_order`), not first come
   first served: a visitor's n-th request waits behind every other visitor's requests up to their
-  n-th, so one visitor's backlog delays another by at most its turn.
+  n-th, so one visitor's backlog delays another by at most its turn. A visitor's turn counts the
+  requests of the group it was served in the last :data:`RECENT_S` seconds too, running or done
+  (:meth:`VisitorEvents.served_recently`): a group of addresses each sending one heavy pass after
+  another is served one pass per address in turn, and a learner's first pass goes ahead of their
+  next ones, however many addresses the group has.
 
 Installed by :func:`admit` through ``gradio_internals.gate_pushes``.
 """
@@ -31,7 +35,8 @@ Installed by :func:`admit` through ``gradio_internals.gate_pushes``.
 from __future__ import annotations
 
 import logging
-from collections import Counter
+import time
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -65,7 +70,8 @@ DEFAULT_PER_VISITOR = {"generate": GENERATIONS_PER_VISITOR, "forward": HEAVY_PER
 def fair_order(waiting: Sequence[tuple[str, str]], running: Mapping[str, int]) -> list[str]:
     """The ids of a group's waiting events ``(event_id, visitor)`` (in arrival order) in the order
     they should be served: visitors in turn. An event's turn is how many of its visitor's events
-    run or wait before it; lower turns first, arrival order among equal turns."""
+    were served (``running``: those running, or served lately, :func:`admit`) or wait before it;
+    lower turns first, arrival order among equal turns."""
     seen: Counter[str] = Counter()
     ranked = []
     for index, (event_id, visitor) in enumerate(waiting):
@@ -87,19 +93,28 @@ class Held:
         return self.running + len(self.waiting)
 
 
-def give_way(holdings: Mapping[str, Held], newcomer: str) -> tuple[str, str] | None:
+def give_way(holdings: Mapping[str, Held], newcomer: str, served: Mapping[str, int] | None = None) -> tuple[str, str] | None:
     """When a group's waiting places are full: ``(visitor, event id)`` of the waiting request that
     gives its place to ``newcomer``'s, or None when none should. The visitor holding the most
     gives up its newest waiting request, and only when it holds at least two more than the
     newcomer: with one more, the swap would only move the excess from one to the other (and the
     two would evict each other in turn). Among equals, the one with more waiting; then by name,
-    so that the choice never depends on a dict's order."""
-    mine = holdings.get(newcomer, Held()).total
-    candidates = [(h.total, len(h.waiting), visitor) for visitor, h in holdings.items() if h.waiting and visitor != newcomer]
+    so that the choice never depends on a dict's order. ``served``: each visitor's requests of the
+    group that ran lately (:meth:`VisitorEvents.served_recently`), counted where more than those
+    running now, so that addresses each sending one request after another, holding one place
+    each, give way to a learner who was served none."""
+    served = served or {}
+
+    def total(visitor: str) -> int:
+        h = holdings.get(visitor, Held())
+        return max(h.running, served.get(visitor, 0)) + len(h.waiting)
+
+    mine = total(newcomer)
+    candidates = [(total(visitor), len(h.waiting), visitor) for visitor, h in holdings.items() if h.waiting and visitor != newcomer]
     if not candidates:
         return None
-    total, _, visitor = min(candidates, key=lambda c: (-c[0], -c[1], c[2]))
-    if total < mine + 2:
+    most, _, visitor = min(candidates, key=lambda c: (-c[0], -c[1], c[2]))
+    if most < mine + 2:
         return None
     return visitor, holdings[visitor].waiting[-1]
 
@@ -114,7 +129,7 @@ class Decision(NamedTuple):
 
 def decide(arrival: Arrival, holdings: Mapping[str, Held], pending: int, per_visitor: Mapping[str, int],
            max_waiting: Mapping[str, int], max_events: int = MAX_EVENTS_PER_ADDRESS, queued: int = 0,
-           max_queued: int | None = None) -> Decision:
+           max_queued: int | None = None, served: Mapping[str, int] | None = None) -> Decision:
     """Whether a request gets a place, given what every visitor holds of its group
     (``holdings``: visitor -> :class:`Held`; empty for a group without caps) and what its own
     visitor has in the whole queue (``pending``). The per-visitor caps stay upper bounds; a group
@@ -127,7 +142,7 @@ def decide(arrival: Arrival, holdings: Mapping[str, Held], pending: int, per_vis
     refusal = check_arrival(arrival, pending, mine, waiting, per_visitor, max_waiting, max_events, queued, max_queued)
     if refusal is None or refusal[1] != "queue_full" or group not in max_waiting or waiting < max_waiting[group]:
         return Decision(refusal)
-    victim = give_way(holdings, arrival.address)
+    victim = give_way(holdings, arrival.address, served)
     return Decision(refusal) if victim is None else Decision(None, victim)
 
 
@@ -140,12 +155,44 @@ def gave_way_message(group: str | None, held: int) -> tuple[str, float]:
             f"a visitor holding fewer, so that everyone gets a turn; try again in about {retry:g} s."), retry
 
 
-class VisitorEvents:
-    """The events each visitor has in the queue (waiting or running), with their groups."""
+# How long a visitor's served requests count in its turn (fair_order), and how many of them per
+# visitor and group are remembered; visitors remembered per group, the longest quiet forgotten first.
+RECENT_S = 60.0
+RECENT_PER_VISITOR = 16
+RECENT_VISITORS = 4096
 
-    def __init__(self, is_live: Callable[[str], bool]) -> None:
+
+class VisitorEvents:
+    """The events each visitor has in the queue (waiting or running), with their groups, and when
+    each visitor's recent requests of each group came (bounded: :data:`RECENT_PER_VISITOR` per
+    visitor, :data:`RECENT_VISITORS` per group)."""
+
+    def __init__(self, is_live: Callable[[str], bool], clock: Callable[[], float] = time.monotonic) -> None:
         self.is_live = is_live
+        self.clock = clock
         self.events: dict[str, dict[str, str | None]] = {}  # visitor -> event id -> concurrency group
+        self.recent: dict[str | None, dict[str, deque[float]]] = {}  # group -> visitor -> admission times
+
+    def note(self, visitor: str, group: str | None) -> None:
+        """``visitor``'s request of ``group`` was admitted now."""
+        now = self.clock()
+        visitors = self.recent.setdefault(group, {})
+        times = visitors.pop(visitor, None) or deque(maxlen=RECENT_PER_VISITOR)
+        times.append(now)
+        visitors[visitor] = times  # (re-inserted: the most recent last)
+        while len(visitors) > RECENT_VISITORS:
+            del visitors[next(iter(visitors))]
+
+    def served_recently(self, group: str | None, waiting: Counter[str]) -> dict[str, int]:
+        """Per visitor, its requests of ``group`` admitted in the last :data:`RECENT_S` seconds
+        that no longer wait (they run or are done), given how many of each visitor's wait."""
+        now = self.clock()
+        out = {}
+        for visitor, times in self.recent.get(group, {}).items():
+            n = sum(1 for t in times if now - t <= RECENT_S) - waiting.get(visitor, 0)
+            if n > 0:
+                out[visitor] = n
+        return out
 
     def pending(self, visitor: str, group: str | None = None) -> int:
         """The visitor's live events (of ``group`` only, when given); forgets finished ones."""
@@ -178,6 +225,15 @@ class VisitorEvents:
             if (n := self.pending(visitor, group)):
                 counts[visitor] = n
         return counts
+
+
+def waiting_order(events: VisitorEvents, group: str, pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """:func:`fair_order` of a group's waiting ``(event id, visitor)``, each visitor's turn counting
+    what it runs now or was served in the last :data:`RECENT_S` seconds, whichever is more."""
+    queued = Counter(v for _, v in pairs)
+    served = events.served_recently(group, queued)
+    running = {v: n - queued[v] for v, n in events.in_group(group).items()}
+    return fair_order(pairs, {v: max(served.get(v, 0), running.get(v, 0)) for v in {*served, *running}})
 
 
 def check_arrival(arrival: Arrival, pending: int, pending_in_group: int, waiting_in_group: int,
@@ -220,10 +276,12 @@ def admit(demo: gr.Blocks, max_waiting: Mapping[str, int] | None = None,
     def refuse(arrival: Arrival) -> Refusal:
         group = arrival.concurrency_id
         holdings = {}
+        served: dict[str, int] = {}
         if group in shares or group in caps:
             holdings = events.holdings(group, [e._id for e in gradio_internals.waiting_events(demo, group)])
+            served = events.served_recently(group, Counter({v: len(h.waiting) for v, h in holdings.items()}))
         decision = decide(arrival, holdings, events.pending(arrival.address), shares, caps, MAX_EVENTS_PER_ADDRESS,
-                          *gradio_internals.queue_load(demo))
+                          *gradio_internals.queue_load(demo), served=served)
         if decision.evict is None:
             return decision.refusal
         visitor, event_id = decision.evict
@@ -238,14 +296,13 @@ def admit(demo: gr.Blocks, max_waiting: Mapping[str, int] | None = None,
     def admitted(arrival: Arrival, event_id: str) -> None:
         events.add(arrival.address, event_id, arrival.concurrency_id)
         group = arrival.concurrency_id
+        events.note(arrival.address, group)
         if group in shares:  # the new event takes its turn among the group's waiting ones
             waiting = gradio_internals.waiting_events(demo, group)
             if len(waiting) > 1:
                 owner = events.visitor_of_event()
                 pairs = [(e._id, owner.get(e._id, "?")) for e in waiting]
-                queued = Counter(v for _, v in pairs)
-                running = {v: n - queued[v] for v, n in events.in_group(group).items()}
-                gradio_internals.reorder_waiting(demo, group, fair_order(pairs, running))
+                gradio_internals.reorder_waiting(demo, group, waiting_order(events, group, pairs))
 
     gradio_internals.gate_pushes(demo, refuse, admitted, visitor=visitor)
     return events

@@ -18,6 +18,13 @@ compressed once on first demand (the WebAssembly shrinks to a fraction). The mod
 disk; a visitor (:func:`.visitors.visitor_of`) has at most :data:`MODEL_STREAMS_PER_VISITOR`
 streams of it open at once, past that HTTP 429 with ``Retry-After`` (the page waits and tries
 again; once downloaded it is kept in the browser's Cache Storage).
+
+Every file, not only the model, is bounded per visitor: at most :data:`FILE_DOWNLOADS_PER_VISITOR`
+downloads open at once, and :data:`FILE_MB_PER_MINUTE` megabytes a minute (:mod:`.byte_budget`),
+past either HTTP 429 with ``Retry-After``, the seconds until the budget holds the answer. A
+``Range: bytes=...`` request (one range) gets that range alone, 206 with ``Content-Range``
+(unencoded: the range is of the file), charged its own bytes; ``If-Range`` naming another version
+gets the whole file; a range past the end is 416.
 """
 
 from __future__ import annotations
@@ -34,14 +41,16 @@ from typing import Any
 
 from export import vendor
 
-from ...limits import MODEL_STREAMS_PER_VISITOR
+from ...limits import FILE_DOWNLOADS_PER_VISITOR, FILE_MB_PER_MINUTE, MODEL_STREAMS_PER_VISITOR
+from .byte_budget import ByteBudget
 from .compression import wants_gzip
 from .visitors import visitor_of
 from .page_cache import etag_matches, request_headers
 
 __all__ = [
     "PREFIX", "ENGINE_MODULES", "ORT_FILES", "MODEL_FILES", "MISSING_ORT", "IMMUTABLE", "REVALIDATE",
-    "MODEL_STREAMS_PER_VISITOR", "RETRY_AFTER_S", "Served", "BrowserFiles", "DownloadSlots", "BrowserFileServer",
+    "MODEL_STREAMS_PER_VISITOR", "FILE_DOWNLOADS_PER_VISITOR", "FILE_MB_PER_MINUTE", "RETRY_AFTER_S", "Served",
+    "BrowserFiles", "DownloadSlots", "BrowserFileServer", "byte_range", "UNSATISFIABLE",
 ]
 
 log = logging.getLogger("playground")
@@ -214,6 +223,32 @@ class DownloadSlots:
             self.open.pop(visitor, None)
 
 
+UNSATISFIABLE = (-1, -1)
+
+
+def byte_range(header: bytes | None, size: int) -> tuple[int, int] | None:
+    """The one range ``Range: bytes=...`` asks of a ``size``-byte file, ``(first, last)`` both
+    included; None to send the whole file (no header, another unit, several ranges: a server may
+    answer those whole); :data:`UNSATISFIABLE` for a range wholly past the end (416)."""
+    if not header:
+        return None
+    text = header.decode("latin-1").strip()
+    unit, _, spec = text.partition("=")
+    if unit.strip().lower() != "bytes" or "," in spec:
+        return None
+    first, dash, last = spec.strip().partition("-")
+    if not dash or not (first.isdigit() or last.isdigit()) or (first and not first.isdigit()) or (last and not last.isdigit()):
+        return None
+    if not first:  # the last n bytes
+        n = int(last)
+        return UNSATISFIABLE if n == 0 or size == 0 else (max(0, size - n), size - 1)
+    start = int(first)
+    end = min(int(last), size - 1) if last else size - 1
+    if start >= size:
+        return UNSATISFIABLE
+    return None if end < start else (start, end)
+
+
 async def _plain(send: Callable, status: int, detail: str, headers: Iterable[tuple[bytes, bytes]] = (), body: bool = True) -> None:
     data = json.dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status, "headers": [
@@ -226,10 +261,13 @@ class BrowserFileServer:
     doc); any other request passes on to the app."""
 
     def __init__(self, app: Callable, files: BrowserFiles, slots: DownloadSlots | None = None,
-                 visitor: Callable[[Any], str] = visitor_of) -> None:
+                 visitor: Callable[[Any], str] = visitor_of, budget: ByteBudget | None = None,
+                 any_slots: DownloadSlots | None = None) -> None:
         self.app = app
         self.files = files
-        self.slots = slots if slots is not None else DownloadSlots()
+        self.slots = slots if slots is not None else DownloadSlots()  # the model's streams
+        self.any_slots = any_slots if any_slots is not None else DownloadSlots(FILE_DOWNLOADS_PER_VISITOR)  # every file's
+        self.budget = budget if budget is not None else ByteBudget(FILE_MB_PER_MINUTE * 1_000_000)
         self.visitor = visitor
         self._gzipped: dict[str, bytes] = {}
         self._gzip_locks: dict[str, asyncio.Lock] = {}
@@ -272,7 +310,12 @@ class BrowserFileServer:
 
         headers = request_headers(scope)
         version = QueryParams(scope.get("query_string", b"")).get("v")
-        zipped = served.compressible and wants_gzip(headers.get(b"accept-encoding"))
+        size = served.path.stat().st_size
+        if_range = headers.get(b"if-range")
+        plain_etag = f'"{served.digest[:32]}"'.encode()
+        # (a range is of the file's own bytes, so it goes out unencoded; another version's If-Range: the whole file)
+        wanted = byte_range(headers.get(b"range"), size) if not head and if_range in (None, plain_etag) else None
+        zipped = served.compressible and wants_gzip(headers.get(b"accept-encoding")) and wanted is None
         etag = f'"{served.digest[:32]}{"-gz" if zipped else ""}"'.encode()
         common = [
             (b"etag", etag),
@@ -285,35 +328,58 @@ class BrowserFileServer:
             await send({"type": "http.response.start", "status": 304, "headers": common})
             await send({"type": "http.response.body", "body": b""})
             return
-        visitor = None
-        if served.bounded and not head:
-            visitor = self.visitor(scope)
-            if not self.slots.take(visitor):
-                await _plain(send, 429, (
-                    f"{self.slots.limit} downloads of the model from you are under way already (at most "
-                    f"{self.slots.limit} at once); try again in {RETRY_AFTER_S} s, or when one finishes: "
-                    "a browser keeps the model once downloaded."), [(b"retry-after", str(RETRY_AFTER_S).encode())])
-                return
+        if head:
+            zipped_size = len(await self._gzip(served)) if zipped else served.path.stat().st_size
+            await self._start(send, 200, served, zipped, zipped_size, common)
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if wanted == UNSATISFIABLE:
+            await _plain(send, 416, f"The file has {size} bytes.", [(b"content-range", f"bytes */{size}".encode())])
+            return
+        visitor = self.visitor(scope)
+        taken: list[DownloadSlots] = []
         try:
+            for slots, what in ((self.any_slots, "of this app's files"), (self.slots, "of the model")):
+                if slots is self.slots and not served.bounded:
+                    continue
+                if not slots.take(visitor):
+                    await _plain(send, 429, (
+                        f"{slots.limit} downloads {what} from you are under way already (at most {slots.limit} at once); "
+                        f"try again in {RETRY_AFTER_S} s, or when one finishes: a browser keeps these files once downloaded."),
+                        [(b"retry-after", str(RETRY_AFTER_S).encode())])
+                    return
+                taken.append(slots)
             body = await self._gzip(served) if zipped else None
-            size = len(body) if body is not None else served.path.stat().st_size
-            start = [(b"content-type", served.content_type.encode()), (b"content-length", str(size).encode()), *common]
-            if zipped:
-                start.append((b"content-encoding", b"gzip"))
-            await send({"type": "http.response.start", "status": 200, "headers": start})
-            if head:
-                await send({"type": "http.response.body", "body": b""})
-            elif body is not None:
+            first, last = wanted if wanted is not None else (0, (len(body) if body is not None else size) - 1)
+            length = last - first + 1
+            wait = self.budget.take(visitor, length)
+            if wait:
+                mb = self.budget.capacity / 1e6
+                await _plain(send, 429, (
+                    f"You have downloaded your share of this app's files for now ({mb:g} MB a minute each); try again "
+                    f"in {wait:g} s: a browser keeps these files once downloaded."), [(b"retry-after", f"{wait:g}".encode())])
+                return
+            if wanted is not None:
+                common = [*common, (b"content-range", f"bytes {first}-{last}/{size}".encode())]
+            await self._start(send, 206 if wanted is not None else 200, served, zipped, length, common)
+            if body is not None:
                 await send({"type": "http.response.body", "body": body})
             else:
-                await self._stream(served.path, receive, send)
+                await self._stream(served.path, receive, send, first, length)
         finally:
-            if visitor is not None:
-                self.slots.give(visitor)
+            for slots in taken:
+                slots.give(visitor)
 
-    async def _stream(self, path: Path, receive: Callable, send: Callable) -> None:
-        """``path`` in chunks, each sent once the client took the last (the server's send waits for
-        the socket), stopped when the client goes: the server then drops what is sent without a word."""
+    async def _start(self, send: Callable, status: int, served: Served, zipped: bool, length: int,
+                     common: list[tuple[bytes, bytes]]) -> None:
+        start = [(b"content-type", served.content_type.encode()), (b"content-length", str(length).encode()), *common]
+        start.append((b"content-encoding", b"gzip") if zipped else (b"accept-ranges", b"bytes"))
+        await send({"type": "http.response.start", "status": status, "headers": start})
+
+    async def _stream(self, path: Path, receive: Callable, send: Callable, offset: int = 0, length: int | None = None) -> None:
+        """``length`` bytes of ``path`` from ``offset`` (default: to its end) in chunks, each sent once
+        the client took the last (the server's send waits for the socket), stopped when the client
+        goes: the server then drops what is sent without a word."""
         gone = asyncio.Event()
 
         async def watch() -> None:
@@ -323,10 +389,13 @@ class BrowserFileServer:
 
         watcher = asyncio.create_task(watch())
         try:
+            left = path.stat().st_size - offset if length is None else length
             with open(path, "rb") as f:
+                f.seek(offset)
                 while not gone.is_set():
-                    chunk = await asyncio.to_thread(f.read, CHUNK_BYTES)
-                    more = len(chunk) == CHUNK_BYTES
+                    chunk = await asyncio.to_thread(f.read, min(CHUNK_BYTES, left))
+                    left -= len(chunk)
+                    more = left > 0 and len(chunk) > 0
                     await send({"type": "http.response.body", "body": chunk, "more_body": more})
                     if not more:
                         break

@@ -17,7 +17,7 @@ import gradio as gr
 
 from .. import gradio_internals
 
-__all__ = ["gradio_message", "answer", "explain_errors"]
+__all__ = ["gradio_message", "answer", "explain_errors", "UNEXPLAINED"]
 
 log = logging.getLogger("playground")
 
@@ -42,6 +42,12 @@ def answer(event: str, err: Exception) -> Exception | None:
     return gr.Error(message, title="Invalid request", print_exception=False)
 
 
+# What an error raised past every handler says (a siege's cut events were sent as ``null``).
+UNEXPLAINED = ("The server could not finish this request; try again in a moment (other tabs keep working).", "Error")
+
+
 def explain_errors(demo: gr.Blocks) -> None:
-    """Answer Gradio's own errors with their message (call after ``demo.queue()``)."""
+    """Answer Gradio's own errors with their message (call after ``demo.queue()``), and give any
+    other error a message the page can show (``gradio_internals.messages_for_every_error``)."""
     gradio_internals.on_processing_error(demo, answer)
+    gradio_internals.messages_for_every_error(*UNEXPLAINED)

@@ -1,0 +1,104 @@
+"""Whose turn it is in the decoding loop: visitors served in turn by the tokens they have been
+given (max-min in tokens, not in places), and a running generation that yields its rows after a
+slice when a visitor given fewer tokens waits. Pure functions on the loop's state, so that the
+edges (a slice of n - 1 tokens keeps its rows, n yields) are tested without threads.
+
+``runtime.batching.Scheduler`` calls :func:`plan` between steps and keeps :class:`Served`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+# Tokens a generation decodes (per row) before it yields its rows to a waiting visitor who has
+# been given fewer. A learner's first token then comes within one slice of each other visitor's
+# turn (docs/space.md, "Turns in the decoding loop"); a shorter slice parks and resumes more
+# often (a copy of the request's cache each way, ~1 ms a row at full context).
+SLICE_TOKENS = 32
+# Visitors whose tokens are remembered while the loop is busy (a visitor who comes back keeps
+# its count rather than starting afresh); past this the longest-forgotten go first. The loop
+# forgets everyone once it is idle.
+MAX_REMEMBERED_VISITORS = 4096
+
+
+class Turn(Protocol):
+    """What :func:`plan` reads of a request (``runtime.batching.Request`` has it)."""
+
+    visitor: str
+    arrival: int  # the scheduler's count of requests when it came
+    n: int  # rows
+    index: int  # tokens decoded so far (per row)
+    slice_start: int  # ``index`` when it last entered the batch
+
+
+class Served:
+    """Tokens given to each visitor while the loop is busy, bounded by
+    :data:`MAX_REMEMBERED_VISITORS`. A visitor arriving when others are busy starts at the
+    fewest any busy visitor has (start-time fair queuing's virtual time, as Linux's CFS does):
+    never behind those already there, and with no credit for the time it was away, which would
+    let it hold the loop for as long as it stayed away."""
+
+    def __init__(self, capacity: int = MAX_REMEMBERED_VISITORS) -> None:
+        self.capacity = capacity
+        self.tokens: dict[str, int] = {}
+
+    def __getitem__(self, visitor: str) -> int:
+        return self.tokens.get(visitor, 0)
+
+    def arrive(self, visitor: str, busy: set[str]) -> None:
+        """``visitor`` sends a request while ``busy`` (the visitors with a request in the loop,
+        waiting or running) are served."""
+        if visitor in busy:
+            return
+        floor = min((self.tokens.get(v, 0) for v in busy), default=0)
+        self.tokens[visitor] = max(self.tokens.pop(visitor, 0), floor)  # (re-inserted: the newest)
+        while len(self.tokens) > self.capacity:
+            oldest = next((v for v in self.tokens if v not in busy and v != visitor), None)
+            if oldest is None:
+                break
+            del self.tokens[oldest]
+
+    def add(self, visitor: str, tokens: int) -> None:
+        if visitor in self.tokens:
+            self.tokens[visitor] += tokens
+
+    def clear(self) -> None:
+        self.tokens.clear()
+
+
+def plan(waiting: Sequence[Turn], running: Sequence[Turn], served: Served, room: int,
+         slice_tokens: int = SLICE_TOKENS) -> tuple[list, list]:
+    """``(admitted, parked)``: the waiting requests that enter the batch now, and the running ones
+    that yield their rows to them first.
+
+    Waiting requests are taken by their visitor's tokens so far, fewest first (arrival order
+    among equals); one that does not fit in ``room`` rows is given rows by running requests that
+    have decoded a whole slice since they entered and whose visitor has been given more tokens
+    than its own (the most served first). The first that still does not fit stops the line, so a
+    request of many samples is not passed for ever. (Where the yielded rows' cache goes is the
+    scheduler's business: kept aside within a bound, else read anew.)"""
+    order = sorted(waiting, key=lambda s: (served[s.visitor], s.arrival))
+    admitted: list = []
+    parked: list = []
+    for seq in order:
+        if seq.n > room:
+            mine = served[seq.visitor]
+            candidates = sorted(
+                (s for s in running if s not in parked and s.index - s.slice_start >= slice_tokens
+                 and served[s.visitor] > mine),
+                key=lambda s: (-served[s.visitor], -(s.index - s.slice_start), -s.arrival),
+            )
+            chosen, freed = [], 0
+            for s in candidates:
+                if room + freed >= seq.n:
+                    break
+                chosen.append(s)
+                freed += s.n
+            if room + freed < seq.n:
+                break
+            parked += chosen
+            room += freed
+        admitted.append(seq)
+        room -= seq.n
+    return admitted, parked

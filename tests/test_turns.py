@@ -1,0 +1,135 @@
+"""Whose turn it is in the decoding loop (runtime/turns.py): the edges of the slice, the order by
+tokens given, the bound on rows kept aside and on visitors remembered, as pure functions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from runtime.turns import Served, plan
+
+
+@dataclass(eq=False)
+class R:
+    visitor: str
+    arrival: int
+    n: int = 1
+    index: int = 0
+    slice_start: int = 0
+
+
+def served(**tokens: int) -> Served:
+    s = Served()
+    s.tokens.update(tokens)
+    return s
+
+
+@pytest.mark.parametrize("decoded, yields", [(7, False), (8, True)])
+def test_a_running_request_yields_after_a_whole_slice_and_not_before(decoded, yields):
+    running = R("a", 0, index=20 + decoded, slice_start=20)
+    waiting = R("b", 1)
+    admitted, parked = plan([waiting], [running], served(a=30, b=2), room=0, slice_tokens=8)
+    assert (admitted, parked) == (([waiting], [running]) if yields else ([], []))
+
+
+def test_the_waiting_visitor_given_the_fewest_tokens_goes_first_not_the_first_to_arrive():
+    a2, c = R("a", 1), R("c", 2)
+    running = R("a", 0, index=40)
+    admitted, parked = plan([a2, c], [running], served(a=40, c=3), room=0, slice_tokens=8)
+    assert admitted == [c] and parked == [running]
+    # with a free row, c is still first; equal tokens go in arrival order
+    assert plan([a2, c], [], served(a=40, c=3), room=1)[0] == [c]
+    d = R("d", 3)
+    assert plan([d, c], [], served(c=5, d=5), room=1)[0] == [c]
+
+
+def test_a_visitor_never_parks_its_own_nor_one_given_fewer_tokens():
+    running = R("a", 0, index=40)
+    assert plan([R("a", 1)], [running], served(a=40), room=0) == ([], [])
+    assert plan([R("b", 1)], [running], served(a=10, b=10), room=0) == ([], [])
+    assert plan([R("b", 1)], [running], served(a=10, b=11), room=0) == ([], [])
+
+
+def test_the_most_served_yields_first_and_only_as_many_rows_as_needed():
+    x, y, z = R("x", 0, index=50), R("y", 1, index=50), R("z", 2, n=2, index=50)
+    admitted, parked = plan([R("b", 3, n=2)], [x, y, z], served(x=90, y=60, z=80, b=0), room=0, slice_tokens=8)
+    assert parked == [x, z]  # x (90) gives 1 row, z (80) the second: y (60) keeps its row
+    admitted, parked = plan([R("b", 3)], [x, y, z], served(x=90, y=60, z=80, b=0), room=0, slice_tokens=8)
+    assert parked == [x]
+
+
+def test_the_first_request_that_cannot_get_rows_stops_the_line():
+    big, small = R("b", 1, n=3), R("c", 2)
+    assert plan([big, small], [], served(b=0, c=1), room=2) == ([], [])
+
+
+def test_a_newcomer_starts_at_the_fewest_tokens_of_the_busy_and_a_returning_one_keeps_its_own():
+    s = served(a=100, b=40)
+    s.arrive("c", {"a", "b"})
+    assert s["c"] == 40
+    s.tokens["c"] = 90
+    s.arrive("c", {"a", "b"})  # came back: 90, not 40
+    assert s["c"] == 90
+    s.arrive("d", set())
+    assert s["d"] == 0
+
+
+def test_visitors_remembered_stay_within_the_bound_the_busy_kept():
+    s = Served(capacity=3)
+    s.arrive("a", set())
+    s.arrive("b", {"a"})
+    for v in "cdef":
+        s.arrive(v, {"a", "b"})
+        assert len(s.tokens) <= 3
+    assert {"a", "b", "f"} == set(s.tokens)  # the busy kept, the newest kept, the older gone
+
+
+def test_the_pages_and_the_apis_generations_reach_the_loop_as_their_visitors(monkeypatch):
+    """The Generate tab's, the API's and Next token's handlers name the visitor whose request
+    they serve (the socket's address here) to the decoding loop, which takes turns by it."""
+    import gradio as gr
+    from gradio.context import LocalContext
+    from starlette.requests import Request as HttpRequest
+
+    from playground.generation import streaming
+    from playground.ui import generation
+
+    seen: list[str] = []
+
+    class Loop:
+        def stream(self, prompt_ids, sampling, stop=None, visitor=""):
+            seen.append(visitor)
+            return iter(())
+
+    class Model:
+        vocab_size, block_size, provider, path = 50257, 256, "CPUExecutionProvider", "model.onnx"
+
+    monkeypatch.setattr(streaming, "engine_for", lambda precision: (Model(), Loop()))
+    monkeypatch.setattr(streaming, "get_engine", Model)
+    scope = {"type": "http", "client": ("10.1.2.3", 5000), "headers": [], "method": "POST", "path": "/", "query_string": b""}
+    token = LocalContext.request.set(gr.Request(request=HttpRequest(scope)))
+    try:
+        list(generation.api_generate("Hello", 4, 0.8, 40, 0.9, 1))
+        list(generation.ui_generate("Hello", 4, 0.8, 40, 0.9, 1, 1, "full"))
+    finally:
+        LocalContext.request.reset(token)
+    assert seen == ["10.1.2.3", "10.1.2.3"]
+
+
+def test_more_generations_run_than_rows_and_each_has_a_thread_and_a_place_in_the_loops_line():
+    """Turns happen in the loop's line, so more generation handlers run than the batch has rows;
+    the loop's line holds them all (none is refused "busy" by it), and Gradio has a worker thread
+    for each beside every other group's."""
+    import gradio as gr
+
+    from playground import limits
+    from playground.ui import serving
+
+    assert limits.GENERATION_CONCURRENCY > limits.MAX_BATCH_ROWS
+    assert limits.GENERATION_CONCURRENCY - limits.MAX_BATCH_ROWS <= limits.MAX_WAITING_REQUESTS
+    with gr.Blocks() as demo:
+        pass
+    groups = (limits.GENERATION_CONCURRENCY + limits.FORWARD_CONCURRENCY + limits.LIGHT_CONCURRENCY
+              + limits.EXPENSIVE_CONCURRENCY + limits.MAX_RUNNING + limits.MAX_LINE)
+    assert serving.launch_options(demo)["max_threads"] > groups
