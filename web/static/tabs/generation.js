@@ -3,6 +3,22 @@
 // weighed at each step (click a token) from the browser's own logits.
 
 import { generationSettings } from "../engine/engine.js";
+import { isCached } from "../engine/fetch.js";
+
+// A phone's screen, as style.css's phone rules: its download waits for Generate.
+const PHONE_QUERY = "(max-width: 600px)";
+// What the first token needs, by their keys in site.json's files (plotly.js comes after, for the chart).
+const FIRST_TOKEN_FILES = { "model/model.onnx": "the model", "vendor/ort/ort-wasm-simd-threaded.wasm.gz": "onnxruntime-web", "model/tokenizer.json": "the tokenizer" };
+
+const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
+
+/** "Before its first token this page downloads 21.9 MB: …" from the files' sizes in site.json. */
+export function downloadNote(site) {
+  const sizes = Object.entries(FIRST_TOKEN_FILES).map(([file, what]) => [what, site.bytes[file]]);
+  const total = sizes.reduce((sum, [, n]) => sum + n, 0);
+  return `Before its first token this page downloads ${mb(total)} (${sizes.map(([what, n]) => `${what} ${mb(n)}`).join(", ")}), `
+    + `then plotly.js ${mb(site.bytes["vendor/plotly/plotly.min.js.gz"])} for the chart; once: this browser keeps them for your next visit.`;
+}
 
 // The page is given back to the browser (to paint the new tokens, to take a click on Stop) every
 // FRAME_MS, not after every token: a paint costs more than a token at this model's size, so
@@ -46,13 +62,17 @@ export async function mount(root, ctx) {
   const chart = el("div", { class: "pg-plot", id: "gen-chart" });
   const chartNote = el("div", { class: "pg-note", id: "gen-chart-note" }, "Click a generated token to see the candidates the model weighed at that step.");
 
+  const download = el("div", { class: "pg-note", id: "gen-download" }, downloadNote(site));
+
+  // Generate right under the prompt, the settings after it: on a phone the button, the download's
+  // size and its progress (the page's bar, above the tab) are then on the first screen.
   root.append(el("div", { class: "pg-row" },
     el("div", { class: "pg-col" },
       el("label", { for: "gen-prompt" }, "Prompt"), prompt,
+      el("div", { class: "gen-buttons" }, generate, next, stop), download, error,
       el("div", { class: "pg-examples" }, ...site.examples.generation.map((x) => el("button", { type: "button", onclick: () => { prompt.value = x; } }, x.split("\n")[0]))),
       el("div", { class: "pg-row", style: "gap: 8px" }, ...Object.values(controls).map((c) => c.box)),
-      el("label", { class: "inline" }, slow, "Slow motion (one token every 0.15 s, to watch the text grow)"),
-      el("div", { style: "display: flex; gap: 8px; margin-top: 8px; flex-wrap: wrap" }, generate, next, stop), error),
+      el("label", { class: "inline" }, slow, "Slow motion (one token every 0.15 s, to watch the text grow)")),
     el("div", { class: "pg-col" }, output, stats, notice)));
   root.append(el("h2", {}, "The candidates of a step"), chartNote, chart);
 
@@ -84,6 +104,9 @@ export async function mount(root, ctx) {
     if (engine) return engine;
     output.replaceChildren(el("span", { class: "pg-subdued" }, "Loading the model into this browser…"));
     engine = await ctx.engine();
+    download.textContent = `Runs in this browser with onnxruntime-web, on ${site.model.file}.`;
+    ctx.plotly();
+    output.dataset.ready = "true";
     return engine;
   }
 
@@ -151,7 +174,8 @@ export async function mount(root, ctx) {
       [step.ids.length, "new tokens"],
       [step.tokensPerS === null ? "–" : step.tokensPerS.toFixed(0), "tokens / s"],
       [step.timeToFirstToken === null ? "–" : `${(1000 * step.timeToFirstToken).toFixed(0)} ms`, "to the first token"],
-      ["this browser", s.temperature === 0 ? "greedy (temperature 0)" : `seed ${s.seed}`],
+      // which engine and file: a seed's text holds for these, not for the app's model.onnx or model_int8.onnx
+      ["this browser", `${s.temperature === 0 ? "greedy" : `seed ${s.seed}`}: onnxruntime-web, 8-bit model_quantized.onnx`],
     ];
     stats.replaceChildren(...cards.map(([n, what]) => el("div", { class: "pg-card" }, el("b", {}, String(n)), el("span", {}, what))));
     stats.dataset.stopReason = step.stopReason || "";
@@ -188,13 +212,14 @@ export async function mount(root, ctx) {
   generate.addEventListener("click", () => run());
   next.addEventListener("click", () => run({ oneToken: true }));
   stop.addEventListener("click", () => abort && abort.abort());
-  // The model is loaded as soon as the tab opens: the first Generate then starts at once, and the
-  // page keeps working if the connection goes.
-  ready().then(() => {
+  // On a laptop the model is loaded as soon as the tab opens: the first Generate then starts at
+  // once, and the page keeps working if the connection goes. On a phone whose browser does not
+  // hold it yet, the download waits for Generate: the note above says how much it is first.
+  const load = () => ready().then(() => {
     output.replaceChildren(el("span", { class: "pg-subdued" }, `The model is loaded in this browser (${engine.loadSeconds.toFixed(1)} s${engine.cached ? ", from the cache" : ""}). Press Generate.`));
-    ctx.plotly();
-    output.dataset.ready = "true";
   }, (err) => fail(`The model could not be loaded: ${err.message}`));
+  if (!matchMedia(PHONE_QUERY).matches || (await isCached(site.files["model/model.onnx"]))) load();
+  else output.replaceChildren(el("span", { class: "pg-subdued" }, "Press Generate: the model is downloaded first (see above), then runs in this browser."));
   return {
     settings: () => ({ text: prompt.value, ...Object.fromEntries(Object.entries(controls).map(([k, c]) => [k, Number(c.input.value)])) }),
   };
