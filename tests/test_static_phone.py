@@ -134,3 +134,35 @@ def test_a_tapped_attention_cell_is_read_in_the_pages_type(static_server, screen
             assert size >= 12, f"the cell's weight is {size} px tall"
         assert "onnxruntime-web" in page.inner_text("#att-source") and "8-bit" in page.inner_text("#att-source")
         assert not page.errors, page.errors
+
+
+# -- the small items ----------------------------------------------------------------------------
+
+
+def test_a_link_opens_ids_to_text_on_its_own_text_and_the_header_needs_no_emoji_font(static_server):
+    from urllib.parse import quote
+
+    from model import get_tokenizer
+
+    text = "To be, or not to be"
+    with static_page(static_server.url + f"?tab=tokenization&text={quote(text)}", **SCREENS["phone"]) as page:
+        ready(page)
+        page.wait_for_function("document.querySelector('#dec-text')?.textContent.length > 0")
+        ids = get_tokenizer().encode(text)
+        assert page.input_value("#dec-ids") == ", ".join(map(str, ids))
+        assert page.inner_text("#dec-text") == text
+        title = page.inner_text("#pg-header h1")
+        assert title == "GPT Playground", title  # an emoji is a box where the system has no emoji font
+
+
+def test_the_candidates_chart_keeps_its_axis_title_clear_of_its_legend_on_a_phone(static_server):
+    with static_page(static_server.url + "?tab=generation&max_new_tokens=4&temperature=0", **SCREENS["phone"]) as page:
+        ready(page)
+        page.click("#gen-run")
+        page.wait_for_function("document.querySelector('#gen-chart')?.dataset.step === '4'", timeout=120_000)
+        boxes = page.evaluate("""() => ['.xtitle', '.legend', '.xtick'].map((s) => {
+          const rs = [...document.querySelectorAll('#gen-chart ' + s)].map((n) => n.getBoundingClientRect());
+          return {top: Math.min(...rs.map((r) => r.top)), bottom: Math.max(...rs.map((r) => r.bottom))}; })""")
+        title, legend, ticks = boxes
+        assert ticks["bottom"] <= title["top"] + 1 and title["bottom"] <= legend["top"] + 1, boxes
+        assert not page.errors, page.errors

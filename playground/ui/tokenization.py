@@ -23,7 +23,7 @@ def _counts(r: tok.TokenizationResult) -> str:
     return cards_html([
         (f"{r.n_tokens:,}", "tokens"),
         (f"{r.n_characters:,}", "characters"),
-        (f"{r.chars_per_token:g}", "characters / token"),
+        (f"{round(r.chars_per_token, 2):g}", "characters / token"),  # two decimals, as the static edition shows it
         (f"{r.n_bytes:,}", "UTF-8 bytes"),
     ])
 

@@ -203,8 +203,9 @@ export async function mount(root, ctx) {
     ];
     const title = `Step ${index + 1}: drew “${shownToken(engine.tokenizer.tokenText(step.token))}” (model ${percent(c.tokenProb)}, drawn with ${percent(c.tokenSampleProb)})`;
     await Plotly.react(chart, data, {
-      title: { text: title, font: { size: 14 } }, barmode: "group", height: 380, margin: { l: 140, r: 20, t: 50, b: 40 },
-      xaxis: { tickformat: ".0%", title: { text: "probability" } }, legend: { orientation: "h", y: -0.15 },
+      // The legend well below the axis title: at y -0.15 the two overlapped on a phone.
+      title: { text: title, font: { size: 14 } }, barmode: "group", height: 400, margin: { l: 140, r: 20, t: 50, b: 90 },
+      xaxis: { tickformat: ".0%", title: { text: "probability", standoff: 4 } }, legend: { orientation: "h", x: 0, y: -0.2, yanchor: "top" },
     }, { displayModeBar: false, responsive: true });
     chart.dataset.step = String(index + 1);
   }
