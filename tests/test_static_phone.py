@@ -166,3 +166,34 @@ def test_the_candidates_chart_keeps_its_axis_title_clear_of_its_legend_on_a_phon
         title, legend, ticks = boxes
         assert ticks["bottom"] <= title["top"] + 1 and title["bottom"] <= legend["top"] + 1, boxes
         assert not page.errors, page.errors
+
+
+# -- painting -----------------------------------------------------------------------------------
+
+# When the page added generated tokens to the text: one time a mutation callback adds any.
+COUNT_PAINTS_JS = """() => { window.pgPaints = [];
+  new MutationObserver((records) => {
+    if (records.some((r) => [...r.addedNodes].some((n) => n.classList?.contains('gen-tok')))) window.pgPaints.push(performance.now());
+  }).observe(document.querySelector('#gen-output'), { childList: true, subtree: true }); }"""
+
+
+def test_the_page_adds_the_generated_tokens_a_few_times_a_second_not_one_by_one(static_server):
+    """A paint costs more than a token: the page adds the tokens drawn since its last paint in one
+    piece, at most every 100 ms (web/static/tabs/generation.js's PAINT_MS; the last, when the
+    generation ends, may come sooner), and still shows every token, in order."""
+    from model import get_tokenizer
+
+    tokens = 160
+    with static_page(static_server.url + f"?tab=generation&text=ROMEO:&max_new_tokens={tokens}&temperature=0", **SCREENS["laptop"]) as page:
+        ready(page)
+        page.wait_for_selector("#gen-output[data-ready=true]", timeout=120_000)
+        page.evaluate(COUNT_PAINTS_JS)
+        page.click("#gen-run")
+        page.wait_for_selector("#gen-output[data-done=true]", timeout=120_000)
+        times = page.evaluate("() => window.pgPaints")
+        shown = page.evaluate("() => Array.from(document.querySelectorAll('#gen-completion .gen-tok')).map((t) => Number(t.title.split('id ')[1]))")
+        assert len(shown) == tokens and page.inner_text("#gen-completion") == get_tokenizer().decode(shown)
+        gaps = [b - a for a, b in zip(times[:-2], times[1:-1])]  # the last paint, at the end, may come sooner
+        assert len(times) < tokens and min(gaps, default=100) >= 95, f"{len(times)} paints for {tokens} tokens, gaps {gaps[:10]} ms"
+        page.click("#gen-completion .gen-tok >> nth=5")  # a token still opens its step's candidates
+        page.wait_for_function("document.querySelector('#gen-chart')?.dataset.step === '6'")

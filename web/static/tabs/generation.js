@@ -21,10 +21,12 @@ export function downloadNote(site) {
 }
 
 // The page is given back to the browser (to paint the new tokens, to take a click on Stop) every
-// FRAME_MS, not after every token: a paint costs more than a token at this model's size, so
-// painting each one held generation to the frame rate. A message, not setTimeout(0): timers are
+// PAINT_MS, and the tokens drawn meanwhile join the page in one piece when it is: a paint and
+// its layout cost more than a token at this model's size, so painting at the frame rate (33 ms)
+// held the page's Generate to about half the engine's speed alone (docs/browser.md, measured).
+// Ten paints a second still show the text growing. A message, not setTimeout(0): timers are
 // clamped and throttled.
-const FRAME_MS = 33;
+export const PAINT_MS = 100;
 const channel = new MessageChannel();
 const waiting = [];
 channel.port1.onmessage = () => waiting.shift()?.();
@@ -130,29 +132,32 @@ export async function mount(root, ctx) {
       output.replaceChildren(promptSpan, completion);
       steps = [];
       let last = null;
-      let shownAt = 0;
+      let pending = document.createDocumentFragment(); // tokens drawn since the last paint
       let yieldedAt = performance.now();
+      const paint = (step) => {
+        completion.append(pending);
+        pending = document.createDocumentFragment();
+        showStats(step, eng, s); // the cards and the scroll once a paint: each is a layout
+        output.scrollTop = output.scrollHeight;
+      };
       for await (const step of eng.generate(ids, s, { signal: abort.signal })) {
         last = step;
         if (step.token !== null) {
           steps.push(step);
-          const tok = el("span", { class: "gen-tok", "data-step": String(steps.length - 1), title: `step ${steps.length}: id ${step.token}` }, step.piece);
-          tok.addEventListener("click", () => draw(Number(tok.dataset.step)));
-          completion.append(tok);
+          pending.append(el("span", { class: "gen-tok", "data-step": String(steps.length - 1), title: `step ${steps.length}: id ${step.token}` }, step.piece));
         }
         if (step.notice) notice.textContent = step.notice;
-        const now = performance.now();
-        if (step.finished || now - shownAt > 100) { // the cards and the scroll a few times a second: each is a layout
-          showStats(step, eng, s);
-          output.scrollTop = output.scrollHeight;
-          shownAt = now;
-        }
-        if (slow.checked && !step.finished) await new Promise((r) => setTimeout(r, 150));
-        else if (performance.now() - yieldedAt > FRAME_MS) {
+        if (step.finished) paint(step);
+        else if (slow.checked) {
+          paint(step);
+          await new Promise((r) => setTimeout(r, 150));
+        } else if (performance.now() - yieldedAt > PAINT_MS) {
+          paint(step);
           await yieldToPage();
           yieldedAt = performance.now();
         }
       }
+      completion.append(pending); // what a stopped generation drew after its last paint
       output.dataset.done = "true";
       if (oneToken && last && last.token !== null) {
         prompt.value = text + last.text; // the drawn token joins the prompt, as the app's Next token does
@@ -210,6 +215,11 @@ export async function mount(root, ctx) {
     chart.dataset.step = String(index + 1);
   }
 
+  // One listener for every token (a listener a token was work in the generation's loop).
+  output.addEventListener("click", (e) => {
+    const tok = e.target.closest?.(".gen-tok");
+    if (tok) draw(Number(tok.dataset.step));
+  });
   generate.addEventListener("click", () => run());
   next.addEventListener("click", () => run({ oneToken: true }));
   stop.addEventListener("click", () => abort && abort.abort());
