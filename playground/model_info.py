@@ -176,13 +176,13 @@ def training_figure(log: list[dict[str, Any]]) -> go.Figure:
     if series["val_loss_all"] and series["val_loss"]:
         x, y = series["val_loss_all"][-1]
         fig.add_annotation(
-            x=x, y=y, ax=-40, ay=-70, xanchor="right", showarrow=True, arrowcolor="#16a34a", font={"color": "#166534", "size": 12},
+            x=x, y=y, ax=-120, ay=4, xanchor="right",  # left of the point, between the two lines showarrow=True, arrowcolor="#16a34a", font={"color": "#166534", "size": 12},
             text=f"final: <b>{y:.2f}</b> on {f'all {whole_n}' if whole_n else 'every'} window{'s' if whole_n != 1 else ''}<br>of the held-out text (the result)",
             bgcolor="rgba(255,255,255,0.85)", name="final-evaluation",
         )
         sx, sy = series["val_loss"][-1]
         fig.add_annotation(
-            x=sx, y=sy, ax=-30, ay=-40, xanchor="right", showarrow=True, arrowcolor="#e4572e", font={"color": "#9a3412", "size": 12},
+            x=sx, y=sy, ax=-20, ay=-45, xanchor="right",  # above the line's end showarrow=True, arrowcolor="#e4572e", font={"color": "#9a3412", "size": 12},
             text=f"{sy:.2f} on a sample of {sample_n or 'the'} windows", bgcolor="rgba(255,255,255,0.85)", name="last-sample",
         )
     if not fig.data:
