@@ -28,6 +28,17 @@ TAB_BOXES_JS = """() => [...document.querySelectorAll('#pg-tabs button[role=tab]
 })"""
 
 
+def shot(page, name: str) -> None:
+    """A screenshot of the static edition: docs/screenshots/static-<name>.png with
+    PLAYGROUND_SCREENSHOTS=1 (as tests/test_browser.py writes the app's), else nowhere."""
+    import os
+
+    from test_browser import DOCS_SHOTS, SCREENSHOTS_ENV, save_screenshot
+
+    if os.environ.get(SCREENSHOTS_ENV, "").strip() not in ("", "0"):
+        save_screenshot(page, DOCS_SHOTS / f"static-{name}.png")
+
+
 def mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB"
 
@@ -53,6 +64,9 @@ def test_every_tab_is_on_screen_without_a_sideways_swipe(static_server, screen):
             page.click(f"#{b['id']}")
             assert page.get_attribute(f"#{b['id']}", "aria-selected") == "true"
         assert page.evaluate("document.documentElement.scrollWidth") <= width
+        page.click("#tab-tokenization")
+        page.wait_for_function("document.querySelector('#dec-text')?.textContent.length > 0")
+        shot(page, f"{'phone-' if screen == 'phone' else ''}tokenization")
         assert not page.errors, page.errors
 
 
@@ -93,6 +107,8 @@ def test_a_phone_is_told_the_download_and_sees_generate_and_its_progress_on_the_
         page.wait_for_selector("#gen-output[data-done=true]", timeout=120_000)
         assert page.locator("#gen-completion .gen-tok").count() > 0
         assert "onnxruntime-web" in page.inner_text("#gen-download")
+        page.evaluate("() => window.scrollTo(0, 0)")
+        shot(page, "phone-text_generation")
         assert not page.errors, page.errors
 
 
@@ -101,6 +117,10 @@ def test_a_laptop_has_generate_on_its_first_screen(static_server):
         ready(page)
         box = page.query_selector("#gen-run").bounding_box()
         assert box["y"] + box["height"] <= LAPTOP["height"], box
+        page.wait_for_selector("#gen-output[data-ready=true]", timeout=120_000)  # a laptop loads the model as the tab opens
+        page.click("#gen-run")
+        page.wait_for_function("document.querySelector('#gen-chart')?.dataset.step !== undefined", timeout=120_000)
+        shot(page, "text_generation")
 
 
 @pytest.mark.parametrize("screen", ["phone", "laptop"])
@@ -118,11 +138,18 @@ def test_a_tapped_attention_cell_is_read_in_the_pages_type(static_server, screen
             x, y = page.evaluate("""([q, k]) => { const gd = document.querySelector('#att-head-fig'), L = gd._fullLayout;
               const r = gd.getBoundingClientRect();
               return [r.left + L.xaxis._offset + L.xaxis.l2p(k), r.top + L.yaxis._offset + L.yaxis.l2p(q)]; }""", [q, k])
-            if screen == "phone":
-                page.touchscreen.tap(x, y)
-            else:
-                page.mouse.click(x, y)
-            page.wait_for_function("c => document.querySelector('#att-cell').dataset.cell === c", arg=f"{q}:{k}")
+            # Tapped again until the readout names the cell: plotly drops a tap that falls within its
+            # double-click delay of the one before, or lands while a figure is still being laid out.
+            for attempt in range(5):
+                if screen == "phone":
+                    page.touchscreen.tap(x, y)
+                else:
+                    page.mouse.click(x, y)
+                try:
+                    page.wait_for_function("c => document.querySelector('#att-cell').dataset.cell === c", arg=f"{q}:{k}", timeout=3000)
+                    break
+                except Exception:
+                    assert attempt < 4, f"five taps on cell {q}:{k} and the readout says {page.inner_text('#att-cell')!r}"
             a = page.evaluate("() => { const a = window.pgAttention; return [a.tokens, a.layer, a.head, Array.from(a.attentions[a.layer])]; }")
             tokens, layer, head, flat = a
             t = len(tokens)
@@ -133,6 +160,7 @@ def test_a_tapped_attention_cell_is_read_in_the_pages_type(static_server, screen
             size = page.evaluate("parseFloat(getComputedStyle(document.querySelector('#att-cell')).fontSize)")
             assert size >= 12, f"the cell's weight is {size} px tall"
         assert "onnxruntime-web" in page.inner_text("#att-source") and "8-bit" in page.inner_text("#att-source")
+        shot(page, f"{'phone-' if screen == 'phone' else ''}attention")
         assert not page.errors, page.errors
 
 
