@@ -149,12 +149,110 @@ def unpack_cost(browser, url: str, address: str, rates=(1, 4, 6), repeats: int =
     return out
 
 
+# In the page, after its own Generate: the page's loaded engine alone, the same greedy tokens with
+# the candidates the page asks for, timed as the engine times itself (from the first token), median.
+ENGINE_ALONE = """async ([tokens, repeats]) => {
+  const engine = window.pgEngine;
+  const ids = engine.tokenizer.encode('ROMEO:');
+  const speeds = [];
+  for (let r = 0; r < repeats; r++) {
+    let last;
+    for await (const step of engine.generate(ids, { maxNewTokens: tokens, temperature: 0, nCandidates: 10, stopAtEot: false })) last = step;
+    speeds.push(last.tokensPerS);
+  }
+  speeds.sort((a, b) => a - b);
+  return speeds[Math.floor(speeds.length / 2)];
+}"""
+
+
+def page_generate(browser, url: str, rate: int, tokens: int, repeats: int = 3) -> dict[str, float]:
+    """The page's Generate with Chromium's CPU throttled ``rate`` times (4x: a mid-range phone, 6x:
+    a low-end one): seconds from opening the link to the first token drawn and the page card's
+    tokens/s, with an empty cache (cold) and again with the model in the browser's cache; then
+    the same page's engine alone on the same tokens."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    link = f"?tab=generation&text=ROMEO:&max_new_tokens={tokens}&temperature=0"
+    out: dict[str, float] = {}
+    for visit in ("cold", "cached"):
+        page = context.new_page()
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": rate})
+        start = time.perf_counter()
+        page.goto(url + link, wait_until="domcontentloaded")
+        page.wait_for_selector("#gen-output[data-ready=true]", timeout=600_000)
+        page.click("#gen-run")
+        page.wait_for_selector("#gen-completion .gen-tok", timeout=600_000)
+        out[f"{visit} first token s"] = time.perf_counter() - start
+        page.wait_for_selector("#gen-output[data-done=true]", timeout=600_000)
+        card = page.inner_text("#gen-stats").split("\n")
+        out[f"{visit} page tokens/s"] = float(card[card.index("tokens / s") - 1])
+        if visit == "cached":
+            speeds = []
+            for _ in range(repeats):  # the page's Generate again, warm, beside the engine alone
+                page.evaluate("() => { delete document.querySelector('#gen-output').dataset.done; }")
+                page.click("#gen-run")
+                page.wait_for_selector("#gen-output[data-done=true]", timeout=600_000)
+                card = page.inner_text("#gen-stats").split("\n")
+                speeds.append(float(card[card.index("tokens / s") - 1]))
+            out["warm page tokens/s"] = statistics.median(speeds)
+            out["engine alone tokens/s"] = page.evaluate(ENGINE_ALONE, [tokens, repeats])
+        page.close()
+    context.close()
+    return out
+
+
+def engine_rows(browser, url: str, folder: Path, prompt: list[int], size: int, args, rows: list[tuple[str, str]]) -> None:
+    """The engine alone beside native onnxruntime, the learner's waits and the folder's weight."""
+    speeds = {}
+    native = []
+    for threads in args.threads:
+        page = browser.new_page()
+        page.goto(url + "?tab=tokenization", wait_until="domcontentloaded")
+        speeds[threads] = page.evaluate(ENGINE_SPEED, [threads, args.tokens, args.repeats])
+        page.close()
+        for _ in range(args.repeats):  # the native side between the browser's runs: the same machine load
+            native.append(native_speed(folder / "model" / "model.onnx", prompt, args.tokens))
+    native_ids = native[0][1]
+    native_speed_median = statistics.median(s for s, _ in native)
+    for threads, r in speeds.items():
+        same = "same ids" if r["ids"] == native_ids else "ids differ"
+        iso = "" if r["isolated"] else " (page not cross-origin isolated: one thread in effect)"
+        rows.append((f"engine in Chromium, {threads} thread{'s' * (threads > 1)}{iso}, with the candidates",
+                     f"{statistics.median(r['with']):.0f} tokens/s ({same} as native)"))
+        rows.append((f"engine in Chromium, {threads} thread{'s' * (threads > 1)}, ids only",
+                     f"{statistics.median(r['without']):.0f} tokens/s"))
+    rows.append(("plain onnxruntime in Python, 1 thread, same file", f"{native_speed_median:.0f} tokens/s"))
+    one = statistics.median(speeds[args.threads[0]]["with"])
+    rows.append(("browser / native (with the candidates)", f"{one / native_speed_median:.2f}x"))
+
+    cold, cold_speed, context = first_token(browser, url)
+    warm, warm_speed, _ = first_token(browser, url, context)
+    context.close()
+    rows.append(("link opened -> first token, empty cache (model downloaded from loopback)", f"{cold:.2f} s"))
+    rows.append(("link opened -> first token, model in the browser's cache", f"{warm:.2f} s"))
+    rows.append(("Generate's tokens/s as the page's card shows it (cold, cached)", f"{cold_speed:.0f}, {warm_speed:.0f}"))
+    first_bytes, requests = first_screen_bytes(browser, url)
+    rows.append(("first screen (Tokenization): bytes fetched", f"{first_bytes / 1e6:.2f} MB in {requests} requests"))
+    rows.append(("the static folder", f"{size / 1e6:.1f} MB"))
+    import json
+
+    wasm = json.loads((folder / "data" / "site.json").read_text())["files"]["vendor/ort/ort-wasm-simd-threaded.wasm.gz"]
+    for rate, r in unpack_cost(browser, url, wasm):
+        saved = r["size"] - r["packed"]
+        rows.append((f"wasm.gz ({r['packed'] / 1e6:.1f} MB -> {r['size'] / 1e6:.1f} MB) unpacked in the page, CPU {rate}x slower",
+                     f"{r['ms']:.0f} ms, against {saved * 8 / 10e6:.1f} s (10 Mbit/s) or {saved * 8 / 50e6:.1f} s "
+                     f"(50 Mbit/s) for the {saved / 1e6:.1f} MB it saves"))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.browser_engine", description=__doc__.split("\n\n")[0])
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--out", type=Path, help="an existing static edition folder (default: written anew)")
+    ap.add_argument("--rates", type=int, nargs="+", default=[1, 4, 6], help="CPU throttling rates for the page's Generate")
+    ap.add_argument("--page-tokens", type=int, default=128, help="greedy tokens of the page's Generate measured")
+    ap.add_argument("--page-only", action="store_true", help="only the page's Generate beside the engine alone")
     args = ap.parse_args(argv)
 
     from export.static import write_static
@@ -174,52 +272,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            speeds = {}
-            native = []
-            for threads in args.threads:
-                page = browser.new_page()
-                page.goto(url + "?tab=tokenization", wait_until="domcontentloaded")
-                speeds[threads] = page.evaluate(ENGINE_SPEED, [threads, args.tokens, args.repeats])
-                page.close()
-                for _ in range(args.repeats):  # the native side between the browser's runs: the same machine load
-                    native.append(native_speed(folder / "model" / "model.onnx", prompt, args.tokens))
-            native_ids = native[0][1]
-            native_speed_median = statistics.median(s for s, _ in native)
-            for threads, r in speeds.items():
-                same = "same ids" if r["ids"] == native_ids else "ids differ"
-                iso = "" if r["isolated"] else " (page not cross-origin isolated: one thread in effect)"
-                rows.append((f"engine in Chromium, {threads} thread{'s' * (threads > 1)}{iso}, with the candidates",
-                             f"{statistics.median(r['with']):.0f} tokens/s ({same} as native)"))
-                rows.append((f"engine in Chromium, {threads} thread{'s' * (threads > 1)}, ids only",
-                             f"{statistics.median(r['without']):.0f} tokens/s"))
-            rows.append(("plain onnxruntime in Python, 1 thread, same file", f"{native_speed_median:.0f} tokens/s"))
-            one = statistics.median(speeds[args.threads[0]]["with"])
-            rows.append(("browser / native (with the candidates)", f"{one / native_speed_median:.2f}x"))
-
-            cold, cold_speed, context = first_token(browser, url)
-            warm, warm_speed, _ = first_token(browser, url, context)
-            context.close()
-            rows.append(("link opened -> first token, empty cache (model downloaded from loopback)", f"{cold:.2f} s"))
-            rows.append(("link opened -> first token, model in the browser's cache", f"{warm:.2f} s"))
-            rows.append(("Generate's tokens/s as the page's card shows it (cold, cached)", f"{cold_speed:.0f}, {warm_speed:.0f}"))
-            first_bytes, requests = first_screen_bytes(browser, url)
-            rows.append(("first screen (Tokenization): bytes fetched", f"{first_bytes / 1e6:.2f} MB in {requests} requests"))
-            rows.append(("the static folder", f"{size / 1e6:.1f} MB"))
-            import json
-
-            wasm = json.loads((folder / "data" / "site.json").read_text())["files"]["vendor/ort/ort-wasm-simd-threaded.wasm.gz"]
-            for rate, r in unpack_cost(browser, url, wasm):
-                saved = r["size"] - r["packed"]
-                rows.append((f"wasm.gz ({r['packed'] / 1e6:.1f} MB -> {r['size'] / 1e6:.1f} MB) unpacked in the page, CPU {rate}x slower",
-                             f"{r['ms']:.0f} ms, against {saved * 8 / 10e6:.1f} s (10 Mbit/s) or {saved * 8 / 50e6:.1f} s "
-                             f"(50 Mbit/s) for the {saved / 1e6:.1f} MB it saves"))
+            for rate in args.rates:
+                r = page_generate(browser, url, rate, args.page_tokens)
+                rows.append((f"CPU {rate}x: link -> first token, cold / cached",
+                             f"{r['cold first token s']:.1f} s / {r['cached first token s']:.1f} s"))
+                rows.append((f"CPU {rate}x: page's Generate (card), cold / cached / warm median",
+                             f"{r['cold page tokens/s']:.0f} / {r['cached page tokens/s']:.0f} / {r['warm page tokens/s']:.0f} tokens/s"))
+                rows.append((f"CPU {rate}x: the page's engine alone, same tokens and candidates",
+                             f"{r['engine alone tokens/s']:.0f} tokens/s (page warm / engine: "
+                             f"{r['warm page tokens/s'] / r['engine alone tokens/s']:.0%})"))
+            if not args.page_only:
+                engine_rows(browser, url, folder, prompt, size, args, rows)
             browser.close()
     finally:
         server.shutdown()
         if tmp:
             tmp.cleanup()
     width = max(len(k) for k, _ in rows)
-    print(f"{time.strftime('%Y-%m-%d')}, {args.tokens} greedy tokens from 'ROMEO:', median of {args.repeats}")
+    print(f"{time.strftime('%Y-%m-%d')}, greedy from 'ROMEO:': {args.tokens} tokens for the engine rows (median of {args.repeats}), "
+          f"{args.page_tokens} for the page's Generate rows")
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
     return 0

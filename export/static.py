@@ -222,7 +222,8 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     versioned = ("model/model.onnx", "model/tokenizer.json", "model/config.json", "data/embeddings.bin", "data/embeddings.json",
                  INSIDE_GRAPH, INSIDE_WEIGHTS, INSIDE_INDEX, ORT_WASM_FILE, PLOTLY_FILE)
     files = {name: f"{name}?v={_digest(out / name)}" for name in versioned}
-    (out / "data" / "site.json").write_text(json.dumps(site(app_space, files, model), ensure_ascii=False, indent=1))
+    sizes = {"bytes": {name: (out / name).stat().st_size for name in versioned}}  # what a download costs, said before it starts
+    (out / "data" / "site.json").write_text(json.dumps(site(app_space, files, model) | sizes, ensure_ascii=False, indent=1))
     (out / "README.md").write_text(space_readme(app_space, threads))
     return {str(p.relative_to(out)): p.stat().st_size for p in sorted(out.rglob("*")) if p.is_file()}
 

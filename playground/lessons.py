@@ -176,7 +176,9 @@ _LESSONS = (
             "The model writes one token at a time: it turns the context into a probability for every "
             "token of the vocabulary, **temperature** sharpens (<1) or flattens (>1) that distribution, "
             "**top-k** keeps the k most probable tokens, **top-p** keeps the smallest set whose "
-            "probabilities add up to p, and one token is drawn at random from what is left. Same **seed**, same text."
+            "probabilities add up to p, and one token is drawn at random from what is left. Same **seed**, "
+            "same text, on one engine and file: the server's `model.onnx` and `model_int8.onnx` and the "
+            "browser's `model_quantized.onnx` each round the logits their own way, so each writes its own."
         ),
         notes={
             "precision": (

@@ -74,8 +74,7 @@ def test_generate_brings_the_output_into_view_on_a_phone(phone):
 
 def test_token_ids_beside_their_tokens_without_hover(phone):
     open_tab(phone, "Tokenization")
-    textbox(phone, "tok-text").fill("hello everyone")
-    phone.locator("#tok-run").tap()
+    textbox(phone, "tok-text").fill("hello everyone")  # tokenized as it is typed
     phone.wait_for_function("() => document.querySelectorAll('#tok-spans .gpt-token').length === 2")
     ids = phone.locator("#tok-spans .gpt-id")
     assert ids.all_inner_texts() == ["31373", "2506"]  # the Transformer tutorial's ids for "hello everyone"

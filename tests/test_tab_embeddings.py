@@ -326,3 +326,16 @@ def test_the_searched_tokens_are_worded_by_what_the_app_knows_of_the_model(tmp_p
     finally:
         resources.use_model(None, None)
     assert "its training text" in embedding_arithmetic("king - man + woman", top_k=3).notice
+
+
+def test_the_projections_caption_gives_the_variance_as_the_chart_title_does():
+    """One precision for one number: the caption once said PC1 15 % under a title saying 14.7 %."""
+    import re
+
+    from playground.ui.embeddings import ui_projection
+
+    fig, caption = ui_projection(DEFAULT_WORDS, "", "2D", True)
+    explained = pca_projection(DEFAULT_WORDS, "", "2D", True).explained_variance
+    want = [f"PC{i + 1} {100 * v:.1f}%" for i, v in enumerate(explained)]  # one decimal, from the projection itself
+    assert re.findall(r"PC\d \d+\.\d%", fig.layout.title.text) == want
+    assert re.findall(r"PC\d \d+\.\d%", caption) == want, caption

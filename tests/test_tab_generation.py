@@ -419,6 +419,22 @@ def test_each_precision_generates_with_its_own_file_and_the_same_ids_as_that_fil
     assert "full precision" in views.stats_markdown(list(streaming.run(streaming.prepare(prompt, 2, 0.0, 0, 1.0, 1, 1, "full")))[-1])
 
 
+def test_the_precision_radio_names_the_file_each_choice_runs_and_the_lesson_ties_a_seed_to_its_file(engine):
+    """A seed's text holds for one engine and file: the radio names the file a generation in each
+    precision actually ran (its state's model_file), and the lesson names all three files."""
+    from export.static import QUANTIZED_NAME
+    from playground.generation.params import PRECISION_LABELS, PRECISIONS
+    from playground.lessons import LESSONS
+
+    for precision in PRECISIONS:
+        final = list(streaming.run(streaming.prepare("ROMEO:", 1, 0.8, 0, 1.0, 42, 1, precision)))[-1]
+        assert final.model_file in PRECISION_LABELS[precision], (precision, final.model_file)
+    intro = LESSONS["generation"].intro
+    for name in ("model.onnx", "model_int8.onnx", QUANTIZED_NAME.split("/")[-1]):
+        assert f"`{name}`" in intro
+    assert "same text, on one engine and file" in intro
+
+
 def test_the_api_keeps_its_file_unless_asked_and_refuses_an_unknown_precision(engine):
     from playground.ui.generation import api_generate
 

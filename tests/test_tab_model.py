@@ -40,6 +40,31 @@ def test_the_last_validation_point_is_explained_when_it_scores_more_windows():
     assert model_info.training_note(same) == "" and model_info.training_note([]) == ""
 
 
+def test_the_chart_marks_the_final_evaluation_on_the_whole_split_where_it_is_drawn():
+    """The shipped log read here as plain JSON: the final score is the entry scored on the most
+    windows, the line's last point the last entry scored on the sample."""
+    import json
+
+    log = json.loads(model_info.TRAINING_LOG.read_text())
+    scored = [e for e in log if e.get("val_loss") is not None]
+    final = max(scored, key=lambda e: e["val_windows"])
+    sample = [e for e in scored if e["val_windows"] < final["val_windows"]][-1]
+    fig = model_info.training_figure(model_info.load_training_log())
+    notes = {a.name: a for a in fig.layout.annotations}
+    end = notes["final-evaluation"]
+    assert (end.x, end.y) == (final["tokens"], final["val_loss"])
+    assert f"<b>{final['val_loss']:.2f}</b> on all {final['val_windows']} windows" in end.text  # 4.42 on all 255
+    last = notes["last-sample"]
+    assert (last.x, last.y) == (sample["tokens"], sample["val_loss"])
+    assert f"{sample['val_loss']:.2f} on a sample of {sample['val_windows']} windows" in last.text  # 5.42 on 96
+    names = [t.name for t in fig.data]
+    assert f"validation, a sample of {sample['val_windows']} windows" in names
+    assert f"validation, all {final['val_windows']} windows (the result)" in names
+    # A log that never scored the whole split has no final mark.
+    plain = [dict(e, val_windows=96) for e in log if e.get("val_loss") is not None]
+    assert not [a for a in model_info.training_figure(plain).layout.annotations if a.name == "final-evaluation"]
+
+
 def test_the_shipped_log_gets_its_note():
     note = model_info.training_note(model_info.load_training_log(), shipped=True)
     assert "4.42" in note and "255" in note and "docs/training.md" in note

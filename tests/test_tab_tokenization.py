@@ -205,3 +205,17 @@ def test_the_page_refuses_a_text_past_the_limit_by_its_typed_length_with_the_bro
     assert f"n > {limits.MAX_TEXT_CHARS}" in LENGTH_CHECK_JS and "['', special, whitespace, n]" in LENGTH_CHECK_JS
     # Within the limit the typed length changes nothing.
     assert ui_tokenize("hello everyone", True, False, 14)[2] == "[31373, 2506]"
+
+
+@pytest.mark.parametrize("text", ["Hello, my name is Moussa", "hello everyone", "abcd efgh", "to be or not to be"])
+def test_the_cards_characters_per_token_are_the_static_editions(text):
+    """Two decimals, trailing zeros dropped, as the static edition's card writes it
+    (web/static/tabs/tokenization.js: +(chars / tokens).toFixed(2)); the app once showed 3.333
+    where the static edition showed 3.33 for the same text."""
+    import re
+
+    from playground.ui.tokenization import _counts
+
+    r = tokenize(text)
+    cards = dict((what, n) for n, what in re.findall(r"<b>([^<]*)</b>\s*<span>([^<]*)</span>", _counts(r)))
+    assert cards["characters / token"] == f"{len(text) / r.n_tokens:.2f}".rstrip("0").rstrip("."), cards

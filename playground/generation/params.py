@@ -52,7 +52,9 @@ EXAMPLE_PROMPTS: list[str] = [
 # starts on full precision: docs/export.md ("Precision on the page") has the measurement behind it.
 PRECISIONS = tuple(PRECISION_FILES)
 DEFAULT_PRECISION = "full"
-PRECISION_LABELS = {"full": "Full precision (32-bit floats)", "8-bit": "8 bits (int8)"}
+# Each label names its file: a seed's text holds for one engine and one file (docs/browser.md).
+PRECISION_LABELS = {"full": f"Full precision (32-bit floats, {PRECISION_FILES['full'].split('/')[-1]})",
+                    "8-bit": f"8 bits (int8, {PRECISION_FILES['8-bit'].split('/')[-1]})"}
 
 
 @dataclass(frozen=True)

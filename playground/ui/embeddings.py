@@ -45,7 +45,7 @@ def ui_similarity(a, b, leading_space):
 
 def ui_projection(words, expression, dims, leading_space):
     r = emb.pca_projection(words, expression, dims, leading_space)
-    explained = ", ".join(f"PC{i + 1} {v:.0%}" for i, v in enumerate(r.explained_variance))
+    explained = ", ".join(f"PC{i + 1} {100 * v:.1f}%" for i, v in enumerate(r.explained_variance))  # as the chart's title writes it
     drag = " Drag to turn the 3D view; scroll to zoom." if dims == "3D" else ""
     return r.figure, with_notice(f"Variance explained: {explained}.{drag}", r.notice, sep=" ")
 

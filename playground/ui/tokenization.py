@@ -23,7 +23,7 @@ def _counts(r: tok.TokenizationResult) -> str:
     return cards_html([
         (f"{r.n_tokens:,}", "tokens"),
         (f"{r.n_characters:,}", "characters"),
-        (f"{r.chars_per_token:g}", "characters / token"),
+        (f"{round(r.chars_per_token, 2):g}", "characters / token"),  # two decimals, as the static edition shows it
         (f"{r.n_bytes:,}", "UTF-8 bytes"),
     ])
 
@@ -128,7 +128,8 @@ def build() -> dict[str, gr.components.Component]:
                 with gr.Row():
                     show_ws = gr.Checkbox(label="Show whitespace (⋅ → ↵)", value=False, elem_id="tok-ws")
                     special = gr.Checkbox(label="<|endoftext|> is one special token", value=True, elem_id="tok-special")
-                run = gr.Button("Tokenize", variant="primary", elem_id="tok-run")
+                # No Tokenize button: the text is tokenized as you type (a button beside that only
+                # asked a learner whether typing was enough).
             with gr.Column(scale=1, min_width=320):
                 counts = gr.HTML(first[0], elem_id="tok-counts", elem_classes=RESULT)
                 spans = gr.HTML(first[1], label="Tokens", elem_id="tok-spans", elem_classes=RESULT)
@@ -163,7 +164,7 @@ def build() -> dict[str, gr.components.Component]:
     next_tab(LESSON.next_sentence, LESSON.next_tab)
 
     on_input(
-        [run.click, text.change, special.change, show_ws.change], ui_tokenize, [text, special, show_ws, typed_length],
+        [text.change, special.change, show_ws.change], ui_tokenize, [text, special, show_ws, typed_length],
         [counts, spans, ids, notice, compare, enc_splits], error=error, js=LENGTH_CHECK_JS, trigger_mode="always_last", **light,
     )
     on_input([decode.click, ids_in.submit], ui_decode, [ids_in], [decoded, decode_notice], error=decode_error, **light)

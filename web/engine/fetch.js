@@ -82,3 +82,9 @@ export async function fetchJSON(url, onProgress) {
   const { bytes } = await fetchBytes(url, onProgress);
   return JSON.parse(new TextDecoder().decode(bytes));
 }
+
+/** Whether this browser's cache already holds `url` (a page can then load it without asking). */
+export async function isCached(url) {
+  const cache = await openCache();
+  return Boolean(cache && (await cache.match(url)));
+}

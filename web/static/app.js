@@ -169,7 +169,7 @@ async function main() {
     const panel = el("section", { class: "pg-panel", id: `panel-${tab}`, role: "tabpanel", "aria-labelledby": `tab-${tab}` });
     panels.append(panel);
     const lesson = lessonOf(tab);
-    const head = el("div", { class: "pg-lesson-head" }, el("div", { class: "pg-intro", html: lesson.intro || "" }));
+    const head = el("div", { class: "pg-lesson-head" }, el("div", { class: "pg-intro", html: lesson.intro || "" }), foldButton());
     const body = el("div", { class: "pg-body" });
     panel.append(head, body);
     if (site.server_tabs.includes(tab)) {
@@ -225,6 +225,20 @@ function serverWhy(tab) {
     compare: "it runs the model beside its untrained initialisation in PyTorch.",
     learn: "it trains a GPT from random weights on the server's CPU.",
   }[tab];
+}
+
+// On a phone the lesson's intro is folded to three lines (style.css), so that a tab's own controls
+// start on the first screen; this button unfolds it.
+function foldButton() {
+  const button = el("button", {
+    class: "pg-btn pg-more", type: "button", "aria-expanded": "false",
+    onclick: () => {
+      const open = button.closest(".pg-lesson-head").classList.toggle("pg-open");
+      button.setAttribute("aria-expanded", String(open));
+      button.textContent = open ? "Less" : "More of the lesson";
+    },
+  }, "More of the lesson");
+  return button;
 }
 
 function copyLink(address) {

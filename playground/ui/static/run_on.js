@@ -9,10 +9,12 @@
 const ROOT = new URL("../", import.meta.url); // this file is <root>/browser/run_on.js
 const at = (path) => new URL(path, ROOT).href;
 
-// The page is given back to the browser (to paint, to take a click on Stop) every FRAME_MS, not
-// after every token: painting each token held generation to the frame rate. A message, not
-// setTimeout(0), which browsers clamp and throttle.
-const FRAME_MS = 33;
+// The page is given back to the browser (to paint, to take a click on Stop) every PAINT_MS, and
+// the tokens drawn meanwhile join the page in one piece then: a paint and its layout cost more
+// than a token at this model's size, so painting at the frame rate (33 ms) held the page to a
+// fraction of the engine's speed alone (docs/browser.md). Ten paints a second still show the
+// text growing. A message, not setTimeout(0), which browsers clamp and throttle.
+const PAINT_MS = 100;
 const STATS_EVERY_MS = 100; // the stats line is a layout: a few times a second is enough
 const channel = new MessageChannel();
 const waiting = [];
@@ -217,6 +219,7 @@ async function run(s, signal) {
   let last = null;
   let statsAt = 0;
   let yieldedAt = performance.now();
+  const pending = document.createDocumentFragment(); // tokens drawn since the last paint (emptied by each append)
   for await (const step of engine.generate(ids, settings, { signal })) {
     last = step;
     if (step.notice) notices.push(step.notice);
@@ -230,19 +233,21 @@ async function run(s, signal) {
       });
       shown = write(spans, shown, step.text, span);
       spans.push(span);
-      completion.append(span);
+      pending.append(span);
     }
     const now = performance.now();
+    if (step.finished || now - yieldedAt > PAINT_MS) completion.append(pending);
     if (step.finished || now - statsAt > STATS_EVERY_MS) {
       showStats(step, notices);
       box.scrollTop = box.scrollHeight;
       statsAt = now;
     }
-    if (now - yieldedAt > FRAME_MS) {
+    if (now - yieldedAt > PAINT_MS) {
       await yieldToPage();
       yieldedAt = performance.now();
     }
   }
+  completion.append(pending); // what a stopped generation drew after its last paint
   if (last) showStats(last, notices);
   box.dataset.done = "true";
   return box.outerHTML;

@@ -108,8 +108,13 @@ export async function mount(root, ctx) {
   const headFig = el("div", { class: "pg-plot", id: "att-head-fig" });
   const meanFig = el("div", { class: "pg-plot", id: "att-mean-fig" });
   const headsFig = el("div", { class: "pg-plot", id: "att-heads-fig" });
+  // A tapped cell, in the page's own type: a phone's cells are too small for their numbers.
+  const cell = el("div", { class: "att-cell", id: "att-cell", "aria-live": "polite" }, "Tap or click a cell to read its weight here.");
+  const source = el("div", { class: "pg-note", id: "att-source" },
+    `Weights computed in this browser by onnxruntime-web on ${site.model.file}; the Gradio app computes them in PyTorch at full `
+    + "precision, so a cell may differ from the app's by about 0.01.");
   const results = el("div", { class: "att-results", id: "att-results" }, info, pattern,
-    el("div", { class: "pg-row" }, el("div", { class: "pg-col" }, headFig), el("div", { class: "pg-col" }, meanFig)),
+    el("div", { class: "pg-row" }, el("div", { class: "pg-col" }, headFig, cell), el("div", { class: "pg-col" }, meanFig)), source,
     el("div", { class: "pg-note att-mask", id: "att-mask" },
       el("b", {}, "The causal mask. "),
       "Row t is token t's query and its weights over the keys 0 … t: a decoder never looks ahead, so before the softmax the scores of "
@@ -180,6 +185,12 @@ export async function mount(root, ctx) {
     }
   }
 
+  function showCell(point, what) {
+    const [query, key, masked] = point.customdata;
+    cell.replaceChildren(`Query ${query} → key ${key}: `, el("b", {}, point.z.toFixed(3)), ` (${what})${masked}`);
+    cell.dataset.cell = `${point.y}:${point.x}`;
+  }
+
   function weightsOf(l, h) {
     const t = last.ids.length;
     return last.attentions[l].subarray(h * t * t, (h + 1) * t * t);
@@ -239,6 +250,11 @@ export async function mount(root, ctx) {
       drawHeads(Plotly, l, rows, custom, config),
     ]);
     if (which !== runs) return;
+    for (const [fig, what] of [[headFig, `layer ${l}, head ${h}`], [meanFig, `layer ${l}, mean of the heads`]]) {
+      fig.removeAllListeners?.("plotly_click");
+      fig.on("plotly_click", (e) => showCell(e.points[0], what));
+    }
+    cell.textContent = "Tap or click a cell to read its weight here.";
     headFig.dataset.drawn = `${l}:${h}:${ids.join(",")}`;
     results.dataset.drawn = String(which);
   }

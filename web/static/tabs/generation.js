@@ -3,12 +3,30 @@
 // weighed at each step (click a token) from the browser's own logits.
 
 import { generationSettings } from "../engine/engine.js";
+import { isCached } from "../engine/fetch.js";
+
+// A phone's screen, as style.css's phone rules: its download waits for Generate.
+const PHONE_QUERY = "(max-width: 600px)";
+// What the first token needs, by their keys in site.json's files (plotly.js comes after, for the chart).
+const FIRST_TOKEN_FILES = { "model/model.onnx": "the model", "vendor/ort/ort-wasm-simd-threaded.wasm.gz": "onnxruntime-web", "model/tokenizer.json": "the tokenizer" };
+
+const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
+
+/** "Before its first token this page downloads 21.9 MB: …" from the files' sizes in site.json. */
+export function downloadNote(site) {
+  const sizes = Object.entries(FIRST_TOKEN_FILES).map(([file, what]) => [what, site.bytes[file]]);
+  const total = sizes.reduce((sum, [, n]) => sum + n, 0);
+  return `Before its first token this page downloads ${mb(total)} (${sizes.map(([what, n]) => `${what} ${mb(n)}`).join(", ")}), `
+    + `then plotly.js ${mb(site.bytes["vendor/plotly/plotly.min.js.gz"])} for the chart; once: this browser keeps them for your next visit.`;
+}
 
 // The page is given back to the browser (to paint the new tokens, to take a click on Stop) every
-// FRAME_MS, not after every token: a paint costs more than a token at this model's size, so
-// painting each one held generation to the frame rate. A message, not setTimeout(0): timers are
+// PAINT_MS, and the tokens drawn meanwhile join the page in one piece when it is: a paint and
+// its layout cost more than a token at this model's size, so painting at the frame rate (33 ms)
+// held the page's Generate to about half the engine's speed alone (docs/browser.md, measured).
+// Ten paints a second still show the text growing. A message, not setTimeout(0): timers are
 // clamped and throttled.
-const FRAME_MS = 33;
+export const PAINT_MS = 100;
 const channel = new MessageChannel();
 const waiting = [];
 channel.port1.onmessage = () => waiting.shift()?.();
@@ -46,13 +64,17 @@ export async function mount(root, ctx) {
   const chart = el("div", { class: "pg-plot", id: "gen-chart" });
   const chartNote = el("div", { class: "pg-note", id: "gen-chart-note" }, "Click a generated token to see the candidates the model weighed at that step.");
 
+  const download = el("div", { class: "pg-note", id: "gen-download" }, downloadNote(site));
+
+  // Generate right under the prompt, the settings after it: on a phone the button, the download's
+  // size and its progress (the page's bar, above the tab) are then on the first screen.
   root.append(el("div", { class: "pg-row" },
     el("div", { class: "pg-col" },
       el("label", { for: "gen-prompt" }, "Prompt"), prompt,
+      el("div", { class: "gen-buttons" }, generate, next, stop), download, error,
       el("div", { class: "pg-examples" }, ...site.examples.generation.map((x) => el("button", { type: "button", onclick: () => { prompt.value = x; } }, x.split("\n")[0]))),
       el("div", { class: "pg-row", style: "gap: 8px" }, ...Object.values(controls).map((c) => c.box)),
-      el("label", { class: "inline" }, slow, "Slow motion (one token every 0.15 s, to watch the text grow)"),
-      el("div", { style: "display: flex; gap: 8px; margin-top: 8px; flex-wrap: wrap" }, generate, next, stop), error),
+      el("label", { class: "inline" }, slow, "Slow motion (one token every 0.15 s, to watch the text grow)")),
     el("div", { class: "pg-col" }, output, stats, notice)));
   root.append(el("h2", {}, "The candidates of a step"), chartNote, chart);
 
@@ -84,6 +106,9 @@ export async function mount(root, ctx) {
     if (engine) return engine;
     output.replaceChildren(el("span", { class: "pg-subdued" }, "Loading the model into this browser…"));
     engine = await ctx.engine();
+    download.textContent = `Runs in this browser with onnxruntime-web, on ${site.model.file}.`;
+    ctx.plotly();
+    output.dataset.ready = "true";
     return engine;
   }
 
@@ -107,29 +132,32 @@ export async function mount(root, ctx) {
       output.replaceChildren(promptSpan, completion);
       steps = [];
       let last = null;
-      let shownAt = 0;
+      let pending = document.createDocumentFragment(); // tokens drawn since the last paint
       let yieldedAt = performance.now();
+      const paint = (step) => {
+        completion.append(pending);
+        pending = document.createDocumentFragment();
+        showStats(step, eng, s); // the cards and the scroll once a paint: each is a layout
+        output.scrollTop = output.scrollHeight;
+      };
       for await (const step of eng.generate(ids, s, { signal: abort.signal })) {
         last = step;
         if (step.token !== null) {
           steps.push(step);
-          const tok = el("span", { class: "gen-tok", "data-step": String(steps.length - 1), title: `step ${steps.length}: id ${step.token}` }, step.piece);
-          tok.addEventListener("click", () => draw(Number(tok.dataset.step)));
-          completion.append(tok);
+          pending.append(el("span", { class: "gen-tok", "data-step": String(steps.length - 1), title: `step ${steps.length}: id ${step.token}` }, step.piece));
         }
         if (step.notice) notice.textContent = step.notice;
-        const now = performance.now();
-        if (step.finished || now - shownAt > 100) { // the cards and the scroll a few times a second: each is a layout
-          showStats(step, eng, s);
-          output.scrollTop = output.scrollHeight;
-          shownAt = now;
-        }
-        if (slow.checked && !step.finished) await new Promise((r) => setTimeout(r, 150));
-        else if (performance.now() - yieldedAt > FRAME_MS) {
+        if (step.finished) paint(step);
+        else if (slow.checked) {
+          paint(step);
+          await new Promise((r) => setTimeout(r, 150));
+        } else if (performance.now() - yieldedAt > PAINT_MS) {
+          paint(step);
           await yieldToPage();
           yieldedAt = performance.now();
         }
       }
+      completion.append(pending); // what a stopped generation drew after its last paint
       output.dataset.done = "true";
       if (oneToken && last && last.token !== null) {
         prompt.value = text + last.text; // the drawn token joins the prompt, as the app's Next token does
@@ -151,7 +179,8 @@ export async function mount(root, ctx) {
       [step.ids.length, "new tokens"],
       [step.tokensPerS === null ? "–" : step.tokensPerS.toFixed(0), "tokens / s"],
       [step.timeToFirstToken === null ? "–" : `${(1000 * step.timeToFirstToken).toFixed(0)} ms`, "to the first token"],
-      ["this browser", s.temperature === 0 ? "greedy (temperature 0)" : `seed ${s.seed}`],
+      // which engine and file: a seed's text holds for these, not for the app's model.onnx or model_int8.onnx
+      ["this browser", `${s.temperature === 0 ? "greedy" : `seed ${s.seed}`}: onnxruntime-web, 8-bit model_quantized.onnx`],
     ];
     stats.replaceChildren(...cards.map(([n, what]) => el("div", { class: "pg-card" }, el("b", {}, String(n)), el("span", {}, what))));
     stats.dataset.stopReason = step.stopReason || "";
@@ -179,22 +208,29 @@ export async function mount(root, ctx) {
     ];
     const title = `Step ${index + 1}: drew “${shownToken(engine.tokenizer.tokenText(step.token))}” (model ${percent(c.tokenProb)}, drawn with ${percent(c.tokenSampleProb)})`;
     await Plotly.react(chart, data, {
-      title: { text: title, font: { size: 14 } }, barmode: "group", height: 380, margin: { l: 140, r: 20, t: 50, b: 40 },
-      xaxis: { tickformat: ".0%", title: { text: "probability" } }, legend: { orientation: "h", y: -0.15 },
+      // The legend well below the axis title: at y -0.15 the two overlapped on a phone.
+      title: { text: title, font: { size: 14 } }, barmode: "group", height: 400, margin: { l: 140, r: 20, t: 50, b: 90 },
+      xaxis: { tickformat: ".0%", title: { text: "probability", standoff: 4 } }, legend: { orientation: "h", x: 0, y: -0.2, yanchor: "top" },
     }, { displayModeBar: false, responsive: true });
     chart.dataset.step = String(index + 1);
   }
 
+  // One listener for every token (a listener a token was work in the generation's loop).
+  output.addEventListener("click", (e) => {
+    const tok = e.target.closest?.(".gen-tok");
+    if (tok) draw(Number(tok.dataset.step));
+  });
   generate.addEventListener("click", () => run());
   next.addEventListener("click", () => run({ oneToken: true }));
   stop.addEventListener("click", () => abort && abort.abort());
-  // The model is loaded as soon as the tab opens: the first Generate then starts at once, and the
-  // page keeps working if the connection goes.
-  ready().then(() => {
+  // On a laptop the model is loaded as soon as the tab opens: the first Generate then starts at
+  // once, and the page keeps working if the connection goes. On a phone whose browser does not
+  // hold it yet, the download waits for Generate: the note above says how much it is first.
+  const load = () => ready().then(() => {
     output.replaceChildren(el("span", { class: "pg-subdued" }, `The model is loaded in this browser (${engine.loadSeconds.toFixed(1)} s${engine.cached ? ", from the cache" : ""}). Press Generate.`));
-    ctx.plotly();
-    output.dataset.ready = "true";
   }, (err) => fail(`The model could not be loaded: ${err.message}`));
+  if (!matchMedia(PHONE_QUERY).matches || (await isCached(site.files["model/model.onnx"]))) load();
+  else output.replaceChildren(el("span", { class: "pg-subdued" }, "Press Generate: the model is downloaded first (see above), then runs in this browser."));
   return {
     settings: () => ({ text: prompt.value, ...Object.fromEntries(Object.entries(controls).map(([k, c]) => [k, Number(c.input.value)])) }),
   };

@@ -119,6 +119,8 @@ export async function mount(root, ctx) {
   special.addEventListener("change", run);
   idsIn.addEventListener("keydown", (e) => e.key === "Enter" && decode());
   run();
+  // Ids → text opens on the opened text's own ids (a link's text, not a fixed example left behind).
+  idsIn.value = tokenizer.encode(text.value.slice(0, 400), { special: special.checked }).slice(0, 32).join(", ") || "31373, 2506";
   decode();
   return { settings: () => ({ text: text.value, whitespace: ws.checked, special: special.checked }) };
 }
