@@ -152,10 +152,12 @@ EXPENSIVE_CONCURRENCY = 1
 # (playground/ui/serving/admission.py), so that a flood of one kind can never fill the queue the
 # light tabs share. A class of 100 (what one small Space serves), each asking at once, fits rather
 # than being told "busy": a waiting request holds only its inputs, and the line keeps arrival order
-# where retries would race. 116 generate (16 decode, 100 take turns in the loop's line) and 8 wait
-# in Gradio's (past those 124, a learner is refused at once and offered "Run on: this browser");
-# heavy passes: 2 run and 98 wait.
-MAX_WAITING_GENERATIONS = 8
+# where retries would race. 116 generate (16 decode, 100 take turns in the loop's line) and 100
+# wait in Gradio's: a handler frees at once, but a class clicking together arrives faster than
+# Gradio starts handlers, and with 8 places 30 of 40 learners were told busy in that instant (past
+# the 216, a learner is refused at once and offered "Run on: this browser"); heavy passes: 2 run
+# and 98 wait.
+MAX_WAITING_GENERATIONS = 100
 MAX_WAITING_FORWARD = 100
 # Watch it learn's runs waiting in Gradio's queue, behind the trainer's MAX_RUNNING + MAX_LINE.
 MAX_WAITING_LEARNERS = 16

@@ -48,6 +48,13 @@ export function validateText(text, name, maxChars) {
   return text;
 }
 
+/** A tab's text checked as the app checks it, then its ids under the tab's token limit (Attention, Inside). */
+export function textIds(tokenizer, text, maxChars, maxTokens) {
+  const ids = tokenizer.encode(validateText(text, "text", maxChars), { special: true });
+  if (ids.length > maxTokens) throw new InputError(`text is ${ids.length} tokens long; the limit here is ${maxTokens} tokens`);
+  return ids;
+}
+
 /** validation._describe: a value as a message quotes it, cut past 40 characters. */
 export function describe(s) {
   const shown = pyRepr(s);

@@ -3,7 +3,7 @@
 // (playground/attention.py): the chosen head, the mean over the layer's heads, every head of the
 // layer, and what the head's pattern is (previous token, earlier occurrence, induction).
 
-import { InputError, sentence, validateText, wrap } from "../checks.js";
+import { InputError, sentence, textIds, wrap } from "../checks.js";
 
 const VISIBLE = { " ": "⋅", "\t": "→", "\n": "↵", "\r": "␍" };
 const LABEL_CHARS = 16; // playground/tokens.LABEL_CHARS
@@ -154,9 +154,7 @@ export async function mount(root, ctx) {
     const which = ++runs;
     let ids;
     try {
-      const value = validateText(text.value, "text", maxChars);
-      ids = engine.tokenizer.encode(value, { special: true });
-      if (ids.length > maxTokens) throw new InputError(`text is ${ids.length} tokens long; the limit here is ${maxTokens} tokens`);
+      ids = textIds(engine.tokenizer, text.value, maxChars, maxTokens);
     } catch (err) {
       if (!(err instanceof InputError)) console.error(err);
       return fail(err.message);

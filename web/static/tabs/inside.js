@@ -3,7 +3,7 @@
 // stage graph in onnxruntime-web (engine/inside.js, downloaded when this tab first opens); the
 // view draws the data object it returns and nothing else.
 
-import { InputError, sentence, validateText } from "../checks.js";
+import { InputError, sentence, textIds } from "../checks.js";
 import { render } from "../views/inside.js";
 
 export async function mount(root, ctx) {
@@ -63,9 +63,7 @@ export async function mount(root, ctx) {
     const which = ++runs;
     let ids;
     try {
-      const value = validateText(text.value, "text", maxChars);
-      ids = inside.tokenizer.encode(value, { special: true });
-      if (ids.length > maxTokens) throw new InputError(`text is ${ids.length} tokens long; the limit here is ${maxTokens} tokens`);
+      ids = textIds(inside.tokenizer, text.value, maxChars, maxTokens);
     } catch (err) {
       if (!(err instanceof InputError)) console.error(err);
       return fail(err.message);
