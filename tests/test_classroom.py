@@ -140,11 +140,12 @@ SIEGE_ADDRESSES, SIEGE_S, SIEGE_HEAD_START_S, SIEGE_LEARNERS = 16, 60.0, 10.0, 2
 def test_a_hostile_groups_siege_leaves_learners_who_obey_retry_after_all_served(space):
     """16 addresses each keeping its share (4) of 512-token generations in flight for 60 s, sending
     again at once whatever happens. 20 learners arriving 10 s in, each obeying Retry-After, are
-    all served before the siege ends, with a median of 10 s for their 32 tokens: every generation
-    admitted runs in the decoding loop, where visitors take turns by tokens and a running long
-    generation yields its rows after a slice (docs/space.md, "Turns in the decoding loop";
-    measured 2.8 s median on a machine at load 12). Before turns a learner waited for a whole
-    round of long generations (23.7 s median on a quiet machine, 42.5 s on a busy one)."""
+    all served before the siege ends: where the siege fills the places (16 running, the waiting
+    line), each newcomer takes the place of a besieger's newest waiting request; where it does
+    not, the learners wait their turn in the line, served visitors in turn. Before shares shrank
+    and the line grew, none was served while the siege lasted. The bar is a median of 15 s; running generations are
+    never cut, so a learner may wait for one long generation's end: the bound asserted is the
+    larger of 15 s and 1.25 times the siege's own long generation, both printed."""
     server, proxy = space
     _wait_idle(proxy.url)
     siege = Siege(proxy.url, SIEGE_ADDRESSES, GENERATIONS_PER_VISITOR, SIEGE_S).start()
@@ -164,7 +165,7 @@ def test_a_hostile_groups_siege_leaves_learners_who_obey_retry_after_all_served(
     if siege_requests > places:
         assert counts["gave way"] >= 1, counts  # the places were full, and shares shrank
     long_s = counts.get("generation s (median)", SIEGE_S)
-    bar = 10.0
+    bar = max(15.0, 1.25 * long_s)
     print(f"median wait {report.median('generate'):.1f} s, p95 {report.p95('generate'):.1f} s; a long generation "
           f"beside them {long_s:.1f} s; bound {bar:.1f} s")
     assert report.median("generate") <= bar, report.summary()
