@@ -80,6 +80,15 @@ def test_a_new_runs_log_labels_the_subset_loss_and_shows_the_result_apart():
     assert list(traces["validation, every window (the result)"].y) == [5.4]
 
 
+def _validation(fig) -> tuple:
+    """The chart's validation line (a sample of windows) and its result point (every window), by the
+    names the chart gives them: each names its windows, e.g. "validation, a sample of 96 windows"."""
+    traces = [t for t in fig.data if t.name.startswith("validation")]
+    line = [t for t in traces if not t.name.endswith("(the result)")]
+    result = [t for t in traces if t.name.endswith("(the result)")]
+    return (line[0] if line else None), (result[0] if result else None)
+
+
 def test_an_older_logs_whole_set_score_is_a_point_of_its_own():
     """The shipped run's log scored 96 held-out windows at each evaluation and all 255 at the
     last step, in the same field: joined by one line, the change of sample would read as a drop
@@ -90,23 +99,24 @@ def test_an_older_logs_whole_set_score_is_a_point_of_its_own():
         {"step": 500, "tokens": 2_000, "train_loss": 5.2, "val_loss": 5.4, "val_windows": 96},
         {"step": 750, "tokens": 3_000, "train_loss": 5.0, "val_loss": 4.4, "val_windows": 255},
     ]
-    traces = {t.name: t for t in model_info.training_figure(log).data}
-    assert list(traces["validation loss"].y) == [10.9, 5.6, 5.4]
-    assert list(traces["validation, every window (the result)"].x) == [3_000]
-    assert list(traces["validation, every window (the result)"].y) == [4.4]
+    fig = model_info.training_figure(log)
+    line, result = _validation(fig)
+    assert list(line.y) == [10.9, 5.6, 5.4] and "96 windows" in line.name
+    assert list(result.x) == [3_000] and list(result.y) == [4.4] and "255 windows" in result.name
     # One sample size throughout: one line, nothing set apart.
     same = [dict(e, val_windows=96) for e in log]
-    traces = {t.name: t for t in model_info.training_figure(same).data}
-    assert list(traces["validation loss"].y) == [10.9, 5.6, 5.4, 4.4] and len(traces) == 2
+    fig = model_info.training_figure(same)
+    line, result = _validation(fig)
+    assert list(line.y) == [10.9, 5.6, 5.4, 4.4] and len(fig.data) == 2
 
 
 def test_the_shipped_curves_join_only_comparable_validation_points():
     log = model_info.load_training_log()
     windows = {e["val_windows"] for e in log if "val_windows" in e}
-    traces = {t.name: t for t in model_info.training_figure(log).data}
+    line, result = _validation(model_info.training_figure(log))
     if len(windows) > 1:
-        assert len(traces["validation, every window (the result)"].y) == 1
-    shown = [e for e in log if e.get("val_loss") in list(traces["validation loss"].y)]
+        assert len(result.y) == 1
+    shown = [e for e in log if e.get("val_loss") in list(line.y)]
     assert len({e.get("val_windows") for e in shown}) == 1
 
 
