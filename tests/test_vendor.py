@@ -69,6 +69,7 @@ def test_nothing_a_user_runs_looks_for_node_modules():
     assert found == ["export/vendor.py"]  # its maintainer's command, renewing the copy from npm
 
 
+@pytest.mark.slow  # a whole static edition built in a child process (the Inside graph too): a minute on 2 cores
 def test_the_static_edition_builds_with_node_and_npm_out_of_reach(tmp_path):
     """`python -m export.static DIR` as README gives it, with a PATH where neither node nor npm is."""
     bin_dir = tmp_path / "bin"
