@@ -3,6 +3,7 @@ benchmarks. Nothing here builds files (export/ does) or knows where they are kep
 
 Modules, each importing only those above it:
 
+- ``draws``: Philox4x32-10, the random numbers the server and the browser draw alike
 - ``interface``: the graph's input and output names, which export/ writes and the engine feeds
 - ``providers``: CUDA or CPU, and why CUDA cannot be used
 - ``engine``: ``Engine``, one onnxruntime session on a file: graph calls and their cache
