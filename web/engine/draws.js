@@ -15,31 +15,43 @@ const TWO_26 = 2 ** 26;
 const TWO_32 = 2 ** 32;
 const TWO_53 = 2 ** 53;
 
-/** The 64-bit product of two uint32s as [high, low] words (16-bit halves: every partial sum is exact in a double). */
+// The high and low words of the 64-bit product of two uint32s, from 16-bit halves so that every
+// partial sum is exact in a double; written into HILO (no array per call: an initialisation of the
+// full model draws 35 M uniforms).
+const HILO = new Uint32Array(2);
 function mulhilo(a, b) {
   const aH = a >>> 16, aL = a & 0xffff, bH = b >>> 16, bL = b & 0xffff;
   const ll = aL * bL;
   const mid1 = aH * bL + (ll >>> 16);
-  const mid2 = aL * bH + (mid1 & 0xffff);
-  const hi = (aH * bH + Math.floor(mid1 / 65536) + Math.floor(mid2 / 65536)) >>> 0;
-  const lo = (((mid2 & 0xffff) << 16) | (ll & 0xffff)) >>> 0;
-  return [hi, lo];
+  const mid2 = aL * bH + (mid1 % 65536);
+  HILO[0] = aH * bH + Math.floor(mid1 / 65536) + Math.floor(mid2 / 65536);
+  HILO[1] = (mid2 % 65536) * 65536 + (ll & 0xffff);
 }
 
-/** Philox4x32-10 of one counter (four uint32 words) under a key (two words): four words. */
-export function philox4x32(counter, key) {
-  let [c0, c1, c2, c3] = counter.map((w) => w >>> 0);
-  let k0 = key[0] >>> 0, k1 = key[1] >>> 0;
+/** Philox4x32-10 of the counter (c0, c1, c2, c3) under the key (k0, k1), into `out` (a Uint32Array of 4). */
+function philoxInto(out, c0, c1, c2, c3, k0, k1) {
   for (let r = 0; r < ROUNDS; r++) {
     if (r) {
       k0 = (k0 + W0) >>> 0;
       k1 = (k1 + W1) >>> 0;
     }
-    const [hi0, lo0] = mulhilo(M0, c0);
-    const [hi1, lo1] = mulhilo(M1, c2);
-    [c0, c1, c2, c3] = [(hi1 ^ c1 ^ k0) >>> 0, lo1, (hi0 ^ c3 ^ k1) >>> 0, lo0];
+    mulhilo(M0, c0);
+    const hi0 = HILO[0], lo0 = HILO[1];
+    mulhilo(M1, c2);
+    const hi1 = HILO[0], lo1 = HILO[1];
+    c0 = (hi1 ^ c1 ^ k0) >>> 0;
+    c1 = lo1;
+    c2 = (hi0 ^ c3 ^ k1) >>> 0;
+    c3 = lo0;
   }
-  return [c0, c1, c2, c3];
+  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+
+/** Philox4x32-10 of one counter (four uint32 words) under a key (two words): four words. */
+export function philox4x32(counter, key) {
+  const out = new Uint32Array(4);
+  philoxInto(out, counter[0] >>> 0, counter[1] >>> 0, counter[2] >>> 0, counter[3] >>> 0, key[0] >>> 0, key[1] >>> 0);
+  return Array.from(out);
 }
 
 function check(seed, stream, n, start, lane) {
@@ -53,15 +65,15 @@ function check(seed, stream, n, start, lane) {
 export function uniform(seed, stream, n, start = 0, lane = 0) {
   check(seed, stream, n, start, lane);
   const out = new Float64Array(n);
-  const key = [seed % TWO_32, stream];
+  const k0 = seed % TWO_32;
+  const words = new Uint32Array(4);
   let block = -1;
-  let words = null;
   for (let i = 0; i < n; i++) {
     const j = start + i;
     const b = Math.floor(j / 2);
     if (b !== block) {
       block = b;
-      words = philox4x32([b % TWO_32, Math.floor(b / TWO_32), lane, 0], key);
+      philoxInto(words, b % TWO_32, Math.floor(b / TWO_32), lane, 0, k0, stream);
     }
     const o = 2 * (j % 2);
     out[i] = ((words[o] >>> 5) * TWO_26 + (words[o + 1] >>> 6)) / TWO_53;
