@@ -30,6 +30,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import onnx
 import onnxscript.optimizer
 import torch
@@ -37,11 +38,17 @@ from torch.func import functional_call, grad_and_value
 from torch.nn import functional as F
 
 from model.gpt import GPT
-from model.train import TrainConfig, clipped_adamw, lm_loss
+from model.train import ADAM_EPS, TrainConfig, clipped_adamw, lm_loss
 
 __all__ = ["step_names", "step_function", "export_step", "file_name", "main"]
 
 FOLD_LIMIT = 4096  # the largest tensor (elements) the optimizer may fold into the file: a 64 x 64 table
+# AdamW's eps as a one-element tensor, not a scalar: onnxscript's optimizer (0.7) removes ``x + c``
+# as adding zero wherever |c| <= 1e-8 (its pattern's default abs_tol), which is AdamW's eps; the
+# update then divided a zero first moment by a zero second moment's root (0/0 = NaN) wherever a
+# gradient was exactly zero (a key bias can be), and the weights turned NaN the next step. Its
+# rules match scalar constants only; ``export_step`` checks the graph kept one eps per parameter.
+EPS = torch.full((1,), ADAM_EPS)
 
 
 def file_name(size: str, positions: str) -> str:
@@ -76,7 +83,7 @@ def step_function(model: GPT, tc: TrainConfig):
         params, m, v = list(flat[:n]), list(flat[n : 2 * n]), list(flat[2 * n : 3 * n])
         idx, targets, lr, count = flat[3 * n :]
         grads, (_, plain) = grad_and_value(nll, has_aux=True)(dict(zip(names, params)), idx, targets)
-        new_p, new_m, new_v, norm = clipped_adamw(params, [grads[k] for k in names], m, v, count, lr, tc)
+        new_p, new_m, new_v, norm = clipped_adamw(params, [grads[k] for k in names], m, v, count, lr, tc, eps=EPS)
         return (plain, norm, *new_p, *new_m, *new_v)
 
     return step
@@ -126,10 +133,25 @@ def export_step(model: GPT, tc: TrainConfig, path: Path) -> Path:
     proto = onnxscript.optimizer.optimize(program.model_proto, output_size_limit=FOLD_LIMIT)
     for node in proto.graph.node:
         del node.metadata_props[:]
+    kept, n_params = eps_adds(proto), len(list(model.parameters()))
+    if kept != n_params:
+        raise RuntimeError(f"the optimized step graph adds AdamW's eps {kept} times, not once per parameter "
+                           f"({n_params}): an optimizer rule removed it")
     tmp = path.with_suffix(".tmp.onnx")
     onnx.save(proto, tmp)
     os.replace(tmp, path)
     return path
+
+
+def eps_adds(proto: onnx.ModelProto) -> int:
+    """How many Add nodes of the graph add AdamW's eps (a constant equal to it in float32)."""
+    eps = np.float32(ADAM_EPS)
+    consts = {t.name for t in proto.graph.initializer if onnx.numpy_helper.to_array(t).size == 1
+              and onnx.numpy_helper.to_array(t).astype(np.float32).item() == eps}
+    consts |= {o for n in proto.graph.node if n.op_type == "Constant" for o in n.output
+               if onnx.numpy_helper.to_array(n.attribute[0].t).size == 1
+               and onnx.numpy_helper.to_array(n.attribute[0].t).astype(np.float32).item() == eps}
+    return sum(1 for n in proto.graph.node if n.op_type == "Add" and consts.intersection(n.input))
 
 
 def learn_model(size: str, positions: str, vocab_size: int) -> tuple[GPT, TrainConfig]:

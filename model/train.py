@@ -184,11 +184,13 @@ def clipped_adamw(
     step: torch.Tensor,
     lr: torch.Tensor,
     tc: TrainConfig,
+    eps: float | torch.Tensor = ADAM_EPS,
 ) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
     """:func:`train_step`'s update as a pure function of tensors: ``clip_grad_norm_(...,
     tc.grad_clip)`` then one step of :func:`adamw`, written out so that it can be traced into a
     graph (export/train_step.py). ``step`` counts the updates made before this one (0 for the
-    first: the bias corrections use step + 1), ``lr`` is :func:`lr_at`'s. Returns (new
+    first: the bias corrections use step + 1), ``lr`` is :func:`lr_at`'s, ``eps`` AdamW's (a
+    tensor where a graph must keep it: export/train_step.py). Returns (new
     parameters, new first moments, new second moments, the gradients' norm before clipping).
 
     The optimizer itself stays ``torch.optim.AdamW``: the tests compare this function, traced and
@@ -205,7 +207,7 @@ def clipped_adamw(
         v_i = tc.beta2 * v_i + (1 - tc.beta2) * g * g
         if decays(p):
             p = p * (1 - lr * tc.weight_decay)
-        p = p - (lr / correction1) * m_i / (torch.sqrt(v_i) / torch.sqrt(correction2) + ADAM_EPS)
+        p = p - (lr / correction1) * m_i / (torch.sqrt(v_i) / torch.sqrt(correction2) + eps)
         new_p.append(p)
         new_m.append(m_i)
         new_v.append(v_i)
