@@ -118,6 +118,10 @@ def static_page(url: str, **context: Any) -> Iterator[Any]:
         errors: list[str] = []
         pg.on("pageerror", lambda e: errors.append(str(e)))
         pg.errors = errors
+        missing: list[str] = []  # the page's own files it asked for and was told 404 (ready() fails at once on one)
+        pg.on("response", lambda r: r.status == 404 and r.url.startswith(url.split("?")[0])
+              and not r.url.endswith("/favicon.ico") and missing.append(r.url))
+        pg.missing = missing
         pg.goto(url, wait_until="domcontentloaded")
         try:
             yield pg
@@ -125,6 +129,12 @@ def static_page(url: str, **context: Any) -> Iterator[Any]:
             browser.close()
 
 
-def ready(page) -> None:
-    """Wait until the page has opened its first tab."""
-    page.wait_for_selector("body[data-ready=true]")
+def ready(page, timeout_s: float = TIMEOUT_MS / 1000) -> None:
+    """Wait until the page has opened its first tab; fail at once, naming it, when a file the page
+    loads is missing (a module that never loads would leave the page unready for the whole timeout)."""
+    def opened() -> bool:
+        missing = getattr(page, "missing", [])
+        assert not missing, f"the page could not load {', '.join(missing)} (404): the static edition lacks it"
+        return page.evaluate("document.body?.dataset.ready === 'true'")
+
+    wait_for(opened, timeout_s, 0.1, message="the static edition's page to open its first tab (body[data-ready=true])")

@@ -5,8 +5,11 @@ the folder itself (what a static Space needs, nothing fetched from elsewhere).""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
+import shutil
 
 import pytest
 
@@ -212,9 +215,41 @@ def test_the_folder_is_a_static_space_with_nothing_fetched_from_elsewhere(static
             text = path.read_text()
             assert not re.search(r"""(src|href|import)\s*[=(]?\s*["']https?://""", text), f"{path.name} loads from the network"
     site = json.loads((static_site / "data" / "site.json").read_text())
-    for name, versioned in site["files"].items():
-        assert (static_site / name).is_file() and re.fullmatch(re.escape(name) + r"\?v=[0-9a-f]{16}", versioned)
+    for name, versioned in site["files"].items():  # the address names the file's content: a new file, a new address
+        assert versioned == f"{name}?v={hashlib.sha256((static_site / name).read_bytes()).hexdigest()[:16]}"
+    assert not [p for p in static_site.rglob("*") if p.name == "test" or p.name.endswith(".test.mjs")]  # node --test's
     assert site["app_space"] == "teacher/gpt-playground"
     lessons = json.loads((static_site / "data" / "lessons.json").read_text())
     for tab in site["browser_tabs"]:
         assert lessons[tab]["intro"].strip()
+
+
+def test_a_file_the_page_loads_left_out_of_the_folder_is_named(static_site, tmp_path):
+    """A build that leaves out a file the page loads (a library of web/vendor/, a module an import
+    names, a tab's module, a file site.json lists) fails naming it (export.static.missing_files,
+    which write_static runs last), where the page would only never get ready."""
+    from export.static import missing_files
+
+    assert missing_files(static_site) == []
+    folder = tmp_path / "site"
+    shutil.copytree(static_site, folder, copy_function=os.link)  # (hard links: no copy of 54 MB)
+    for name in ("vendor/ort/ort-wasm-simd-threaded.mjs", "vendor/plotly/plotly.min.js.gz", "engine/sampling.js",
+                 "tabs/inside.js", "views/inside.js", "checks.js", "style.css", "inside/weights.bin"):
+        (folder / name).rename(folder / (name + ".away"))
+        assert missing_files(folder) == [name]
+        (folder / (name + ".away")).rename(folder / name)
+
+
+def test_a_page_missing_a_module_fails_at_once_naming_it(static_site, tmp_path):
+    """In Chromium, a folder without one of the page's modules: the tests' wait for the page
+    (static_site.ready) fails as soon as the 404 comes, naming the file, not after its timeout."""
+    folder = tmp_path / "site"
+    shutil.copytree(static_site, folder, copy_function=os.link)
+    (folder / "engine" / "tokenizer.js").unlink()
+    served = serve(folder)
+    try:
+        with static_page(served.url, viewport=LAPTOP) as page:
+            with pytest.raises(AssertionError, match=r"could not load http://\S+/engine/tokenizer\.js \(404\)"):
+                ready(page)
+    finally:
+        served.stop()
