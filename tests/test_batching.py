@@ -318,6 +318,20 @@ def test_the_batch_stays_within_its_rows_and_the_waiting_line_is_bounded(engine,
         scheduler.close()
 
 
+def test_a_request_of_as_many_samples_as_the_batch_has_rows_fills_it_and_decodes_as_alone(engine, alone):
+    """The batch's bound at its maximum: a request of exactly ``max_rows`` samples is taken, runs
+    them all in one step, and writes what it writes alone; one more sample is refused at the call."""
+    scheduler = Scheduler(engine, max_rows=3, max_waiting=1)
+    params = SamplingParams(6, 0.9, seed=4, num_samples=3, stop_at_eot=False)
+    try:
+        with pytest.raises(ValueError, match="num_samples must be at most 3"):
+            scheduler.stream([464], SamplingParams(6, num_samples=4))
+        got = [step.token_ids for step in scheduler.stream([464, 3290], params)]
+    finally:
+        scheduler.close()
+    assert [[t[row] for t in got] for row in range(3)] == alone.tokens([464, 3290], params)
+
+
 def test_bad_arguments_are_refused_at_the_call(engine):
     scheduler = Scheduler(engine, max_rows=MAX_BATCH_ROWS, max_waiting=MAX_WAITING_REQUESTS)
     try:
