@@ -47,6 +47,19 @@ def test_a_tokenization_link_shows_the_ids(static_server):
         page.fill("#dec-ids", "40, 716, 257")
         page.click("#dec-run")
         assert page.inner_text("#dec-text") == get_tokenizer().decode([40, 716, 257])
+        # A text exactly at the limit in characters, as the app counts them (an emoji is one, not
+        # two UTF-16 units): taken, and counted so; one more is refused, its length said the same way.
+        limit = json.loads((static_server.folder / "data" / "site.json").read_text())["limits"]["MAX_TEXT_CHARS"]
+        page.fill("#tok-text", "😀" * limit)
+        page.wait_for_function("n => document.querySelector('#tok-counts').innerText.includes(n) || !document.querySelector('#tok-error').hidden",
+                               arg=f"{limit:,}")
+        assert page.is_hidden("#tok-error"), page.inner_text("#tok-error")
+        cards = page.locator("#tok-counts .pg-card").evaluate_all(
+            "cards => Object.fromEntries(cards.map(c => [c.querySelector('span').innerText, c.querySelector('b').innerText]))")
+        assert cards["characters"] == f"{limit:,}" and cards["UTF-8 bytes"] == f"{4 * limit:,}", cards
+        page.fill("#tok-text", "😀" * (limit + 1))
+        page.wait_for_selector("#tok-error:not([hidden])")
+        assert page.inner_text("#tok-error") == f"text is {limit + 1:,} characters long; the limit is {limit:,} characters"
         assert not page.errors
 
 
@@ -150,6 +163,16 @@ def test_bad_links_and_inputs_say_what_is_accepted(static_server):
         page.fill("#gen-top_k", "-3")
         page.click("#gen-run")
         assert "top_k must be" in page.inner_text("#gen-error")
+        # the prompt at its limit in characters (emoji: two UTF-16 units each) and one past it
+        limit = json.loads((static_server.folder / "data" / "site.json").read_text())["limits"]["MAX_PROMPT_CHARS"]
+        page.fill("#gen-top_k", "50")
+        page.fill("#gen-prompt", "😀" * (limit + 1))
+        page.click("#gen-run")
+        assert f"the prompt is {limit + 1:,} characters long; the limit is {limit:,}" in page.inner_text("#gen-error")
+        page.fill("#gen-prompt", "😀" * limit)
+        page.fill("#gen-max_new_tokens", "1")
+        press_generate(page)
+        assert len(generated_ids(page)) == 1 and page.is_hidden("#gen-error")
     with static_page(static_server.url + "?tab=nope", viewport=LAPTOP) as page:
         ready(page)
         assert "tab must be one of" in page.inner_text("#pg-link-notes")
