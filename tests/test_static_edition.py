@@ -127,23 +127,30 @@ def test_stop_ends_a_generation_at_once(static_server):
         assert 3 <= n < 512
         assert "you pressed Stop" in page.inner_text("#gen-notice")
         assert not page.is_disabled("#gen-run")
+        page.uncheck("#gen-slow")
+        check_next_token(page)  # (on the same page: one model load fewer in the default run)
 
 
+def check_next_token(page) -> None:
+    """Next token draws one token and appends it to the prompt; the chart shows its step."""
+    before = page.input_value("#gen-prompt")
+    page.evaluate("() => { delete document.querySelector('#gen-output').dataset.done; }")
+    page.click("#gen-next")
+    page.wait_for_selector("#gen-output[data-done=true]")
+    after = page.input_value("#gen-prompt")
+    ids = generated_ids(page)
+    assert len(ids) == 1
+    assert after == before + get_tokenizer().decode(ids)
+    page.wait_for_function("document.querySelector('#gen-chart')?.dataset.step === '1'")
+    assert "Step 1" in page.inner_text("#gen-chart")
+
+
+@pytest.mark.slow  # the default run: the same check after Stop, in test_stop_ends_a_generation_at_once
 def test_next_token_appends_to_the_prompt(static_server):
     with static_page(static_server.url + "?tab=generation&temperature=0", viewport=LAPTOP) as page:
         ready(page)
         page.wait_for_selector("#gen-output[data-ready=true]", timeout=120_000)
-        before = page.input_value("#gen-prompt")
-        press_generate_next = "#gen-next"
-        page.evaluate("() => { delete document.querySelector('#gen-output').dataset.done; }")
-        page.click(press_generate_next)
-        page.wait_for_selector("#gen-output[data-done=true]")
-        after = page.input_value("#gen-prompt")
-        ids = generated_ids(page)
-        assert len(ids) == 1
-        assert after == before + get_tokenizer().decode(ids)
-        page.wait_for_function("document.querySelector('#gen-chart')?.dataset.step === '1'")
-        assert "Step 1" in page.inner_text("#gen-chart")
+        check_next_token(page)
 
 
 def test_bad_links_and_inputs_say_what_is_accepted(static_server):
@@ -206,6 +213,7 @@ def test_server_tabs_say_so_and_link_to_the_app(static_server):
         assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
 
 
+@pytest.mark.slow  # the default run: test_static_phone.py (the first tab's downloads, the tab rows, Generate's)
 def test_the_phone_opens_generation_and_the_first_screen_is_light(static_server):
     """On a 390 px phone the tabs sit in rows within the screen and nothing is wider than it;
     opening the first tab does not download the model, nor does opening Text generation: its
