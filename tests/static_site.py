@@ -138,3 +138,17 @@ def ready(page, timeout_s: float = TIMEOUT_MS / 1000) -> None:
         return page.evaluate("document.body?.dataset.ready === 'true'")
 
     wait_for(opened, timeout_s, 0.1, message="the static edition's page to open its first tab (body[data-ready=true])")
+
+
+HEAVY = ("model.onnx", ".wasm", "plotly")  # what a page should fetch only once a tab needs it
+
+
+def first_tab_requests(page) -> list[str]:
+    """Every address the page requests as it loads again and opens its first tab (Tokenization,
+    its ids shown)."""
+    loaded: list[str] = []
+    page.on("request", lambda r: loaded.append(r.url))
+    page.reload(wait_until="domcontentloaded")
+    ready(page)
+    page.wait_for_function("document.querySelector('#tok-ids')?.textContent.startsWith('[')")
+    return loaded

@@ -18,7 +18,7 @@ from plain_onnx import onnxruntime_greedy
 from runtime.engine import Engine
 from runtime.generate import generate
 from runtime.params import SamplingParams
-from static_site import PHONE, LAPTOP, ready, serve, static_page, static_server, static_site  # noqa: F401
+from static_site import HEAVY, LAPTOP, PHONE, first_tab_requests, ready, serve, static_page, static_server, static_site  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
@@ -219,12 +219,8 @@ def test_the_phone_opens_generation_and_the_first_screen_is_light(static_server)
     opening the first tab does not download the model, nor does opening Text generation: its
     Generate does, after the page has said how much it is (tests/test_static_phone.py)."""
     with static_page(static_server.url, viewport=PHONE, is_mobile=True, has_touch=True) as page:
-        loaded: list[str] = []
-        page.on("request", lambda r: loaded.append(r.url))
-        page.reload(wait_until="domcontentloaded")
-        ready(page)
-        page.wait_for_function("document.querySelector('#tok-ids')?.textContent.startsWith('[')")
-        assert not any("model.onnx" in u or ".wasm" in u or "plotly" in u for u in loaded), loaded
+        loaded = first_tab_requests(page)
+        assert not any(heavy in u for u in loaded for heavy in HEAVY), loaded
         tabs = page.query_selector("#pg-tabs").bounding_box()
         assert tabs["height"] < 160 and tabs["width"] <= PHONE["width"]  # three rows of three
         assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]

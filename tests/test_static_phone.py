@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from static_site import ready, static_page, static_server, static_site  # noqa: F401 -- fixtures
+from static_site import HEAVY, first_tab_requests, ready, static_page, static_server, static_site  # noqa: F401 -- fixtures
 
 pytestmark = pytest.mark.browser
 
@@ -55,12 +55,8 @@ def test_every_tab_is_on_screen_without_a_sideways_swipe(static_server, screen):
     width = SCREENS[screen]["viewport"]["width"]
     with static_page(static_server.url, **SCREENS[screen]) as page:
         if screen == "phone":  # the first screen is light: no model, WebAssembly or plotly.js for the first tab
-            loaded: list[str] = []
-            page.on("request", lambda r: loaded.append(r.url))
-            page.reload(wait_until="domcontentloaded")
-            ready(page)
-            page.wait_for_function("document.querySelector('#tok-ids')?.textContent.startsWith('[')")
-            assert not any("model.onnx" in u or ".wasm" in u or "plotly" in u for u in loaded), loaded
+            loaded = first_tab_requests(page)
+            assert not any(heavy in u for u in loaded for heavy in HEAVY), loaded
         ready(page)
         boxes = page.evaluate(TAB_BOXES_JS)
         assert len(boxes) == 9, boxes
