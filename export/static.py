@@ -17,6 +17,8 @@ import argparse
 import gzip
 import hashlib
 import json
+import os
+import re
 import shutil
 import sys
 from dataclasses import asdict
@@ -148,6 +150,41 @@ def site(app_space: str | None, files: dict[str, str], model) -> dict:
     }
 
 
+# The addresses a page's code spells out: its modules' imports (``from "./x.js"``, ``import("./x.js")``)
+# and index.html's ``src``/``href``. (A template such as app.js's ``./tabs/${tab}.js`` is
+# :func:`missing_files`'s to spell out.)
+_IMPORT = re.compile(r"""(?:\bfrom|\bimport)\s*\(?\s*["'](\.{1,2}/[^"']+)["']""")
+_HTML_REF = re.compile(r"""\b(?:src|href)\s*=\s*["']([^"'#:?]+)["']""")
+# Folders of the page's sources that are not the page: the modules' own unit tests (node --test).
+_NOT_SHIPPED = shutil.ignore_patterns("*.md", ".*", "test")
+
+
+def missing_files(out: Path) -> list[str]:
+    """The files a page of the static edition in ``out`` loads that are not there (paths in
+    ``out``), so that a build that left one out fails at once, naming it, rather than as a
+    page that never gets ready: the files index.html names, every module the page's modules
+    import, each browser tab's module, every file of the pinned libraries (web/vendor/vendor.json)
+    and every file site.json lists."""
+    root = out.resolve()
+    needed: set[str] = {"index.html", "data/site.json"} | {f"tabs/{tab}.js" for tab in BROWSER_TABS}
+
+    def inside(base: Path, ref: str) -> str:
+        return os.path.relpath(os.path.normpath(base / ref), root)
+
+    for page in root.glob("*.html"):
+        needed |= {inside(root, ref) for ref in _HTML_REF.findall(page.read_text(encoding="utf-8"))}
+    for module in root.rglob("*.js"):
+        if "vendor" not in module.relative_to(root).parts:  # the libraries: by their pins, below
+            needed |= {inside(module.parent, ref) for ref in _IMPORT.findall(module.read_text(encoding="utf-8"))}
+    pinned = vendor.pins()
+    needed |= {f"vendor/ort/{vendor.stored_name(name)}" for name in pinned[vendor.ORT_PACKAGE]["files"]}
+    needed |= {f"vendor/plotly/{name}{vendor.GZ}" for name in pinned[vendor.PLOTLY_PACKAGE]["files"]}
+    site_json = root / "data" / "site.json"
+    if site_json.is_file():
+        needed |= set(json.loads(site_json.read_text(encoding="utf-8"))["files"])
+    return sorted(name for name in needed if not (root / name).is_file())
+
+
 def _digest(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -193,7 +230,7 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     progress("the page and the engine")
     # the views (web/views/) are the app's too: one module per view for both editions
     for folder, target in ((WEB / "static", out), (WEB / "engine", out / "engine"), (WEB / "views", out / "views")):
-        shutil.copytree(folder, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.md", ".*"))
+        shutil.copytree(folder, target, dirs_exist_ok=True, ignore=_NOT_SHIPPED)
     (out / "vendor" / "ort").mkdir(parents=True, exist_ok=True)
     (out / "vendor" / "plotly").mkdir(parents=True, exist_ok=True)
     for name in vendor.ORT_FILES:
@@ -226,6 +263,9 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     sizes = {"bytes": {name: (out / name).stat().st_size for name in versioned}}  # what a download costs, said before it starts
     (out / "data" / "site.json").write_text(json.dumps(site(app_space, files, model) | sizes, ensure_ascii=False, indent=1))
     (out / "README.md").write_text(space_readme(app_space, threads))
+    if missing := missing_files(out):
+        raise RuntimeError(f"the static edition in {out} is incomplete: its page loads {', '.join(missing)}, "
+                           "which the build did not write")
     return {str(p.relative_to(out)): p.stat().st_size for p in sorted(out.rglob("*")) if p.is_file()}
 
 

@@ -143,6 +143,10 @@ def pytest_runtest_teardown(item, nextitem):
     result = yield
     if item.nodeid == _APP.get("last"):  # found from the session's order, whatever reordered it
         _stop_app()
+    if nextitem is None or nextitem.module is not item.module:  # the module's shared Chromium (static_site.py)
+        static_site = sys.modules.get("static_site")
+        if static_site is not None:
+            static_site.close_browser()
     return result
 
 

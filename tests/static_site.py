@@ -104,27 +104,78 @@ def static_server(static_site) -> Iterator[Served]:
     served.stop()
 
 
+# One Chromium for the static tests of a module, a fresh context (its own cache and storage: a first
+# visit) for each page: launching Chromium cost a few seconds a test. Stopped after the module's last
+# test (tests/conftest.py), so that no Playwright loop outlives the module into another's asyncio.run
+# or sync_playwright.
+_SHARED: dict[str, Any] = {}
+
+
+def _browser() -> Any:
+    browser = _SHARED.get("browser")
+    if browser is None or not browser.is_connected():
+        from playwright.sync_api import sync_playwright
+
+        close_browser()
+        _SHARED["playwright"] = sync_playwright().start()
+        _SHARED["browser"] = _SHARED["playwright"].chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    return _SHARED["browser"]
+
+
+def close_browser() -> None:
+    """Stop the module's Chromium and Playwright, if started."""
+    browser, playwright = _SHARED.pop("browser", None), _SHARED.pop("playwright", None)
+    try:
+        if browser is not None and browser.is_connected():
+            browser.close()
+    finally:
+        if playwright is not None:
+            playwright.stop()
+
+
 @contextmanager
 def static_page(url: str, **context: Any) -> Iterator[Any]:
-    """Headless Chromium on ``url``; the page collects its JavaScript errors (``page.errors``)."""
+    """A page of headless Chromium on ``url``, in a context of its own; the page collects its
+    JavaScript errors (``page.errors``) and the 404s of its own files (``page.missing``)."""
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        pg = browser.new_context(device_scale_factor=1, **context).new_page()
+    ctx = _browser().new_context(device_scale_factor=1, **context)
+    try:
+        pg = ctx.new_page()
         pg.set_default_timeout(TIMEOUT_MS)
         errors: list[str] = []
         pg.on("pageerror", lambda e: errors.append(str(e)))
         pg.errors = errors
+        missing: list[str] = []  # the page's own files it asked for and was told 404 (ready() fails at once on one)
+        pg.on("response", lambda r: r.status == 404 and r.url.startswith(url.split("?")[0])
+              and not r.url.endswith("/favicon.ico") and missing.append(r.url))
+        pg.missing = missing
         pg.goto(url, wait_until="domcontentloaded")
-        try:
-            yield pg
-        finally:
-            browser.close()
+        yield pg
+    finally:
+        ctx.close()
 
 
-def ready(page) -> None:
-    """Wait until the page has opened its first tab."""
-    page.wait_for_selector("body[data-ready=true]")
+def ready(page, timeout_s: float = TIMEOUT_MS / 1000) -> None:
+    """Wait until the page has opened its first tab; fail at once, naming it, when a file the page
+    loads is missing (a module that never loads would leave the page unready for the whole timeout)."""
+    def opened() -> bool:
+        missing = getattr(page, "missing", [])
+        assert not missing, f"the page could not load {', '.join(missing)} (404): the static edition lacks it"
+        return page.evaluate("document.body?.dataset.ready === 'true'")
+
+    wait_for(opened, timeout_s, 0.1, message="the static edition's page to open its first tab (body[data-ready=true])")
+
+
+HEAVY = ("model.onnx", ".wasm", "plotly")  # what a page should fetch only once a tab needs it
+
+
+def first_tab_requests(page) -> list[str]:
+    """Every address the page requests as it loads again and opens its first tab (Tokenization,
+    its ids shown)."""
+    loaded: list[str] = []
+    page.on("request", lambda r: loaded.append(r.url))
+    page.reload(wait_until="domcontentloaded")
+    ready(page)
+    page.wait_for_function("document.querySelector('#tok-ids')?.textContent.startsWith('[')")
+    return loaded

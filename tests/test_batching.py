@@ -254,6 +254,41 @@ def test_a_closed_stream_leaves_the_batch_at_the_next_step(engine, monkeypatch):
         scheduler.close()
 
 
+def test_the_cache_is_cut_to_the_longest_row_left_when_a_long_row_leaves(engine, monkeypatch, alone):
+    """A long request and a short one decode together in the app's loop; once the long one has
+    finished, the short one's steps read a cache cut down to its own length: in every decode call
+    the padding before the longest row is under CACHE_ALIGN columns. (Kept long, the results stay
+    right, the padding being masked, but each step reads and writes the long row's columns for
+    nothing.)"""
+    from runtime.batching import CACHE_ALIGN
+
+    scheduler = Scheduler(engine, max_rows=MAX_BATCH_ROWS, max_waiting=MAX_WAITING_REQUESTS)
+    forward, decodes = engine.forward, []  # (rows, cache columns, the longest row's cached positions)
+
+    def spy(ids, past, mask=None, positions=None, prefill=False):
+        if engine.cache_length(past):
+            decodes.append((len(ids), engine.cache_length(past), int(positions.max())))
+        time.sleep(0.002)  # (paced: the short request joins while the long one runs)
+        return forward(ids, past, mask, positions, prefill)
+
+    monkeypatch.setattr(engine, "forward", spy)
+    long_prompt, short_prompt = list(range(1000, 1020)), [464]
+    long_params = SamplingParams(10, 0.8, seed=2, stop_at_eot=False)
+    short_params = SamplingParams(14, 0.8, seed=5, stop_at_eot=False)
+    try:
+        long, short = scheduler.stream(long_prompt, long_params), scheduler.stream(short_prompt, short_params)
+        with ThreadPoolExecutor(2) as pool:
+            got = list(pool.map(lambda stream: [step.token_ids[0] for step in stream], (long, short)))
+    finally:
+        scheduler.close()
+    together = [i for i, (rows, _, _) in enumerate(decodes) if rows == 2]
+    assert together and together[-1] < len(decodes) - 2, decodes  # the short one went on alone for a few steps
+    assert max(cached for _, _, cached in decodes) >= len(long_prompt)
+    padding = [columns - cached for _, columns, cached in decodes]
+    assert max(padding) < CACHE_ALIGN, decodes
+    assert got == [alone.tokens(long_prompt, long_params)[0], alone.tokens(short_prompt, short_params)[0]]
+
+
 def test_the_batch_stays_within_its_rows_and_the_waiting_line_is_bounded(engine, monkeypatch, alone):
     scheduler = Scheduler(engine, max_rows=3, max_waiting=1)
     forward, widest = engine.forward, []
@@ -281,6 +316,20 @@ def test_the_batch_stays_within_its_rows_and_the_waiting_line_is_bounded(engine,
             assert [t[row] for t in got if t[row] is not None] == tokens
     finally:
         scheduler.close()
+
+
+def test_a_request_of_as_many_samples_as_the_batch_has_rows_fills_it_and_decodes_as_alone(engine, alone):
+    """The batch's bound at its maximum: a request of exactly ``max_rows`` samples is taken, runs
+    them all in one step, and writes what it writes alone; one more sample is refused at the call."""
+    scheduler = Scheduler(engine, max_rows=3, max_waiting=1)
+    params = SamplingParams(6, 0.9, seed=4, num_samples=3, stop_at_eot=False)
+    try:
+        with pytest.raises(ValueError, match="num_samples must be at most 3"):
+            scheduler.stream([464], SamplingParams(6, num_samples=4))
+        got = [step.token_ids for step in scheduler.stream([464, 3290], params)]
+    finally:
+        scheduler.close()
+    assert [[t[row] for t in got] for row in range(3)] == alone.tokens([464, 3290], params)
 
 
 def test_bad_arguments_are_refused_at_the_call(engine):

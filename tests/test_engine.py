@@ -208,6 +208,27 @@ def test_bad_arguments_are_rejected_with_clear_messages(engine, tmp_path):
         Engine.load(engine.path, threads=0)
 
 
+def test_every_setting_and_id_at_its_legal_end_is_taken_and_one_past_it_refused():
+    """The runtime's bounds at their edges (the playground's own are narrower): each end taken,
+    one step past it refused."""
+    from runtime.params import MAX_SAMPLES, check_prompt
+
+    taken = [dict(max_new_tokens=1), dict(max_new_tokens=3, num_samples=MAX_SAMPLES), dict(max_new_tokens=3, num_samples=1),
+             dict(max_new_tokens=3, top_p=1.0), dict(max_new_tokens=3, top_p=1e-9), dict(max_new_tokens=3, top_k=1),
+             dict(max_new_tokens=3, temperature=0.0), dict(max_new_tokens=3, n_candidates=0)]
+    for kwargs in taken:
+        SamplingParams(**kwargs)
+    refused = [dict(max_new_tokens=3, num_samples=MAX_SAMPLES + 1), dict(max_new_tokens=3, top_p=0.0),
+               dict(max_new_tokens=3, top_p=1.0 + 1e-9), dict(max_new_tokens=3, temperature=-1e-9)]
+    for kwargs in refused:
+        with pytest.raises(ValueError):
+            SamplingParams(**kwargs)
+    assert check_prompt([0, TINY.vocab_size - 1], TINY.vocab_size, EOT_ID).tolist() == [0, TINY.vocab_size - 1]
+    for ids in ([TINY.vocab_size], [-1]):
+        with pytest.raises(ValueError, match="token ids must be in"):
+            check_prompt(ids, TINY.vocab_size, EOT_ID)
+
+
 def test_one_engine_serves_many_threads(engine):
     seeds = list(range(6))
     expected = [generate(engine, PROMPT, SamplingParams(8, temperature=1.0, seed=s, stop_at_eot=False)) for s in seeds]

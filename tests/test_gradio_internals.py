@@ -170,3 +170,32 @@ def test_a_session_is_known_once_it_joined_or_has_state(demo):
         assert gradio_internals.session_known(demo, "joined")
     finally:
         del demo._queue.pending_event_ids_session["joined"]
+
+
+def test_launchs_look_at_its_own_address_asks_again_until_it_answers(monkeypatch):
+    """Gradio's launch refuses to start on the first timeout of its HEAD to its own page; on a busy
+    machine the first page takes longer (the launched app died at load 25): the served apps ask
+    again until an answer or SELF_CHECK_WAIT_S."""
+    from gradio import networking
+
+    answers = iter([False, False, True])
+    asked: list[str] = []
+    monkeypatch.setattr(networking, "url_ok", lambda url: asked.append(url) or next(answers))
+    gradio_internals.patient_self_check(wait_s=30)
+    assert networking.url_ok("http://127.0.0.1:1/") is True and len(asked) == 3
+    monkeypatch.setattr(networking, "url_ok", lambda url: False)
+    gradio_internals.patient_self_check(wait_s=0.6)
+    assert networking.url_ok("http://127.0.0.1:1/") is False  # gives up after its wait, as Gradio then says why
+
+
+def test_the_served_apps_launch_options_install_the_patient_look(monkeypatch):
+    from gradio import networking
+
+    from playground.ui import serving
+
+    once = networking.url_ok
+    monkeypatch.setattr(networking, "url_ok", once)  # (put back after the test)
+    with gr.Blocks(analytics_enabled=False) as demo:
+        gr.Textbox()
+    serving.launch_options(demo)
+    assert networking.url_ok is not once and networking.url_ok.__wrapped__ is getattr(once, "__wrapped__", once)

@@ -5,6 +5,7 @@ serving, and (slow) 16 clients at once get every answer (benchmarks/load.py)."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 
@@ -12,6 +13,7 @@ import httpx
 import pytest
 from gradio_client.utils import QueueError, Status
 
+from benchmarks.app_server import free_port
 from conftest import wait_for
 from playground.limits import GENERATION_CONCURRENCY, GENERATIONS_PER_VISITOR, MAX_WAITING_GENERATIONS
 
@@ -130,16 +132,98 @@ def test_a_client_that_disconnects_mid_stream_frees_its_slot(app_server):
     assert started < PROMPT_START_S
 
 
+# --- the same flood on a small app served in this process: every slot held until the test lets go --
+
+SMALL_SLOTS, SMALL_WAITING = 2, 3
+
+
+@pytest.fixture(scope="module")
+def small_app() -> Iterator[tuple[str, threading.Event]]:
+    """(URL, release) of an app served in this process with the app's serving (harden,
+    launch_options): a "generate" group of SMALL_SLOTS slots and SMALL_WAITING waiting places
+    whose handler holds its slot until ``release`` is set, and a light /tokenize. Nothing here
+    ends on its own time: whatever the machine's load, the slots stay taken while the test
+    floods the line."""
+    import gradio as gr
+
+    from playground.ui import serving
+
+    release = threading.Event()
+
+    def generate(prompt: str) -> str:
+        release.wait(120)
+        return prompt.upper()
+
+    with gr.Blocks(analytics_enabled=False) as demo:
+        text, out = gr.Textbox(), gr.Textbox()
+        text.submit(generate, [text], [out], api_name="generate", concurrency_limit=SMALL_SLOTS, concurrency_id="generate")
+        out.submit(lambda t: t[::-1], [out], [text], api_name="tokenize", concurrency_limit=4, concurrency_id="light")
+    demo.queue(default_concurrency_limit=4)
+    serving.harden(demo, max_waiting={"generate": SMALL_WAITING}, per_visitor={"generate": 4})
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **serving.launch_options(demo))
+    try:
+        yield f"http://127.0.0.1:{port}/", release
+    finally:
+        release.set()
+        demo.close()
+
+
+def _call_and_hold(base: str, source: str, endpoint: str = "generate", data: str = "x") -> tuple[httpx.Client, httpx.Response, httpx.Response | None]:
+    """A call from ``source`` and its result stream, opened right after and left unread:
+    ``(client, the POST's answer, the open stream)`` (no stream when the call was refused)."""
+    http = httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address=source))
+    answer = http.post(f"{base}gradio_api/call/{endpoint}", json={"data": [data]})
+    if answer.status_code != 200:
+        return http, answer, None
+    return http, answer, http.send(http.build_request("GET", f"{base}gradio_api/call/{endpoint}/{answer.json()['event_id']}"), stream=True)
+
+
+def test_a_full_line_of_generations_is_told_busy_while_light_calls_serve(small_app):
+    """The flood's wiring, deterministic: the slots taken, the waiting places filled (each from an
+    address of its own), the next generation is 503 with a Retry-After and "try again", a light
+    call is answered meanwhile, and once the slots let go every waiting one is served and a new
+    one accepted. (The launched app's own flood, with real generations holding the slots for as
+    long as they take, is the slow ``test_a_flood_of_generations_is_told_busy_while_light_tabs_serve``.)"""
+    base, release = small_app
+    held = [_call_and_hold(base, f"127.0.5.{i + 1}", data=f"p{i}") for i in range(SMALL_SLOTS + SMALL_WAITING)]
+    try:
+        assert [answer.status_code for _, answer, _ in held] == [200] * (SMALL_SLOTS + SMALL_WAITING)
+        wait_for(lambda: _waiting(base) == SMALL_WAITING, 30, message=f"{SMALL_WAITING} generations to wait")
+        with httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address="127.0.5.200")) as http:
+            refused = http.post(f"{base}gradio_api/call/generate", json={"data": ["late"]})
+        assert refused.status_code == 503 and int(refused.headers["retry-after"]) >= 1, refused.text
+        assert "try again" in refused.json()["detail"]
+        light = _call_and_hold(base, "127.0.5.201", "tokenize", "abc")
+        assert light[1].status_code == 200
+        assert '"cba"' in light[2].read().decode()  # answered while every slot is taken
+        _close([light])
+        release.set()
+        outputs = [stream.read().decode() for _, _, stream in held]  # every one that waited is served
+        assert [f'"P{i}"' in out for i, out in enumerate(outputs)] == [True] * len(held), outputs
+        late = _call_and_hold(base, "127.0.5.200", data="again")
+        assert late[1].status_code == 200 and '"AGAIN"' in late[2].read().decode()
+        _close([late])
+    finally:
+        release.set()
+        _close([h for h in held if h[2] is not None])
+
+
+@pytest.mark.slow  # real generations hold the slots: they must outlast the flood, minutes on a busy 2-core machine
 def test_a_flood_of_generations_is_told_busy_while_light_tabs_serve(app_server, client):
     streams = [_open_raw_stream(app_server, seed, _source(seed)) for seed in range(GENERATION_CONCURRENCY)]
+    waiting: list = []
     try:
         # Fill the generations' waiting places with 1-token calls, each from an address of its
-        # own (raw HTTP: no client thread each; one address holds only a few).
-        # All at once: nobody reads them, so the app stops each one 5 s after it came (the reader grace).
+        # own (raw HTTP: no client thread each; one address holds only a few), each with its
+        # result stream opened at once and held (not read): unread, the app stops a call 5 s
+        # after it came (the reader grace), and on a busy machine the first were stopped, their
+        # places free again, before the last had been sent.
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(16) as pool:
-            answers = list(pool.map(lambda seed: _post_from(app_server, f"127.0.2.{seed + 1}", seed), range(MAX_WAITING_GENERATIONS)))
+            waiting = list(pool.map(lambda seed: _post_and_hold(app_server, f"127.0.2.{seed + 1}", seed), range(MAX_WAITING_GENERATIONS)))
+        answers = [answer for _, answer, _ in waiting]
         assert [r.status_code for r in answers] == [200] * MAX_WAITING_GENERATIONS, [r.text for r in answers if r.status_code != 200]
         refused = _post_from(app_server, "127.0.2.250", 0)
         assert refused.status_code == 503 and int(refused.headers["retry-after"]) >= 1
@@ -150,6 +234,7 @@ def test_a_flood_of_generations_is_told_busy_while_light_tabs_serve(app_server, 
         assert client.predict("hello everyone", api_name="/tokenize")["ids"] == [31373, 2506]
     finally:
         _close(streams)
+        _close([(http, stream, None) for http, _, stream in waiting if stream is not None])
     # Once the waiting ones are served, generations are accepted again (polled: the probes that
     # find the line still full on a busy machine are told busy, and stopped unread in 5 s).
     wait_for(lambda: _accepted(app_server), 180, message="the waiting generations to drain")
@@ -164,6 +249,18 @@ def test_a_flood_of_generations_is_told_busy_while_light_tabs_serve(app_server, 
 
     wait_for(generated, 120, message="a generation to be accepted again")
     assert done[-1]["finished"] is True and done[-1]["new_tokens"] == 2
+
+
+def _post_and_hold(app_server, source: str, seed: int) -> tuple[httpx.Client, httpx.Response, httpx.Response | None]:
+    """A 1-token call from ``source`` and its result stream, opened right after and left unread:
+    ``(client, the POST's answer, the open stream)`` (no stream when the call was refused)."""
+    http = httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address=source))
+    answer = http.post(_generate_url(app_server), json={"data": ["ROMEO:", 1, 0.8, 50, 0.95, seed]})
+    if answer.status_code != 200:
+        http.close()
+        return http, answer, None
+    url = f"{_generate_url(app_server)}/{answer.json()['event_id']}"
+    return http, answer, http.send(http.build_request("GET", url), stream=True)
 
 
 def _post_from(app_server, source: str, seed: int, tokens: int = 1) -> httpx.Response:

@@ -73,14 +73,34 @@ def test_not_a_model_folder_is_refused_with_what_it_needs(tmp_path, setup, fragm
         resolve(folder)
 
 
-def test_app_refuses_a_bad_folder_without_a_traceback(tmp_path):
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory) -> dict[str, tuple[int, str]]:
+    """``python app.py`` given a bad model folder and, apart, a bad Compare folder, both started
+    at once (each spends its seconds importing before it refuses): {name: (exit status, stderr)}."""
     import subprocess
     import sys
 
     from benchmarks.app_server import ROOT
 
-    r = subprocess.run([sys.executable, "app.py", "--model", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert r.returncode != 0 and "cannot start" in r.stderr and "config.json" in r.stderr and "Traceback" not in r.stderr
+    empty = tmp_path_factory.mktemp("empty")
+    args = {"model": ["--model", str(empty)], "compare": ["--compare", str(empty / "nowhere")]}
+    procs = {name: subprocess.Popen([sys.executable, "app.py", *a], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True) for name, a in args.items()}
+    out = {}
+    try:
+        for name, proc in procs.items():
+            _, stderr = proc.communicate(timeout=300)
+            out[name] = (proc.returncode, stderr)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+    return out
+
+
+def test_app_refuses_a_bad_folder_without_a_traceback(refusals):
+    code, stderr = refusals["model"]
+    assert code != 0 and "cannot start" in stderr and "config.json" in stderr and "Traceback" not in stderr
 
 
 # --- the launched app, one per format ---------------------------------------------------------
@@ -217,11 +237,6 @@ def test_compare_with_another_folder(model_dirs, models_cache, tmp_path):
     assert shipped["prompt_loss"] < out["uniform_loss"] - 3
 
 
-def test_app_refuses_a_bad_compare_folder(tmp_path):
-    import subprocess
-    import sys
-
-    from benchmarks.app_server import ROOT
-
-    r = subprocess.run([sys.executable, "app.py", "--compare", str(tmp_path / "nowhere")], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert r.returncode != 0 and "is not a folder" in r.stderr and "Traceback" not in r.stderr
+def test_app_refuses_a_bad_compare_folder(refusals):
+    code, stderr = refusals["compare"]
+    assert code != 0 and "is not a folder" in stderr and "Traceback" not in stderr

@@ -376,6 +376,7 @@ def short_grace_app(tmp_path_factory):
     stop(server)
 
 
+@pytest.mark.slow  # an app launched for it; the default run: the same stops on the served app above (POST-only, join-only)
 @pytest.mark.parametrize("how", ["call", "join"])
 def test_abandoned_generations_stop_and_a_normal_one_goes_through(short_grace_app, how):
     """Six 512-token generations of a 4,000-character prompt, submitted and never read (POST-only

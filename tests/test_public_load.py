@@ -154,6 +154,7 @@ def test_hundreds_of_oversized_session_ids_leave_memory_where_it_was(guarded_app
 # --- connections ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a launched app of its own; the default run: connections.decide's edges (test_visitor_shares.py), its install on uvicorn (below)
 def test_a_connection_that_never_finishes_its_headers_is_closed(guarded_app):
     sock = _connect(guarded_app)
     try:
@@ -164,6 +165,7 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(guarded_app):
     assert httpx.get(guarded_app.url + "config", timeout=30).status_code == 200
 
 
+@pytest.mark.slow  # a launched app of its own; the default run: connections.decide's edges (test_visitor_shares.py), its install on uvicorn (below)
 def test_connections_are_capped_per_address_and_in_all(guarded_app):
     held: list[socket.socket] = []
     try:

@@ -41,6 +41,14 @@ CATALOGUE = [
     {"text": "no tab"},
     {},
     {"tab": "generation", "view": "api", "__theme": "dark"},
+    # at the limits, counted as Python counts (code points), and the characters that tell strip() from trim()
+    {"tab": "tokenization", "text": "😀" * 20_000},
+    {"tab": "tokenization", "text": "😀" * 20_001},
+    {"tab": "attention", "text": "\ufeff", "layer": "inf"},
+    {"tab": "inside", "text": "\x1c\x85", "token": "63"},
+    {"tab": "positional", "dims": "11111111111111111111", "d_model": "2", "n_positions": "1024", "base": "1000000"},
+    {"tab": "generation", "top_p": "1e-9", "seed": "0", "samples": "4", "max_new_tokens": "1", "temperature": "5"},
+    {"tab": "generation", "samples": "5", "max_new_tokens": "513", "temperature": "5.000001"},
 ]
 
 

@@ -160,6 +160,24 @@ def test_scaling_does_not_change_the_neighbours():
     assert [n.id for n in a.neighbours] == [n.id for n in b.neighbours]
 
 
+def test_tokens_equally_near_come_in_id_order_as_the_page_gives_them():
+    """Among tokens exactly as near (ties: equal rows), the nearest come lowest id first, as the
+    static edition's search (tabs/embeddings.js) keeps them, whichever of them a partial sort
+    would reach first: 30 tied rows between untied ones, 5 asked for."""
+    from playground.embeddings import _Index, _neighbours
+
+    C = 4
+    matrix = np.zeros((40, C), np.float32)
+    matrix[:, 1] = 1.0  # not near
+    matrix[5:35] = [1.0, 0.0, 0.0, 0.0]  # 30 rows as near as can be
+    counts = np.ones(40, np.int64)
+    index = _Index(matrix, np.arange(40), matrix / np.linalg.norm(matrix, axis=1, keepdims=True), counts)
+    query = np.array([1.0, 0.0, 0.0, 0.0], np.float32)
+    assert [n.id for n in _neighbours(index, query, 5, set())] == [5, 6, 7, 8, 9]
+    assert [n.id for n in _neighbours(index, query, 5, {5, 7})] == [6, 8, 9, 10, 11]
+    assert [n.id for n in _neighbours(index, query, 40, set())][:31] == [*range(5, 35), 0]
+
+
 @pytest.mark.parametrize("top_k", [0, limits.MAX_NEIGHBOURS + 1, -3, float("nan"), "ten", 2.5, None])
 def test_top_k_refused(top_k):
     with pytest.raises(InputError, match="top_k"):

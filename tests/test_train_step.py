@@ -199,6 +199,7 @@ def check_browser_run(s, got: dict, reference) -> None:
     assert max(got["gradNorms"][:3]) > 1.0
 
 
+@pytest.mark.slow  # the default run keeps the same 10 steps of train.js in onnxruntime-web in Chromium, below
 def test_the_step_in_onnxruntime_web_under_node_is_train_step(graph):
     """web/engine/train.js under Node.js with onnxruntime-web's WebAssembly (a page's runtime):
     10 steps from the skewed start, fed the initial weights and the batches, against train_step."""

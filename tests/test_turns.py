@@ -85,6 +85,15 @@ def test_visitors_remembered_stay_within_the_bound_the_busy_kept():
     assert {"a", "b", "f"} == set(s.tokens)  # the busy kept, the newest kept, the older gone
 
 
+def test_visitors_remembered_fill_their_bound_exactly_before_one_is_forgotten():
+    s = Served(capacity=3)
+    for v in "abc":
+        s.arrive(v, set())
+    assert list(s.tokens) == ["a", "b", "c"]  # exactly the bound: all three kept
+    s.arrive("d", set())
+    assert list(s.tokens) == ["b", "c", "d"]  # one past it: the longest forgotten goes
+
+
 def test_the_pages_and_the_apis_generations_reach_the_loop_as_their_visitors(monkeypatch):
     """The Generate tab's, the API's and Next token's handlers name the visitor whose request
     they serve (the socket's address here) to the decoding loop, which takes turns by it."""

@@ -43,6 +43,7 @@ import functools
 import inspect
 import logging
 import re
+import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from copy import copy
@@ -62,6 +63,7 @@ __all__ = [
     "Arrival", "Refusal", "gate_pushes", "queue_load", "waiting_events", "reorder_waiting", "fail_waiting", "queue_of", "live", "waiting", "event_known", "session_of_event", "holds_session",
     "unread_results", "drop_results", "forget_read_sessions", "Job", "stoppable_jobs", "stop_job",
     "event_name", "with_trailing_defaults", "on_processing_error", "messages_for_every_error", "server_of", "gradio_folders", "probe_app", "moved", "check",
+    "SELF_CHECK_WAIT_S", "patient_self_check",
 ]
 
 log = logging.getLogger("playground")
@@ -492,6 +494,36 @@ def gradio_folders() -> list[Path]:
     return [Path(get_upload_folder()).resolve(), Path(get_cache_folder()).resolve()]
 
 
+# --- the launch's look at its own address -----------------------------------------------------------
+
+# How long a launch keeps asking its own address before it gives up. Gradio asks once (a HEAD with
+# a 3 s timeout, a few tries only while the answer is an error) and refuses to start on the first
+# timeout: "When localhost is not accessible, a shareable link must be created". The first answer
+# builds the page, which on a busy 2-core machine (a Space starting beside another, the tests at
+# load 25) takes longer, and the app then died at start.
+SELF_CHECK_WAIT_S = 60.0
+
+
+def patient_self_check(wait_s: float = SELF_CHECK_WAIT_S) -> None:
+    """Make ``launch``'s check of its own address (``gradio.networking.url_ok``) ask again, every
+    half second, until it answers or ``wait_s`` have passed (installed once; again, it only
+    changes the wait)."""
+    from gradio import networking
+
+    ask_once = getattr(networking.url_ok, "__wrapped__", networking.url_ok)
+
+    @functools.wraps(ask_once)
+    def url_ok(url: str) -> bool:
+        deadline = time.monotonic() + wait_s
+        while not ask_once(url):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.5)
+        return True
+
+    networking.url_ok = url_ok
+
+
 # --- the start-up check ---------------------------------------------------------------------------
 
 # str(inspect.signature(...)) of what is called, overridden or replaced, as in TESTED_GRADIO.
@@ -520,6 +552,7 @@ SIGNATURES: dict[str, str] = {
         "in_event_listener: 'bool' = True, simple_format: 'bool' = False, explicit_call: 'bool' = False, "
         "root_path: 'str | None' = None, oauth_token: 'oauth.OAuthToken | None' = None) -> 'dict[str, Any]'"
     ),
+    "gradio.networking.url_ok": "(url: 'str') -> 'bool'",
     "gradio.utils.get_upload_folder": "() -> str",
     "gradio.utils.get_cache_folder": "() -> pathlib.Path",
 }

@@ -59,6 +59,8 @@ function check(seed, stream, n, start, lane) {
     if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a whole number >= 0, not ${value}`);
   }
   if (stream >= TWO_32 || lane >= TWO_32) throw new RangeError("stream and lane must be below 2**32");
+  // (as runtime/draws.py: past it an index no longer fits a double; start + n would round)
+  if (n > TWO_53 - start) throw new RangeError("at most 2**53 draws per stream and lane");
 }
 
 /** Uniforms start .. start + n - 1 of (seed, stream, lane): a Float64Array in [0, 1). */

@@ -6,11 +6,23 @@ export class InputError extends Error {}
 
 // -- Python's ways of writing values, so the messages read as the app's ---------------------------
 
+// What Python's repr() writes as an escape (str.isprintable() false): control, format, private,
+// unassigned and surrogate code points, and every separator but the space.
+const UNPRINTABLE = /[\p{C}\p{Z}]/u;
+const hex = (code, width) => code.toString(16).padStart(width, "0");
+
 /** Python's repr() of a string: single quotes unless the text holds one and no double quote. */
 export function pyRepr(s) {
   const q = s.includes("'") && !s.includes('"') ? '"' : "'";
-  const body = s.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r").replace(/\t/g, "\\t");
-  return q + (q === "'" ? body.replace(/'/g, "\\'") : body) + q;
+  const named = new Map([["\\", "\\\\"], ["\n", "\\n"], ["\r", "\\r"], ["\t", "\\t"], [q, q === "'" ? "\\'" : q]]);
+  let body = "";
+  for (const ch of s) {
+    const code = ch.codePointAt(0);
+    if (named.has(ch)) body += named.get(ch);
+    else if (ch === " " || !UNPRINTABLE.test(ch)) body += ch;
+    else body += code < 0x100 ? `\\x${hex(code, 2)}` : code < 0x10000 ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`;
+  }
+  return q + body + q;
 }
 
 /** Python's format(x, "g"): six significant digits, no trailing zeros, e+XX past 1e6 or below 1e-4. */
@@ -30,10 +42,26 @@ export function pyG(x) {
 
 export const thousands = (n) => n.toLocaleString("en-US");
 
+/** A text's length as Python's len() counts it: in code points (an emoji is one, not two UTF-16 units). */
+export function pyLength(text) {
+  let n = 0;
+  for (const _ of text) n++; // (a lone surrogate is one, as in Python)
+  return n;
+}
+
+// Python's str.strip() whitespace (str.isspace()): JavaScript's trim() also strips U+FEFF and
+// keeps U+001C..U+001F and U+0085.
+const PY_SPACE = "\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+const PY_STRIP = new RegExp(`^[${PY_SPACE}]+|[${PY_SPACE}]+$`, "g");
+
+/** Python's str.strip(). */
+export const pyStrip = (text) => text.replace(PY_STRIP, "");
+
 /** playground/validation.validate_text: the app's checks of typed text. */
 export function validateText(text, name, maxChars) {
-  if (!text.trim()) throw new InputError(`${name} is empty: type some text (1 to ${thousands(maxChars)} characters)`);
-  if (text.length > maxChars) throw new InputError(`${name} is ${thousands(text.length)} characters long; the limit is ${thousands(maxChars)} characters`);
+  if (!pyStrip(text)) throw new InputError(`${name} is empty: type some text (1 to ${thousands(maxChars)} characters)`);
+  const length = pyLength(text);
+  if (length > maxChars) throw new InputError(`${name} is ${thousands(length)} characters long; the limit is ${thousands(maxChars)} characters`);
   let i = 0;
   for (const ch of text) {
     const code = ch.codePointAt(0);
@@ -57,8 +85,8 @@ export function textIds(tokenizer, text, maxChars, maxTokens) {
 
 /** validation._describe: a value as a message quotes it, cut past 40 characters. */
 export function describe(s) {
-  const shown = pyRepr(s);
-  return shown.length <= 40 ? shown : shown.slice(0, 37) + "...";
+  const shown = [...pyRepr(s)]; // cut in code points, as Python cuts: never half an emoji
+  return shown.length <= 40 ? shown.join("") : shown.slice(0, 37).join("") + "...";
 }
 
 /** A message as the app's error slot shows it: a capital when it opens with a word, a full stop. */

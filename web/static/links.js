@@ -2,7 +2,7 @@
 // checks of the app (playground/links.py writes them into data/site.json), so a link works in
 // both editions. A value that fails keeps the tab's default and gets a message saying why.
 
-import { describe as repr, pyG as g, thousands, validateText } from "./checks.js";
+import { describe as repr, pyG as g, pyLength, pyStrip, thousands, validateText } from "./checks.js";
 
 const TRUE = ["true", "1", "yes", "on"];
 const FALSE = ["false", "0", "no", "off"];
@@ -10,12 +10,12 @@ const FALSE = ["false", "0", "no", "off"];
 const FOREIGN = new Set(["view", "deep_link", "page", "ui", "write_token", "logs"]);
 
 // playground/validation.format_number: ints as they are, floats short
-const formatNumber = (x, isInt) => (isInt ? String(x) : Number(g(x)) === x ? g(x) : String(x));
+const formatNumber = (x, isInt) => (isInt ? String(x) : !Number.isFinite(x) || Number(g(x)) === x ? g(x) : String(x));
 const INT = /^[+-]?\d+$/;
 
 // validation._number: an int from an integer string, else a float from a short numeric string
 function number(raw, name) {
-  const s = raw.trim();
+  const s = pyStrip(raw);
   if (INT.test(s)) return { value: Number(s), isInt: true };
   if (s.length <= 64 && /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$|^[+-]?(inf|infinity|nan)$/i.test(s)) {
     const t = s.toLowerCase().replace(/^\+/, "");
@@ -49,7 +49,7 @@ export function check(param, raw) {
       return value;
     }
     case "bool": {
-      const t = s.trim().toLowerCase();
+      const t = pyStrip(s).toLowerCase();
       if (TRUE.includes(t)) return true;
       if (FALSE.includes(t)) return false;
       throw new Error(`${name} must be true or false, not ${repr(s)}`);
@@ -58,9 +58,9 @@ export function check(param, raw) {
       if (!param.choices.includes(s)) throw new Error(`${name} must be one of ${param.choices.map(repr).join(", ")}, not ${repr(s)}`);
       return s;
     case "ints": {
-      if (!s.trim()) throw new Error(`${name} is empty: type some text (1 to ${thousands(param.max_chars)} characters)`);
-      if (s.length > param.max_chars) throw new Error(`${name} is ${thousands(s.length)} characters long; the limit is ${thousands(param.max_chars)} characters`);
-      let body = s.trim();
+      if (!pyStrip(s)) throw new Error(`${name} is empty: type some text (1 to ${thousands(param.max_chars)} characters)`);
+      if (pyLength(s) > param.max_chars) throw new Error(`${name} is ${thousands(pyLength(s))} characters long; the limit is ${thousands(param.max_chars)} characters`);
+      let body = pyStrip(s);
       if (body.startsWith("[") && body.endsWith("]")) body = body.slice(1, -1);
       const items = body.split(/[\s,]+/).filter(Boolean);
       const eg = "type ids separated by commas or spaces, e.g. 31373, 2506";
@@ -69,7 +69,7 @@ export function check(param, raw) {
       items.forEach((item, i) => {
         if (!INT.test(item)) throw new Error(`${name}: item ${i + 1} (${repr(item)}) is not a whole number; ${eg}`);
       });
-      return items.map(Number).join(", ");
+      return items.map((item) => BigInt(item).toString()).join(", "); // exact, as Python's int(): no double rounds it
     }
     default:
       throw new Error(`unknown kind ${param.kind}`);

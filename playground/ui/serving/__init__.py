@@ -128,6 +128,7 @@ def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None, browse
     other files are served is ``gr.set_static_paths`` (playground/ui/startup.py)."""
     from starlette.middleware import Middleware
 
+    gradio_internals.patient_self_check()  # a busy machine answers launch's look at the page late
     readers = readers if readers is not None else ResultReaders()
     joins = JoinWatch(demo)  # a gate on the queue: whose each session is, and which have joined
 

@@ -2,6 +2,7 @@
 // streamed as it comes, with Stop, tokens/s, time to first token, and the candidates the model
 // weighed at each step (click a token) from the browser's own logits.
 
+import { pyLength, pyStrip } from "../checks.js";
 import { generationSettings } from "../engine/engine.js";
 import { isCached } from "../engine/fetch.js";
 
@@ -115,8 +116,9 @@ export async function mount(root, ctx) {
   async function run({ oneToken = false } = {}) {
     const { out, messages } = settings();
     const text = prompt.value;
-    if (!text.trim()) messages.unshift("the prompt is empty: type some text for the model to continue");
-    if (text.length > site.limits.MAX_PROMPT_CHARS) messages.unshift(`the prompt is ${text.length.toLocaleString("en-US")} characters long; the limit is ${site.limits.MAX_PROMPT_CHARS.toLocaleString("en-US")}`);
+    if (!pyStrip(text)) messages.unshift("the prompt is empty: type some text for the model to continue");
+    const length = pyLength(text); // characters as the app counts them: an emoji is one
+    if (length > site.limits.MAX_PROMPT_CHARS) messages.unshift(`the prompt is ${length.toLocaleString("en-US")} characters long; the limit is ${site.limits.MAX_PROMPT_CHARS.toLocaleString("en-US")}`);
     if (messages.length) return fail(messages.join("; "));
     error.hidden = true;
     output.classList.remove("pg-stale");

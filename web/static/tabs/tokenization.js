@@ -1,5 +1,6 @@
 // Tokenization, in the browser: the text's GPT-2 tokens coloured with their ids, the counts, and
 // ids back to text, from the same tokenizer.json the model was exported with.
+import { pyLength } from "../checks.js";
 
 const PALETTE = ["#fde68a", "#bbf7d0", "#bfdbfe", "#fbcfe8", "#ddd6fe", "#fed7aa", "#99f6e4", "#e5e7eb"]; // playground/plots.PALETTE
 const MAX_COLOURED_TOKENS = 4000; // past a few thousand spans the page only gets slower
@@ -68,9 +69,10 @@ export async function mount(root, ctx) {
 
   function run() {
     const value = text.value;
-    if (value.length > limit) {
+    const length = pyLength(value); // characters as the app counts them: an emoji is one
+    if (length > limit) {
       error.hidden = false;
-      error.textContent = `text is ${value.length.toLocaleString("en-US")} characters long; the limit is ${limit.toLocaleString("en-US")} characters`;
+      error.textContent = `text is ${length.toLocaleString("en-US")} characters long; the limit is ${limit.toLocaleString("en-US")} characters`;
       results.classList.add("pg-stale");
       return;
     }
@@ -78,7 +80,7 @@ export async function mount(root, ctx) {
     results.classList.remove("pg-stale");
     const list = tokenizer.encode(value, { special: special.checked });
     const nBytes = new TextEncoder().encode(value).length;
-    const cards = [[list.length, "tokens"], [value.length, "characters"], [list.length ? +(value.length / list.length).toFixed(2) : 0, "characters / token"], [nBytes, "UTF-8 bytes"]];
+    const cards = [[list.length, "tokens"], [length, "characters"], [list.length ? +(length / list.length).toFixed(2) : 0, "characters / token"], [nBytes, "UTF-8 bytes"]];
     counts.replaceChildren(...cards.map(([n, what]) => el("div", { class: "pg-card" }, el("b", {}, n.toLocaleString("en-US")), el("span", {}, what))));
     const parts = [];
     let n = 0;
