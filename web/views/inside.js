@@ -128,6 +128,8 @@ class InsideView {
     this.open = new Set([OPEN_FIRST]);
     this.fitted = null; // the stage opened from the map: its body sized so that map and stage fit one screen
     this.asked = null; // the token whose rows were asked of the host
+    this.ahead = new Set(); // the tokens whose rows were asked ahead (prefetch)
+    this.step = 0; // the way the token last moved (+1, -1; 0: not yet)
     this.strips = [];
     root.classList.add("ins-view");
     root.replaceChildren();
@@ -140,27 +142,63 @@ class InsideView {
     root.ownerDocument.defaultView.addEventListener("resize", () => this.fit());
   }
 
-  /** New data from the host: `key` names the pass (another key replaces the data, the same merges rows into it). */
+  /**
+   * New data from the host: `key` names the pass (another key replaces the data, the same merges
+   * rows into it). Redrawn for a new pass, a new state or note, or rows the view was waiting for;
+   * rows asked for ahead (prefetch) are only kept.
+   */
   update({ key = null, data = null, state = null, note = null } = {}) {
+    let redraw = Boolean(state) || (note !== null && note !== this.note) || "pending" in this.root.dataset;
     if (data) {
       if (key !== this.key || !this.data) {
         this.key = key;
         this.data = data;
         this.open = new Set([OPEN_FIRST]);
         this.fitted = null;
+        this.step = 0; // no way yet: the token has not moved
+        this.ahead = new Set();
+        redraw = true;
       } else if (data !== this.data) {
         merge(this.data, data);
       }
     }
     if (note !== null) this.note = note;
-    if (state) Object.assign(this.state, state);
-    this.draw();
+    if (state) this.move(state);
+    if (redraw) this.draw();
   }
 
   /** The host's controls moved: redraw at the new layer, head or token from the data held. */
   set(state) {
-    for (const [k, v] of Object.entries(state)) if (v !== null && v !== undefined && Number.isFinite(Number(v))) this.state[k] = Number(v);
+    this.move(state);
     this.draw();
+  }
+
+  move(state) {
+    for (const [k, v] of Object.entries(state)) {
+      if (v === null || v === undefined || !Number.isFinite(Number(v))) continue;
+      if (k === "token" && Number(v) !== this.state.token) this.step = Math.sign(Number(v) - this.state.token);
+      this.state[k] = Number(v);
+    }
+  }
+
+  /**
+   * The rows of the next token the way the learner is going (an arrow key's next step), asked of
+   * the host while the learner looks at this one: that step then redraws at once.
+   */
+  prefetch(t) {
+    // both ways until the learner has moved the token (a new text), then the way they go
+    for (const next of this.step ? [t + this.step] : [t + 1, t - 1]) {
+      const ask = `${this.key}:${next}`;
+      if (next < 0 || next >= this.data.ids.length || this.hasRows(next) || this.asked === ask || this.ahead.has(ask)) continue;
+      this.ahead.add(ask);
+      this.host.request("rows", { token: next, ahead: true });
+    }
+  }
+
+  /** `fn` once the frame drawn is painted: work for later does not hold the paint back. */
+  later(fn) {
+    const win = this.root.ownerDocument.defaultView;
+    win.requestAnimationFrame(() => win.setTimeout(fn, 0));
   }
 
   /** The state shown, clamped to the data (a token past the text's end shows its last). */
@@ -184,8 +222,11 @@ class InsideView {
     if (!this.hasRows(s.token)) {
       // drawn when the host answers (a later update); the last state stays on screen meanwhile
       root.dataset.pending = String(s.token);
-      if (this.asked !== `${this.key}:${s.token}`) {
-        this.asked = `${this.key}:${s.token}`;
+      // Asked even if asked ahead: a host may drop a request still waiting for a newer one (the
+      // app's queue keeps the last of an event's), and the first answer to come is drawn.
+      const ask = `${this.key}:${s.token}`;
+      if (this.asked !== ask) {
+        this.asked = ask;
         this.host.request("rows", { token: s.token });
       }
       return;
@@ -207,6 +248,8 @@ class InsideView {
     root.dataset.drawMs = (performance.now() - t0).toFixed(1);
     root.dataset.done = String((Number(root.dataset.done) || 0) + 1);
     this.fit();
+    const shownKey = this.key;
+    this.later(() => this.key === shownKey && this.prefetch(this.clamped().token));
   }
 
   /** Paints the strips and the matrix drawn as canvases (their numbers kept in this.strips). */

@@ -61,7 +61,8 @@ export async function mount(root, ctx) {
   const view = mountView(holder, {
     edition: "static",
     config: {},
-    // The view lacks a token's logit lens until the lens graph has run there.
+    // The view lacks a token's logit lens until the lens graph has run there (asked for the token
+    // shown, and for the next one ahead while the learner looks).
     request: (name, { token }) => {
       if (name !== "rows" || !data) return;
       const shown = data;
@@ -72,21 +73,11 @@ export async function mount(root, ctx) {
       if (!controls[name]) return false;
       set(name, value);
       view.set({ [name]: Number(controls[name].input.value) });
-      if (name === "token") prefetch(Number(controls.token.input.value));
       return true;
     },
     control: (name) => (controls[name] ? Number(controls[name].input.value) : null),
   });
   window.pgViews = Object.assign(window.pgViews || {}, { "ins-view": view });
-
-  // The lens at the tokens next to the one shown, computed while the learner looks (one lens run at
-  // a time, after any the view asks for): an arrow key's step then redraws at once.
-  function prefetch(t) {
-    const shown = data;
-    setTimeout(() => {
-      for (const n of [t + 1, t - 1]) if (shown === data && n >= 0 && n < shown.ids.length) inside.lensAt(shown, n).catch(() => {});
-    }, 50);
-  }
 
   function fail(message) {
     error.hidden = false;
@@ -124,8 +115,7 @@ export async function mount(root, ctx) {
       const seconds = ((performance.now() - t0) / 1000).toFixed(2);
       status.textContent = "";
       view.update({ key, data, state: state(), note: `Computed in this browser (${ENGINE}) in ${seconds} s.` });
-      holder.dataset.done = String(which);
-      prefetch(chosen);
+      holder.dataset.run = String(which); // (the view counts its own drawings in data-done)
     } catch (err) {
       console.error(err);
       fail(`The model could not run in this browser: ${err.message}`);
@@ -139,7 +129,6 @@ export async function mount(root, ctx) {
       c.shown.textContent = c.input.value;
       if (!data) return;
       view.set({ [name]: Number(c.input.value) });
-      if (name === "token") prefetch(Number(c.input.value));
     });
   }
 
