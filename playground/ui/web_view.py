@@ -46,7 +46,10 @@ def web_view(name: str, files: BrowserFiles, *, elem_id: str, value: Any = None,
     # The view's style sheet, when it has one, asked for with the page (the view links it too, once)
     css = files.view_url(f"{name}.css")
     head = f'<link rel="stylesheet" href="{css}">' if css else None
-    return gr.HTML(value=value, html_template=TEMPLATE, js_on_load=js, elem_id=elem_id, padding=False, head=head, **kwargs)
+    # apply_default_css=False: Gradio's own styles for an HTML's buttons, tables and headings
+    # (.gradio-style) would outrank the view's style sheet, and the view would look different here
+    return gr.HTML(value=value, html_template=TEMPLATE, js_on_load=js, elem_id=elem_id, padding=False, head=head,
+                   apply_default_css=False, **kwargs)
 
 
 def call_view(elem_id: str, method: str, names: Sequence[str]) -> str:
