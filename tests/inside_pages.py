@@ -186,15 +186,22 @@ def check_against(numbers: dict, fp: ins.ForwardPass, tol: Tolerance) -> None:
         assert math.isclose(numbers["loss"], fp.loss, abs_tol=tol.loss)
 
 
-def compare_editions(a: dict, b: dict, tol: Tolerance) -> None:
-    """Two pages' numbers at the same state: the same text, tokens and state, every value within ``tol``."""
+def compare_editions(a: dict, b: dict, tol: Tolerance) -> dict[str, float]:
+    """Two pages' numbers at the same state: the same text, tokens and state, every value within
+    ``tol``. Returns (and prints) the largest differences seen, by kind."""
     assert a["state"] == b["state"], (a["state"], b["state"])
     assert a["info"].split(").")[0] == b["info"].split(").")[0]  # "N tokens; showing layer L, head H, token T (label"
+    seen = {"vectors": 0.0, "weights": float(np.abs(np.subtract(a["matrix"]["w"], b["matrix"]["w"])).max()),
+            "probabilities": max(abs(x["p"] - y["p"]) for x, y in zip(a["lens"], b["lens"]) if x["p"] is not None),
+            "losses": float(np.abs(np.subtract(a["losses"], b["losses"])).max()), "loss": abs(a["loss"] - b["loss"]),
+            "rank factor": max(max(x["rank"], y["rank"]) / min(x["rank"], y["rank"]) for x, y in zip(a["lens"], b["lens"]) if x["rank"])}
     for stage in ("embedding", "layernorm", "attention", "residual", "ffn"):
         got, want = dict(a["strips"][stage]), dict(b["strips"][stage])
         assert got.keys() == want.keys(), stage
         for name in got:
+            seen["vectors"] = max(seen["vectors"], float(np.abs(np.subtract(got[name], want[name])).max()))
             np.testing.assert_allclose(got[name], want[name], atol=tol.value, rtol=tol.value, err_msg=f"{stage} {name}")
+    print("\nthe editions' largest differences:", {k: round(v, 4) for k, v in seen.items()})
     np.testing.assert_allclose(a["matrix"]["w"], b["matrix"]["w"], atol=tol.value)
     for i, (x, y) in enumerate(zip(a["lens"], b["lens"])):
         if x["rank"] is not None:
@@ -203,6 +210,7 @@ def compare_editions(a: dict, b: dict, tol: Tolerance) -> None:
     np.testing.assert_allclose(a["losses"], b["losses"], atol=tol.loss)
     assert math.isclose(a["loss"], b["loss"], abs_tol=tol.loss)
     assert [c[0] for c in a["candidates"]][:1] == [c[0] for c in b["candidates"]][:1]
+    return seen
 
 
 def check_one_screen(page) -> None:

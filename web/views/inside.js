@@ -143,12 +143,15 @@ class InsideView {
   }
 
   /**
-   * New data from the host: `key` names the pass (another key replaces the data, the same merges
-   * rows into it). Redrawn for a new pass, a new state or note, or rows the view was waiting for;
+   * New data from the host: `key` names the pass (another key's whole pass replaces the data, the
+   * same key's rows merge into it, another key's rows are dropped). Redrawn for a new pass, a new state or note, or rows the view was waiting for;
    * rows asked for ahead (prefetch) are only kept.
    */
   update({ key = null, data = null, state = null, note = null } = {}) {
     let redraw = Boolean(state) || (note !== null && note !== this.note) || "pending" in this.root.dataset;
+    if (data && key !== this.key && data.ids === undefined) {
+      data = null; // rows of a pass no longer shown (an answer that crossed a new text's): dropped
+    }
     if (data) {
       if (key !== this.key || !this.data) {
         this.key = key;
