@@ -70,7 +70,7 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
             with gr.Tab("4 · Attention", id="attention") as tab:
                 link.tab("attention", lambda: attention.build(tab))  # as the PE tab: the opening figures drawn when the tab first opens
             with gr.Tab("5 · Inside the model", id="inside") as tab:
-                link.tab("inside", lambda: inside.build(tab))
+                link.tab("inside", lambda: inside.build(tab, browser))  # drawn by the view both editions share (web/views/)
             with gr.Tab("6 · Text generation", id="generation"):
                 link.tab("generation", lambda: generation.build(browser))
             with gr.Tab("7 · Model", id="model"):

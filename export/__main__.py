@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
 
     from .build import build
-    from .inside_graph import built_graph
+    from .inside_graph import built_graphs
     from .hub import write_model_card
     from .naming import hub_dir
     from .validate import format_table, run_checks
@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         paths = build(args.weights, args.out, progress(0.0, 0.4))
         model = load_pretrained(args.weights)
-        bar.set_description("the Inside tab's graph for the browser (export/inside_graph.py)")
+        bar.set_description("the Inside tab's graphs for the browser (export/inside_graph.py)")
         bar.refresh()
-        built_graph(model, args.out)
+        built_graphs(model, args.out)
         val = np.fromfile(args.val, dtype=np.uint16) if args.val.is_file() else None
         results = run_checks(
             paths, model, greedy_tokens=args.greedy_tokens, val_tokens=val,

@@ -1,11 +1,12 @@
 """Inside the model in the browser: one ONNX graph that takes the token ids AND the weights as
-inputs and returns every stage of the forward pass as a named output, and the weights it runs on,
-8-bit, in a file of their own.
+inputs and returns every stage of the forward pass as a named output, a second, small one for the
+logit lens at one position (asked for when the learner picks a token), and the weights they run
+on, 8-bit, in a file of their own.
 
-The graph's math is playground/inside.py's own functions (``block_stages``, ``head_stages``,
-``lens_stages``, so ``layer_norm`` and ``gelu_tanh`` too), traced by the exporter over plain
-tensors standing in for the model's modules: what the app shows and what the browser shows are the
-same arithmetic by construction. Weights as inputs (docs/browser.md says why): the graph is a few
+The graphs' math is playground/inside.py's own functions (``block_stages``, ``head_stages``,
+``first_ranks_stages``, ``ffn_alone``, ``position_lens``, so ``layer_norm`` and ``gelu_tanh`` too),
+traced by the exporter over plain tensors standing in for the model's modules: what the app shows
+and what the browser shows are the same arithmetic by construction. Weights as inputs (docs/browser.md says why): the graph is a few
 hundred kB whatever the weights, and the same file runs the trained model, the untrained start or
 any weights of the same shape.
 
@@ -31,8 +32,8 @@ import torch
 
 from .onnx_export import IR_VERSION, OPSET
 
-__all__ = ["InsideGraph", "STAGES", "HEAD_OUTPUTS", "LENS_OUTPUTS", "weight_names", "export_inside", "write_weights",
-           "read_weights", "quantize_rows", "dequantized_model"]
+__all__ = ["InsideGraph", "LensGraph", "STAGES", "HEAD_OUTPUTS", "PASS_EXTRAS", "LENS_OUTPUTS", "LENS_WEIGHTS", "weight_names",
+           "export_inside", "export_lens", "write_weights", "read_weights", "quantize_rows", "dequantized_model", "built_graphs"]
 
 # LayerTrace's fields, in block_stages' order: output "layers.{i}.{name}".
 STAGES = ("x_in", "ln1_mean", "ln1_std", "ln1_out", "q", "k", "v", "scores", "weights", "head_out", "concat", "attn_out",
@@ -40,8 +41,12 @@ STAGES = ("x_in", "ln1_mean", "ln1_std", "ln1_out", "q", "k", "v", "scores", "we
 # head_stages' results, by ForwardPass's field names.
 HEAD_OUTPUTS = ("lnf_mean", "lnf_std", "h", "top_ids", "top_logits", "top_probs", "logsumexp", "token_losses",
                 "next_logits", "next_ranks")
-# lens_stages' results after layer i: output "lens.{i}.{name}".
+# After the output's: the rank the lens after layer 0 gives each next token (first_ranks_stages,
+# what the opening token's rule needs), and layer 0's FFN on each token's embedding row alone (ffn_alone).
+PASS_EXTRAS = ("first_ranks", "ffn0_alone")
+# The lens graph: position_lens' results, one position after every layer.
 LENS_OUTPUTS = ("top_ids", "top_probs", "next_ranks", "next_probs")
+LENS_WEIGHTS = ("wte.weight", "ln_f.weight", "ln_f.bias")
 BLOCK_WEIGHTS = ("ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight",
                  "attn.c_proj.bias", "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",
                  "mlp.c_proj.weight", "mlp.c_proj.bias")
@@ -80,11 +85,10 @@ class InsideGraph(torch.nn.Module):
         self.scale = math.sqrt(d_model) if scale_embedding else 1.0
 
     def forward(self, ids: torch.Tensor, weights: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        from playground.inside import block_stages, head_stages, lens_stages
+        from playground.inside import block_stages, ffn_alone, first_ranks_stages, head_stages
 
         w = dict(zip(weight_names(self.n_layer), weights))
-        # The weights dressed as the modules playground/inside.py reads by attribute.
-        model = SimpleNamespace(wte=SimpleNamespace(weight=w["wte.weight"]), ln_f=_ln(w["ln_f.weight"], w["ln_f.bias"], self.eps))
+        model = _head(w, self.eps)
         T = ids.shape[0]
         H, D = self.n_head, self.d_model // self.n_head
         tok = w["wte.weight"][ids] * self.scale
@@ -92,32 +96,64 @@ class InsideGraph(torch.nn.Module):
         x = tok + pos
         causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
         outputs: list[torch.Tensor] = [tok, pos, x]
-        lens: list[torch.Tensor] = []
+        first: list[torch.Tensor] = []
         for i in range(self.n_layer):
-            b = lambda name: w[f"blocks.{i}.{name}"]  # noqa: E731
-            block = SimpleNamespace(
-                ln_1=_ln(b("ln_1.weight"), b("ln_1.bias"), self.eps), ln_2=_ln(b("ln_2.weight"), b("ln_2.bias"), self.eps),
-                attn=SimpleNamespace(c_attn=_linear(b("attn.c_attn.weight"), b("attn.c_attn.bias")),
-                                     c_proj=_linear(b("attn.c_proj.weight"), b("attn.c_proj.bias"))),
-                mlp=SimpleNamespace(c_fc=_linear(b("mlp.c_fc.weight"), b("mlp.c_fc.bias")),
-                                    c_proj=_linear(b("mlp.c_proj.weight"), b("mlp.c_proj.bias"))),
-            )
+            block = _block(w, i, self.eps)
             stages = block_stages(x, block, causal, H, D)
             x = stages[-1]
             outputs.extend(stages)
-            lens.extend(lens_stages(x, model, ids))
+            if i == 0:
+                first = [first_ranks_stages(x, model, ids), ffn_alone(tok, block)]
         outputs.extend(head_stages(x, model, ids))
-        return (*outputs, *lens)
+        return (*outputs, *first)
+
+
+def _head(w: dict[str, torch.Tensor], eps: float) -> SimpleNamespace:
+    """The weights dressed as the modules playground/inside.py reads by attribute (E, ln_f)."""
+    return SimpleNamespace(wte=SimpleNamespace(weight=w["wte.weight"]), ln_f=_ln(w["ln_f.weight"], w["ln_f.bias"], eps))
+
+
+def _block(w: dict[str, torch.Tensor], i: int, eps: float) -> SimpleNamespace:
+    b = lambda name: w[f"blocks.{i}.{name}"]  # noqa: E731
+    return SimpleNamespace(
+        ln_1=_ln(b("ln_1.weight"), b("ln_1.bias"), eps), ln_2=_ln(b("ln_2.weight"), b("ln_2.bias"), eps),
+        attn=SimpleNamespace(c_attn=_linear(b("attn.c_attn.weight"), b("attn.c_attn.bias")),
+                             c_proj=_linear(b("attn.c_proj.weight"), b("attn.c_proj.bias"))),
+        mlp=SimpleNamespace(c_fc=_linear(b("mlp.c_fc.weight"), b("mlp.c_fc.bias")),
+                            c_proj=_linear(b("mlp.c_proj.weight"), b("mlp.c_proj.bias"))),
+    )
+
+
+class LensGraph(torch.nn.Module):
+    """(x [L, C] the stream at one position after every layer, target [1], E, ln_f) -> the logit
+    lens there, as ``playground.inside.position_lens`` computes it."""
+
+    def __init__(self, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor, target: torch.Tensor, weights: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        from playground.inside import position_lens
+
+        return position_lens(x, _head(dict(zip(LENS_WEIGHTS, weights)), self.eps), target)
 
 
 def output_names(n_layer: int) -> list[str]:
     layers = [f"layers.{i}.{name}" for i in range(n_layer) for name in STAGES]
-    lens = [f"lens.{i}.{name}" for i in range(n_layer) for name in LENS_OUTPUTS]
-    return ["tok_emb", "pos_emb", "x0", *layers, *HEAD_OUTPUTS, *lens]
+    return ["tok_emb", "pos_emb", "x0", *layers, *HEAD_OUTPUTS, *PASS_EXTRAS]
+
+
+def _save(program: Any, path: Path) -> Path:
+    proto = program.model_proto
+    proto.ir_version = min(proto.ir_version, IR_VERSION)
+    del proto.graph.value_info[:]  # the exporter's private dimension symbols
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save_model(proto, str(path))
+    return path
 
 
 def export_inside(model, path: Path) -> Path:
-    """The graph for models of ``model``'s shape, written to ``path`` (weights not included)."""
+    """The stage graph for models of ``model``'s shape, written to ``path`` (weights not included)."""
     cfg = model.config
     graph = InsideGraph(cfg.n_layer, cfg.n_head, cfg.d_model, cfg.layer_norm_eps, cfg.scale_embedding)
     weights = model_weights(model)
@@ -131,12 +167,24 @@ def export_inside(model, path: Path) -> Path:
             dynamic_shapes=({0: torch.export.Dim("tokens", min=2, max=cfg.block_size)}, [None] * len(names)),
             optimize=True, verbose=False,
         )
-    proto = program.model_proto
-    proto.ir_version = min(proto.ir_version, IR_VERSION)
-    del proto.graph.value_info[:]  # the exporter's private dimension symbols
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save_model(proto, str(path))
-    return path
+    return _save(program, path)
+
+
+def export_lens(model, path: Path) -> Path:
+    """The lens graph for models of ``model``'s shape (x [n_layer, d_model], target [1], then
+    LENS_WEIGHTS), written to ``path``."""
+    cfg = model.config
+    weights = model_weights(model)
+    x = torch.randn(cfg.n_layer, cfg.d_model)
+    target = torch.tensor([11], dtype=torch.long)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(
+            LensGraph(cfg.layer_norm_eps), (x, target, [weights[n] for n in LENS_WEIGHTS]), dynamo=True,
+            external_data=False, opset_version=OPSET, input_names=["x", "target", *LENS_WEIGHTS],
+            output_names=list(LENS_OUTPUTS), optimize=True, verbose=False,
+        )
+    return _save(program, path)
 
 
 # --- the weights file -----------------------------------------------------------------------------
@@ -245,20 +293,30 @@ def graph_key(model) -> str:
     return h.hexdigest()[:16]
 
 
-def built_graph(model, out_dir: Path | None = None) -> Path:
-    """The graph for ``model``'s shape under ``out_dir`` (default artifacts/)/inside/, exported when
-    missing (about two minutes on a 2-core machine), under a temporary name and renamed."""
+def built_graphs(model, out_dir: Path | None = None) -> tuple[Path, Path]:
+    """(the stage graph, the lens graph) for ``model``'s shape under ``out_dir`` (default
+    artifacts/)/inside/, exported when missing (about two minutes on a 2-core machine), each under
+    a temporary name and renamed; the graphs of earlier code or shapes removed."""
     import os
 
     from .naming import ARTIFACTS_DIR
 
     folder = (Path(out_dir) if out_dir is not None else ARTIFACTS_DIR) / GRAPH_DIR
-    path = folder / f"graph-{graph_key(model)}.onnx"
-    if not path.is_file():
-        tmp = path.with_suffix(".tmp.onnx")
-        export_inside(model, tmp)
-        os.replace(tmp, path)
-        for old in folder.glob("graph-*.onnx"):  # graphs of earlier code or shapes
-            if old != path and not old.name.endswith(".tmp.onnx"):
-                old.unlink()
-    return path
+    key = graph_key(model)
+    paths = []
+    for kind, export in (("graph", export_inside), ("lens", export_lens)):
+        path = folder / f"{kind}-{key}.onnx"
+        if not path.is_file():
+            tmp = path.with_suffix(".tmp.onnx")
+            export(model, tmp)
+            os.replace(tmp, path)
+            for old in folder.glob(f"{kind}-*.onnx"):
+                if old != path and not old.name.endswith(".tmp.onnx"):
+                    old.unlink()
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def built_graph(model, out_dir: Path | None = None) -> Path:
+    """The stage graph of :func:`built_graphs`."""
+    return built_graphs(model, out_dir)[0]

@@ -43,6 +43,7 @@ SERVER_TABS = ("model", "compare", "learn")
 # Inside the model: the stage graph (weights as inputs) and the trained weights, 8-bit
 # (export/inside_graph.py); downloaded only when the tab opens.
 INSIDE_GRAPH = "inside/graph.onnx"
+INSIDE_LENS = "inside/lens.onnx"  # the logit lens at one position, run when a token is chosen
 INSIDE_WEIGHTS = "inside/weights.bin"
 INSIDE_INDEX = "inside/weights.json"
 
@@ -245,10 +246,12 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
         shutil.copy2(hub / name, out / "model" / name)
 
     progress("Inside the model: the stage graph and its 8-bit weights")
-    from .inside_graph import built_graph, write_weights
+    from .inside_graph import built_graphs, write_weights
 
     (out / "inside").mkdir(exist_ok=True)
-    shutil.copy2(built_graph(model), out / INSIDE_GRAPH)
+    graph, lens = built_graphs(model)
+    shutil.copy2(graph, out / INSIDE_GRAPH)
+    shutil.copy2(lens, out / INSIDE_LENS)
     write_weights(model, out / INSIDE_WEIGHTS, out / INSIDE_INDEX)
 
     progress("the token embeddings, the lessons and the site's facts")
@@ -258,7 +261,7 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     (out / "data" / "embeddings.json").write_text(json.dumps(meta, separators=(",", ":")))
     (out / "data" / "lessons.json").write_text(json.dumps(lessons_json(), ensure_ascii=False, indent=1))
     versioned = ("model/model.onnx", "model/tokenizer.json", "model/config.json", "data/embeddings.bin", "data/embeddings.json",
-                 INSIDE_GRAPH, INSIDE_WEIGHTS, INSIDE_INDEX, ORT_WASM_FILE, PLOTLY_FILE)
+                 INSIDE_GRAPH, INSIDE_LENS, INSIDE_WEIGHTS, INSIDE_INDEX, ORT_WASM_FILE, PLOTLY_FILE)
     files = {name: f"{name}?v={_digest(out / name)}" for name in versioned}
     sizes = {"bytes": {name: (out / name).stat().st_size for name in versioned}}  # what a download costs, said before it starts
     (out / "data" / "site.json").write_text(json.dumps(site(app_space, files, model) | sizes, ensure_ascii=False, indent=1))

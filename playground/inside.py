@@ -10,7 +10,8 @@ matrix E as the embedding. The logit lens applies that last step after every lay
 
 The whole pass is computed once per (model, text) and kept in a small LRU cache, so that moving
 the layer, head or token control only re-reads it. The model's own forward pass checks it
-(``hidden_max_diff``). No Gradio here; the panels are drawn by :mod:`playground.inside_view`.
+(``hidden_max_diff``). No Gradio here; the panels are drawn by the web view web/views/inside.js
+from :mod:`playground.inside_data`'s object.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ __all__ = [
     "layer_norm",
     "block_stages",
     "head_stages",
-    "lens_stages",
+    "position_lens",
+    "first_ranks_stages",
+    "ffn_alone",
     "output_head",
     "gelu_tanh",
 ]
@@ -142,25 +145,19 @@ class ForwardPass:
         position at once (one product with E; :meth:`lens_next`'s first rank, computed for all)."""
         if not self._first_ranks:
             with torch.inference_mode():
-                logits = output_head(torch.from_numpy(self.layers[0].x_out[:-1]), self.model)[0]  # [T-1, V]
-                nxt = torch.tensor(self.ids[1:], dtype=torch.long)
-                target = logits.gather(1, nxt[:, None])
-                self._first_ranks.append(((logits > target).sum(-1) + 1).numpy().copy())
+                idx = torch.tensor(self.ids, dtype=torch.long)
+                ranks = first_ranks_stages(torch.from_numpy(self.layers[0].x_out), self.model, idx)
+                self._first_ranks.append(ranks.numpy().copy())
         return self._first_ranks[0]
 
     def _lens_at(self, position: int) -> tuple[list[list[tuple[int, float]]], list[tuple[int, float]] | None]:
         if position not in self._lens:
+            following = position + 1 < len(self.ids)
             with torch.inference_mode():
                 x = torch.from_numpy(np.stack([t.x_out[position] for t in self.layers]))  # [n_layer, C]
-                logits = output_head(x, self.model)[0]  # [n_layer, V]
-                probs = F.softmax(logits, dim=-1)
-                top_p, top_i = torch.topk(probs, LENS_K, dim=-1)
-                nxt = None
-                if position + 1 < len(self.ids):
-                    target = self.ids[position + 1]
-                    # rank as the output's next_ranks: 1 + the tokens scored strictly higher
-                    ranks = (logits > logits[:, target : target + 1]).sum(-1) + 1
-                    nxt = [(int(k), float(p)) for k, p in zip(ranks.tolist(), probs[:, target].tolist())]
+                target = torch.tensor([self.ids[position + 1] if following else 0], dtype=torch.long)
+                top_i, top_p, ranks, probs = position_lens(x, self.model, target)
+            nxt = [(int(k), float(p)) for k, p in zip(ranks.tolist(), probs.tolist())] if following else None
             top = [[(int(i), float(p)) for i, p in zip(row_i, row_p)] for row_i, row_p in zip(top_i.tolist(), top_p.tolist())]
             self._lens[position] = (top, nxt)
         return self._lens[position]
@@ -232,18 +229,36 @@ def head_stages(x: torch.Tensor, model: Any, idx: torch.Tensor) -> tuple[torch.T
     return mf, sf, h, top_ids, top_logits, logp.gather(1, top_ids).exp(), lse, losses, next_logits, ranks
 
 
-def lens_stages(x_out: torch.Tensor, model: Any, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """The logit lens of one layer at every position at once, as :meth:`ForwardPass.lens` and
-    :meth:`ForwardPass.lens_next` give it one position at a time: ``x_out`` [T, C] through ln_f and
-    E^T, then (top LENS_K ids [T, K], their probabilities [T, K], the rank [T-1] and probability
-    [T-1] of the token that came next)."""
-    logits = output_head(x_out, model)[0]  # [T, V]
+def position_lens(x: torch.Tensor, model: Any, target: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The logit lens at one position after every layer, as :meth:`ForwardPass.lens` and
+    :meth:`ForwardPass.lens_next` give it: ``x`` [L, C] the stream there after each layer, through
+    ln_f and E^T, then (top LENS_K ids [L, K], their probabilities [L, K], the rank [L] and
+    probability [L] of ``target`` [1], the token that came next; any id where none did). The
+    browser's lens graph (export/inside_graph.py) is this function, traced."""
+    logits = output_head(x, model)[0]  # [L, V]
     probs = F.softmax(logits, dim=-1)
     top_p, top_i = torch.topk(probs, LENS_K, dim=-1)
-    nxt = idx[1:, None]
-    target = logits[:-1].gather(1, nxt)
-    ranks = (logits[:-1] > target).sum(-1) + 1  # 1 + the tokens scored strictly higher
-    return top_i, top_p, ranks, probs[:-1].gather(1, nxt)[:, 0]
+    score = logits.index_select(1, target)  # [L, 1]
+    ranks = (logits > score).sum(-1) + 1  # 1 + the tokens scored strictly higher
+    return top_i, top_p, ranks, probs.index_select(1, target)[:, 0]
+
+
+def first_ranks_stages(x_out: torch.Tensor, model: Any, idx: torch.Tensor) -> torch.Tensor:
+    """[T-1] the rank the logit lens after one layer (``x_out`` [T, C], layer 0's for the opening
+    token) gives the token that came next, at every position at once: the opening rule's only
+    need of the lens beyond one position."""
+    logits = output_head(x_out[:-1], model)[0]  # [T-1, V]
+    target = logits.gather(1, idx[1:, None])
+    return (logits > target).sum(-1) + 1
+
+
+def ffn_alone(rows: torch.Tensor, block: Any) -> torch.Tensor:
+    """[N, C] what ``block``'s feed-forward network writes for ``rows`` [N, C] on their own (ln_2,
+    c_fc, GELU, c_proj; no position, no attention): layer 0's on the token embeddings shows how
+    much of its large add the token itself decides (:func:`ffn0_of_token_alone`)."""
+    _, _, h = layer_norm(rows, block.ln_2)
+    act = gelu_tanh(h @ block.mlp.c_fc.weight.T + block.mlp.c_fc.bias)
+    return act @ block.mlp.c_proj.weight.T + block.mlp.c_proj.bias
 
 
 @torch.inference_mode()
@@ -304,12 +319,9 @@ def opening_token(fp: ForwardPass) -> int:
 @torch.inference_mode()
 def ffn0_of_token_alone(fp: ForwardPass, position: int) -> np.ndarray:
     """[C] what layer 0's feed-forward network writes for the token at ``position`` from its
-    embedding row alone (ln_2, c_fc, GELU, c_proj of E[id]; no position row, no attention): set
-    beside what it really writes, it shows how much of that the token itself decides."""
-    block = fp.model.blocks[0]
-    _, _, h = layer_norm(torch.from_numpy(fp.tok_emb[position]), block.ln_2)
-    act = gelu_tanh(h @ block.mlp.c_fc.weight.T + block.mlp.c_fc.bias)
-    return _np(act @ block.mlp.c_proj.weight.T + block.mlp.c_proj.bias)
+    embedding row alone (:func:`ffn_alone` of E[id]): set beside what it really writes, it shows
+    how much of that the token itself decides."""
+    return _np(ffn_alone(torch.from_numpy(fp.tok_emb[position : position + 1]), fp.model.blocks[0])[0])
 
 
 # --- the cache: one pass per (model, text), the most recent few --------------------------------

@@ -8,20 +8,27 @@ they travel as their own bytes, base64 (5.3 bytes a number, exactly the numbers 
 - ``{"$f32": base64 of little-endian float32, "shape": [...]}``: any float array;
 - ``{"$u16": base64 of little-endian uint16, "shape": [...], "tril": bool}``: values in [0, 1]
   (attention weights) as round(value * 65535), 2.7 bytes a number, within 7.7e-6; with ``tril``
-  only each trailing square matrix's lower triangle (the diagonal included) travels, the rest is 0.
+  only each trailing square matrix's lower triangle (the diagonal included) travels, the rest is 0;
+- ``{"$at": {"index": value, ...}, "length": n}``: a list of ``n`` with values at a few indices
+  only (a token's rows), None elsewhere.
 
-Everything else (ints, strings, None, dicts, lists) goes as JSON. No Gradio here.
+Everything else (ints, strings, None, dicts, lists) goes as JSON. The whole value travels as one
+JSON string (:func:`pack`): Gradio's page makes every node of a component's value reactive, which
+for a view's tens of thousands of nodes took seconds; a string is one.
+No Gradio here.
 """
 
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Unit", "encode", "plain", "UNIT_STEPS"]
+__all__ = ["Unit", "Sparse", "encode", "pack", "plain", "UNIT_STEPS"]
 
 UNIT_STEPS = 65535  # a $u16 value is k / UNIT_STEPS
 
@@ -33,6 +40,20 @@ class Unit:
 
     values: np.ndarray
     tril: bool = False
+
+
+@dataclass(frozen=True)
+class Sparse:
+    """A list of ``length`` holding ``items`` (index -> value) and None elsewhere."""
+
+    length: int
+    items: Mapping[int, Any] = field(default_factory=dict)
+
+    def values(self) -> list:
+        out: list = [None] * self.length
+        for i, v in self.items.items():
+            out[i] = v
+        return out
 
 
 def _b64(a: np.ndarray) -> str:
@@ -55,6 +76,8 @@ def encode(obj: Any) -> Any:
     arrays and numpy scalars become plain JSON numbers."""
     if isinstance(obj, Unit):
         return _unit(obj)
+    if isinstance(obj, Sparse):
+        return {"$at": {str(i): encode(v) for i, v in sorted(obj.items.items())}, "length": obj.length}
     if isinstance(obj, np.ndarray):
         if np.issubdtype(obj.dtype, np.floating):
             return {"$f32": _b64(obj.astype("<f4")), "shape": list(obj.shape)}
@@ -68,11 +91,18 @@ def encode(obj: Any) -> Any:
     return obj
 
 
+def pack(obj: Any) -> str:
+    """``obj`` encoded, as one compact JSON string: what a web view's component is given."""
+    return json.dumps(encode(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def plain(obj: Any) -> Any:
     """``obj`` as plain JSON lists and numbers (what wire.js gives the view, here for the tests and
     the API): arrays as nested lists, a :class:`Unit` as its values."""
     if isinstance(obj, Unit):
         return np.asarray(obj.values, dtype=np.float64).tolist()
+    if isinstance(obj, Sparse):
+        return plain(obj.values())
     if isinstance(obj, (np.ndarray, np.generic)):
         return obj.tolist()
     if isinstance(obj, dict):

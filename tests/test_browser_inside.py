@@ -1,16 +1,18 @@
 """Headless Chromium on the launched app's Inside the model tab, at 1280 px and at a phone's
-390 px: the tab opens on a token inside the text whose prediction forms through the layers, the
-map (with every stage's numbers) and the stage it opens fit one screen, and the page is a fraction
-of its former length; a text typed and run, the layer and head chosen with the map's chips (a
-click, or Enter on a focused chip), typed numbers and the arrow keys on the sliders (each redraws
-the panels and the map's highlight), the stages numbered 1, 2, 3... in the map and the headings,
-each folded until opened from the map or its heading (and kept open across redraws), each
-heading's small map marking its stage, a strip one row with its colour range (on the phone too),
-the head's whole attention matrix with the chosen query outlined and both axes named by the
-tokens, the rank and probability of the token that came next after every layer, bad input gets its
-message beside the input, and nothing is wider than the screen. Screenshots
-docs/screenshots/inside.png and phone-inside.png with PLAYGROUND_SCREENSHOTS=1
-(tests/test_browser.py's convention)."""
+390 px: the tab draws with the view both editions share (web/views/inside.js, served by the app),
+opens on a token inside the text whose prediction forms through the layers, the map (with every
+stage's numbers) fits the screen, and the page is a fraction of its former length; every stage
+opened from the map fits one screen with the map at 1280x800 and 390x844; a text typed and run,
+the layer and head chosen with the map's chips (a click, or Enter on a focused chip), typed numbers
+and the arrow keys on the sliders (each redraws the panels and the map's highlight), the stages
+numbered 1, 2, 3... in the map and the headings, each folded until opened from the map or its
+heading (and kept open across redraws), each open heading's small map marking its stage, a strip
+one row with its colour range (on the phone too), the head's whole attention matrix with the
+chosen query outlined and both axes named by the tokens, the rank and probability of the token
+that came next after every layer, every number shown against PyTorch stage by stage
+(tests/inside_pages.py), layer 0's large FFN add explained, bad input gets its message beside the
+input, and nothing is wider than the screen. Screenshots docs/screenshots/inside.png and
+phone-inside.png with PLAYGROUND_SCREENSHOTS=1 (tests/test_browser.py's convention)."""
 
 from __future__ import annotations
 
@@ -27,9 +29,15 @@ from test_browser_page import PHONE, assert_stale, open_tab, page_width, settled
 import numpy as np
 import torch
 
-from playground.inside import EXAMPLE_TEXTS, inside, opening_token
+from inside_pages import STAGES, Tolerance, check_against, check_one_screen, shown
+from playground.inside import EXAMPLE_TEXTS, ffn0_of_token_alone, inside, opening_token
 from playground.resources import get_model
-from playground.inside_view import OPEN_FIRST, STAGES
+
+OPEN_FIRST = "lens"  # the stage a new text opens (web/views/inside.js)
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+# The app's page against the app's own PyTorch: the same numbers, as the page rounds them (a strip's
+# cells to 4 decimals, the matrix and the map to 3).
+SAME = Tolerance(value=1e-3, loss=1e-3)
 
 pytestmark = pytest.mark.browser
 
@@ -37,6 +45,7 @@ TEXT = "Juliet.\nO Romeo, Romeo! wherefore art thou Romeo?\nDeny thy father and 
 # The page's height with the map and the stage it opens (measured 2026-11-27 in Chromium: 1,7xx px at
 # 1280, 2,9xx at 390; every stage laid out one under the other it was 4,491 and 7,319).
 MAX_HEIGHT = {1280: 2100, 390: 3400}
+ONE_SCREEN = {1280: {"width": 1280, "height": 800}, 390: {"width": 390, "height": 844}}
 
 
 def info(page) -> str:
@@ -55,8 +64,8 @@ def arrow(page, elem_id: str, key: str) -> None:
 def open_stages(page) -> list[str]:
     """Open every folded stage with its heading (a click on the button, as a learner does); the
     open ones show their body and say so (aria-expanded). Returns the stages that were open."""
-    before = [a for a, _, _ in STAGES if page.locator(f"#ins-s-{a} .ins-toggle").get_attribute("aria-expanded") == "true"]
-    for anchor, _, _ in STAGES:
+    before = [a for a in STAGES if page.locator(f"#ins-s-{a} .ins-toggle").get_attribute("aria-expanded") == "true"]
+    for anchor in STAGES:
         toggle = page.locator(f"#ins-s-{anchor} .ins-toggle")
         if toggle.get_attribute("aria-expanded") != "true":
             toggle.click()
@@ -68,24 +77,27 @@ def open_stages(page) -> list[str]:
 
 def check_stages(page) -> None:
     """The map and the headings number the stages 1, 2, 3... with no gap; each heading's small
-    map fills its own stage; the map's text box leads to the first stage."""
+    map fills its own stage; the map's text box leads to the first stage; the map writes the
+    blocks' adds as they compute them (on a phone its boxes give their numbers alone, to share the
+    screen with a stage, and the residual stage's first line writes them)."""
     headings = page.locator(".ins-panel h3 .ins-toggle > span").all_inner_texts()
     numbers = [int(h.split(" · ")[0]) for h in headings]
     assert numbers == list(range(1, len(STAGES) + 1)), headings
     boxes = [b.split(" · ")[0] for b in page.locator("#ins-map .ins-box .ins-open b").all_inner_texts()]
     assert boxes[0] == "text" and [int(b) for b in boxes[1:]] == numbers, boxes
     assert page.locator("#ins-map .ins-box").first.get_attribute("data-goto") == "ins-s-embedding"
-    for n, (anchor, _, _) in enumerate(STAGES, start=1):
+    for n, anchor in enumerate(STAGES, start=1):
         assert page.locator(f"#ins-s-{anchor} .ins-here i.ins-on").inner_text() == str(n)
-    assert "x + attn(ln_1(x))" in page.locator("#ins-map").inner_text()
-    assert "x + mlp(ln_2(x))" in page.locator("#ins-map").inner_text()
+    written = page.locator("#ins-map" if page.viewport_size["width"] > 700 else "#ins-b-residual .ins-code").first.inner_text()
+    assert "x + attn(ln_1(x))" in written and "x + mlp(ln_2(x))" in written, written
 
 
 def check_strips(page, width: int) -> None:
-    """Every strip is one row (one image the width of its row, a cell's height), with its colour
-    range beside it; the value under the pointer is shown."""
+    """Every strip is one row (one canvas the width of its row, a cell's height), with its colour
+    range beside it; its cells are its values' colours (white at 0, blue below, red above, full
+    at the range); the value under the pointer is shown."""
     rows = page.evaluate("""() => [...document.querySelectorAll('.ins-panel .ins-cells')].filter((c) => c.offsetParent)
-        .map((c) => { const img = c.querySelector('img').getBoundingClientRect();
+        .map((c) => { const img = c.querySelector('canvas').getBoundingClientRect();
                       const row = c.closest('.ins-strip').getBoundingClientRect();
                       return [img.height, img.width, row.width, c.dataset.v.split(',').length,
                               c.closest('.ins-strip').querySelector('.ins-scale').innerText]; })""")
@@ -95,16 +107,23 @@ def check_strips(page, width: int) -> None:
         assert img_width >= 0.6 * row_width if width > 700 else img_width >= 0.95 * row_width
         assert "−" in scale and "+" in scale, scale  # e.g. "−0.17 … +0.17": the range its colours span
     # The embedding's strips share the range of x = E[id] + P[t], the largest |value| of that sum,
-    # worked out here from the model's own tables; x's cells carry its values.
+    # worked out here from the model's own tables; x's cells carry its values and its colours.
     model = get_model()
     r = inside(page.locator("#ins-text textarea").input_value())
-    t = r.token
+    t = int(page.locator(".ins-view").get_attribute("data-token"))
     times = model.config.d_model**0.5 if model.config.scale_embedding else 1.0
     x = (model.wte.weight[r.fp.ids[t]] * times + model.position_table()[t]).detach().numpy()
     scale = page.locator("#ins-s-embedding .ins-strip .ins-scale").nth(2).inner_text()
-    assert f"+{np.abs(x).max():.2f}" in scale, scale
-    shown = np.array([float(v) for v in page.locator("#ins-s-embedding .ins-cells").nth(2).get_attribute("data-v").split(",")])
-    np.testing.assert_allclose(shown, x, atol=6e-5)
+    top = float(np.abs(x).max())
+    assert f"+{top:.2f}" in scale, scale
+    cells = page.locator("#ins-s-embedding .ins-cells").nth(2)
+    shown_values = np.array([float(v) for v in cells.get_attribute("data-v").split(",")])
+    np.testing.assert_allclose(shown_values, x, atol=6e-5)
+    pixels = np.array(cells.locator("canvas").evaluate("(c) => Array.from(c.getContext('2d').getImageData(0, 0, c.width, 1).data)"))
+    rgb = pixels.reshape(-1, 4)[:, :3]
+    end = np.where((x < 0)[:, None], (37, 99, 235), (220, 38, 38))  # blue, red
+    a = np.minimum(np.abs(x) / top, 1)[:, None]
+    np.testing.assert_allclose(rgb, 255 - a * (255 - end), atol=1.01)
 
 
 def check_attention_matrix(page, n: int, layer: int, head: int, token: int) -> None:
@@ -114,10 +133,10 @@ def check_attention_matrix(page, n: int, layer: int, head: int, token: int) -> N
     m = page.locator("#ins-s-attention .ins-matrix")
     assert int(m.get_attribute("data-n")) == n
     assert len(m.get_attribute("data-w").split(",")) == n * (n + 1) // 2  # every causal (query, key) pair
-    box, row = m.locator("img").bounding_box(), m.locator(".ins-qrow").bounding_box()
+    box, row = m.locator("canvas").bounding_box(), m.locator(".ins-qrow").bounding_box()
     assert abs(row["y"] - (box["y"] + box["height"] * token / n)) <= 2, (row, box)
     m.scroll_into_view_if_needed()
-    box = m.locator("img").bounding_box()
+    box = m.locator("canvas").bounding_box()
     page.mouse.move(box["x"] + 1, box["y"] + box["height"] * (token + 0.5) / n)
     tip = page.locator("#ins-tip").inner_text()
     ids = inside(page.locator("#ins-text textarea").input_value()).fp.ids
@@ -130,7 +149,7 @@ def check_matrix_axes(page, tokens: list[str], token: int) -> None:
     """Both axes of the attention matrix name the tokens, each label centred on its own column (keys)
     or row (queries) of the drawn picture; the chosen query's label marked."""
     m = page.locator("#ins-s-attention .ins-matrix-axes")
-    img = m.locator(".ins-matrix img").bounding_box()
+    img = m.locator(".ins-matrix canvas").bounding_box()
     n = len(tokens)
     for kind, axis in (("key", ".ins-xlabels"), ("query", ".ins-ylabels")):
         labels = m.locator(f"{axis} span")
@@ -160,8 +179,9 @@ def check_next_token_rank(page, r) -> None:
 def check_overview(page, width: int, example, opening: int) -> None:
     """As the tab opens: on a token inside the text, not its last, said why; the map gives every
     stage's numbers there and fits one screen; the stage it opens is the logit lens at that token,
-    and the page (header, map, controls, folded stages, the open one) is far shorter than every
-    stage laid out."""
+    and the page (header, controls, map, folded stages, the open one) is far shorter than every
+    stage laid out. At that token of the example, layer 0's feed-forward add dwarfs the stream and
+    the residual stage says why, with the cosine of what the token alone makes layer 0's network write."""
     assert opening < len(example.fp.ids) - 1
     assert "climbs most through the logit lens" in info(page)
     assert page.locator("#ins-token input[type=number]").input_value() == str(opening)
@@ -175,8 +195,17 @@ def check_overview(page, width: int, example, opening: int) -> None:
     height = page.evaluate("() => document.documentElement.scrollHeight")
     print(f"\n{width} px: the page is {height} px high with the map and the open stage")
     assert height <= MAX_HEIGHT[width], f"{height} px high at {width} px"
-    assert [page.locator(f"#ins-b-{a}").is_visible() for a, _, _ in STAGES] == [a == OPEN_FIRST for a, _, _ in STAGES]
+    assert [page.locator(f"#ins-b-{a}").is_visible() for a in STAGES] == [a == OPEN_FIRST for a in STAGES]
     assert page.locator("#ins-s-lens td.ins-next").count() == len(example.fp.layers)  # the next token's rank, layer by layer
+    fp = example.fp
+    added, stream = fp.layers[0].mlp_out[opening], fp.layers[0].x_in[opening]
+    alone = ffn0_of_token_alone(fp, opening)
+    cosine = float(alone @ added / np.linalg.norm(alone) / np.linalg.norm(added))
+    assert np.linalg.norm(added) > 5 * np.linalg.norm(stream) and cosine > 0.5  # the case the sentence is for
+    page.locator("#ins-s-residual .ins-toggle").click()
+    note = page.locator("#ins-b-residual .ins-first-ffn").inner_text()
+    assert f"cosine {cosine:.2f} " in note and f"‖{np.linalg.norm(added):.2f}‖ on ‖{np.linalg.norm(stream):.2f}‖" in note, note
+    page.locator("#ins-s-residual .ins-toggle").click()  # folded again, as the page opened
 
 
 def set_slider(page, elem_id: str, value: int) -> None:
@@ -198,11 +227,8 @@ def drive(page, width: int) -> int:
     check_overview(page, width, example, opening)
     textbox(page, "ins-text").fill(TEXT)
     page.locator("#ins-run").click()
-    page.wait_for_function(
-        "() => /^\\d+ tokens; showing layer 0, head 0, token (\\d+)/.test(document.querySelector('#ins-info').innerText)"
-        " && document.querySelector('#ins-output').textContent.includes('wherefore')"
-    )
-    n = int(info(page).split(" ", 1)[0])
+    n = len(inside(TEXT).fp.ids)
+    page.wait_for_function(f"() => document.querySelector('#ins-info').innerText.startsWith('{n} tokens; showing layer 0, head 0, token ')")
     first = opening_token(inside(TEXT).fp)
     assert f"token {first} " in info(page) and first != n - 1  # where the prediction forms, not the last token
     assert page.locator("#ins-token input[type=number]").input_value() == str(first)
@@ -212,7 +238,8 @@ def drive(page, width: int) -> int:
     assert open_stages(page) == [OPEN_FIRST]
     set_slider(page, "ins-token", n - 1)
     wait_info(page, f"token {n - 1} ")
-    assert page.locator("#ins-output .ins-lt").count() == n
+    assert page.locator("#ins-s-output .ins-lt").count() == n
+    assert "wherefore" in page.locator("#ins-s-output .ins-loss-text").inner_text()
     assert page.locator("#ins-s-residual svg.ins-chart rect.ins-c-att title").count() == 6  # a bar per layer
     check_stages(page)
     check_strips(page, width)
@@ -244,9 +271,10 @@ def drive(page, width: int) -> int:
     # token 4 attends to keys 0..4; the later ones are one masked row
     rows = page.locator("#ins-s-attention details tbody tr")
     assert rows.count() == 6 and "masked" in rows.nth(5).text_content()
-    assert page.locator("#ins-output .ins-lt.ins-on").count() == 1  # token 5, predicted from 0..4, outlined
+    assert page.locator("#ins-s-output .ins-lt.ins-on").count() == 1  # token 5, predicted from 0..4, outlined
     check_attention_matrix(page, n, 3, 5, 4)
     check_next_token_rank(page, inside(TEXT, 3, 5, token=4))
+    check_against(shown(page), inside(TEXT).fp, SAME)  # every number of every stage, against PyTorch
     # The arrow keys on a slider redraw, as a drag does: the page shows what the slider says.
     arrow(page, "ins-layer", "ArrowRight")
     wait_info(page, "showing layer 4, head 5, token 4 ")
@@ -266,36 +294,54 @@ def drive(page, width: int) -> int:
     arrow(page, "ins-token", "ArrowLeft")
     wait_info(page, "showing layer 3, head 5, token 4 ")
     # A click on a token of the loss text shows the position that predicted it.
-    page.locator("#ins-output .ins-lt").nth(8).click()
+    page.locator("#ins-s-output .ins-lt").nth(8).click()
     wait_info(page, "head 5, token 7")
     assert page.locator("#ins-token input[type=number]").input_value() == "7"
-    assert page.locator("#ins-output .ins-lt").nth(8).get_attribute("class") == "ins-lt ins-on"
+    assert page.locator("#ins-s-output .ins-lt").nth(8).get_attribute("class") == "ins-lt ins-on"
     assert page_width(page) <= width, f"wider than the screen: {page_width(page)} px"
     return n
 
 
+def check_stages_fit(page, width: int) -> None:
+    """At 1280x800 or 390x844: each stage opened from the map fits one screen with the map."""
+    size = page.viewport_size
+    page.set_viewport_size(ONE_SCREEN[width])
+    try:
+        check_one_screen(page)
+    finally:
+        page.set_viewport_size(size)
+
+
 def test_inside_the_model_at_1280(desktop):
+    served: list[str] = []
+    desktop.on("response", lambda r: "/browser/views/" in r.url and served.append(r.url))
     n = drive(desktop, DESKTOP["width"])
+    # The tab is the shared view: its module came from the app's /browser/views/, the very file of
+    # web/views/ the static edition copies, and it mounted there.
+    assert any(u.split("?")[0].endswith("/browser/views/inside.js") for u in served), served
+    module = desktop.evaluate("() => fetch('browser/views/inside.js').then((r) => r.text())")
+    assert module == (ROOT / "web" / "views" / "inside.js").read_text(encoding="utf-8")
+    assert desktop.evaluate("() => Boolean(window.pgViews && window.pgViews['ins-view'] && document.querySelector('#ins-view .ins-view #ins-map'))")
     # A click on a row of the attention matrix chooses that query's token.
-    img = desktop.locator("#ins-s-attention .ins-matrix img")
+    img = desktop.locator("#ins-s-attention .ins-matrix canvas")
     img.scroll_into_view_if_needed()
     box = img.bounding_box()
     desktop.mouse.click(box["x"] + box["width"] * 0.02, box["y"] + box["height"] * 2.5 / n)
     wait_info(desktop, "head 5, token 2 ")
     assert desktop.locator("#ins-token input[type=number]").input_value() == "2"
     check_attention_matrix(desktop, n, 3, 5, 2)
-    # A box of the map opens its stage alone and scrolls to it.
+    # A box of the map opens its stage alone, the map kept on screen above it.
     desktop.locator('#ins-map .ins-open[data-goto="ins-s-ffn"]').click()
-    # (scrolled as far as the page goes: its top, or the page's end, in view)
-    desktop.wait_for_function("""() => { const r = document.querySelector('#ins-s-ffn').getBoundingClientRect();
-        const end = Math.abs(window.scrollY + window.innerHeight - document.documentElement.scrollHeight) < 2;
-        return r.top >= -1 && (r.top < 40 || end) && r.top < window.innerHeight / 2; }""")
-    assert [desktop.locator(f"#ins-b-{a}").is_visible() for a, _, _ in STAGES] == [a == "ffn" for a, _, _ in STAGES]
+    assert [desktop.locator(f"#ins-b-{a}").is_visible() for a in STAGES] == [a == "ffn" for a in STAGES]
+    assert -1 <= desktop.locator("#ins-map").bounding_box()["y"] < 40
     # the map marks the open stage; the panel's "↑ map" goes back
     desktop.locator('#ins-map .ins-box.ins-current[data-goto="ins-s-ffn"]').wait_for(state="attached")
     assert desktop.locator("#ins-map .ins-box.ins-current").count() == 1
+    desktop.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
     desktop.locator("#ins-s-ffn .ins-up").click()
     desktop.wait_for_function("() => Math.abs(document.querySelector('#ins-map').getBoundingClientRect().top) < 40")
+    check_stages_fit(desktop, DESKTOP["width"])
+    desktop.locator('#ins-map .ins-open[data-goto="ins-s-attention"]').click()
     desktop.evaluate("() => window.scrollTo(0, 0)")
     desktop.wait_for_timeout(300)
     save_screenshot(desktop, desktop.shots_dir / "inside.png")
@@ -310,15 +356,16 @@ def test_inside_the_model_at_390(phone):
     phone.locator("#ins-run").click()
     assert "empty" in wait_for_message(phone, "ins-error")
     assert info(phone) == before
-    assert_stale(phone, "ins-info", "ins-error")
+    assert_stale(phone, "ins-view", "ins-error")
     textbox(phone, "ins-text").fill(TEXT)
     phone.locator("#ins-run").click()
     phone.locator("#ins-error .pg-error-msg").wait_for(state="detached")
     wait_info(phone, "showing layer 3, head 5")
+    check_stages_fit(phone, PHONE["width"])
     # The map's lens box (a tap) opens that stage alone, as the page opens.
     phone.locator('#ins-map .ins-open[data-goto="ins-s-lens"]').click()
     phone.wait_for_function("() => document.querySelector('#ins-stages').dataset.open === 'lens'")
-    assert [phone.locator(f"#ins-b-{a}").is_visible() for a, _, _ in STAGES] == [a == "lens" for a, _, _ in STAGES]
+    assert [phone.locator(f"#ins-b-{a}").is_visible() for a in STAGES] == [a == "lens" for a in STAGES]
     phone.evaluate("() => window.scrollTo(0, 0)")
     phone.mouse.move(0, 0)  # the tap's hover stays where it was: on the map's first box once scrolled up
     assert settled_width(phone, PHONE["width"]) <= PHONE["width"]

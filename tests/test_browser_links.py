@@ -94,10 +94,12 @@ def test_inside_opens_at_the_links_layer_head_and_token(page, enc):
     wait_info(page, f"{n} tokens; showing layer 2, head 3, token 4")
     assert textbox(page, "ins-text").input_value() == text
     assert (number(page, "ins-layer"), number(page, "ins-head"), number(page, "ins-token")) == ("2", "3", "4")
-    # (the stages' bodies are folded until opened: their text is there, not shown)
-    assert "Layer 2, head 3" in page.locator("#ins-s-attention").text_content()
+    assert "head 3: most to" in page.locator('#ins-map .ins-box[data-goto="ins-s-attention"]').inner_text()
     assert page.locator("#ins-map .ins-chip.ins-on").all_inner_texts() == ["2", "3"]
-    assert "question" in page.locator("#ins-output").text_content()
+    page.locator("#ins-s-attention .ins-toggle").click()  # a folded stage opens with its heading
+    assert "Layer 2, head 3" in page.locator("#ins-b-attention").inner_text()
+    page.locator("#ins-s-output .ins-toggle").click()
+    assert "question" in page.locator("#ins-b-output .ins-loss-text").inner_text()
     assert note(page) == "" and page.errors == []
 
 

@@ -1,6 +1,9 @@
 """Inside the model tab: the stages of one forward pass recompose the model's logits (PyTorch and
 the ONNX file), the per-token losses give the Compare tab's loss, the logit lens ends on the
-model's own top 5, the cache is bounded, bad input is refused with a message."""
+model's own top 5, the cache is bounded, bad input is refused with a message; what the app hands
+its view (playground/inside_data.py's answers, packed by playground/wire.py and unpacked by the
+page's own web/views/wire.js under Node.js) is the model's own numbers, one token's rows at a
+time, bounded. What the view draws from them: tests/test_browser_inside.py, in Chromium."""
 
 from __future__ import annotations
 
@@ -17,12 +20,13 @@ from playground import inside as ins
 from playground import limits
 from playground.compare import next_token
 from playground.inside import inside
-from playground.inside_view import (ATTENDED, MASKED, NEGATIVE, OPEN_FIRST, POSITIVE, STAGES, first_ffn_note, info_markdown, map_html,
-                                    matrix_labels, panels, residual_norms, strip_colours)
+from playground.inside_data import inside_data, view_answer
 from playground.resources import get_model
+from playground.wire import UNIT_STEPS, plain
 from playground.validation import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
+WEB_TESTS = ROOT / "tests" / "web"
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
 
 
@@ -222,15 +226,19 @@ def test_logit_lens_ranks_match_transformers(result, tmp_path):
         np.testing.assert_allclose([p for _, p in shown], [p for _, p in expected], atol=1e-5, rtol=1e-3)
 
 
-def test_lens_panel_shows_the_next_tokens_rank_and_probability(result):
-    r = inside(TEXT, 2, 3, token=4)
-    lens = panels(r)[5]
-    for i, (rank, p) in enumerate(r.lens_next(4)):
-        assert f'data-rank="{rank}"' in lens and f"rank <b>{rank:,}</b> <em>{100 * p:.2f}%</em>" in lens, i
-    assert "ins-next" not in panels(result)[5]  # the last token: no next token to rank
+def unpacked(*texts: str) -> list:
+    """Values packed by the app (wire.pack), as the page's own wire.js gives them to the view."""
+    import subprocess
+
+    out = []
+    for text in texts:
+        proc = subprocess.run(["node", str(WEB_TESTS / "wire_decode.mjs")], input=text, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        out.append(json.loads(proc.stdout))
+    return out
 
 
-def _decode_png(data_uri: str) -> np.ndarray:
+def _png_decoder(data_uri: str) -> np.ndarray:
     """A data: URI's PNG as [height, width, 3], decoded by Pillow (a matplotlib dependency)."""
     import base64
     import io
@@ -242,60 +250,73 @@ def _decode_png(data_uri: str) -> np.ndarray:
         return np.asarray(im.convert("RGB"))
 
 
-def _images(panel: str) -> list[np.ndarray]:
-    return [_decode_png(src) for src in re.findall(r'src="(data:image/png;base64,[^"]+)"', panel)]
-
-
 @torch.inference_mode()
-def test_the_attention_matrix_picture_is_the_models_own_attention(result):
-    """The attention panel's picture, decoded and its colours turned back into weights, is the
-    chosen head's whole matrix as the model's own modules give it (output_attentions); the cells
-    above the diagonal are the masked grey; the chosen query's row is outlined where it is."""
-    fp = result.fp
-    att = panels(result)[2]
-    T = len(fp.ids)
-    matrix = next(im for im in _images(att) if im.shape[:2] == (T, T))
-    reference = get_model()(torch.tensor([fp.ids]), output_attentions=True).attentions[result.layer][0, result.head].numpy()
-    masked = np.triu(np.ones((T, T), dtype=bool), k=1)
-    assert np.all(matrix[masked] == MASKED)
-    # white (0) to indigo (1), linear in each channel: the red channel has the widest span
-    weights = (255.0 - matrix[..., 0]) / (255.0 - ATTENDED[0])
-    np.testing.assert_allclose(weights[~masked], reference[~masked], atol=0.5 / (255 - ATTENDED[0]) + 1e-6)
-    # the table of the query's strongest keys starts with its largest weight, as the model gives it
-    strongest = re.search(r'class="ins-table ins-strongest">.*?<tbody><tr><td>(\d+)</td>.*?<em>([\d.]+)</em>', att)
-    row = reference[result.token]
-    assert int(strongest.group(1)) == int(np.argmax(row)) and float(strongest.group(2)) == pytest.approx(row.max(), abs=5e-4)
-    top = f"{100.0 * result.token / T:.4f}%"
-    assert f'class="ins-qrow" style="top:{top}' in att
-    assert f'data-n="{T}"' in att
+def test_what_the_view_is_handed_is_the_models_own_attention_and_the_lens_at_the_token(result):
+    """A new text's answer, unpacked by the page's code: every head's whole causal matrix equal to
+    the model's own modules' (output_attentions) within a 16-bit step, zeros above the diagonal;
+    the rows at the token the view shows, every layer's; the logit lens there, the rank and
+    probability of the token that came next as ForwardPass.lens_next gives them."""
+    r = inside(TEXT, 2, 3, token=4)
+    fp, T = r.fp, len(r.fp.ids)
+    from playground.ui.inside import _answer
+
+    (got,) = unpacked(_answer(r))
+    assert got["state"] == {"layer": 2, "head": 3, "token": 4} and got["key"]
+    data = got["data"]
+    reference = get_model()(torch.tensor([fp.ids]), output_attentions=True).attentions
+    for layer, layer_data in enumerate(data["layers"]):
+        w = np.array(layer_data["weights"])
+        assert w.shape == (get_model().config.n_head, T, T)
+        np.testing.assert_allclose(w, reference[layer][0].numpy(), atol=0.5 / UNIT_STEPS + 2e-6)
+        assert np.all(w[:, np.triu_indices(T, 1)[0], np.triu_indices(T, 1)[1]] == 0)
+        # a row per token: at the token shown, None elsewhere
+        assert [i for i, row in enumerate(layer_data["x_out"]) if row is not None] == [4]
+        np.testing.assert_array_equal(layer_data["x_out"][4], fp.layers[layer].x_out[4])  # float32, bit for bit
+    lens = data["lens"]
+    for layer, (rank, p) in enumerate(r.lens_next(4)):
+        assert lens["next_ranks"][layer][4] == rank and lens["next_probs"][layer][4] == pytest.approx(p, abs=1e-12)
+        assert [i for i, row in enumerate(lens["top_ids"][layer]) if row is not None] == [4]
+    assert data["opening_token"] == ins.opening_token(fp) and data["first_ranks"] == fp.first_layer_ranks().tolist()
 
 
-def test_strip_pictures_and_their_colour_ranges(result):
-    """A strip's picture is one row of one cell per value, white at 0, full blue at −range and full
-    red at +range, its range written beside it; the embedding's x strip is E[id] + P[t]."""
-    fp, t = result.fp, result.token
-    emb = panels(result)[0]
+def test_a_tokens_answer_is_its_rows_alone_and_bounded_whatever_the_texts_length():
+    """Another token's answer holds that token's rows (no text fields, no matrices), and a 64-token
+    text's answers stay within a bound (the whole pass would be about 1.5 M numbers)."""
+    from playground.ui.inside import _answer, ui_rows
+
+    long = "word" + " word" * (limits.MAX_INSIDE_TOKENS - 1)
+    r = inside(long)
+    assert len(r.fp.ids) == limits.MAX_INSIDE_TOKENS  # the longest text the tab takes
+
+    class Asked:
+        _data = {"token": 10}
+
+    first = _answer(ins.InsideResult(r.fp, 0, 0, 3))
+    rows = ui_rows(long, Asked())
+    print(f"\n64 tokens: a new text's answer {len(first) / 1e3:.0f} kB, a token's {len(rows) / 1e3:.0f} kB")
+    assert len(first) < 600_000 and len(rows) < 250_000
+    (got,) = unpacked(rows)
+    assert "state" not in got and "ids" not in got["data"] and "weights" not in got["data"]["layers"][0]
+    assert [i for i, row in enumerate(got["data"]["x0"]) if row is not None] == [10]
+    assert all("head_out" not in layer and "ln2_out" not in layer for layer in got["data"]["layers"])  # not drawn: not sent
+
+
+def test_ffn0_alone_is_layer_0s_network_on_the_tokens_embedding_row(result):
+    """What the view's note on layer 0's feed-forward add reads: the model's own modules (ln_2,
+    mlp) on the token's embedding row alone."""
     model = get_model()
-    scale = math.sqrt(model.config.d_model) if model.config.scale_embedding else 1.0
-    x = (model.wte.weight[fp.ids[t]] * scale + model.position_table()[t]).detach().numpy()
-    pictures = _images(emb)
-    assert len(pictures) == 3 and all(p.shape == (1, model.config.d_model, 3) for p in pictures)
-    top = float(np.abs(x).max())
-    assert emb.count(f"<em>−{top:.2f}</em>") == 3 and emb.count(f"<em>+{top:.2f}</em>") == 3  # one range for the three
-    expected = np.where((x < 0)[:, None], NEGATIVE, POSITIVE)
-    a = np.abs(x)[:, None] / top
-    np.testing.assert_allclose(pictures[2][0], 255 - a * (255 - expected), atol=1.01)
-    assert tuple(strip_colours(np.array([0.0, 2.0, -2.0, 5.0]), 2.0)[0]) == (255, 255, 255)
-    assert [tuple(c) for c in strip_colours(np.array([2.0, -2.0, 5.0]), 2.0)] == [POSITIVE, NEGATIVE, POSITIVE]
-    # the FFN's 1024 units are one picture too, however narrow the screen
-    assert any(p.shape == (1, 4 * model.config.d_model, 3) for p in _images(panels(result)[4]))
+    data = inside_data(result.fp, rows=[25], lens=[])
+    with torch.inference_mode():
+        block = model.blocks[0]
+        alone = block.mlp(block.ln_2(model.wte.weight[result.fp.ids[25]])).numpy()
+    np.testing.assert_allclose(data["ffn0_alone"].items[25], alone, atol=2e-5)
 
 
 def test_png_image_is_a_valid_png():
     from playground.png_image import png_bytes, png_data_uri
 
     rgb = np.arange(2 * 5 * 3, dtype=np.uint8).reshape(2, 5, 3) * 3
-    np.testing.assert_array_equal(_decode_png(png_data_uri(rgb)), rgb)
+    np.testing.assert_array_equal(_png_decoder(png_data_uri(rgb)), rgb)
     assert png_bytes(rgb).startswith(b"\x89PNG")
     with pytest.raises(ValueError, match="height, width, 3"):
         png_bytes(np.zeros((4, 4)))
@@ -340,72 +361,8 @@ def test_one_token_has_no_loss():
     r = inside("Hi")
     assert len(r.fp.ids) == 1 and r.fp.loss is None and r.to_dict()["token_losses"] == []
     assert len(r.to_dict()["logit_lens"]) == get_model().config.n_layer
-    panels(r)  # every panel draws for a single token
-
-
-def test_panels_show_the_chosen_numbers(result):
-    emb, ln, att, res, ffn, lens, out = panels(result)
-    fp, tr, t = result.fp, result.trace, result.token
-    assert all(f'id="ins-s-{anchor}"' in html for (anchor, _, _), html in zip(STAGES, panels(result)))
-    assert f"{tr.ln1_mean[t]:.3f}".replace("-", "−") in ln
-    assert f"{int((tr.gelu[t] > 0).sum())} of 1024" in ffn
-    assert "(8, " in att and ", 32)" in att  # the reshape (T, d_model) -> (n_head, T, head_dim)
-    assert f"{fp.loss:.3f}" in out and "10.825" in out  # the loss beside ln V
-    assert out.count('class="ins-lt') == len(fp.ids)  # every token of the text, coloured by its loss
-    assert "after layer 5 = the output" in lens
-    np.testing.assert_allclose(residual_norms(result)["attention"], [np.linalg.norm(x.attn_out[t]) for x in fp.layers], rtol=1e-6)
-    # the chart's bars say those norms in their tooltips
-    for layer, x in enumerate(fp.layers):
-        assert f"layer {layer}: ‖attention added‖ = {np.linalg.norm(x.attn_out[t]):.3f}" in res
-        assert f"layer {layer}: ‖FFN added‖ = {np.linalg.norm(x.mlp_out[t]):.3f}" in res
-    page_map = map_html(result)
-    for anchor, _, _ in STAGES:
-        assert f'data-goto="ins-s-{anchor}"' in page_map
-    assert page_map.count("ins-chip ins-on") == 2  # the chosen layer and head
-
-
-def test_the_maps_chips_choose_a_layer_and_a_head_and_its_boxes_give_the_stages_numbers(result):
-    """The map's layer and head chips are buttons naming what they choose, the chosen one pressed;
-    each box carries its stage's numbers at the chosen layer, head and token."""
-    page_map = map_html(result)
-    cfg, fp, tr, t = get_model().config, result.fp, result.trace, result.token
-    for kind, n, chosen in (("layer", cfg.n_layer, 2), ("head", cfg.n_head, 3)):
-        chips = re.findall(rf'<button type="button" class="ins-chip( ins-on)?" data-{kind}="(\d+)" aria-pressed="(\w+)"', page_map)
-        assert [int(i) for _, i, _ in chips] == list(range(n))
-        assert [int(i) for on, i, pressed in chips if on and pressed == "true"] == [chosen]
-        assert all(pressed == "false" for on, _, pressed in chips if not on)
-    live = dict(re.findall(r'data-goto="ins-s-(\w+)" aria-controls="[^"]+"><b>[^<]+</b><span>.*?</span><em class="ins-live">(.*?)</em>', page_map)[1:])
-    assert f"μ {tr.ln1_mean[t]:.3f}".replace("-", "−") in live["layernorm"]
-    assert f"{int((tr.gelu[t] > 0).sum())} of 1024 fire" in live["ffn"]
-    assert f"‖x‖ = {np.linalg.norm(fp.x0[t]):.2f}" in live["embedding"]
-    assert "top: " in live["lens"] and "top: " in live["output"]  # the last token: nothing came next
-    r = inside(TEXT, 2, 3, token=4)
-    page_map = map_html(r)
-    ranks = [k for k, _ in r.lens_next(4)]
-    assert f"rank {ranks[0]:,} → {ranks[-1]:,}" in page_map
-    assert f"−ln p = {r.fp.token_losses[4]:.2f}" in page_map
-
-
-def test_the_attention_matrix_names_its_axes_with_the_tokens(result):
-    """Keys across and queries down, each token's label (whitespace visible, cut short) centred on
-    its column and row; every other one past 32 tokens; the chosen query's marked."""
-    fp, t = result.fp, result.token
-    T = len(fp.ids)
-    att = panels(result)[2]
-    keys = re.findall(r'<span style="left:([\d.]+)%" title="key (\d+)">(.*?)</span>', att)
-    queries = re.findall(r'<span(?: class="ins-on")? style="top:([\d.]+)%" title="query (\d+)">(.*?)</span>', att)
-    import html as html_lib
-
-    for labels in (keys, queries):
-        assert [html_lib.unescape(text) for _, _, text in labels] == fp.tokens  # ≤ 32 tokens: every one
-        assert [int(i) for _, i, _ in labels] == list(range(T))
-        assert all(float(at) == pytest.approx((i + 0.5) * 100 / T, abs=1e-4) for i, (at, _, _) in enumerate(labels))
-    assert f'<span class="ins-on" style="top:{(t + 0.5) * 100 / T:.4f}%" title="query {t}">' in att
-    assert "⋅" in "".join(text for _, _, text in keys)  # a space drawn as ⋅, as the other figures' axes
-    long = [f"tok{i}" for i in range(40)]
-    across, down = matrix_labels(long, 3)
-    assert re.findall(r'title="key (\d+)"', across) == [str(i) for i in range(0, 40, 2)]
-    assert re.findall(r'title="query (\d+)"', down) == [str(i) for i in range(0, 40, 2)]
+    data = plain(view_answer(r.fp, 0)["data"])  # the view's answer for a single token
+    assert data["loss"] is None and data["token_losses"] == [] and data["lens"]["next_ranks"][0] == []
 
 
 def test_the_opening_token_is_the_one_whose_next_token_climbs_most():
@@ -427,7 +384,7 @@ def test_the_tab_opens_on_a_token_of_the_text_whose_prediction_forms_through_the
     """On the example, the token the tab opens on is not the last, its next token ends in the
     output's top 5 having climbed from layer 0's rank, and no other such token climbs further: each
     rank read from the lens at that position (the model's own ln_f and head on each layer's stream)."""
-    from playground.ui.inside import OUTPUTS, ui_run
+    from playground.ui.inside import ui_run
 
     r = inside(ins.EXAMPLE_TEXTS[0])
     fp = r.fp
@@ -449,54 +406,13 @@ def test_the_tab_opens_on_a_token_of_the_text_whose_prediction_forms_through_the
     shown = [pos for pos, (_, last) in enumerate(ranks) if last <= ins.LENS_K]
     climb = {pos: math.log(ranks[pos][0]) - math.log(ranks[pos][1]) for pos in shown}
     assert t in shown and climb[t] == max(climb.values()) and climb[t] > 0, (t, ranks)
-    # the page opens there, says why, and the stage it opens shows the lens at that token
-    shown_text, slider, *outs = ui_run(ins.EXAMPLE_TEXTS[0], 0, 0)
+    # the page opens there: the token slider and the state the view is handed (the view says why: test_browser_inside)
+    shown_text, slider, answer = ui_run(ins.EXAMPLE_TEXTS[0], 0, 0)
     assert slider.value == t
-    drawn = dict(zip(OUTPUTS, outs))
-    assert f"token {t} ({fp.tokens[t]})" in drawn["info"] and "climbs most through the logit lens" in drawn["info"]
-    assert f"rank {ranks[t][0]:,} after layer 0 → {ranks[t][1]:,} at the output" in drawn["info"]
-    assert OPEN_FIRST == "lens" and 'class="ins-panel ins-open-first" id="ins-s-lens"' in drawn["lens"]
-    assert "climbs most" not in info_markdown(ins.InsideResult(fp, 0, 0, t - 1))  # said only at that token
+    (got,) = unpacked(answer)
+    assert got["state"]["token"] == t and got["data"]["opening_token"] == t
+    assert got["data"]["first_ranks"][t] == ranks[t][0] and got["data"]["next_ranks"][t] == ranks[t][1]
     assert ins.opening_token(inside("Hi").fp) == 0
-
-
-def test_layer_0s_feed_forward_add_is_explained_by_the_token_alone(result):
-    """Where layer 0's feed-forward add dwarfs the stream, the residual panel says it is mostly
-    the token's own: its cosine to what the network writes from the token's embedding row alone,
-    worked out here with the model's own modules (ln_2, mlp)."""
-    model = get_model()
-    r = inside(ins.EXAMPLE_TEXTS[0], 0, 0, token=25)
-    fp, t = r.fp, r.token
-    with torch.inference_mode():
-        block = model.blocks[0]
-        alone = block.mlp(block.ln_2(model.wte.weight[fp.ids[t]])).numpy()
-    added = fp.layers[0].mlp_out[t]
-    cosine = float(alone @ added / np.linalg.norm(alone) / np.linalg.norm(added))
-    assert np.linalg.norm(added) > 5 * np.linalg.norm(fp.layers[0].x_in[t]) and cosine > 0.5
-    note = first_ffn_note(r)
-    assert note in panels(r)[3]
-    assert f"cosine <b>{cosine:.2f}</b>" in note
-    assert f"‖{np.linalg.norm(added):.2f}‖ on ‖{np.linalg.norm(fp.layers[0].x_in[t]):.2f}‖" in note
-    # an untrained model's first add is no second embedding: nothing to explain
-    from playground.compare import untrained_like
-
-    assert first_ffn_note(inside(TEXT, model=untrained_like(model))) == ""
-
-
-def test_stages_are_numbered_without_a_gap(result):
-    """The map's boxes and the panels' headings count 1, 2, 3... in the order of the pass; the map's
-    text box leads to the first stage; each heading's small map fills its own number; the map
-    writes the residual adds as the blocks compute them."""
-    page_map = map_html(result)
-    boxes = re.findall(r'data-goto="ins-s-(\w+)" aria-controls="ins-b-\1"><b>([^<]+)</b>', page_map)
-    assert boxes[0] == ("embedding", "text")
-    numbers = [int(title.split(" · ")[0]) for _, title in boxes[1:]]
-    assert numbers == list(range(1, len(STAGES) + 1)) == [n for _, n, _ in STAGES]
-    assert [anchor for anchor, _ in boxes[1:]] == [anchor for anchor, _, _ in STAGES]
-    for n, html in enumerate(panels(result), start=1):
-        assert re.search(rf'<h3><button type="button" class="ins-toggle"[^>]*><span>{n} · ', html), html[:300]
-        assert re.findall(r'<i class="ins-on">(\d+)</i>', html) == [str(n)]
-    assert "x + attn(ln_1(x))" in page_map and "x + mlp(ln_2(x))" in page_map and "attention(x)" not in page_map
 
 
 def test_untrained_model_loss_is_about_ln_v():
@@ -535,22 +451,31 @@ def test_refuses_a_token_past_the_text():
         inside("hello everyone", 0, 0, token=2)
 
 
-def test_page_handlers_redraw_only_what_a_control_changes():
+def test_the_layer_head_and_token_sliders_redraw_in_the_page_alone_and_a_new_text_on_the_server():
+    """A slider's input has no Python function (the view redraws from what it holds); the run and
+    the view's request for a token's rows are the server's, queued as a heavy pass."""
     import gradio as gr
 
-    from playground.ui.inside import OUTPUTS, ui_head, ui_layer, ui_run, ui_token
+    from playground.ui import inside as tab
+    from playground.ui.common import FORWARD
 
-    shown, slider, *outs = ui_run(TEXT, 0, 0)
-    n = len(inside(TEXT).fp.ids)
-    assert shown == TEXT and slider.maximum == n - 1 and slider.value == ins.opening_token(inside(TEXT).fp)
-    assert len(outs) == len(OUTPUTS) and gr.skip() not in outs
-
-    def redrawn(result) -> set[str]:
-        return {name for name, value in zip(OUTPUTS, result) if value != gr.skip()}
-
-    assert redrawn(ui_head(TEXT, 0, 4, n - 1)) == {"map", "info", "attention"}
-    assert "embedding" not in redrawn(ui_layer(TEXT, 2, 4, n - 1))
-    by_token = dict(zip(OUTPUTS, ui_token(TEXT, 2, 4, 999)))  # past the end: the last token
-    assert redrawn(by_token.values()) == set(OUTPUTS) and f"token {n - 1} " in by_token["info"]  # the map's numbers too
+    with gr.Blocks() as demo:
+        with gr.Tab("Inside") as t:
+            tab.build(t)
+    by_id = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
+    controls = {by_id[f"ins-{n}"]._id for n in ("layer", "head", "token")}
+    asks = 0
+    for fn in demo.fns.values():
+        ids = {target[0] for target in fn.targets}
+        if ids & controls:
+            assert fn.fn is None and "pgViews" in (fn.js or ""), fn.targets
+        elif any(target[1] == "rows" for target in fn.targets):
+            asks += 1
+            assert fn.fn is not None and fn.concurrency_id == FORWARD and fn.trigger_mode == "always_last"
+    assert asks == 1
     with pytest.raises(InputError, match="token must be a number"):
-        ui_token(TEXT, 2, 4, "x")
+
+        class Asked:
+            _data = {"token": "x"}
+
+        tab.ui_rows(TEXT, Asked())

@@ -19,10 +19,11 @@ import numpy as np
 import pytest
 
 from export import hub_dir
-from export.inside_graph import HEAD_OUTPUTS, STAGES, built_graph, dequantized_model, read_weights, write_weights
+from export.inside_graph import HEAD_OUTPUTS, STAGES, built_graphs, dequantized_model, read_weights, write_weights
 from model import get_tokenizer, load_pretrained
 from playground import inside as ins
 from playground.inside_data import inside_data
+from playground.wire import plain
 from static_site import npm_ci
 
 WEB_TESTS = Path(__file__).resolve().parent / "web"
@@ -34,12 +35,14 @@ FP32_LOSS = 0.03
 FP32_PROB = 0.03
 
 
-def run_inside(graph: Path, bin_path: Path, index: Path, texts: list[list[int]]) -> list[dict]:
+def run_inside(graphs: tuple[Path, Path], bin_path: Path, index: Path, texts: list[list[int]]) -> list[dict]:
+    """The browser engine's data object of each text, its logit lens asked for at every position."""
     npm_ci()
-    doc = {"graph": str(graph), "weights": str(bin_path), "index": str(index), "tokenizer": str(hub_dir() / "tokenizer.json"), "texts": texts}
+    doc = {"graph": str(graphs[0]), "lens": str(graphs[1]), "weights": str(bin_path), "index": str(index),
+           "tokenizer": str(hub_dir() / "tokenizer.json"), "texts": texts}
     proc = subprocess.run(["node", str(WEB_TESTS / "inside_pass.mjs")], input=json.dumps(doc), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+    return json.loads(proc.stdout)["passes"]
 
 
 @pytest.fixture(scope="module")
@@ -52,16 +55,16 @@ def files(model, tmp_path_factory):
     folder = tmp_path_factory.mktemp("inside")
     bin_path, index = folder / "weights.bin", folder / "weights.json"
     write_weights(model, bin_path, index)
-    return built_graph(model), bin_path, index
+    return built_graphs(model), bin_path, index
 
 
 @pytest.fixture(scope="module")
 def passes(model, files):
     """(ids, the browser's data, PyTorch's pass on the dequantized weights, on the fp32 weights) per text."""
-    graph, bin_path, index = files
+    graphs, bin_path, index = files
     tok = get_tokenizer()
     ids = [tok.encode(t) for t in TEXTS]
-    got = run_inside(graph, bin_path, index, ids)
+    got = run_inside(graphs, bin_path, index, ids)
     same = dequantized_model(model, read_weights(bin_path, index))
     return [(i, js, ins.forward_pass(same, i), ins.forward_pass(model, i)) for i, js in zip(ids, got)]
 
@@ -136,6 +139,8 @@ def test_the_logit_lens_and_the_output_match_pytorch_at_every_position(passes, m
             for layer, (rank, p) in enumerate(nxt):
                 assert abs(js["lens"]["next_ranks"][layer][t] - rank) <= near_ties(lens_logits[layer], ids[t + 1]), f"lens rank {layer} at {t}"
                 assert abs(js["lens"]["next_probs"][layer][t] - p) <= SAME_WEIGHTS
+            # the opening rule's ranks after layer 0, computed for every position by the stage graph
+            assert abs(js["first_ranks"][t] - nxt[0][0]) <= near_ties(lens_logits[0], ids[t + 1]), f"first rank at {t}"
         assert js["opening_token"] == ins.opening_token(fp)
 
 
@@ -169,7 +174,7 @@ def test_the_weights_file_holds_the_models_weights_to_half_a_step(model, files):
 
 
 # Ids and ranks: equal up to near ties, checked with them above; the rest of the object here.
-TIED = {"top_ids", "next_ranks", "top_tokens"}
+TIED = {"top_ids", "next_ranks", "top_tokens", "first_ranks", "hidden_max_diff"}  # the last: the app's own check
 
 
 def same_shape_and_numbers(got, want, where: str) -> None:
@@ -192,6 +197,6 @@ def test_the_browsers_data_object_is_the_apps_in_shape_and_numbers(passes):
     """One shape between the editions: the object web/engine/inside.js gives and the one the app's
     Python writes (playground.inside_data), on the same weights."""
     for _, js, fp, _ in passes:
-        want = inside_data(fp)
+        want = plain(inside_data(fp))
         same_shape_and_numbers(js, want, "data")
         json.dumps(want)  # plain lists and numbers

@@ -28,16 +28,18 @@ def test_what_python_packs_a_view_unpacks_to_the_same_numbers():
     vectors = rng.normal(size=(3, 5)).astype(np.float32) * 30
     weights = np.tril(rng.random((2, 4, 4)))
     weights /= weights.sum(-1, keepdims=True)  # causal rows that sum to 1, as a softmax gives
-    value = {"v": vectors, "rows": [None, vectors[1]], "w": wire.Unit(weights, tril=True), "full": wire.Unit(weights),
-             "ids": np.array([3, 50256]), "n": np.int64(7), "text": "⋅the ↵", "nothing": None}
+    value = {"v": vectors, "rows": wire.Sparse(4, {1: vectors[1], 3: [np.float32(0.5)]}), "w": wire.Unit(weights, tril=True),
+             "full": wire.Unit(weights), "ids": np.array([3, 50256]), "n": np.int64(7), "text": "⋅the ↵", "nothing": None}
     packed = wire.encode(value)
-    text = json.dumps(packed)
-    assert "$f32" in text and "$u16" in text and len(text) < 2000
+    text = wire.pack(value)
+    assert json.loads(text) == packed and isinstance(text, str)  # one string: Gradio's page keeps it as one node
+    assert "$f32" in text and "$u16" in text and "$at" in text and len(text) < 2000
     proc = subprocess.run(["node", str(WEB_TESTS / "wire_decode.mjs")], input=text, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     want = wire.plain(value)
     assert got["v"] == want["v"] and got["rows"] == want["rows"]  # float32: the same numbers, bit for bit
+    assert got["rows"][0] is None and got["rows"][2] is None and got["rows"][3] == [0.5]  # a row where given, None elsewhere
     assert got["ids"] == [3, 50256] and got["n"] == 7 and got["text"] == "⋅the ↵" and got["nothing"] is None
     for key in ("w", "full"):
         w = np.array(got[key])

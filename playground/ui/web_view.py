@@ -1,8 +1,8 @@
 """A web view in a Gradio tab: one of the modules of ``web/views/`` (the same file the static
 edition draws with) mounted in a ``gr.HTML``, drawing what the tab's Python handlers compute.
 
-:func:`web_view` builds the component. Its value is the view's data (packed by
-:mod:`playground.wire`: float32 arrays as bytes, unpacked in the page by ``web/views/wire.js``):
+:func:`web_view` builds the component. Its value is the view's data, one JSON string
+(:func:`playground.wire.pack`: float32 arrays as bytes, unpacked in the page by ``web/views/wire.js``):
 every handler that outputs to it hands the view new data, which the view's ``update`` takes. The
 view talks back through its host: ``host.request(name, data)`` is a custom event of the component
 (listed in ``events``; wire a handler with ``getattr(view, name)(fn, inputs, outputs)``, its
@@ -43,7 +43,13 @@ def web_view(name: str, files: BrowserFiles, *, elem_id: str, value: Any = None,
             "config": dict(config or {})}
     # The event names appear quoted in the script: Gradio's HTML lists a component's custom events so.
     js = MOUNT_JS.replace("__SPEC__", json.dumps(spec))
-    return gr.HTML(value=value, html_template=TEMPLATE, js_on_load=js, elem_id=elem_id, padding=False, **kwargs)
+    # The view's style sheet, when it has one, asked for with the page (the view links it too, once)
+    css = files.view_url(f"{name}.css")
+    head = f'<link rel="stylesheet" href="{css}">' if css else None
+    # apply_default_css=False: Gradio's own styles for an HTML's buttons, tables and headings
+    # (.gradio-style) would outrank the view's style sheet, and the view would look different here
+    return gr.HTML(value=value, html_template=TEMPLATE, js_on_load=js, elem_id=elem_id, padding=False, head=head,
+                   apply_default_css=False, **kwargs)
 
 
 def call_view(elem_id: str, method: str, names: Sequence[str]) -> str:

@@ -1,7 +1,6 @@
-// web/views/wire.js under Node.js: reads a packed value (playground/wire.py's encode) as JSON on
-// stdin and prints what the view would be given.
-import { decode } from "../../web/views/wire.js";
+// web/views/wire.js under Node.js: reads a packed value (playground/wire.py's pack) on stdin and prints what the view would be given.
+import { unpack } from "../../web/views/wire.js";
 
 let input = "";
 for await (const chunk of process.stdin) input += chunk;
-console.log(JSON.stringify(decode(JSON.parse(input))));
+console.log(JSON.stringify(unpack(input)));

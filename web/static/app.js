@@ -108,9 +108,9 @@ function makeResources(site) {
     const [runtime, tok] = await Promise.all([ort(), tokenizer()]);
     const t0 = performance.now();
     const loaded = await Inside.load({
-      ort: runtime, graph: f["inside/graph.onnx"], weights: f["inside/weights.bin"], index: f["inside/weights.json"],
+      ort: runtime, graph: f["inside/graph.onnx"], lens: f["inside/lens.onnx"], weights: f["inside/weights.bin"], index: f["inside/weights.json"],
       tokenText: (id) => tok.tokenText(id),
-      onProgress: ({ file, ...p }) => reporter(file === "weights" ? "the model's weights for Inside (8-bit)" : "the stage graph")(p),
+      onProgress: ({ file, ...p }) => reporter({ weights: "the model's weights for Inside (8-bit)", lens: "the logit lens's graph" }[file] ?? "the stage graph")(p),
     });
     loaded.tokenizer = tok;
     progress.show(`The model's stages are ready (${((performance.now() - t0) / 1000).toFixed(1)} s).`, 1);

@@ -1,6 +1,7 @@
 // Unpacks what a handler of the app packed for a view (playground/wire.py): float32 vectors as
 // their own bytes in base64 ({$f32, shape}), attention weights as 16-bit fractions ({$u16, shape,
-// tril}), everything else JSON. The views draw from plain nested arrays, as the browser's own
+// tril}), a list with values at a few indices only ({$at, length}), everything else JSON, the
+// whole as one JSON string (unpack). The views draw from plain nested arrays, as the browser's own
 // engine gives them, so this is the only place that knows how the numbers travelled.
 
 const UNIT_STEPS = 65535; // playground/wire.UNIT_STEPS
@@ -46,5 +47,13 @@ export function decode(value) {
     return nest(new Float32Array(bytes.buffer, 0, bytes.length / 4), value.shape);
   }
   if (typeof value.$u16 === "string") return unit(value);
+  if (value.$at && typeof value.$at === "object" && Number.isInteger(value.length)) {
+    const out = Array(value.length).fill(null);
+    for (const [i, v] of Object.entries(value.$at)) out[Number(i)] = decode(v);
+    return out;
+  }
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, decode(v)]));
 }
+
+/** A packed value as the app sends it (playground/wire.pack: one JSON string), unpacked. */
+export const unpack = (text) => decode(typeof text === "string" ? JSON.parse(text) : text);

@@ -3,7 +3,7 @@
 // component's element with a host: the app's side of the contract every view is written against
 // (the static edition gives its own). The component's value is the view's data, packed by
 // playground/wire.py: each new value the app's handlers send is unpacked (wire.js) and handed to
-// the view's update(). What the view asks for (host.request) is one of this component's custom
+// the view's update() (one JSON string: Gradio's page makes every node of a value reactive). What the view asks for (host.request) is one of this component's custom
 // events, so a Python handler of that event answers with a new value; the controls it moves
 // (host.choose) are the tab's Gradio controls, set as a learner sets them.
 const spec = __SPEC__;
@@ -38,7 +38,7 @@ Promise.all([import(new URL(spec.module, base).href), import(new URL(spec.wire, 
     const value = props.value;
     if (value === shown || value === null || value === undefined || value === '') return;
     shown = value;
-    mounted.update(wire.decode(value));
+    mounted.update(wire.unpack(value));
   };
   show();
   watch('value', show);
