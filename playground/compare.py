@@ -14,7 +14,7 @@ The plain functions of the other tabs do the work (``embedding_arithmetic``, ``a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from .attention import AttentionResult, SalientHead, attention, salient_head
 from .embeddings import ArithmeticResult, embedding_arithmetic
 from .generation.figures import model_candidates_figure
 from .generation.state import GeneratedStep, TokenChoice
+from .initial import drawn_gpt
 from .memo import Memo
 from .plots import percent
 from .resources import get_model
@@ -56,7 +57,7 @@ __all__ = [
 ]
 
 UNTRAINED = "untrained initialisation"
-INIT_SEED = 0  # the untrained model is the same every start (and in every test)
+INIT_SEED = 0  # the untrained model is the same every start, in every test and in the static edition
 TOP_K = 10
 
 _compare_dir: Path | None = None
@@ -79,11 +80,18 @@ def set_comparison(weights_dir: str | Path | None, label: str | None = None, sho
         _other.clear()  # even the same folder is read again: its files may have been rewritten
 
 
+# The untrained start of the model shown, drawn once: a pure function of (config, seed), kept apart
+# from the second side's cache, which set_comparison clears (a folder may have been rewritten).
+_untrained: Memo[tuple[tuple[tuple[str, Any], ...], int], GPT] = Memo(size=1)
+
+
 def untrained_like(model: GPT, seed: int = INIT_SEED) -> GPT:
-    """A freshly initialised GPT of ``model``'s architecture (the global random state untouched)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return GPT(model.config).eval()
+    """The untrained initialisation of ``model``'s architecture: GPT-2's rule filled from the
+    generator the browser shares (:func:`playground.initial.drawn_gpt`), so the static edition
+    draws the same weights for the same seed. Drawn once per (config, seed) and kept; the caller
+    must not change it."""
+    config = model.config
+    return _untrained.get((tuple(asdict(config).items()), seed), lambda key: drawn_gpt(config, seed))
 
 
 def _load_other(key: tuple[Path | None, str | None]) -> tuple[str, GPT]:
