@@ -37,6 +37,7 @@ from .tokens import encode_prompt, token_text
 from .validation import InputError, validate_int
 
 __all__ = [
+    "TRAINED",
     "UNTRAINED",
     "set_comparison",
     "comparison_model",
@@ -56,13 +57,13 @@ __all__ = [
     "compare_all",
 ]
 
-UNTRAINED = "untrained initialisation"
+TRAINED, UNTRAINED = "trained model", "untrained initialisation"  # the two sides' names by default
 INIT_SEED = 0  # the untrained model is the same every start, in every test and in the static edition
 TOP_K = 10
 
 _compare_dir: Path | None = None
 _compare_label: str | None = None
-_shown_label = "trained model"
+_shown_label = TRAINED
 # The second side, loaded on first use. One model at a time: choosing another folder lets the
 # old one go rather than keeping every model ever compared in memory.
 _other: Memo[tuple[Path | None, str | None], tuple[str, GPT]] = Memo(size=1)
@@ -76,7 +77,7 @@ def set_comparison(weights_dir: str | Path | None, label: str | None = None, sho
     with _other.lock:
         _compare_dir = None if weights_dir is None else Path(weights_dir)
         _compare_label = label
-        _shown_label = shown_label or "trained model"
+        _shown_label = shown_label or TRAINED
         _other.clear()  # even the same folder is read again: its files may have been rewritten
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 import gradio as gr
 
 from .. import compare as cmp
+from ..lessons import LESSONS
 from ..resources import get_model
 from .common import FORWARD, FORWARD_CONCURRENCY, user_errors
 from .serving.zerogpu import COMPARE_GPU_S, on_gpu
 from .widgets import neighbours_table, next_tab, note
 
+LESSON = LESSONS["compare"]
 PROMPT = "Romeo.\nWhat say you to"  # in the corpus's style (see generation.EXAMPLE_PROMPTS)
 WORD = "king"
 SENTENCE = "The king is dead, long live the king"
@@ -46,11 +48,9 @@ def build() -> dict[str, gr.components.Component]:
     shown, other = cmp.labels()
     cfg = get_model().config
     other_cfg = cmp.comparison_model()[1].config
-    note(
-        f"**{shown}** (left) beside **{other}** (right). Untrained, a GPT gives every next token about "
-        "the same probability (a loss of about ln 50257 ≈ 10.8 nats), its embeddings have no meaning and "
-        "its attention is nearly uniform: training is what gives them structure."
-    )
+    note(LESSON.intro)
+    if (shown, other) != (cmp.TRAINED, cmp.UNTRAINED):  # --model or --compare DIR: say which two these are
+        note(f"Here: **{shown}** (left) beside **{other}** (right).")
     events = dict(api_visibility="private", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
 
     gr.Markdown("### The same prompt: which token comes next?")
@@ -99,10 +99,6 @@ def build() -> dict[str, gr.components.Component]:
         [run_att.click, sentence.submit, layer.release, head.release],
         user_errors(gpu(ui_compare_attention)), [sentence, layer, head], [att_a, att_b, spread], **events,
     )
-    next_tab(
-        "The untrained model spreads its bets evenly, a loss of ln V; training is what moves it. "
-        "In the next tab you start a small GPT from random weights and watch its loss fall.",
-        "Watch it learn",
-    )
+    next_tab(LESSON.next_sentence, LESSON.next_tab)
     gr.api(user_errors(gpu(api_compare)), api_name="compare", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
     return {"text": prompt, "word": word, "sentence": sentence, "layer": layer, "head": head}  # its controls, by the names of a link's parameters (playground/links.py)

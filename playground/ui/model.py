@@ -10,9 +10,11 @@ from pathlib import Path
 import gradio as gr
 
 from .. import hub_link, model_info
+from ..lessons import LESSONS
 from ..resources import get_model
 from .widgets import next_tab, note
 
+LESSON = LESSONS["model"]
 # The keys of export.build.artifact_paths, as the Model tab names the files.
 LABELS = {"fp32": "fp32", "quantized": "8-bit weights (browsers)", "int8": "8-bit integer (native CPU)"}
 
@@ -42,10 +44,7 @@ def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None
     archive, browser = onnx_files.get("zip"), onnx_files.get("browser_zip")
     files = {LABELS.get(key, key): path for key, path in onnx_files.items() if key not in ("zip", "browser_zip")}
 
-    note(
-        "The model every tab runs, laid open: its network with the parameters of each part, how its loss fell "
-        "while it trained, and its files, to download and run yourself."
-    )
+    note(LESSON.intro)
     gr.Markdown("### The network")
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=320):
@@ -116,8 +115,4 @@ def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None
         for i, (client, (language, code)) in enumerate(model_info.client_snippets().items()):
             gr.Code(code, language="javascript" if language == "js" else language, label=client, interactive=False,
                     elem_id="model-snippet" if i == 0 else None)
-    next_tab(
-        "Training is what gave all these numbers their meaning: see the same architecture before it, "
-        "beside the trained model.",
-        "Compare",
-    )
+    next_tab(LESSON.next_sentence, LESSON.next_tab)
