@@ -39,6 +39,12 @@ from .validation import InputError, validate_int
 __all__ = [
     "TRAINED",
     "UNTRAINED",
+    "INIT_SEED",
+    "TOP_K",
+    "NEIGHBOURS_K",
+    "EXAMPLE_PROMPT",
+    "EXAMPLE_WORD",
+    "EXAMPLE_SENTENCE",
     "set_comparison",
     "comparison_model",
     "labels",
@@ -60,6 +66,11 @@ __all__ = [
 TRAINED, UNTRAINED = "trained model", "untrained initialisation"  # the two sides' names by default
 INIT_SEED = 0  # the untrained model is the same every start, in every test and in the static edition
 TOP_K = 10
+NEIGHBOURS_K = 8  # nearest tokens listed per side
+# What the tab opens on, in both editions.
+EXAMPLE_PROMPT = "Romeo.\nWhat say you to"  # in the corpus's style (see generation.EXAMPLE_PROMPTS)
+EXAMPLE_WORD = "king"
+EXAMPLE_SENTENCE = "The king is dead, long live the king"
 
 _compare_dir: Path | None = None
 _compare_label: str | None = None
@@ -214,7 +225,7 @@ def loss_summary(results: list[NextToken]) -> str:
 # --- nearest neighbours and attention, through the other tabs' functions -----------------------
 
 
-def compare_neighbours(word: Any, top_k: Any = 8) -> list[tuple[str, ArithmeticResult]]:
+def compare_neighbours(word: Any, top_k: Any = NEIGHBOURS_K) -> list[tuple[str, ArithmeticResult]]:
     """The nearest tokens of ``word`` (or any expression of the Embeddings tab) in each model's
     embedding table."""
     return [(label, embedding_arithmetic(word, top_k, model=model)) for label, model in _sides()]

@@ -14,9 +14,7 @@ from .serving.zerogpu import COMPARE_GPU_S, on_gpu
 from .widgets import neighbours_table, next_tab, note
 
 LESSON = LESSONS["compare"]
-PROMPT = "Romeo.\nWhat say you to"  # in the corpus's style (see generation.EXAMPLE_PROMPTS)
-WORD = "king"
-SENTENCE = "The king is dead, long live the king"
+PROMPT, WORD, SENTENCE = cmp.EXAMPLE_PROMPT, cmp.EXAMPLE_WORD, cmp.EXAMPLE_SENTENCE
 gpu = on_gpu(COMPARE_GPU_S)  # each comparison a @spaces.GPU call on ZeroGPU, the handler itself elsewhere
 
 
