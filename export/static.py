@@ -118,7 +118,7 @@ def link_params() -> dict[str, list[dict]]:
     return out
 
 
-def examples_and_defaults() -> dict:
+def examples_and_defaults(model) -> dict:
     """Each browser tab's examples and opening settings, from the modules the app's tabs use."""
     from playground import attention, compare, embeddings, inside, tokenization
     from playground.generation.params import DEFAULTS, EXAMPLE_PROMPTS
@@ -136,7 +136,7 @@ def examples_and_defaults() -> dict:
             "attention": {"cell_values_max_tokens": attention.CELL_VALUES_MAX_TOKENS},
             "inside": {"text": inside.EXAMPLE_TEXTS[0], "lens_k": inside.LENS_K, "top_k": inside.TOP_K},
             "compare": {"text": compare.EXAMPLE_PROMPT, "word": compare.EXAMPLE_WORD, "sentence": compare.EXAMPLE_SENTENCE,
-                        "top_k": compare.TOP_K, "neighbours_k": compare.NEIGHBOURS_K},
+                        **compare_opening(model), "top_k": compare.TOP_K, "neighbours_k": compare.NEIGHBOURS_K},
         },
     }
 
@@ -163,7 +163,7 @@ def site(app_space: str | None, files: dict[str, str], model) -> dict:
         "browser_tabs": list(BROWSER_TABS),
         "server_tabs": list(SERVER_TABS),
         "links": link_params(),
-        **examples_and_defaults(),
+        **examples_and_defaults(model),
         "limits": {name: getattr(limits, name) for name in dir(limits) if name.isupper()
                    and isinstance(getattr(limits, name), (int, float))},
     }
@@ -186,23 +186,30 @@ def model_downloads(out: Path, model_repo: str | None) -> list[dict]:
 
 def compare_json(model) -> dict:
     """Compare's untrained side as the page draws it: the app's seed and every weight's rule
-    (playground.initial.init_spec, the same draws as playground.compare.untrained_like), the two
-    sides' names, and the head the app's tab opens on for its own sentence: the page's 8-bit
-    weights may order two heads that are within 0.001 of each other the other way (measured on it:
-    layer 3's heads 5 and 6), and both editions open on the same one."""
+    (playground.initial.init_spec, the same draws as playground.compare.untrained_like), and the
+    two sides' names."""
+    from playground import compare
+    from playground.initial import init_spec
+
+    return {"seed": compare.INIT_SEED, "spec": [p.to_json() for p in init_spec(model.config)],
+            "labels": [compare.TRAINED, compare.UNTRAINED]}
+
+
+def compare_opening(model) -> dict:
+    """The layer and head the app's Compare opens on (its sliders, whatever sentence a link
+    brings): the trained model's clearest head on the tab's own sentence, measured here on the
+    app's weights, since the page's 8-bit ones may order two heads within 0.001 of each other the
+    other way (measured: layer 3's heads 5 and 6 on that sentence)."""
     import torch
 
     from playground import compare
     from playground.attention import attention_weights, salient_head
-    from playground.initial import init_spec
     from playground.tokens import encode
 
     ids = encode(compare.EXAMPLE_SENTENCE)
     with torch.inference_mode():
         opening = salient_head(attention_weights(model, ids), ids)
-    return {"seed": compare.INIT_SEED, "spec": [p.to_json() for p in init_spec(model.config)],
-            "labels": [compare.TRAINED, compare.UNTRAINED],
-            "opening": {"sentence": compare.EXAMPLE_SENTENCE, "layer": opening.layer, "head": opening.head, "kind": opening.kind}}
+    return {"layer": opening.layer, "head": opening.head}
 
 
 def _digest(path: Path) -> str:

@@ -45,10 +45,9 @@ def neighbours_data(word: str, sides: list[tuple[str, ArithmeticResult]]) -> dic
     }
 
 
-def attention_data(sentence: str, sides: list[tuple[str, AttentionResult]], opening: Any = None) -> dict[str, Any]:
+def attention_data(sentence: str, sides: list[tuple[str, AttentionResult]]) -> dict[str, Any]:
     """Both sides' attention on ``sentence`` at one layer and head (:func:`compare.compare_attention`):
-    the token labels and each side's [T, T] causal weights; ``opening``: the head the tab opened on
-    (:func:`compare.opening_head`), when it chose one."""
+    the token labels and each side's [T, T] causal weights."""
     first = sides[0][1]
     return {
         "sentence": sentence,
@@ -56,7 +55,6 @@ def attention_data(sentence: str, sides: list[tuple[str, AttentionResult]], open
         "tokens": list(first.tokens),
         "layer": first.layer,
         "head": first.head,
-        "opening": None if opening is None else {"layer": opening.layer, "head": opening.head, "kind": opening.kind},
         "sides": [{"model": label, "layer": r.layer, "head": r.head, "weights": r.weights[r.layer, r.head].tolist()}
                   for label, r in sides],
     }
@@ -64,15 +62,16 @@ def attention_data(sentence: str, sides: list[tuple[str, AttentionResult]], open
 
 def compare_data(prompt: Any = cmp.EXAMPLE_PROMPT, word: Any = cmp.EXAMPLE_WORD, sentence: Any = cmp.EXAMPLE_SENTENCE,
                  layer: Any = None, head: Any = None) -> dict[str, Any]:
-    """The three comparisons as the tab opens on them: attention at the shown model's clearest head
-    on ``sentence`` unless ``layer`` and ``head`` are given."""
-    opening = None
+    """The three comparisons as the tab shows them: attention at ``layer`` and ``head``, each by
+    default where the tab opens (the shown model's clearest head on the tab's own sentence,
+    :func:`compare.opening_head`, whatever the sentence compared)."""
     if layer is None or head is None:
-        opening = cmp.opening_head(sentence)
-        layer, head = opening.layer, opening.head
+        opening = cmp.opening_head(cmp.EXAMPLE_SENTENCE)
+        layer = opening.layer if layer is None else layer
+        head = opening.head if head is None else head
     return {
         "labels": list(cmp.labels()),
         "next": next_data(prompt, cmp.compare_next_token(prompt)),
         "neighbours": neighbours_data(word, cmp.compare_neighbours(word)),
-        "attention": attention_data(sentence, cmp.compare_attention(sentence, layer, head), opening),
+        "attention": attention_data(sentence, cmp.compare_attention(sentence, layer, head)),
     }

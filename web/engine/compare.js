@@ -64,6 +64,3 @@ export function nextSide(model, pass, table, topK) {
 export function attentionSide(model, pass, layer, head) {
   return { model, layer, head, weights: pass.layers[layer].weights[head] };
 }
-
-/** Every layer's weights as attention.js's salientHead reads them: a flat [H * T * T] array per layer. */
-export const flatAttentions = (pass) => pass.layers.map((l) => Float32Array.from(l.weights.flat(2)));

@@ -128,7 +128,6 @@ function makeResources(site) {
     loaded.tokenizer = trained.tokenizer;
     loaded.labels = meta.labels;
     loaded.seed = meta.seed;
-    loaded.opening = meta.opening;
     return loaded;
   });
   return { tokenizer, engine, plotly, embeddings, inside, untrained };

@@ -4,11 +4,10 @@
 // (playground/compare.py), drawn by the view both editions share (../views/compare.js).
 
 import { InputError, sentence as asSentence, textIds } from "../checks.js";
-import { attentionSide, embeddingTable, flatAttentions, nextSide } from "../engine/compare.js";
+import { attentionSide, embeddingTable, nextSide } from "../engine/compare.js";
 import { fetchJSON } from "../engine/fetch.js";
 import { tokenLabel } from "../views/labels.js";
 import { renderAttention, renderNeighbours, renderNext } from "../views/compare.js";
-import { salientHead } from "./attention.js";
 import { EmbeddingIndex, arithmetic } from "./embeddings.js";
 
 export async function mount(root, ctx) {
@@ -24,7 +23,8 @@ export async function mount(root, ctx) {
   const prompt = el("textarea", { id: "cmp-prompt", rows: 2, "aria-label": "Prompt" });
   prompt.value = linked?.text ?? d.text;
   const word = el("input", { type: "text", id: "cmp-word", "aria-label": "Word", value: linked?.word ?? d.word });
-  const sentenceBox = el("input", { type: "text", id: "cmp-sentence", "aria-label": "Sentence", value: linked?.sentence ?? d.sentence });
+  const sentenceBox = el("textarea", { id: "cmp-sentence", rows: 1, "aria-label": "Sentence" }); // a link's sentence may hold a line break
+  sentenceBox.value = linked?.sentence ?? d.sentence;
   const picker = (id, label, n) => {
     const select = el("select", { id }, ...Array.from({ length: n }, (_, i) => el("option", { value: String(i) }, String(i))));
     return { select, box: el("div", { class: "att-pick" }, el("label", { for: id }, label), select) };
@@ -67,13 +67,15 @@ export async function mount(root, ctx) {
   );
 
   let sides = null; // [{model, inside, index}], trained first
-  let openingOf = {}; // the head the app opens its sentence on
   let tokenizer = null;
   const shown = { next: null, neighbours: null, attention: null }; // the data objects drawn, for the tests and the curious
   const attPasses = { key: null, passes: null };
-  let chooseHead = linked?.layer === undefined || linked?.head === undefined; // a link's head, else the trained model's clearest
-  if (linked?.layer !== undefined) layer.select.value = String(linked.layer);
-  if (linked?.head !== undefined) head.select.value = String(linked.head);
+  // As the app's tab opens (its sliders), whatever sentence a link brings: on the trained model's
+  // clearest head on the tab's own sentence, which the export measured with the app's weights
+  // (site.json; the page's 8-bit ones may order two near-equal heads the other way), but for the
+  // layer or head a link names.
+  layer.select.value = String(linked?.layer ?? d.layer);
+  head.select.value = String(linked?.head ?? d.head);
   const runs = { next: 0, nb: 0, att: 0 };
 
   function fail(s, err) {
@@ -139,18 +141,9 @@ export async function mount(root, ctx) {
         Object.assign(attPasses, { key: ids.join(), passes });
       }
       const passes = attPasses.passes;
-      let opening = null;
-      if (chooseHead) {
-        // The app's own choice for its sentence (data/compare.json), else the trained side's clearest head here.
-        opening = sentenceBox.value === openingOf.sentence ? openingOf : salientHead(flatAttentions(passes[0]), nHead, ids);
-        layer.select.value = String(opening.layer);
-        head.select.value = String(opening.head);
-        chooseHead = false;
-      }
       const [l, h] = [Number(layer.select.value), Number(head.select.value)];
       shown.attention = {
         sentence: sentenceBox.value, ids, tokens: ids.map((id) => tokenLabel(tokenizer.tokenText(id))), layer: l, head: h,
-        opening: opening && { layer: opening.layer, head: opening.head, kind: opening.kind },
         sides: sides.map((s, i) => attentionSide(s.model, passes[i], l, h)),
       };
       renderAttention(att.box, shown.attention, { el });
@@ -164,8 +157,8 @@ export async function mount(root, ctx) {
   prompt.addEventListener("keydown", (e) => e.key === "Enter" && (e.ctrlKey || e.metaKey) && compareNext());
   runNb.addEventListener("click", compareNeighbours);
   word.addEventListener("keydown", (e) => e.key === "Enter" && compareNeighbours());
-  runAtt.addEventListener("click", () => { chooseHead = false; compareAttention(); });
-  sentenceBox.addEventListener("keydown", (e) => e.key === "Enter" && compareAttention());
+  runAtt.addEventListener("click", compareAttention);
+  sentenceBox.addEventListener("keydown", (e) => e.key === "Enter" && (e.ctrlKey || e.metaKey) && compareAttention());
   for (const p of [layer, head]) p.select.addEventListener("change", compareAttention);
 
   // Not awaited: the page is ready (and Copy link works) while the weights download and draw.
@@ -173,7 +166,6 @@ export async function mount(root, ctx) {
   const drawing = (p) => { info.textContent = `Drawing the untrained weights in this browser, as the app draws them: ${Math.round(100 * p.drawn / p.total)} %…`; };
   Promise.all([ctx.inside(), ctx.untrained(drawing), fetchJSON(site.files["data/embeddings.json"])]).then(async ([trained, untrained, seen]) => {
     tokenizer = trained.tokenizer;
-    openingOf = untrained.opening;
     const index = (inside) => new EmbeddingIndex({ rows: embeddingTable(inside), ids: seen.ids, counts: seen.counts, d_model: seen.d_model, byId: true }, tokenizer, L);
     sides = [{ model: untrained.labels[0], inside: trained }, { model: untrained.labels[1], inside: untrained }].map((s) => ({ ...s, index: index(s.inside) }));
     info.textContent = `Both models are in this browser (${((performance.now() - t0) / 1000).toFixed(1)} s): the trained one's 8-bit weights, `
