@@ -164,7 +164,10 @@ def test_copy_link_opens_the_same_state_in_the_app(page):
     """The link the page copies is read by the app's own parser as the settings the page shows,
     and the page was opened from the app's own writer (playground.links.url): a round trip."""
     page.fill("#cmp-prompt", TEXT)
+    page.fill("#cmp-word", "king - man + woman")
     page.fill("#cmp-sentence", "to be or not to be")
+    page.select_option("#cmp-layer", "1")
+    page.select_option("#cmp-head", "2")
     page.get_by_role("button", name="Copy link").click()
     page.wait_for_selector(".pg-copy input:not([hidden])")
     link = links.parse_query(dict(parse_qsl(urlsplit(page.input_value(".pg-copy input")).query, keep_blank_values=True)))
@@ -172,12 +175,38 @@ def test_copy_link_opens_the_same_state_in_the_app(page):
     assert link.settings == {"text": TEXT, "word": "king - man + woman", "sentence": "to be or not to be", "layer": 1, "head": 2}
 
 
+# Draws a neighbours object in the tab's box with the view itself, as the tab does.
+RENDER_NEIGHBOURS = """async (data) => {
+  const { renderNeighbours } = await import('./views/compare.js');
+  const el = (tag, attrs = {}, ...children) => {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+    node.append(...children);
+    return node;
+  };
+  renderNeighbours(document.querySelector('#cmp-nb-view'), data, { el });
+}"""
+
+
 def test_the_tab_fits_a_phone(page):
+    """Side by side on a laptop, stacked at 390 px, and nothing wider than the screen, even a
+    neighbour that is one of the vocabulary's longest tokens (an untrained model's neighbours are
+    any tokens)."""
+    from playground.tokens import visible_token
+
+    longest = max(range(50257), key=lambda i: len(visible_token(i)))
+    shown_now = shown(page)["neighbours"]
+    long = {**shown_now, "sides": [{**s, "neighbours": [{**s["neighbours"][0], "id": longest, "token": visible_token(longest)}, *s["neighbours"][1:]]}
+                                   for s in shown_now["sides"]]}
     page.set_viewport_size(PHONE)
     try:
+        page.evaluate(RENDER_NEIGHBOURS, long)
+        assert len(page.inner_text("#cmp-nb-a tbody tr td:nth-child(2)")) >= 40
         page.wait_for_function(f"document.documentElement.scrollWidth <= {PHONE['width']}")
         side = page.query_selector("#cmp-next-a").bounding_box()
         assert side["width"] <= PHONE["width"]  # the two sides stack
     finally:
+        page.evaluate(RENDER_NEIGHBOURS, shown_now)
         page.set_viewport_size(LAPTOP)
+    assert page.query_selector("#cmp-next-b").bounding_box()["y"] == page.query_selector("#cmp-next-a").bounding_box()["y"]
     assert not page.errors

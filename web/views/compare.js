@@ -119,11 +119,11 @@ export function renderNext(root, next, { el }) {
 export function renderNeighbours(root, nb, { el }) {
   root.replaceChildren(sideBySide(el, "cmp-nb", nb.sides, (s) => el("div", {},
     el("h4", {}, s.model),
-    el("table", { class: "pg-table cmp-table" },
+    el("div", { class: "emb-table-wrap" }, el("table", { class: "pg-table cmp-table" },
       el("thead", {}, el("tr", {}, ...NEIGHBOUR_HEADERS.map((h) => el("th", {}, h)))),
       el("tbody", {}, ...s.neighbours.map((n, r) => el("tr", { "data-id": String(n.id), "data-similarity": String(n.similarity) },
         el("td", { class: "num" }, String(r + 1)), el("td", { class: "emb-token" }, n.token), el("td", { class: "num" }, String(n.id)),
-        el("td", { class: "num" }, n.similarity.toFixed(4)), el("td", { class: "num" }, thousands(n.count)))))))));
+        el("td", { class: "num" }, n.similarity.toFixed(4)), el("td", { class: "num" }, thousands(n.count))))))))));
 }
 
 /** The sentence's attention at one layer and head, both sides, and how sharp each side's rows are. */
