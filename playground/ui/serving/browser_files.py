@@ -5,6 +5,9 @@ tab), served from the app under :data:`PREFIX`, from a fixed list (:class:`Brows
   ``/browser/run_on.js``: the tab's page side (``playground/ui/static/run_on.js``). Their imports
   of each other carry no hash, so they are revalidated: ``Cache-Control: no-cache`` with an
   ``ETag`` (a reload costs a 304 each);
+- ``/browser/views/<file>``: the views both editions draw with (``web/views/*.js`` and ``*.css``,
+  listed once when the app starts; playground/ui/web_view.py mounts them), revalidated likewise.
+  They are served whether or not the page can run the model itself: the app's tabs draw with them;
 - ``/browser/ort/<hash>/<file>``: onnxruntime-web's three files (they come with the repository,
   ``web/vendor/``: export/vendor.py). The page asks for the ``.wasm`` by name beside the ``.mjs``, so
   the content hash is in the folder's path: ``Cache-Control: public, max-age=31536000, immutable``;
@@ -48,7 +51,7 @@ from .visitors import visitor_of
 from .page_cache import etag_matches, request_headers
 
 __all__ = [
-    "PREFIX", "ENGINE_MODULES", "ORT_FILES", "MODEL_FILES", "MISSING_ORT", "IMMUTABLE", "REVALIDATE",
+    "PREFIX", "ENGINE_MODULES", "VIEWS_DIR", "view_files", "ORT_FILES", "MODEL_FILES", "MISSING_ORT", "IMMUTABLE", "REVALIDATE",
     "MODEL_STREAMS_PER_VISITOR", "FILE_DOWNLOADS_PER_VISITOR", "FILE_MB_PER_MINUTE", "RETRY_AFTER_S", "Served",
     "BrowserFiles", "DownloadSlots", "BrowserFileServer", "byte_range", "UNSATISFIABLE",
 ]
@@ -59,6 +62,8 @@ ROOT = Path(__file__).resolve().parents[3]
 PREFIX = "/browser/"
 ENGINE_DIR = ROOT / "web" / "engine"
 ENGINE_MODULES = ("engine.js", "fetch.js", "rng.js", "sampling.js", "tokenizer.js")
+VIEWS_DIR = ROOT / "web" / "views"
+VIEW_SUFFIXES = (".js", ".css")
 PAGE_MODULE = Path(__file__).resolve().parents[1] / "static" / "run_on.js"
 ORT_FILES = vendor.ORT_FILES
 # The Hub folder's browser-sized model, and what the engine reads beside it.
@@ -78,9 +83,10 @@ CONTENT_TYPES = {
     ".mjs": "text/javascript; charset=utf-8",
     ".wasm": "application/wasm",  # WebAssembly.instantiateStreaming refuses any other type
     ".json": "application/json",
+    ".css": "text/css; charset=utf-8",
     ".onnx": "application/octet-stream",
 }
-COMPRESSED_SUFFIXES = (".js", ".mjs", ".wasm", ".json")  # the model's 8-bit weights shrink by a few % only
+COMPRESSED_SUFFIXES = (".js", ".mjs", ".wasm", ".json", ".css")  # the model's 8-bit weights shrink by a few % only
 
 _digests: dict[tuple[str, int, int], str] = {}
 
@@ -142,27 +148,33 @@ class BrowserFiles:
 
     @classmethod
     def for_model(cls, onnx_files: Mapping[str, Path], ort_dir: Path | None = None, engine_dir: Path = ENGINE_DIR,
-                  page_module: Path = PAGE_MODULE) -> BrowserFiles:
+                  page_module: Path = PAGE_MODULE, views_dir: Path = VIEWS_DIR) -> BrowserFiles:
         """The files for the model whose ONNX files are ``onnx_files`` (``{"quantized": path, ...}``
         as app.py has them): its Hub folder's 8-bit file and the tokenizer and config beside it.
-        ``ort_dir``: onnxruntime-web's files (default: the repository's, :func:`export.vendor.ort_dir`)."""
+        ``ort_dir``: onnxruntime-web's files (default: the repository's, :func:`export.vendor.ort_dir`).
+        The views of ``views_dir`` are served in any case (:attr:`problem` is about running the model)."""
+        views = {f.route: f for f in view_files(views_dir)}  # the app's own views: served whatever follows
+
+        def without(problem: str) -> BrowserFiles:
+            return cls(dict(views), problem=problem)
+
         try:
             ort_dir = vendor.ort_dir() if ort_dir is None else ort_dir
         except (vendor.VendorError, OSError) as err:
-            return cls(problem=MISSING_ORT.format(why=err))
+            return without(MISSING_ORT.format(why=err))
         if missing_ort := [name for name in ORT_FILES if not (ort_dir / name).is_file()]:
-            return cls(problem=MISSING_ORT.format(why=f"{ort_dir / missing_ort[0]} is missing"))
+            return without(MISSING_ORT.format(why=f"{ort_dir / missing_ort[0]} is missing"))
         quantized = onnx_files.get("quantized")
         if quantized is None or not Path(quantized).is_file():
-            return cls(problem="Run on this browser needs the model's 8-bit file `onnx/model_quantized.onnx`, which this model has not.")
+            return without("Run on this browser needs the model's 8-bit file `onnx/model_quantized.onnx`, which this model has not.")
         hub = Path(quantized).parent.parent
         model = [hub / name for name in MODEL_FILES]
         if missing := [str(p) for p in model if not p.is_file()]:
-            return cls(problem=f"Run on this browser needs {', '.join(missing)} beside the model.")
+            return without(f"Run on this browser needs {', '.join(missing)} beside the model.")
         modules = [engine_dir / name for name in ENGINE_MODULES]
         if missing := [str(p) for p in [*modules, page_module] if not p.is_file()]:
-            return cls(problem=f"Run on this browser needs the browser engine: {', '.join(missing)} is missing.")
-        files: list[Served] = []
+            return without(f"Run on this browser needs the browser engine: {', '.join(missing)} is missing.")
+        files: list[Served] = list(views.values())
         for path in modules:
             files.append(Served(f"{PREFIX}engine/{path.name}", path, file_digest(path)))
         files.append(Served(f"{PREFIX}{page_module.name}", page_module, file_digest(page_module)))
@@ -181,6 +193,12 @@ class BrowserFiles:
         """The address of the served file whose route ends with ``name``."""
         return next(f.url for route, f in self.files.items() if route.endswith("/" + name))
 
+    def view_url(self, name: str) -> str | None:
+        """The address of the view file ``name`` (``"inside.js"``) relative to the app's root, None
+        when it is not served."""
+        served = self.files.get(f"{PREFIX}views/{name}")
+        return served.url.removeprefix("/") if served else None
+
     def page_config(self) -> dict[str, Any]:
         """What the page's script needs: the addresses (relative to the app's root), and why not."""
         if not self.available:
@@ -198,6 +216,15 @@ class BrowserFiles:
             "modelMB": round(self.model_mb, 1),
             "retryAfterS": RETRY_AFTER_S,
         }
+
+
+def view_files(folder: Path = VIEWS_DIR) -> list[Served]:
+    """The views' modules and style sheets (``*.js``, ``*.css`` directly in ``folder``), listed
+    once: the routes are fixed when the app starts, whatever a request asks."""
+    if not folder.is_dir():
+        return []
+    paths = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in VIEW_SUFFIXES)
+    return [Served(f"{PREFIX}views/{p.name}", p, file_digest(p)) for p in paths]
 
 
 class DownloadSlots:
