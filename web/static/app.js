@@ -9,6 +9,7 @@ import { drawWeights } from "./engine/init.js";
 import { Inside } from "./engine/inside.js";
 import { Tokenizer } from "./engine/tokenizer.js";
 import { linkTo, parseQuery } from "./links.js";
+import { el } from "./views/dom.js";
 
 const TAB_TITLES = {
   tokenization: "Tokenization", embeddings: "Embeddings", positional: "Positional encoding", attention: "Attention",
@@ -20,18 +21,6 @@ const ORT_WASM_FILE = "vendor/ort/ort-wasm-simd-threaded.wasm.gz";
 const PLOTLY_FILE = "vendor/plotly/plotly.min.js.gz";
 
 const $ = (sel, root = document) => root.querySelector(sel);
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") node.className = v;
-    else if (k === "html") node.innerHTML = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else if (v !== false && v !== null && v !== undefined) node.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of children) node.append(c);
-  return node;
-}
 
 // -- shared resources, loaded once, on first need ------------------------------------------------
 

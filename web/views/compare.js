@@ -5,6 +5,7 @@
 // the losses against ln V (loss_summary), one log-scale probability axis for both sides
 // (shared_probability_axis) and how sharp each head's rows are (head_summary). No engine here.
 
+import { el as make, stylesheet } from "./dom.js";
 import { tokenLabel } from "./labels.js";
 
 // playground/attention.CELL_VALUES_MAX_TOKENS: the weights written in the cells up to this many tokens.
@@ -91,12 +92,12 @@ export function headSummary(att) {
 const write = (el, pieces) => pieces.map((x) => (typeof x === "string" ? x : el("b", {}, x.bold)));
 
 function sideBySide(el, id, sides, draw) {
-  return el("div", { class: "pg-row cmp-sides", id }, ...sides.map((s, i) =>
-    el("div", { class: "pg-col cmp-side", id: `${id}-${"ab"[i]}`, "data-model": s.model }, draw(s, i))));
+  return el("div", { class: "cmp-sides", id }, ...sides.map((s, i) =>
+    el("div", { class: "cmp-side", id: `${id}-${"ab"[i]}`, "data-model": s.model }, draw(s, i))));
 }
 
 /** The prompt's next-token candidates of both sides on one log-scale axis, and their losses. */
-export function renderNext(root, next, { el }) {
+export function renderNext(root, next, { el = make } = {}) {
   const axis = sharedAxis(next.sides);
   const at = (p) => `${(100 * Math.max(0, Math.log10(p) - axis.low) / (axis.high - axis.low)).toFixed(2)}%`;
   const losses = next.sides.map((s) => s.prompt_loss);
@@ -116,25 +117,25 @@ export function renderNext(root, next, { el }) {
 }
 
 /** The word's nearest tokens in each side's embedding table. */
-export function renderNeighbours(root, nb, { el }) {
+export function renderNeighbours(root, nb, { el = make } = {}) {
   root.replaceChildren(sideBySide(el, "cmp-nb", nb.sides, (s) => el("div", {},
     el("h4", {}, s.model),
-    el("div", { class: "emb-table-wrap" }, el("table", { class: "pg-table cmp-table" },
+    el("div", { class: "cmp-table-wrap" }, el("table", { class: "cmp-table" },
       el("thead", {}, el("tr", {}, ...NEIGHBOUR_HEADERS.map((h) => el("th", {}, h)))),
       el("tbody", {}, ...s.neighbours.map((n, r) => el("tr", { "data-id": String(n.id), "data-similarity": String(n.similarity) },
-        el("td", { class: "num" }, String(r + 1)), el("td", { class: "emb-token" }, n.token), el("td", { class: "num" }, String(n.id)),
+        el("td", { class: "num" }, String(r + 1)), el("td", { class: "cmp-token" }, n.token), el("td", { class: "num" }, String(n.id)),
         el("td", { class: "num" }, n.similarity.toFixed(4)), el("td", { class: "num" }, thousands(n.count))))))))));
 }
 
 /** The sentence's attention at one layer and head, both sides, and how sharp each side's rows are. */
-export function renderAttention(root, att, { el }) {
+export function renderAttention(root, att, { el = make } = {}) {
   const labels = att.tokens;
   const cells = labels.length <= CELL_VALUES_MAX_TOKENS;
   root.replaceChildren(
     sideBySide(el, "cmp-att", att.sides, (s) => el("div", {},
       el("h4", {}, `${s.model}: layer ${s.layer}, head ${s.head}`),
-      el("div", { class: "ins-scroll" }, el("table", { class: "ins-matrix cmp-matrix" },
-        el("thead", {}, el("tr", {}, el("th", {}, "query ↓ key →"), ...labels.map((x) => el("th", { class: "ins-key" }, x)))),
+      el("div", { class: "cmp-scroll" }, el("table", { class: "cmp-matrix" },
+        el("thead", {}, el("tr", {}, el("th", {}, "query ↓ key →"), ...labels.map((x) => el("th", { class: "cmp-key" }, x)))),
         el("tbody", {}, ...s.weights.map((row, q) => el("tr", {}, el("th", {}, labels[q]),
           ...row.map((w, k) => el("td", {
             class: k > q ? "masked" : w > 0.55 ? "dark" : "",
@@ -145,9 +146,26 @@ export function renderAttention(root, att, { el }) {
   );
 }
 
-/** All three, into the three boxes `roots` ({next, neighbours, attention}). */
-export function render(roots, data, ctx) {
-  renderNext(roots.next, data.next, ctx);
-  renderNeighbours(roots.neighbours, data.neighbours, ctx);
-  renderAttention(roots.attention, data.attention, ctx);
+const SECTIONS = { next: renderNext, neighbours: renderNeighbours, attention: renderAttention };
+
+/**
+ * The view as both editions mount it (docs/browser.md, "Web views"): `host.config.section` is the
+ * comparison this mount draws (next, neighbours or attention); `update(data)` draws its data
+ * object (or, with no section, an object holding all three).
+ */
+export function mount(root, host = {}) {
+  stylesheet("compare.css");
+  const section = host.config?.section;
+  if (section && !SECTIONS[section]) throw new Error(`Compare has no section ${section}`);
+  root.classList.add("cmp-view");
+  return {
+    update(data) {
+      if (section) SECTIONS[section](root, data);
+      else {
+        root.replaceChildren();
+        for (const [name, draw] of Object.entries(SECTIONS)) if (data[name]) draw(root.appendChild(make("div")), data[name]);
+      }
+      root.dataset.drawn = String(Number(root.dataset.drawn || 0) + 1);
+    },
+  };
 }

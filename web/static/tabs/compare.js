@@ -7,7 +7,7 @@ import { InputError, sentence as asSentence, textIds } from "../checks.js";
 import { attentionSide, embeddingTable, nextSide } from "../engine/compare.js";
 import { fetchJSON } from "../engine/fetch.js";
 import { tokenLabel } from "../views/labels.js";
-import { renderAttention, renderNeighbours, renderNext } from "../views/compare.js";
+import { mount as mountView } from "../views/compare.js";
 import { EmbeddingIndex, arithmetic } from "./embeddings.js";
 
 export async function mount(root, ctx) {
@@ -32,13 +32,15 @@ export async function mount(root, ctx) {
   const layer = picker("cmp-layer", `Layer (0–${nLayer - 1})`, nLayer);
   const head = picker("cmp-head", `Head (0–${nHead - 1})`, nHead);
   const button = (id, text) => el("button", { class: "pg-btn primary", type: "button", id }, text);
-  const section = (key) => ({
-    error: el("div", { class: "pg-error", id: `cmp-${key}-error`, role: "alert", hidden: true }),
-    box: el("div", { class: "cmp-result", id: `cmp-${key}-view` }),
-  });
-  const next = section("next");
-  const nb = section("nb");
-  const att = section("att");
+  // One mount of the shared view per comparison, each below its own inputs, as the app places them.
+  const section = (key, name) => {
+    const box = el("div", { class: "cmp-result", id: `cmp-${key}-view` });
+    return { box, view: mountView(box, { edition: "static", config: { section: name } }),
+      error: el("div", { class: "pg-error", id: `cmp-${key}-error`, role: "alert", hidden: true }) };
+  };
+  const next = section("next", "next");
+  const nb = section("nb", "neighbours");
+  const att = section("att", "attention");
   const runNext = button("cmp-next-run", "Compare next tokens");
   const runNb = button("cmp-nb-run", "Compare neighbours");
   const runAtt = button("cmp-att-run", "Compare attention");
@@ -109,7 +111,7 @@ export async function mount(root, ctx) {
         prompt: prompt.value, ids, vocab_size: vocab, uniform_loss: Math.log(vocab),
         sides: sides.map((s, i) => nextSide(s.model, passes[i], embeddingTable(s.inside), d.top_k)),
       };
-      renderNext(next.box, shown.next, { el });
+      next.view.update(shown.next);
       done(next, which);
     } catch (err) {
       fail(next, err);
@@ -122,7 +124,7 @@ export async function mount(root, ctx) {
     try {
       const results = sides.map((s) => arithmetic(s.index, word.value, d.neighbours_k, true, true));
       shown.neighbours = { word: word.value, sides: sides.map((s, i) => ({ model: s.model, formula: results[i].formula, neighbours: results[i].neighbours })) };
-      renderNeighbours(nb.box, shown.neighbours, { el });
+      nb.view.update(shown.neighbours);
       done(nb, which);
     } catch (err) {
       fail(nb, err);
@@ -146,7 +148,7 @@ export async function mount(root, ctx) {
         sentence: sentenceBox.value, ids, tokens: ids.map((id) => tokenLabel(tokenizer.tokenText(id))), layer: l, head: h,
         sides: sides.map((s, i) => attentionSide(s.model, passes[i], l, h)),
       };
-      renderAttention(att.box, shown.attention, { el });
+      att.view.update(shown.attention);
       done(att, which);
     } catch (err) {
       fail(att, err);

@@ -3,7 +3,7 @@
 // editions share (../views/model.js). Nothing here is computed in the browser but the drawing.
 
 import { fetchJSON } from "../engine/fetch.js";
-import { render } from "../views/model.js";
+import { mount as mountView } from "../views/model.js";
 
 export async function mount(root, ctx) {
   const { el, site } = ctx;
@@ -12,7 +12,7 @@ export async function mount(root, ctx) {
   const data = await fetchJSON(site.files["data/model.json"]);
   window.pgModel = data; // for the browser tests and the curious, in the console
   // Not awaited: the page is ready while plotly.js downloads for the chart.
-  render(view, data, { el, plotly: ctx.plotly }).then(() => { view.dataset.drawn = "true"; }, (err) => {
+  mountView(view, { edition: "static", config: {}, plotly: ctx.plotly }).update(data).then(() => { view.dataset.done = "true"; }, (err) => {
     console.error(err);
     view.append(el("div", { class: "pg-error" }, `The chart could not be drawn: ${err.message}`));
   });
