@@ -30,7 +30,6 @@ __all__ = [
     "onnx_markdown",
     "client_snippets",
     "architecture_parts",
-    "architecture_html",
 ]
 
 TRAINING_LOG = WEIGHTS_DIR / "training_log.json"
@@ -80,7 +79,7 @@ def architecture_parts(model: GPT) -> list[dict[str, Any]]:
     """The network as a picture's parts, top to bottom as the data flows: each box a ``title``, the
     ``shape`` of what it holds or outputs, its parameters as shown (``count``: "0.79 M", "no
     parameters", or None where no count belongs) and its ``kind`` (its colour); the repeated block a
-    ``title`` and its ``boxes``. Both editions draw these (:func:`architecture_html`, web/views/model.js)."""
+    ``title`` and its ``boxes``. Both editions draw these with web/views/model.js."""
     c = model.config
     counts = [count for _, count in parameter_counts(model)]
     wte, pos, ln1, qkv, proj, ln2, up, down, lnf, _ = counts
@@ -112,22 +111,6 @@ def architecture_parts(model: GPT) -> list[dict[str, Any]]:
         box("output head: wte transposed (tied)", f"[{c.d_model} × {c.vocab_size:,}] → logits [T × {c.vocab_size:,}]", 0, "emb"),
         box("softmax", f"next-token probabilities [{c.vocab_size:,}]", None, "io"),
     ]
-
-
-def architecture_html(model: GPT) -> str:
-    """:func:`architecture_parts` as the app's HTML (web/views/model.js draws the same elements)."""
-
-    def box(b: dict[str, Any]) -> str:
-        count = "" if b["count"] is None else f'<span class="pg-arch-n">{b["count"]}</span>'
-        return f'<div class="pg-arch-box {b["kind"]}"><b>{b["title"]}</b><span class="pg-arch-shape">{b["shape"]}</span>{count}</div>'
-
-    def part(p: dict[str, Any]) -> str:
-        if "boxes" not in p:
-            return box(p)
-        return f'<div class="pg-arch-block"><div class="pg-arch-title">{p["title"]}</div>' + "".join(map(box, p["boxes"])) + "</div>"
-
-    arrow = '<div class="pg-arch-arrow">↓</div>'
-    return f'<div class="pg-arch" aria-label="the model\'s architecture">{arrow.join(map(part, architecture_parts(model)))}</div>'
 
 
 def architecture_markdown(model: GPT) -> str:

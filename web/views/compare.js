@@ -105,14 +105,16 @@ export function renderNext(root, next, { el = make } = {}) {
     el("p", { class: "cmp-summary", id: "cmp-loss", "data-losses": JSON.stringify(losses) }, ...write(el, lossSummary(next))),
     sideBySide(el, "cmp-next", next.sides, (s) => el("div", {},
       el("h4", {}, s.model),
-      el("ol", { class: "cmp-bars" }, ...s.candidates.map((c) => el("li", { "data-id": String(c.id), "data-probability": String(c.probability) },
+      el("ol", { class: "cmp-bars" }, ...s.candidates.map((c, k) => el("li", { class: k ? "" : "top", "data-id": String(c.id), "data-probability": String(c.probability) },
         el("code", { class: "cmp-bar-token" }, tokenLabel(c.token)),
         el("span", { class: "cmp-bar-track" }, el("span", { class: "cmp-bar", style: `width: ${at(c.probability)}` })),
         el("span", { class: "cmp-bar-value" }, percent(c.probability))))),
       el("div", { class: "cmp-axis-row" }, el("span", {}),
         el("div", { class: "cmp-axis" }, ...axis.ticks.map((t) => el("span", { class: "cmp-tick", style: `left: ${at(10 ** t.exponent)}` }, t.text))),
         el("span", {})),
-      el("div", { class: "cmp-axis-title" }, SHARED_AXIS_TITLE))),
+      el("div", { class: "cmp-axis-title" }, SHARED_AXIS_TITLE),
+      el("div", { class: "cmp-legend" }, el("span", { class: "cmp-key-top" }), "the most likely (greedy choice) ",
+        el("span", { class: "cmp-key-rest" }), "probability (temperature 1)"))),
   );
 }
 
@@ -135,7 +137,7 @@ export function renderAttention(root, att, { el = make } = {}) {
     sideBySide(el, "cmp-att", att.sides, (s) => el("div", {},
       el("h4", {}, `${s.model}: layer ${s.layer}, head ${s.head}`),
       el("div", { class: "cmp-scroll" }, el("table", { class: "cmp-matrix" },
-        el("thead", {}, el("tr", {}, el("th", {}, "query ↓ key →"), ...labels.map((x) => el("th", { class: "cmp-key" }, x)))),
+        el("thead", {}, el("tr", {}, el("th", { class: "cmp-corner" }, "query ↓ key →"), ...labels.map((x) => el("th", { class: "cmp-key" }, x)))),
         el("tbody", {}, ...s.weights.map((row, q) => el("tr", {}, el("th", {}, labels[q]),
           ...row.map((w, k) => el("td", {
             class: k > q ? "masked" : w > 0.55 ? "dark" : "",
