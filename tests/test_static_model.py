@@ -76,3 +76,18 @@ def test_the_tab_fits_a_phone(page):
     finally:
         page.set_viewport_size(LAPTOP)
     assert not page.errors
+
+
+def test_a_named_model_repository_adds_its_files_from_the_hub(static_site):
+    """With --model-repo, the Model tab links the repository's files, sized from the folder that
+    python -m export --publish uploads (artifacts/hub/), after the folder's own."""
+    from export.naming import hub_dir
+    from export.static import HUB_DOWNLOADS, model_downloads
+    from playground.model_data import model_data
+
+    rows = model_downloads(static_site, "teacher/gpt-model")
+    hub = rows[3:]
+    assert [r["href"] for r in hub] == [f"https://huggingface.co/teacher/gpt-model/resolve/main/{path}" for path, _ in HUB_DOWNLOADS]
+    assert [r["bytes"] for r in hub] == [(hub_dir() / path).stat().st_size for path, _ in HUB_DOWNLOADS]
+    data = model_data(get_model(), [], rows, hub_repo="teacher/gpt-model")
+    assert data["hub"]["url"] == "https://huggingface.co/teacher/gpt-model" and 'href="https://huggingface.co/teacher/gpt-model"' in data["hub"]["html"]
