@@ -17,11 +17,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.browser_engine import ARGS, CHROMIUM, serve
+from benchmarks.browser_engine import ARGS, CHROMIUM, print_rows, static_edition
 
 # In the page: data/compare.json's spec drawn `repeats` times (ms each).
 DRAW = """async ([repeats, workers]) => {
@@ -95,44 +94,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
 
-    from export.static import write_static
     from playwright.sync_api import sync_playwright
 
-    tmp = None
-    folder = args.out
-    if folder is None:
-        tmp = tempfile.TemporaryDirectory()
-        folder = Path(tmp.name)
-        write_static(folder, progress=lambda text: None)
-    server, url = serve(folder)
     rows: list[tuple[str, str]] = []
     load = os.getloadavg()[0]
-    try:
-        py = python_draw(args.repeats)
-        rows.append(("Python: drawn_gpt, 17.7 M weights (wall / CPU, median)",
-                     f"{statistics.median(w for w, _ in py):.1f} s / {statistics.median(c for _, c in py):.1f} s"))
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            for rate in args.rates:
-                alone = draw_ms(browser, url, rate, args.repeats, workers=0)
-                pool = draw_ms(browser, url, rate, args.repeats)
-                rows.append((f"Chromium CPU {rate}x: drawWeights on the page's thread / in {pool['cores']} workers (median)",
-                             f"{statistics.median(alone['times']) / 1000:.1f} s / {statistics.median(pool['times']) / 1000:.1f} s"))
-            for rate in args.rates:
-                r = compare_tab(browser, url, rate)
-                rows.append((f"Chromium CPU {rate}x: link -> all three drawn, empty cache", f"{r['opened s']:.1f} s"))
-                rows.append((f"Chromium CPU {rate}x: a new prompt -> its charts (two passes)", f"{r['prompt s']:.1f} s"))
-                if rate == args.rates[0]:
-                    rows.append(("bytes fetched for the tab / JS heap after it", f"{r['bytes'] / 1e6:.1f} MB / {r['heap'] / 1e6:.0f} MB"))
-            browser.close()
-    finally:
-        server.shutdown()
-        if tmp:
-            tmp.cleanup()
-    width = max(len(k) for k, _ in rows)
-    print(f"{time.strftime('%Y-%m-%d')}, load average {load:.1f} at the start on {os.cpu_count()} cores")
-    for k, v in rows:
-        print(f"{k:<{width}}  {v}")
+    py = python_draw(args.repeats)
+    rows.append(("Python: drawn_gpt, 17.7 M weights (wall / CPU, median)",
+                 f"{statistics.median(w for w, _ in py):.1f} s / {statistics.median(c for _, c in py):.1f} s"))
+    with static_edition(args.out) as (_, url), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        for rate in args.rates:
+            alone = draw_ms(browser, url, rate, args.repeats, workers=0)
+            pool = draw_ms(browser, url, rate, args.repeats)
+            rows.append((f"Chromium CPU {rate}x: drawWeights on the page's thread / in {pool['cores']} workers (median)",
+                         f"{statistics.median(alone['times']) / 1000:.1f} s / {statistics.median(pool['times']) / 1000:.1f} s"))
+        for rate in args.rates:
+            r = compare_tab(browser, url, rate)
+            rows.append((f"Chromium CPU {rate}x: link -> all three drawn, empty cache", f"{r['opened s']:.1f} s"))
+            rows.append((f"Chromium CPU {rate}x: a new prompt -> its charts (two passes)", f"{r['prompt s']:.1f} s"))
+            if rate == args.rates[0]:
+                rows.append(("bytes fetched for the tab / JS heap after it", f"{r['bytes'] / 1e6:.1f} MB / {r['heap'] / 1e6:.0f} MB"))
+        browser.close()
+    print_rows(f"{time.strftime('%Y-%m-%d')}, load average {load:.1f} at the start on {os.cpu_count()} cores", rows)
     return 0
 
 
