@@ -3,12 +3,17 @@ Hugging Face Space, free on every account) serves with no Python behind it.
 
 The page runs the model in the learner's browser (onnxruntime-web, WebAssembly) with the project's
 browser engine (web/engine/): Tokenization, Embeddings, Positional encoding, Attention, Inside the
-model (its stage graph and 8-bit weights, export/inside_graph.py) and Text generation, computed there; the tabs that need a server say so and link to a Gradio Space when
-one is named (``--app-space USER/NAME``). Everything it runs is in the folder: the engine, the
-page (web/static/), onnxruntime-web and plotly.js (export/vendor.py: they come with the repository
-and the Python install, no npm), the Hub folder's 8-bit ONNX file with each layer's attention weights as extra
-outputs, the tokenizer, the trained token embeddings of the tokens seen in training (float16) and
-the lessons' texts (playground/lessons.py, the same words as the app).
+model (its stage graph and 8-bit weights, export/inside_graph.py), Text generation, Model (the
+export's facts, playground/model_data.py) and Compare (the trained model beside its untrained start,
+which the page draws itself from the app's seed and playground.initial's rules), computed there;
+Watch it learn, which trains a model on a server, says so and links to a Gradio Space when one is
+named (``--app-space USER/NAME``). The views the tabs draw with are the app's own (web/views/).
+Everything it runs is in the folder: the engine, the page (web/static/), onnxruntime-web and
+plotly.js (export/vendor.py: they come with the repository and the Python install, no npm), the Hub
+folder's 8-bit ONNX file with each layer's attention weights as extra outputs, the tokenizer, the
+trained token embeddings of the tokens seen in training (float16) and the lessons' texts
+(playground/lessons.py, the same words as the app). ``--model-repo USER/NAME``: the Model tab links
+that model repository's files beside the folder's own.
 """
 
 from __future__ import annotations
