@@ -74,9 +74,9 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
             with gr.Tab("6 · Text generation", id="generation"):
                 link.tab("generation", lambda: generation.build(browser))
             with gr.Tab("7 · Model", id="model"):
-                link.tab("model", lambda: model.build(onnx_files, training_log=source.weights_dir / "training_log.json"))
+                link.tab("model", lambda: model.build(onnx_files, training_log=source.weights_dir / "training_log.json", browser=browser))
             with gr.Tab("8 · Compare", id="compare"):
-                link.tab("compare", compare.build)
+                link.tab("compare", lambda: compare.build(browser))
             with gr.Tab("9 · Watch it learn", id="learn"):
                 link.tab("learn", learn.build)
         link.wire(demo, tabs)  # a page opened from a link (/?tab=inside&text=...&layer=2) opens on that tab, so set

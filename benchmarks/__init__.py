@@ -11,6 +11,7 @@
     python -m benchmarks.browser_engine       # the browser engine in Chromium beside native onnxruntime
     python -m benchmarks.browser_inside       # the Inside the model tab's click-to-drawn times in Chromium
     python -m benchmarks.browser_positional   # the Positional encoding tab's click-to-drawn at 1024 x 512
+    python -m benchmarks.browser_compare      # Compare's untrained start drawn in the static edition's page, beside Python's
     python -m benchmarks.peak_memory          # the default test run's peak memory, every process it starts (-- COMMAND: another)
     python -m benchmarks.turns                # turns in the decoding loop: a yield's cost, learners' tokens beside a group
     python -m benchmarks.bench_train_step     # Watch it learn's step graph in onnxruntime against PyTorch's step

@@ -24,6 +24,7 @@ Prints a table; docs/browser.md keeps the dated figures.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import http.server
 import shutil
@@ -31,6 +32,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.plain_onnx import onnxruntime_greedy  # plain onnxruntime, no project code: what the tests compare with too
@@ -81,6 +83,32 @@ def serve(folder: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_port}/"
+
+
+@contextlib.contextmanager
+def static_edition(out: Path | None) -> Iterator[tuple[Path, str]]:
+    """(folder, address) of a static edition served on loopback: ``out`` as it is, or one written
+    anew into a temporary folder (removed afterwards)."""
+    from export.static import write_static
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = out
+        if folder is None:
+            folder = Path(tmp)
+            write_static(folder, progress=lambda text: None)
+        server, url = serve(folder)
+        try:
+            yield folder, url
+        finally:
+            server.shutdown()
+
+
+def print_rows(heading: str, rows: list[tuple[str, str]]) -> None:
+    """A benchmark's table: the heading, then each row's label and value in two columns."""
+    width = max(len(k) for k, _ in rows)
+    print(heading)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
 
 
 def native_speed(path: Path, prompt: list[int], tokens: int) -> tuple[float, list[int]]:
@@ -255,21 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--page-only", action="store_true", help="only the page's Generate beside the engine alone")
     args = ap.parse_args(argv)
 
-    from export.static import write_static
     from model import get_tokenizer
     from playwright.sync_api import sync_playwright
 
-    tmp = None
-    folder = args.out
-    if folder is None:
-        tmp = tempfile.TemporaryDirectory()
-        folder = Path(tmp.name)
-        write_static(folder, progress=lambda text: None)
-    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-    server, url = serve(folder)
     prompt = get_tokenizer().encode("ROMEO:")
     rows: list[tuple[str, str]] = []
-    try:
+    with static_edition(args.out) as (folder, url):
+        size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             for rate in args.rates:
@@ -284,15 +304,8 @@ def main(argv: list[str] | None = None) -> int:
             if not args.page_only:
                 engine_rows(browser, url, folder, prompt, size, args, rows)
             browser.close()
-    finally:
-        server.shutdown()
-        if tmp:
-            tmp.cleanup()
-    width = max(len(k) for k, _ in rows)
-    print(f"{time.strftime('%Y-%m-%d')}, greedy from 'ROMEO:': {args.tokens} tokens for the engine rows (median of {args.repeats}), "
-          f"{args.page_tokens} for the page's Generate rows")
-    for k, v in rows:
-        print(f"{k:<{width}}  {v}")
+    print_rows(f"{time.strftime('%Y-%m-%d')}, greedy from 'ROMEO:': {args.tokens} tokens for the engine rows (median of {args.repeats}), "
+               f"{args.page_tokens} for the page's Generate rows", rows)
     return 0
 
 

@@ -64,7 +64,7 @@ def upload_failed(repo_id: str, err: Exception, gradio_space: bool = False) -> s
         return (f"error: the Hub refused to create the Gradio Space {repo_id}: 402 Payment Required.\n"
                 "Gradio and Docker Spaces run on the Hub's computers and need a paid plan to create; a static Space is "
                 "free on every account. Deploy the static edition there instead (the model runs in each visitor's "
-                "browser; Inside the model, Model, Compare and Watch it learn then link to a Gradio app, if you have one):\n"
+                "browser; Watch it learn then links to a Gradio app, if you have one):\n"
                 f"  python -m export.space {repo_id} --static")
     return (f"error: uploading to {repo_id} failed: {type(err).__name__}: {err}\n"
             "(it needs a token with write access: `hf auth login` or HF_TOKEN)")

@@ -195,14 +195,15 @@ def stage(out: Path, artifacts: bool = True, root: Path = ROOT, gpu: bool = Fals
     return sorted([*sources, ".gitattributes"])
 
 
-def stage_static(out: Path, app_space: str | None = None, threads: bool = False) -> list[str]:
+def stage_static(out: Path, app_space: str | None = None, threads: bool = False, model_repo: str | None = None) -> list[str]:
     """Write the static edition into ``out`` (empty or absent) as a static Space's files, with the
-    ``.gitattributes`` a git push needs; returns them (sorted POSIX paths)."""
+    ``.gitattributes`` a git push needs; returns them (sorted POSIX paths). ``model_repo``: its
+    Model tab links that repository's files too."""
     from .static import write_static
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out} is not an empty folder: give a new or empty one")
-    files = sorted(write_static(out, app_space, threads, progress=lambda text: print(text, flush=True)))
+    files = sorted(write_static(out, app_space, threads, progress=lambda text: print(text, flush=True), model_repo=model_repo))
     (out / ".gitattributes").write_text(gitattributes(out, files))
     return sorted([*files, ".gitattributes"])
 
@@ -229,8 +230,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                          "(each visitor has a daily GPU quota), generation on the Space's CPU")
     ap.add_argument("--static", action="store_true",
                     help="deploy the static edition (python -m export.static) as a static Space, free on every account: "
-                         "the model runs in each visitor's browser; the four tabs that need a server link to --app-space")
-    ap.add_argument("--app-space", metavar="USER/NAME", help="with --static: the Gradio Space its server tabs link to")
+                         "the model runs in each visitor's browser; Watch it learn, which needs a server, links to --app-space")
+    ap.add_argument("--app-space", metavar="USER/NAME", help="with --static: the Gradio Space its server tab links to")
     ap.add_argument("--threads", action="store_true", help="with --static: the card asks for cross-origin isolation (docs/browser.md)")
     ap.add_argument("--private", action="store_true", help="create the Space private")
     return ap.parse_args(argv)
@@ -254,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.dry_run or Path(tmp)
         try:
             if args.static:
-                files = stage_static(out, args.app_space, args.threads)
+                files = stage_static(out, args.app_space, args.threads, args.model_repo)
             else:
                 files = stage(out, artifacts=not args.no_artifacts, gpu=args.gpu, zerogpu=args.zerogpu)
         except (FileExistsError, FileNotFoundError) as err:
@@ -272,13 +273,13 @@ def main(argv: list[str] | None = None) -> int:
                 "the CPU wheels of torch (PyTorch's CPU index) and onnxruntime; --gpu for GPU hardware, --zerogpu for ZeroGPU"))
         if args.dry_run:
             print(f"written to {out} (nothing uploaded)")
-            if args.model_repo:
+            if args.model_repo and not args.static:  # the static edition has the links in its files
                 print(f"the Space needs the variable {MODEL_REPO_ENV}={args.model_repo} (Settings → Variables)")
             return 0
         try:
             sdk, what = ("static", "the static edition") if args.static else ("gradio", "the app")
             url = upload(out, args.space, files, "space", f"GPT Playground: {what}", space_sdk=sdk, private=args.private or None)
-            if args.model_repo:
+            if args.model_repo and not args.static:
                 from huggingface_hub import HfApi
 
                 HfApi().add_space_variable(args.space, MODEL_REPO_ENV, args.model_repo)

@@ -3,12 +3,17 @@ Hugging Face Space, free on every account) serves with no Python behind it.
 
 The page runs the model in the learner's browser (onnxruntime-web, WebAssembly) with the project's
 browser engine (web/engine/): Tokenization, Embeddings, Positional encoding, Attention, Inside the
-model (its stage graph and 8-bit weights, export/inside_graph.py) and Text generation, computed there; the tabs that need a server say so and link to a Gradio Space when
-one is named (``--app-space USER/NAME``). Everything it runs is in the folder: the engine, the
-page (web/static/), onnxruntime-web and plotly.js (export/vendor.py: they come with the repository
-and the Python install, no npm), the Hub folder's 8-bit ONNX file with each layer's attention weights as extra
-outputs, the tokenizer, the trained token embeddings of the tokens seen in training (float16) and
-the lessons' texts (playground/lessons.py, the same words as the app).
+model (its stage graph and 8-bit weights, export/inside_graph.py), Text generation, Model (the
+export's facts, playground/model_data.py) and Compare (the trained model beside its untrained start,
+which the page draws itself from the app's seed and playground.initial's rules), computed there;
+Watch it learn, which trains a model on a server, says so and links to a Gradio Space when one is
+named (``--app-space USER/NAME``). The views the tabs draw with are the app's own (web/views/).
+Everything it runs is in the folder: the engine, the page (web/static/), onnxruntime-web and
+plotly.js (export/vendor.py: they come with the repository and the Python install, no npm), the Hub
+folder's 8-bit ONNX file with each layer's attention weights as extra outputs, the tokenizer, the
+trained token embeddings of the tokens seen in training (float16) and the lessons' texts
+(playground/lessons.py, the same words as the app). ``--model-repo USER/NAME``: the Model tab links
+that model repository's files beside the folder's own.
 """
 
 from __future__ import annotations
@@ -37,15 +42,34 @@ ORT_WASM_FILE = f"vendor/ort/{vendor.ORT_WASM}{vendor.GZ}"
 PLOTLY_FILE = f"vendor/plotly/{vendor.PLOTLY_FILE}{vendor.GZ}"
 MODEL_FILE = "model/model.onnx"
 ATTENTION_OUTPUT = "attentions.{}"
-# The five tabs the browser computes, and the four that need a server, in the app's order.
-BROWSER_TABS = ("tokenization", "embeddings", "positional", "attention", "inside", "generation")
-SERVER_TABS = ("model", "compare", "learn")
+# The tabs the browser computes, and the one that needs a server (training), in the app's order.
+BROWSER_TABS = ("tokenization", "embeddings", "positional", "attention", "inside", "generation", "model", "compare")
+SERVER_TABS = ("learn",)
 # Inside the model: the stage graph (weights as inputs) and the trained weights, 8-bit
 # (export/inside_graph.py); downloaded only when the tab opens.
 INSIDE_GRAPH = "inside/graph.onnx"
 INSIDE_LENS = "inside/lens.onnx"  # the logit lens at one position, run when a token is chosen
 INSIDE_WEIGHTS = "inside/weights.bin"
 INSIDE_INDEX = "inside/weights.json"
+# The Model tab's data (playground/model_data.py) and Compare's untrained start: its seed and the
+# rule of every weight (playground/initial.init_spec), which the page draws itself (web/engine/init.js).
+MODEL_DATA = "data/model.json"
+COMPARE_DATA = "data/compare.json"
+# What the Model tab offers to download from the folder itself (a static host serves files, no zip).
+FOLDER_DOWNLOADS = (
+    (MODEL_FILE, "the 8-bit model this page runs: model_quantized.onnx with each layer's attention weights as extra outputs"),
+    ("model/config.json", "its shape, as a GPT2Config"),
+    ("model/tokenizer.json", "GPT-2's tokenizer"),
+)
+# With a model repository named: its files, from the Hub (the folder python -m export --publish uploads).
+HUB_DOWNLOADS = (
+    ("onnx/model_quantized.onnx", "8-bit weights, for browsers (transformers.js dtype \"q8\")"),
+    ("onnx/model.onnx", "fp32, the reference"),
+    ("onnx/model_int8.onnx", "8-bit integer products, for native CPUs"),
+    ("model.safetensors", "the PyTorch weights"),
+    ("config.json", "its shape, as a GPT2Config"),
+    ("tokenizer.json", "GPT-2's tokenizer"),
+)
 
 
 def with_attention_outputs(src: Path, dst: Path, n_layer: int) -> Path:
@@ -102,9 +126,9 @@ def link_params() -> dict[str, list[dict]]:
     return out
 
 
-def examples_and_defaults() -> dict:
+def examples_and_defaults(model) -> dict:
     """Each browser tab's examples and opening settings, from the modules the app's tabs use."""
-    from playground import attention, embeddings, inside, tokenization
+    from playground import attention, compare, embeddings, inside, tokenization
     from playground.generation.params import DEFAULTS, EXAMPLE_PROMPTS
 
     return {
@@ -119,6 +143,8 @@ def examples_and_defaults() -> dict:
             "generation": {"text": EXAMPLE_PROMPTS[0], **DEFAULTS},
             "attention": {"cell_values_max_tokens": attention.CELL_VALUES_MAX_TOKENS},
             "inside": {"text": inside.EXAMPLE_TEXTS[0], "lens_k": inside.LENS_K, "top_k": inside.TOP_K},
+            "compare": {"text": compare.EXAMPLE_PROMPT, "word": compare.EXAMPLE_WORD, "sentence": compare.EXAMPLE_SENTENCE,
+                        **compare_opening(model), "top_k": compare.TOP_K, "neighbours_k": compare.NEIGHBOURS_K},
         },
     }
 
@@ -145,7 +171,7 @@ def site(app_space: str | None, files: dict[str, str], model) -> dict:
         "browser_tabs": list(BROWSER_TABS),
         "server_tabs": list(SERVER_TABS),
         "links": link_params(),
-        **examples_and_defaults(),
+        **examples_and_defaults(model),
         "limits": {name: getattr(limits, name) for name in dir(limits) if name.isupper()
                    and isinstance(getattr(limits, name), (int, float))},
     }
@@ -186,6 +212,49 @@ def missing_files(out: Path) -> list[str]:
     return sorted(name for name in needed if not (root / name).is_file())
 
 
+def model_downloads(out: Path, model_repo: str | None) -> list[dict]:
+    """The Model tab's downloads: the folder's own files (a static host serves files as they are),
+    then, with ``model_repo``, the model repository's on the Hub, sized from artifacts/hub/ (the
+    folder ``python -m export --publish`` uploads)."""
+    from playground.hub_link import HUB_URL
+    from playground.model_data import download
+
+    rows = [download(f"{Path(path).name}: {what}", path, (out / path).stat().st_size) for path, what in FOLDER_DOWNLOADS]
+    if model_repo:
+        hub = hub_dir()
+        rows += [download(f"{Path(path).name} from {model_repo}: {what}", f"{HUB_URL}/{model_repo}/resolve/main/{path}",
+                          (hub / path).stat().st_size) for path, what in HUB_DOWNLOADS]
+    return rows
+
+
+def compare_json(model) -> dict:
+    """Compare's untrained side as the page draws it: the app's seed and every weight's rule
+    (playground.initial.init_spec, the same draws as playground.compare.untrained_like), and the
+    two sides' names."""
+    from playground import compare
+    from playground.initial import init_spec
+
+    return {"seed": compare.INIT_SEED, "spec": [p.to_json() for p in init_spec(model.config)],
+            "labels": [compare.TRAINED, compare.UNTRAINED]}
+
+
+def compare_opening(model) -> dict:
+    """The layer and head the app's Compare opens on (its sliders, whatever sentence a link
+    brings): the trained model's clearest head on the tab's own sentence, measured here on the
+    app's weights, since the page's 8-bit ones may order two heads within 0.001 of each other the
+    other way (measured: layer 3's heads 5 and 6 on that sentence)."""
+    import torch
+
+    from playground import compare
+    from playground.attention import attention_weights, salient_head
+    from playground.tokens import encode
+
+    ids = encode(compare.EXAMPLE_SENTENCE)
+    with torch.inference_mode():
+        opening = salient_head(attention_weights(model, ids), ids)
+    return {"layer": opening.layer, "head": opening.head}
+
+
 def _digest(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -198,20 +267,23 @@ def space_readme(app_space: str | None, threads: bool) -> str:
     """The folder's README.md: a static Space's front matter, then what it is."""
     headers = ("custom_headers:\n  cross-origin-embedder-policy: require-corp\n"
                "  cross-origin-opener-policy: same-origin\n  cross-origin-resource-policy: cross-origin\n") if threads else ""
-    app = f"\nThe tabs that need a server are in the Gradio app: https://huggingface.co/spaces/{app_space}\n" if app_space else ""
+    app = f"\nWatch it learn, which trains a model on a server, is in the Gradio app: https://huggingface.co/spaces/{app_space}\n" if app_space else ""
     return (
         "---\ntitle: GPT Playground (in your browser)\nemoji: 🎭\ncolorFrom: indigo\ncolorTo: pink\n"
         f"sdk: static\napp_file: index.html\n{headers}pinned: false\nlicense: mit\n---\n\n"
         "# GPT Playground, in your browser\n\n"
         "A small GPT trained on Shakespeare, run in the visitor's browser by onnxruntime-web: tokenization, "
-        "embeddings, positional encoding, attention and text generation, computed on the visitor's own "
-        "machine, so one free static Space serves any class.\n" + app
+        "embeddings, positional encoding, attention, every stage of a forward pass, text generation, the model "
+        "itself and its untrained start beside it, computed on the visitor's own machine, so one free static "
+        "Space serves any class.\n" + app
     )
 
 
-def write_static(out: Path, app_space: str | None = None, threads: bool = False, progress=print) -> dict[str, int]:
-    """Write the static edition into ``out`` (created; files already there are replaced).
-    Returns the size in bytes of every file written, by relative path."""
+def write_static(out: Path, app_space: str | None = None, threads: bool = False, progress=print,
+                 model_repo: str | None = None) -> dict[str, int]:
+    """Write the static edition into ``out`` (created; files already there are replaced); the Model
+    tab links ``model_repo``'s files when one is named. Returns the size in bytes of every file
+    written, by relative path."""
     from model import load_pretrained
     from playground.lessons import lessons_json
 
@@ -260,8 +332,17 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     (out / "data" / "embeddings.bin").write_bytes(rows)
     (out / "data" / "embeddings.json").write_text(json.dumps(meta, separators=(",", ":")))
     (out / "data" / "lessons.json").write_text(json.dumps(lessons_json(), ensure_ascii=False, indent=1))
+
+    progress("the Model tab's facts and Compare's untrained start")
+    from playground.model_data import model_data
+    from playground.model_info import TRAINING_LOG, load_training_log
+
+    data = model_data(model, load_training_log(TRAINING_LOG), model_downloads(out, model_repo), hub_repo=model_repo)
+    (out / MODEL_DATA).write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    (out / COMPARE_DATA).write_text(json.dumps(compare_json(model), separators=(",", ":")))
     versioned = ("model/model.onnx", "model/tokenizer.json", "model/config.json", "data/embeddings.bin", "data/embeddings.json",
-                 INSIDE_GRAPH, INSIDE_LENS, INSIDE_WEIGHTS, INSIDE_INDEX, ORT_WASM_FILE, PLOTLY_FILE)
+                 INSIDE_GRAPH, INSIDE_LENS, INSIDE_WEIGHTS, INSIDE_INDEX, ORT_WASM_FILE, PLOTLY_FILE, MODEL_DATA,
+                 COMPARE_DATA)
     files = {name: f"{name}?v={_digest(out / name)}" for name in versioned}
     sizes = {"bytes": {name: (out / name).stat().st_size for name in versioned}}  # what a download costs, said before it starts
     (out / "data" / "site.json").write_text(json.dumps(site(app_space, files, model) | sizes, ensure_ascii=False, indent=1))
@@ -275,7 +356,9 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m export.static", description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, help="the folder to write (serve it with any web server, e.g. python -m http.server -d DIR)")
-    ap.add_argument("--app-space", metavar="USER/NAME", help="a Gradio Space with the tabs that need a server, linked from them")
+    ap.add_argument("--app-space", metavar="USER/NAME", help="a Gradio Space with the tab that needs a server (Watch it learn), linked from it")
+    ap.add_argument("--model-repo", metavar="USER/NAME",
+                    help="the model repository published by python -m export --publish: the Model tab links its files too")
     ap.add_argument("--threads", action="store_true",
                     help="the Space's front matter asks for cross-origin isolation (custom_headers), which multi-threaded "
                          "WebAssembly needs; measured slower than one thread for this model (docs/browser.md)")
@@ -284,16 +367,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.app_space:
-        from .publish import check_repo_id
+    from .publish import check_repo_id
 
-        try:
-            check_repo_id(args.app_space)
-        except ValueError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+    for repo in (args.app_space, args.model_repo):
+        if repo:
+            try:
+                check_repo_id(repo)
+            except ValueError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 2
     try:
-        sizes = write_static(args.out, args.app_space, args.threads)
+        sizes = write_static(args.out, args.app_space, args.threads, model_repo=args.model_repo)
     except FileNotFoundError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -7,19 +7,20 @@ always exists. "Before and after training" is the deep-learning notes' own lesso
 next token is about equally likely, so the loss is about ln 50257 ≈ 10.8 nats; training brings
 it down and gives the embeddings and the attention their structure.
 
-The plain functions of the other tabs do the work (``embedding_arithmetic``, ``attention``,
-``model_candidates_figure``), each called with ``model=`` for one side.
+The plain functions of the other tabs do the work (``embedding_arithmetic``, ``attention``),
+each called with ``model=`` for one side; playground/compare_data.py turns the results into the
+data objects the view both editions share draws (web/views/compare.js), which also says what
+the numbers mean (the losses against ln V, one log-scale probability axis, how sharp each head is).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import plotly.graph_objects as go
 import torch
 
 from model import GPT
@@ -27,21 +28,25 @@ from model import GPT
 from . import limits
 from .attention import AttentionResult, SalientHead, attention, salient_head
 from .embeddings import ArithmeticResult, embedding_arithmetic
-from .generation.figures import model_candidates_figure
 from .generation.state import GeneratedStep, TokenChoice
+from .initial import drawn_gpt
 from .memo import Memo
-from .plots import percent
 from .resources import get_model
 from .tokens import encode_prompt, token_text
 from .validation import InputError, validate_int
 
 __all__ = [
+    "TRAINED",
     "UNTRAINED",
+    "INIT_SEED",
+    "TOP_K",
+    "NEIGHBOURS_K",
+    "EXAMPLE_PROMPT",
+    "EXAMPLE_WORD",
+    "EXAMPLE_SENTENCE",
     "set_comparison",
     "comparison_model",
     "labels",
-    "loss_summary",
-    "shared_probability_axis",
     "untrained_like",
     "NextToken",
     "next_token",
@@ -49,19 +54,21 @@ __all__ = [
     "compare_neighbours",
     "compare_attention",
     "opening_head",
-    "HeadSpread",
-    "head_spread",
-    "head_summary",
     "compare_all",
 ]
 
-UNTRAINED = "untrained initialisation"
-INIT_SEED = 0  # the untrained model is the same every start (and in every test)
+TRAINED, UNTRAINED = "trained model", "untrained initialisation"  # the two sides' names by default
+INIT_SEED = 0  # the untrained model is the same every start, in every test and in the static edition
 TOP_K = 10
+NEIGHBOURS_K = 8  # nearest tokens listed per side
+# What the tab opens on, in both editions.
+EXAMPLE_PROMPT = "Romeo.\nWhat say you to"  # in the corpus's style (see generation.EXAMPLE_PROMPTS)
+EXAMPLE_WORD = "king"
+EXAMPLE_SENTENCE = "The king is dead, long live the king"
 
 _compare_dir: Path | None = None
 _compare_label: str | None = None
-_shown_label = "trained model"
+_shown_label = TRAINED
 # The second side, loaded on first use. One model at a time: choosing another folder lets the
 # old one go rather than keeping every model ever compared in memory.
 _other: Memo[tuple[Path | None, str | None], tuple[str, GPT]] = Memo(size=1)
@@ -75,15 +82,22 @@ def set_comparison(weights_dir: str | Path | None, label: str | None = None, sho
     with _other.lock:
         _compare_dir = None if weights_dir is None else Path(weights_dir)
         _compare_label = label
-        _shown_label = shown_label or "trained model"
+        _shown_label = shown_label or TRAINED
         _other.clear()  # even the same folder is read again: its files may have been rewritten
 
 
+# The untrained start of the model shown, drawn once: a pure function of (config, seed), kept apart
+# from the second side's cache, which set_comparison clears (a folder may have been rewritten).
+_untrained: Memo[tuple[tuple[tuple[str, Any], ...], int], GPT] = Memo(size=1)
+
+
 def untrained_like(model: GPT, seed: int = INIT_SEED) -> GPT:
-    """A freshly initialised GPT of ``model``'s architecture (the global random state untouched)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return GPT(model.config).eval()
+    """The untrained initialisation of ``model``'s architecture: GPT-2's rule filled from the
+    generator the browser shares (:func:`playground.initial.drawn_gpt`), so the static edition
+    draws the same weights for the same seed. Drawn once per (config, seed) and kept; the caller
+    must not change it."""
+    config = model.config
+    return _untrained.get((tuple(asdict(config).items()), seed), lambda key: drawn_gpt(config, seed))
 
 
 def _load_other(key: tuple[Path | None, str | None]) -> tuple[str, GPT]:
@@ -122,7 +136,6 @@ class NextToken:
     step: GeneratedStep  # the top candidates (the greedy choice as "drawn")
     loss: float | None  # mean cross-entropy (nats) of each prompt token given those before it
     entropy: float  # of the next-token distribution, nats (ln V when uniform)
-    figure: go.Figure = field(repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -144,68 +157,20 @@ def next_token(prompt: Any, model: GPT, label: str, top_k: int = TOP_K) -> NextT
     entropy = float(-(p_next * logp[-1]).sum())
     probs, top = torch.topk(p_next, top_k)
     cands = [TokenChoice(int(i), token_text(int(i)), float(p), float(p)) for p, i in zip(probs, top)]
-    step = GeneratedStep(0, cands[0], cands)
-    # A short title: the chart must fit a phone's width (the prompt is in the box above it).
-    # Nothing is sampled here: one bar per token, the model's probability (temperature 1).
-    figure = model_candidates_figure(step, title=label)
-    return NextToken(label, ids, step, loss, entropy, figure)
-
-
-SHARED_AXIS_TITLE = "probability (shared log scale)"  # short: it must fit under a phone-wide chart
-
-
-def shared_probability_axis(results: list[NextToken]) -> dict[str, Any]:
-    """One x axis for every side's chart: log-scale probability from the decade below the smallest
-    bar to room right of the largest one's label, a tick at each power of ten. A shared linear
-    axis left the untrained model's bars invisible; an axis of its own per chart drew 0.01 % bars
-    as long as 15 % ones, so the two charts looked alike."""
-    probabilities = [c.probability for r in results for c in r.step.candidates if c.probability > 0]
-    low = math.floor(math.log10(min(probabilities) / 2))
-    high = math.log10(max(probabilities)) + 0.75  # the largest bar's label, outside it
-    ticks = [10.0**e for e in range(low, 1) if e <= high]
-    return {
-        "type": "log", "range": [low, high], "tickmode": "array", "tickvals": ticks,
-        "ticktext": [f"{100 * t:g}%" for t in ticks], "title": {"text": SHARED_AXIS_TITLE},
-    }
+    step = GeneratedStep(0, cands[0], cands)  # nothing is sampled: the model's probabilities (temperature 1)
+    return NextToken(label, ids, step, loss, entropy)
 
 
 def compare_next_token(prompt: Any, top_k: Any = TOP_K) -> list[NextToken]:
-    """Both models' next-token candidates, charted on one shared log-scale probability axis."""
+    """Both models' next-token candidates (web/views/compare.js charts them on one log-scale axis)."""
     top_k = validate_int(top_k, name="top_k", minimum=1, maximum=limits.MAX_NEIGHBOURS)
-    results = [next_token(prompt, model, label, top_k) for label, model in _sides()]
-    axis = shared_probability_axis(results)
-    for r in results:
-        r.figure.update_xaxes(**axis)
-    return results
-
-
-def loss_summary(results: list[NextToken]) -> str:
-    """The lesson in numbers: each side's loss on the prompt against ln V (a uniform guess)."""
-    vocab = get_model().config.vocab_size
-    parts = []
-    for r in results:
-        loss = "–" if r.loss is None else f"{r.loss:.2f}"
-        parts.append(f"**{r.label}**: loss on the prompt {loss} nats, next-token entropy {r.entropy:.2f}")
-    tops = [r.step.candidates[0].probability for r in results if r.step.candidates]
-    scale = ""
-    if len(tops) == 2 and min(tops) > 0:
-        ratio = max(tops) / min(tops)
-        scale = (
-            " Both charts share one probability axis, on a log scale (each tick ten times the one before): the left "
-            f"chart's top candidate has {percent(tops[0])}, the right's {percent(tops[1])}"
-            + (f", a factor of {ratio:,.0f}." if ratio >= 1.5 else ".")
-        )
-    return (
-        " · ".join(parts)
-        + f". A uniform guess over the {vocab:,} tokens scores ln {vocab:,} = {math.log(vocab):.2f}: "
-        "an untrained model is about there; training is what brings the loss down." + scale
-    )
+    return [next_token(prompt, model, label, top_k) for label, model in _sides()]
 
 
 # --- nearest neighbours and attention, through the other tabs' functions -----------------------
 
 
-def compare_neighbours(word: Any, top_k: Any = 8) -> list[tuple[str, ArithmeticResult]]:
+def compare_neighbours(word: Any, top_k: Any = NEIGHBOURS_K) -> list[tuple[str, ArithmeticResult]]:
     """The nearest tokens of ``word`` (or any expression of the Embeddings tab) in each model's
     embedding table."""
     return [(label, embedding_arithmetic(word, top_k, model=model)) for label, model in _sides()]
@@ -220,8 +185,6 @@ def compare_attention(text: Any, layer: Any = 0, head: Any = 0) -> list[tuple[st
         lay = validate_int(layer, name="layer", minimum=0, maximum=1_000)
         hd = validate_int(head, name="head", minimum=0, maximum=1_000)
         r = attention(text, min(lay, cfg.n_layer - 1), min(hd, cfg.n_head - 1), model=model, step_through=False)
-        # A short title, so that two charts fit side by side (and one fits a phone's width).
-        r.head_figure.update_layout(title=f"{label}: layer {r.layer}, head {r.head}")
         out.append((label, r))
     return out
 
@@ -232,46 +195,6 @@ def opening_head(text: Any) -> SalientHead:
     trained model is a blur much like the untrained one's)."""
     r = attention(text, 0, 0, model=_sides()[0][1], step_through=False)
     return salient_head(r.weights, r.ids)
-
-
-@dataclass(frozen=True)
-class HeadSpread:
-    """How one head spreads each token's attention over the tokens up to it."""
-
-    entropy: float  # mean over the rows of each row's entropy, nats (0: all on one token)
-    previous: float | None  # mean weight a token gives the token just before it (rows 1..T-1)
-
-
-def head_spread(w: np.ndarray) -> HeadSpread:
-    """:class:`HeadSpread` of one head's causal weights ``w`` [T, T] (rows sum to 1)."""
-    t = w.shape[0]
-    previous = float(np.mean(np.diagonal(w, offset=-1))) if t > 1 else None
-    return HeadSpread(_mean_row_entropy(w[None]), previous)
-
-
-def _uniform_spread(t: int) -> HeadSpread:
-    """:func:`head_spread` of a head that spreads every row evenly: row q gives 1/(q+1) to each
-    of its q+1 tokens."""
-    return head_spread(np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None])
-
-
-def head_summary(results: list[tuple[str, AttentionResult]]) -> str:
-    """A line under the two heatmaps: how spread out each side's chosen head is and the weight it
-    gives the token just before, beside a head that spreads evenly (what training moves away from)."""
-
-    def one(spread: HeadSpread) -> str:
-        return f"{spread.entropy:.2f} nats" + ("" if spread.previous is None else f", {100 * spread.previous:.0f} %")
-
-    (_, first), *_ = results
-    parts = []
-    for label, r in results:
-        where = f" (layer {r.layer}, head {r.head})" if (r.layer, r.head) != (first.layer, first.head) else ""
-        parts.append(f"**{label}**{where} {one(head_spread(r.weights[r.layer, r.head]))}")
-    return (
-        f"Layer {first.layer}, head {first.head}: how spread out each token's attention is (the rows' mean "
-        "entropy, 0 = all on one token) and the share it gives the token just before: "
-        f"{'; '.join(parts)}; an even spread {one(_uniform_spread(len(first.ids)))}."
-    )
 
 
 def compare_all(prompt: Any, word: Any, sentence: Any) -> dict[str, Any]:

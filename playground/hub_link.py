@@ -31,8 +31,11 @@ def published_repo(environ: Mapping[str, str] = os.environ) -> str | None:
 def published_markdown(environ: Mapping[str, str] = os.environ) -> str:
     """One line for the Model tab: where the same files are published ('' when nowhere)."""
     repo = published_repo(environ)
-    if repo is None:
-        return ""
+    return "" if repo is None else repo_markdown(repo)
+
+
+def repo_markdown(repo: str) -> str:
+    """The Model tab's line for the model repository ``repo`` (USER/NAME)."""
     return (
         f"**On the Hugging Face Hub:** [{repo}]({HUB_URL}/{repo}): the same folder as the zip below, "
         f'for `from_pretrained("{repo}")` (Optimum, transformers) or `pipeline("text-generation", "{repo}")` '

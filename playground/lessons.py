@@ -207,6 +207,36 @@ _LESSONS = (
         next_tab="Model",
         next_key="model",
     ),
+    Lesson(
+        tab="model",
+        title="Model",
+        intro=(
+            "The model every tab runs, laid open: its network with the parameters of each part, how its loss fell "
+            "while it trained, and its files, to download and run yourself."
+        ),
+        next_sentence=(
+            "Training is what gave all these numbers their meaning: see the same architecture before it, beside "
+            "the trained model."
+        ),
+        next_tab="Compare",
+        next_key="compare",
+    ),
+    Lesson(
+        tab="compare",
+        title="Compare",
+        intro=(
+            "The trained model (left) beside its untrained initialisation (right): the same architecture, before "
+            "training. Untrained, a GPT gives every next token about the same probability (a loss of about "
+            "ln 50257 ≈ 10.8 nats), its embeddings have no meaning and its attention is nearly uniform: training "
+            "is what gives them structure."
+        ),
+        next_sentence=(
+            "The untrained model spreads its bets evenly, a loss of ln V; training is what moves it. In the next "
+            "tab you start a small GPT from random weights and watch its loss fall."
+        ),
+        next_tab="Watch it learn",
+        next_key="learn",
+    ),
 )
 
 # By tab id, in the page's order.

@@ -29,7 +29,7 @@ __all__ = [
     "onnx_summary",
     "onnx_markdown",
     "client_snippets",
-    "architecture_html",
+    "architecture_parts",
 ]
 
 TRAINING_LOG = WEIGHTS_DIR / "training_log.json"
@@ -75,32 +75,34 @@ def _m(count: int) -> str:
     return f"{count / 1e6:.2f} M" if count >= 10_000 else f"{count:,}"
 
 
-def architecture_html(model: GPT) -> str:
-    """The network as a picture, top to bottom as the data flows: each part with the shape of
-    what it holds or outputs and its parameters (from :func:`parameter_counts`; T = tokens)."""
+def architecture_parts(model: GPT) -> list[dict[str, Any]]:
+    """The network as a picture's parts, top to bottom as the data flows: each box a ``title``, the
+    ``shape`` of what it holds or outputs, its parameters as shown (``count``: "0.79 M", "no
+    parameters", or None where no count belongs) and its ``kind`` (its colour); the repeated block a
+    ``title`` and its ``boxes``. Both editions draw these with web/views/model.js."""
     c = model.config
     counts = [count for _, count in parameter_counts(model)]
     wte, pos, ln1, qkv, proj, ln2, up, down, lnf, _ = counts
     per_block = (ln1 + qkv + proj + ln2 + up + down) // c.n_layer
     positions = "learned positions wpe" if c.pos_encoding == "learned" else "sinusoidal positions (fixed)"
 
-    def box(title: str, shape: str, params: int | None = None, cls: str = "") -> str:
-        count = "" if params is None else f'<span class="pg-arch-n">{_m(params) if params else "no parameters"}</span>'
-        return f'<div class="pg-arch-box {cls}"><b>{title}</b><span class="pg-arch-shape">{shape}</span>{count}</div>'
+    def box(title: str, shape: str, params: int | None = None, kind: str = "") -> dict[str, Any]:
+        count = None if params is None else _m(params) if params else "no parameters"
+        return {"title": title, "shape": shape, "params": params, "count": count, "kind": kind}
 
-    arrow = '<div class="pg-arch-arrow">↓</div>'
-    block = (
-        f'<div class="pg-arch-block"><div class="pg-arch-title">× {c.n_layer} blocks, {_m(per_block)} parameters each</div>'
-        + box("LayerNorm", f"[T × {c.d_model}]", ln1 // c.n_layer)
-        + box(f"masked self-attention, {c.n_head} heads × {c.head_dim}",
-              f"W_Q, W_K, W_V [{c.d_model} × {3 * c.d_model}] · W_O [{c.d_model} × {c.d_model}]", (qkv + proj) // c.n_layer, "attn")
-        + box("+ residual", f"[T × {c.d_model}]", None, "add")
-        + box("LayerNorm", f"[T × {c.d_model}]", ln2 // c.n_layer)
-        + box("MLP, GELU", f"[{c.d_model} → {4 * c.d_model} → {c.d_model}]", (up + down) // c.n_layer, "mlp")
-        + box("+ residual", f"[T × {c.d_model}]", None, "add")
-        + "</div>"
-    )
-    parts = [
+    block = {
+        "title": f"× {c.n_layer} blocks, {_m(per_block)} parameters each",
+        "boxes": [
+            box("LayerNorm", f"[T × {c.d_model}]", ln1 // c.n_layer),
+            box(f"masked self-attention, {c.n_head} heads × {c.head_dim}",
+                f"W_Q, W_K, W_V [{c.d_model} × {3 * c.d_model}] · W_O [{c.d_model} × {c.d_model}]", (qkv + proj) // c.n_layer, "attn"),
+            box("+ residual", f"[T × {c.d_model}]", None, "add"),
+            box("LayerNorm", f"[T × {c.d_model}]", ln2 // c.n_layer),
+            box("MLP, GELU", f"[{c.d_model} → {4 * c.d_model} → {c.d_model}]", (up + down) // c.n_layer, "mlp"),
+            box("+ residual", f"[T × {c.d_model}]", None, "add"),
+        ],
+    }
+    return [
         box("token ids", "[T]", None, "io"),
         box(f"token embedding wte + {positions}", f"[{c.vocab_size:,} × {c.d_model}] + [{c.block_size} × {c.d_model}] → [T × {c.d_model}]",
             wte + pos, "emb"),
@@ -109,7 +111,6 @@ def architecture_html(model: GPT) -> str:
         box("output head: wte transposed (tied)", f"[{c.d_model} × {c.vocab_size:,}] → logits [T × {c.vocab_size:,}]", 0, "emb"),
         box("softmax", f"next-token probabilities [{c.vocab_size:,}]", None, "io"),
     ]
-    return f'<div class="pg-arch" aria-label="the model\'s architecture">{arrow.join(parts)}</div>'
 
 
 def architecture_markdown(model: GPT) -> str:

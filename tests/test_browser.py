@@ -238,6 +238,7 @@ def test_model_tab(page):
     assert shown.count("Training curves") == 1, shown.count("Training curves")
     # the picture first, then the training; the downloads lead with the browser-sized folder
     assert "blocks" in page.locator("#model-arch").inner_text()
+    assert page.evaluate("() => Boolean(window.pgViews && window.pgViews['model-view'])")  # the static edition's view, web/views/model.js
     downloads = page.locator("#model-downloads button").all_inner_texts()
     assert "gpt-playground-browser.zip" in downloads[0] and all(re.search(r"\(\d+ MB\)", d) for d in downloads), downloads
     page.get_by_role("button", name=re.compile(r"model\.onnx")).wait_for()

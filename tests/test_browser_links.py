@@ -175,8 +175,8 @@ def test_model_and_learn_open_on_their_tab(page):
 
 def test_compare_opens_on_the_links_prompt_word_and_head(page):
     open_link(page, "compare", text="Juliet.\nAy me", word="queen", sentence="O Romeo, Romeo", layer=5, head=7)
-    wait_text(page, "#cmp-att-a .gtitle", "layer 5, head 7")
-    wait_text(page, "#cmp-att-b .gtitle", "layer 5, head 7")
+    wait_text(page, "#cmp-att-a h4", "layer 5, head 7")
+    wait_text(page, "#cmp-att-b h4", "layer 5, head 7")
     assert textbox(page, "cmp-word").input_value() == "queen"
     assert textbox(page, "cmp-prompt").input_value() == "Juliet.\nAy me"
 

@@ -3,10 +3,12 @@ initialisation ("before and after training") or beside another model folder."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
+import torch
 
 from playground import compare as cmp
 from playground.resources import get_model
@@ -31,22 +33,38 @@ def test_untrained_initialisation_scores_about_ln_vocab():
     assert trained.loss < LN_V - 3 and trained.entropy < untrained.entropy - 3
     assert untrained.step.candidates[0].probability < 0.01  # nothing stands out
     assert sum(c.probability for c in trained.step.candidates) > 0.3
-    assert "10.82" in cmp.loss_summary([trained, untrained])
 
 
-def test_both_next_token_charts_share_one_log_probability_axis():
-    """A 0.01 % bar and a 15 % one on axes of their own looked alike: both charts share one log
-    axis, from a decade at or below the smallest bar to past the largest, and say so."""
+def test_the_untrained_side_is_the_generator_the_browser_shares():
+    """Its weights are playground.initial's draws for INIT_SEED, which web/engine/init.js repeats
+    (tests/test_initial.py; tests/test_static_compare.py runs them in the browser)."""
+    from playground.initial import initial_state
+
+    model = get_model()
+    drawn = cmp.untrained_like(model)
+    want = initial_state(model.config, cmp.INIT_SEED)
+    assert all(torch.equal(p.detach(), want[name]) for name, p in drawn.named_parameters())
+    assert cmp.untrained_like(model) is drawn  # drawn once
+
+
+def test_the_data_objects_hold_the_apps_numbers():
+    """playground/compare_data.py: what the view draws, in both editions."""
+    from playground.compare_data import compare_data
+
+    data = json.loads(json.dumps(compare_data(PROMPT, "king", "hello everyone there", 1, 2)))
     trained, untrained = cmp.compare_next_token(PROMPT)
-    a, b = trained.figure.layout.xaxis, untrained.figure.layout.xaxis
-    assert a.type == b.type == "log" and tuple(a.range) == tuple(b.range)
-    ps = [c.probability for r in (trained, untrained) for c in r.step.candidates]
-    assert a.range[0] <= math.log10(min(ps)) - math.log10(2) and a.range[1] > math.log10(max(ps))
-    assert list(a.tickvals) == [10.0**e for e in range(math.ceil(a.range[0]), 1) if e <= a.range[1]]
-    assert cmp.SHARED_AXIS_TITLE in (a.title.text, b.title.text) and "log scale" in cmp.SHARED_AXIS_TITLE
-    summary = cmp.loss_summary([trained, untrained])
-    top_a, top_b = trained.step.candidates[0].probability, untrained.step.candidates[0].probability
-    assert "share one probability axis, on a log scale" in summary and f"a factor of {top_a / top_b:,.0f}" in summary
+    nxt = data["next"]
+    assert [s["model"] for s in nxt["sides"]] == list(data["labels"]) == ["trained model", cmp.UNTRAINED]
+    assert nxt["sides"][1]["prompt_loss"] == pytest.approx(untrained.loss) and nxt["uniform_loss"] == pytest.approx(LN_V)
+    assert [c["id"] for c in nxt["sides"][0]["candidates"]] == [c.token_id for c in trained.step.candidates]
+    assert [n["token"] for n in data["neighbours"]["sides"][0]["neighbours"]][:8] == [n.token for n in cmp.compare_neighbours("king")[0][1].neighbours]
+    att = data["attention"]
+    assert (att["layer"], att["head"]) == (1, 2) and len(att["tokens"]) == 3
+    w = np.array(att["sides"][1]["weights"])
+    assert w.shape == (3, 3) and np.allclose(w.sum(-1), 1, atol=1e-5) and w[0, 1:].max() == 0
+    opened = compare_data(PROMPT, "king", "hello everyone there")["attention"]
+    where = cmp.opening_head(cmp.EXAMPLE_SENTENCE)  # the tab opens there, whatever sentence a link brings
+    assert (opened["layer"], opened["head"]) == (where.layer, where.head)
 
 
 def test_untrained_model_is_the_same_architecture_and_reproducible():
@@ -73,49 +91,24 @@ def test_attention_side_by_side_rows_sum_to_one():
         assert abs(w.sum(axis=-1) - 1).max() < 1e-4 and abs(w[0, 1:]).max() == 0
 
 
-def test_head_spread_is_each_rows_entropy_and_the_weight_just_before():
-    """Against the definitions, on hand-made heads: one that puts everything on the token just
-    before (after the first row), and one that spreads evenly (the baseline the summary prints)."""
-    t = 6
-    previous = np.zeros((t, t))
-    previous[0, 0] = 1.0
-    previous[np.arange(1, t), np.arange(t - 1)] = 1.0
-    assert cmp.head_spread(previous) == cmp.HeadSpread(0.0, 1.0)
-    even = np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None]
-    spread = cmp.head_spread(even)
-    assert spread.entropy == pytest.approx(sum(math.log(q + 1) for q in range(t)) / t)
-    assert spread.previous == pytest.approx(sum(1 / (q + 1) for q in range(1, t)) / (t - 1))
-    for n in (2, 3, 9):  # the baseline the summary prints, against the same definitions
-        uniform = cmp._uniform_spread(n)
-        assert uniform.entropy == pytest.approx(sum(math.log(q + 1) for q in range(n)) / n)
-        assert uniform.previous == pytest.approx(sum(1 / (q + 1) for q in range(1, n)) / (n - 1))
-    assert cmp.head_spread(np.ones((1, 1))) == cmp.HeadSpread(0.0, None)  # one token: no token before it
-
-
 def test_attention_opens_on_a_head_that_training_shaped():
     """The page's first attention view: the trained model's clearest head on the sentence, whose
-    rows are sharper than the untrained model's same head and than an even spread; the summary
-    prints the numbers of the very weights drawn."""
+    rows are sharper than the untrained model's same head and than an even spread."""
     sentence = "The king is dead, long live the king"
     opening = cmp.opening_head(sentence)
-    sides = cmp.compare_attention(sentence, opening.layer, opening.head)
-    (_, trained), (_, untrained) = sides
-    a = cmp.head_spread(trained.weights[opening.layer, opening.head])
-    b = cmp.head_spread(untrained.weights[opening.layer, opening.head])
-    even = cmp._uniform_spread(len(trained.ids))
-    assert a.entropy < b.entropy - 0.2 and a.entropy < even.entropy - 0.2
-    assert abs(b.entropy - even.entropy) < 0.1  # untrained: close to an even spread
-    if opening.kind == "previous-token":
-        assert a.previous > even.previous + 0.1
-    summary = cmp.head_summary(sides)
-    assert summary.startswith(f"Layer {opening.layer}, head {opening.head}:")
-    assert f"**trained model** {a.entropy:.2f} nats, {100 * a.previous:.0f} %" in summary
-    assert f"**{cmp.UNTRAINED}** {b.entropy:.2f} nats" in summary and f"an even spread {even.entropy:.2f} nats" in summary
+    (_, trained), (_, untrained) = cmp.compare_attention(sentence, opening.layer, opening.head)
+
+    def spread(w):  # the rows' mean entropy (the view writes it: tests/test_compare_view.py)
+        return float(-(w * np.log(np.clip(w, 1e-12, 1))).sum(-1).mean())
+
+    t = len(trained.ids)
+    even = np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None]
+    a, b = spread(trained.weights[opening.layer, opening.head]), spread(untrained.weights[opening.layer, opening.head])
+    assert a < b - 0.2 and a < spread(even) - 0.2
+    assert abs(b - spread(even)) < 0.1  # untrained: close to an even spread
 
 
 def test_compare_with_another_folder_clamps_layers_and_heads(tmp_path):
-    import torch
-
     from model import save_pretrained
     from model.gpt import GPT, GPTConfig
 
@@ -131,8 +124,6 @@ def test_compare_with_another_folder_clamps_layers_and_heads(tmp_path):
 def test_choosing_another_comparison_lets_the_old_model_go(tmp_path):
     import gc
     import weakref
-
-    import torch
 
     from model import save_pretrained
     from model.gpt import GPT, GPTConfig
@@ -154,8 +145,6 @@ def test_choosing_another_comparison_lets_the_old_model_go(tmp_path):
 
 
 def test_compare_all_is_json_ready():
-    import json
-
     out = json.loads(json.dumps(cmp.compare_all(PROMPT, "king", "hello everyone")))
     assert [m["model"] for m in out["models"]] == ["trained model", cmp.UNTRAINED]
     assert out["uniform_loss"] == round(LN_V, 4)

@@ -23,6 +23,8 @@ SCRIPT = ROOT / "tests" / "web" / "initial.mjs"
 CONFIGS = [
     GPTConfig(vocab_size=84, block_size=64, n_layer=2, n_head=2, d_model=64),
     GPTConfig(vocab_size=300, block_size=32, n_layer=3, n_head=4, d_model=32, pos_encoding="sinusoidal"),
+    # an embedding of 281,600 weights: drawn in several pieces by both sides (init.js 65,536 a piece, initial.py 262,144)
+    GPTConfig(vocab_size=1100, block_size=16, n_layer=1, n_head=2, d_model=256),
 ]
 
 
@@ -37,7 +39,7 @@ def test_the_rule_is_gpt2s():
     assert init_rule("ln_f.bias", cfg) == ("zeros", 0.0)
 
 
-@pytest.mark.parametrize("cfg", CONFIGS, ids=["learned", "sinusoidal"])
+@pytest.mark.parametrize("cfg", CONFIGS, ids=["learned", "sinusoidal", "in pieces"])
 def test_torch_and_the_draws_follow_one_rule(cfg):
     """Every parameter of GPT(config) (torch's draws) and of drawn_gpt (the shared generator's) is
     what init_rule says: the zeros and ones exact, each normal's spread within 10 % of its std."""
@@ -69,7 +71,7 @@ def test_a_seed_gives_one_model():
     assert all(torch.equal(p.detach(), a[n]) for n, p in drawn.named_parameters())
 
 
-@pytest.mark.parametrize("cfg", CONFIGS, ids=["learned", "sinusoidal"])
+@pytest.mark.parametrize("cfg", CONFIGS, ids=["learned", "sinusoidal", "in pieces"])
 def test_the_browser_draws_the_same_weights(cfg, tmp_path):
     node = shutil.which("node")
     assert node, "node not found: the browser engine's tests need Node.js 20"

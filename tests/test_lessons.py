@@ -1,4 +1,4 @@
-"""The words of the first five tabs come from one place (playground/lessons.py): the Gradio page
+"""The words of the eight tabs both editions have come from one place (playground/lessons.py): the Gradio page
 shows them as written, the static edition as HTML rendered from them, and neither holds a copy."""
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from playground import links
 from playground.lessons import LESSONS, Lesson, lessons_json, markdown_html, slowest_wavelength, to_html
 
 ROOT = Path(__file__).resolve().parent.parent
-FIVE = ("tokenization", "embeddings", "positional", "attention", "inside", "generation")  # the tabs both editions have
+FIVE = ("tokenization", "embeddings", "positional", "attention", "inside", "generation")  # built alone by these tests
+BOTH = (*FIVE, "model", "compare")  # the tabs both editions have
 
 
 def _texts(lesson: Lesson) -> Iterator[tuple[str, str]]:
@@ -62,7 +63,7 @@ def _descendants(block) -> Iterator:
 
 
 def test_every_tab_has_its_lesson():
-    assert tuple(LESSONS) == FIVE
+    assert tuple(LESSONS) == BOTH
     for tab, lesson in LESSONS.items():
         assert lesson.tab == tab and tab in links.TABS
         assert lesson.next_key in links.TABS and lesson.next_key != tab
@@ -138,7 +139,7 @@ def _string_literals(path: Path) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("tab", FIVE)
+@pytest.mark.parametrize("tab", BOTH)
 def test_the_tab_module_holds_no_copy(tab):
     """Each text's opening words (all of a short caption) are written in lessons.py only, not in
     a string of the tab's module."""

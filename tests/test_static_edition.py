@@ -204,14 +204,16 @@ def test_copy_link_reopens_the_same_settings(static_server):
         assert not page.is_visible("#pg-link-notes")
 
 
-def test_server_tabs_say_so_and_link_to_the_app(static_server):
-    with static_page(static_server.url + "?tab=compare", viewport=PHONE, is_mobile=True) as page:
+def test_only_watch_it_learn_says_it_needs_a_server_and_links_to_the_app(static_server):
+    with static_page(static_server.url + "?tab=learn", viewport=PHONE, is_mobile=True) as page:
         ready(page)
-        box = page.inner_text("#panel-compare")
+        box = page.inner_text("#panel-learn")
         assert "needs a server" in box
-        href = page.get_attribute("#panel-compare a", "href")
-        assert href == "https://huggingface.co/spaces/teacher/gpt-playground?tab=compare"
+        href = page.get_attribute("#panel-learn a", "href")
+        assert href == "https://huggingface.co/spaces/teacher/gpt-playground?tab=learn"
         assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        server = page.eval_on_selector_all("#pg-tabs button.server", "bs => bs.map((b) => b.id)")
+        assert server == ["tab-learn"]  # every other tab is computed in the browser
 
 
 @pytest.mark.slow  # the default run: test_static_phone.py (the first tab's downloads, the tab rows, Generate's)

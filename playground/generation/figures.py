@@ -1,7 +1,5 @@
 """The candidates chart: the top next tokens of one generated step as horizontal bars, the
-model's probability beside the one the token was drawn with, and the sentence under it.
-
-:func:`model_candidates_figure` is the same bars with nothing sampled, for the Compare tab."""
+model's probability beside the one the token was drawn with, and the sentence under it."""
 
 from __future__ import annotations
 
@@ -10,11 +8,11 @@ from typing import Any
 import plotly.graph_objects as go
 
 from ..next_token import DRAWN_COLOUR, MODEL_COLOUR, SAMPLED_COLOUR, SamplingSettings, probability_axis
-from ..plots import PERCENT_HOVER, base_layout, base_layout_dict, percent
+from ..plots import PERCENT_HOVER, base_layout_dict, percent
 from ..tokens import visible_whitespace
 from .state import TOP_CANDIDATES, GeneratedStep, GenerationState, drawn_rank
 
-__all__ = ["candidates_figure", "model_candidates_figure", "step_caption", "step_figure"]
+__all__ = ["candidates_figure", "step_caption", "step_figure"]
 
 _OUTSIDE_TEXT = {"textposition": "outside", "cliponaxis": False, "constraintext": "none", "textfont": {"size": 11}}
 _TOKEN_AXIS = {"automargin": True, "categoryorder": "array", "tickfont": {"family": "monospace", "size": 11}}
@@ -87,29 +85,6 @@ def candidates_figure(step: GeneratedStep | None, *, settings: SamplingSettings 
     # Plotly's JSON as plotly itself writes it (tests/test_tab_next_token.py compares), without
     # its validating setters: many learners' generations end together, each drawing this chart.
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
-
-
-def model_candidates_figure(step: GeneratedStep, title: str = "Next token") -> go.Figure:
-    """The top next-token candidates with nothing sampled (the Compare tab's look at one model):
-    one bar per token, the model's probability, its most likely token (``step.token``, the greedy
-    choice) in orange."""
-    cands = list(step.candidates)[::-1]
-    labels = [_label(c.token_id, c.text) for c in cands]
-    top = [i for i, c in enumerate(cands) if c.token_id == step.token.token_id]
-    rest = [i for i in range(len(cands)) if i not in top]
-    fig = go.Figure()
-    for name, colour, idx in (("probability (temperature 1)", SAMPLED_COLOUR, rest), ("the most likely (greedy choice)", DRAWN_COLOUR, top)):
-        fig.add_bar(
-            x=[cands[i].probability for i in idx], y=[labels[i] for i in idx], orientation="h", name=name,
-            marker_color=colour, offsetgroup="model", text=[percent(cands[i].probability) for i in idx], **_OUTSIDE_TEXT,
-            hovertemplate=f"%{{y}}<br>probability %{{x:{PERCENT_HOVER}}}<extra></extra>",
-        )
-    base_layout(fig, title, height=max(300, 26 * len(cands) + 150))
-    fig.update_layout(
-        bargap=0.25, margin={"l": 10, "r": 20}, xaxis=probability_axis(max(c.probability for c in cands)),
-        yaxis={**_TOKEN_AXIS, "categoryarray": labels},
-    )
-    return fig
 
 
 def step_caption(step: GeneratedStep, settings: SamplingSettings) -> str:

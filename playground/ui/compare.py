@@ -1,37 +1,38 @@
 """Compare tab: the model shown beside a second one (``--compare DIR``, or by default its own
-untrained initialisation): next-token candidates, nearest neighbours, attention, side by side.
-Registers ``/compare``."""
+untrained initialisation): next-token candidates, nearest neighbours, attention, side by side,
+drawn by the view the static edition draws with (web/views/compare.js) from
+playground/compare_data.py's objects. Registers ``/compare``."""
 
 from __future__ import annotations
 
 import gradio as gr
 
 from .. import compare as cmp
+from .. import wire
+from ..compare_data import attention_data, neighbours_data, next_data
+from ..lessons import LESSONS
 from ..resources import get_model
 from .common import FORWARD, FORWARD_CONCURRENCY, user_errors
+from .serving.browser_files import BrowserFiles
 from .serving.zerogpu import COMPARE_GPU_S, on_gpu
-from .widgets import neighbours_table, next_tab, note
+from .web_view import web_view
+from .widgets import next_tab, note
 
-PROMPT = "Romeo.\nWhat say you to"  # in the corpus's style (see generation.EXAMPLE_PROMPTS)
-WORD = "king"
-SENTENCE = "The king is dead, long live the king"
+LESSON = LESSONS["compare"]
+PROMPT, WORD, SENTENCE = cmp.EXAMPLE_PROMPT, cmp.EXAMPLE_WORD, cmp.EXAMPLE_SENTENCE
 gpu = on_gpu(COMPARE_GPU_S)  # each comparison a @spaces.GPU call on ZeroGPU, the handler itself elsewhere
 
 
 def ui_compare_next_token(prompt):
-    a, b = cmp.compare_next_token(prompt)
-    return a.figure, b.figure, cmp.loss_summary([a, b])
+    return wire.encode(next_data(prompt, cmp.compare_next_token(prompt)))
 
 
 def ui_compare_neighbours(word):
-    (_, a), (_, b) = cmp.compare_neighbours(word)
-    return a.rows(), b.rows()
+    return wire.encode(neighbours_data(word, cmp.compare_neighbours(word)))
 
 
 def ui_compare_attention(sentence, layer, head):
-    results = cmp.compare_attention(sentence, layer, head)
-    (_, a), (_, b) = results
-    return a.head_figure, b.head_figure, cmp.head_summary(results)
+    return wire.encode(attention_data(sentence, cmp.compare_attention(sentence, layer, head)))
 
 
 def api_compare(prompt: str, word: str, sentence: str) -> dict:
@@ -42,67 +43,50 @@ def api_compare(prompt: str, word: str, sentence: str) -> dict:
     return cmp.compare_all(prompt, word, sentence)
 
 
-def build() -> dict[str, gr.components.Component]:
+def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Component]:
+    """The tab: each comparison's inputs, then the view both editions draw with (web/views/compare.js,
+    mounted once per comparison, ``browser`` serving it), from the numbers PyTorch computes here."""
+    browser = browser if browser is not None else BrowserFiles.for_model({})
     shown, other = cmp.labels()
     cfg = get_model().config
     other_cfg = cmp.comparison_model()[1].config
-    note(
-        f"**{shown}** (left) beside **{other}** (right). Untrained, a GPT gives every next token about "
-        "the same probability (a loss of about ln 50257 ≈ 10.8 nats), its embeddings have no meaning and "
-        "its attention is nearly uniform: training is what gives them structure."
-    )
+    note(LESSON.intro)
+    if (shown, other) != (cmp.TRAINED, cmp.UNTRAINED):  # --model or --compare DIR: say which two these are
+        note(f"Here: **{shown}** (left) beside **{other}** (right).")
     events = dict(api_visibility="private", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
 
+    def view(section: str, elem_id: str, value: dict) -> gr.HTML:
+        return web_view("compare", browser, elem_id=elem_id, value=value, config={"section": section})
+
     gr.Markdown("### The same prompt: which token comes next?")
-    first = ui_compare_next_token(PROMPT)
     with gr.Row(equal_height=False):
         prompt = gr.Textbox(PROMPT, label="Prompt", lines=2, scale=3, elem_id="cmp-prompt")
         run_next = gr.Button("Compare next tokens", variant="primary", scale=1, elem_id="cmp-next-run")
-    loss = gr.Markdown(first[2], elem_id="cmp-loss")
-    with gr.Row(equal_height=False):
-        with gr.Column(min_width=320):
-            next_a = gr.Plot(first[0], label=shown, elem_id="cmp-next-a")
-        with gr.Column(min_width=320):
-            next_b = gr.Plot(first[1], label=other, elem_id="cmp-next-b")
-    gr.on([run_next.click, prompt.submit], user_errors(gpu(ui_compare_next_token)), [prompt], [next_a, next_b, loss], **events)
+    next_view = view("next", "cmp-next-view", ui_compare_next_token(PROMPT))
+    gr.on([run_next.click, prompt.submit], user_errors(gpu(ui_compare_next_token)), [prompt], [next_view], **events)
 
     gr.Markdown("### The same word: its nearest tokens in the embedding table")
-    first = ui_compare_neighbours(WORD)
     with gr.Row(equal_height=False):
         word = gr.Textbox(WORD, label="Word (or an expression such as king - man + woman)", scale=3, elem_id="cmp-word")
         run_nb = gr.Button("Compare neighbours", variant="primary", scale=1, elem_id="cmp-nb-run")
-    with gr.Row(equal_height=False):
-        with gr.Column(min_width=320):
-            nb_a = neighbours_table(first[0], label=shown, elem_id="cmp-nb-a", max_rows=cmp.TOP_K)
-        with gr.Column(min_width=320):
-            nb_b = neighbours_table(first[1], label=other, elem_id="cmp-nb-b", max_rows=cmp.TOP_K)
-    gr.on([run_nb.click, word.submit], user_errors(gpu(ui_compare_neighbours)), [word], [nb_a, nb_b], **events)
+    nb_view = view("neighbours", "cmp-nb-view", ui_compare_neighbours(WORD))
+    gr.on([run_nb.click, word.submit], user_errors(gpu(ui_compare_neighbours)), [word], [nb_view], **events)
 
     gr.Markdown("### The same sentence: what each token attends to")
     n_layer, n_head = max(cfg.n_layer, other_cfg.n_layer), max(cfg.n_head, other_cfg.n_head)
     # It opens on the shown model's clearest head on the sentence: a trained model's layer 0, head 0
     # is a blur much like the untrained one's, which hides the lesson.
     opening = cmp.opening_head(SENTENCE)
-    first = ui_compare_attention(SENTENCE, opening.layer, opening.head)
     with gr.Row(equal_height=False):
         sentence = gr.Textbox(SENTENCE, label="Sentence", scale=3, elem_id="cmp-sentence")
         layer = gr.Slider(0, n_layer - 1, value=opening.layer, step=1, label=f"Layer (0–{n_layer - 1})", scale=1, elem_id="cmp-layer")
         head = gr.Slider(0, n_head - 1, value=opening.head, step=1, label=f"Head (0–{n_head - 1})", scale=1, elem_id="cmp-head")
         run_att = gr.Button("Compare attention", variant="primary", scale=1, elem_id="cmp-att-run")
-    with gr.Row(equal_height=False):
-        with gr.Column(min_width=320):
-            att_a = gr.Plot(first[0], label=shown, elem_id="cmp-att-a")
-        with gr.Column(min_width=320):
-            att_b = gr.Plot(first[1], label=other, elem_id="cmp-att-b")
-    spread = gr.Markdown(first[2], elem_id="cmp-att-spread")
+    att_view = view("attention", "cmp-att-view", ui_compare_attention(SENTENCE, opening.layer, opening.head))
     gr.on(
         [run_att.click, sentence.submit, layer.release, head.release],
-        user_errors(gpu(ui_compare_attention)), [sentence, layer, head], [att_a, att_b, spread], **events,
+        user_errors(gpu(ui_compare_attention)), [sentence, layer, head], [att_view], **events,
     )
-    next_tab(
-        "The untrained model spreads its bets evenly, a loss of ln V; training is what moves it. "
-        "In the next tab you start a small GPT from random weights and watch its loss fall.",
-        "Watch it learn",
-    )
+    next_tab(LESSON.next_sentence, LESSON.next_tab)
     gr.api(user_errors(gpu(api_compare)), api_name="compare", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
     return {"text": prompt, "word": word, "sentence": sentence, "layer": layer, "head": head}  # its controls, by the names of a link's parameters (playground/links.py)

@@ -1,4 +1,5 @@
-"""Model tab: the architecture as a picture with its parameter counts, the training curves, the
+"""Model tab: the architecture as a picture with its parameter counts (the view both editions
+draw with, web/views/model.js, from playground/model_data.py's object), the training curves, the
 downloads (the browser-sized folder first, then the whole Hub folder, then each file, each with
 its size), and folded away the ONNX graph and how to run it with each client. Everything is
 computed once, when the page is built."""
@@ -9,10 +10,15 @@ from pathlib import Path
 
 import gradio as gr
 
-from .. import hub_link, model_info
+from .. import hub_link, model_info, wire
+from ..lessons import LESSONS
+from ..model_data import model_data
 from ..resources import get_model
+from .serving.browser_files import BrowserFiles
+from .web_view import web_view
 from .widgets import next_tab, note
 
+LESSON = LESSONS["model"]
 # The keys of export.build.artifact_paths, as the Model tab names the files.
 LABELS = {"fp32": "fp32", "quantized": "8-bit weights (browsers)", "int8": "8-bit integer (native CPU)"}
 
@@ -32,50 +38,37 @@ def _download(path: Path, what: str, **button) -> gr.DownloadButton:
     return gr.DownloadButton(f"⬇ {what} ({size:.0f} MB)", value=served_path(path), **button)
 
 
-def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None:
+def build(onnx_files: dict[str, Path], training_log: Path | None = None, browser: BrowserFiles | None = None) -> None:
     """``onnx_files``: {"fp32", "quantized", "int8": path} of the exported files, and optionally "zip"
     (the whole Hub folder as one archive) and "browser_zip" (its browser-sized part:
     ``playground.ui.startup.prepare_onnx``); ``training_log``: the model's training_log.json
-    (default: the shipped model's). The tab reads top to bottom as a learner asks: what the network
-    is, how it learned, how to take it home; the engineering (graph, operators, clients) folded."""
+    (default: the shipped model's); ``browser``: what serves the view (web/views/model.js). The tab
+    reads top to bottom as a learner asks: what the network is, how it learned, how to take it
+    home; the engineering (graph, operators, clients) folded."""
+    browser = browser if browser is not None else BrowserFiles.for_model(onnx_files)
     model = get_model()
-    archive, browser = onnx_files.get("zip"), onnx_files.get("browser_zip")
+    archive, browser_zip = onnx_files.get("zip"), onnx_files.get("browser_zip")
     files = {LABELS.get(key, key): path for key, path in onnx_files.items() if key not in ("zip", "browser_zip")}
 
-    note(
-        "The model every tab runs, laid open: its network with the parameters of each part, how its loss fell "
-        "while it trained, and its files, to download and run yourself."
-    )
-    gr.Markdown("### The network")
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=1, min_width=320):
-            gr.HTML(model_info.architecture_html(model), elem_id="model-arch")
-        with gr.Column(scale=1, min_width=320):
-            gr.Markdown(model_info.architecture_markdown(model))
-            gr.Dataframe(
-                value=model_info.architecture_rows(model),
-                headers=["part", "parameters", "share"],
-                label="Parameters per part",
-                interactive=False,
-                wrap=True,
-                column_widths=["52%", "30%", "18%"],
-                max_height=2000,  # every row shown: the table is short, an inner scroll hid its last rows
-                elem_id="model-params",
-            )
-
-    gr.Markdown("### How it learned")
+    note(LESSON.intro)
     log_path = training_log or model_info.TRAINING_LOG
     log = model_info.load_training_log(log_path)
+    shipped = Path(log_path) == model_info.TRAINING_LOG
+    # The network (its picture, the parameters per part) drawn by the view the static edition draws
+    # with; the chart and the downloads below are Gradio's own (the view leaves them to the host).
+    web_view("model", browser, elem_id="model-view", value=wire.encode(model_data(model, log, [], shipped=shipped)))
+
+    gr.Markdown("### How it learned")
     # The figure's own title names it: Gradio's label over the plot said "Training curves" again.
     gr.Plot(model_info.training_figure(log), label="Training curves", show_label=False, elem_id="model-curves")
-    note(model_info.training_note(log, shipped=Path(log_path) == model_info.TRAINING_LOG), elem_id="model-curves-note")
+    note(model_info.training_note(log, shipped=shipped), elem_id="model-curves-note")
 
     gr.Markdown("### Take it home")
     if link := hub_link.published_markdown():  # the published model repository, when the setting names one
         gr.Markdown(link, elem_id="model-hub-link")
     with gr.Row(elem_id="model-downloads"):
-        if browser is not None:  # what a browser loads (transformers.js, dtype "q8"): first, the smallest
-            _download(browser, f"{browser.name}: config, tokenizer, model_quantized.onnx, for a browser",
+        if browser_zip is not None:  # what a browser loads (transformers.js, dtype "q8"): first, the smallest
+            _download(browser_zip, f"{browser_zip.name}: config, tokenizer, model_quantized.onnx, for a browser",
                       variant="primary", elem_id="model-browser-zip")
         if archive is not None:
             _download(archive, f"{archive.name}: the whole folder, every format", variant="secondary", elem_id="model-zip")
@@ -116,8 +109,4 @@ def build(onnx_files: dict[str, Path], training_log: Path | None = None) -> None
         for i, (client, (language, code)) in enumerate(model_info.client_snippets().items()):
             gr.Code(code, language="javascript" if language == "js" else language, label=client, interactive=False,
                     elem_id="model-snippet" if i == 0 else None)
-    next_tab(
-        "Training is what gave all these numbers their meaning: see the same architecture before it, "
-        "beside the trained model.",
-        "Compare",
-    )
+    next_tab(LESSON.next_sentence, LESSON.next_tab)

@@ -4,9 +4,12 @@
 
 import { Engine, loadOrt } from "./engine/engine.js";
 import { fetchBytes, fetchJSON } from "./engine/fetch.js";
+import { untrainedInside } from "./engine/compare.js";
+import { drawWeights } from "./engine/init.js";
 import { Inside } from "./engine/inside.js";
 import { Tokenizer } from "./engine/tokenizer.js";
 import { linkTo, parseQuery } from "./links.js";
+import { el } from "./views/dom.js";
 
 const TAB_TITLES = {
   tokenization: "Tokenization", embeddings: "Embeddings", positional: "Positional encoding", attention: "Attention",
@@ -18,18 +21,6 @@ const ORT_WASM_FILE = "vendor/ort/ort-wasm-simd-threaded.wasm.gz";
 const PLOTLY_FILE = "vendor/plotly/plotly.min.js.gz";
 
 const $ = (sel, root = document) => root.querySelector(sel);
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") node.className = v;
-    else if (k === "html") node.innerHTML = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else if (v !== false && v !== null && v !== undefined) node.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of children) node.append(c);
-  return node;
-}
 
 // -- shared resources, loaded once, on first need ------------------------------------------------
 
@@ -115,9 +106,29 @@ function makeResources(site) {
     loaded.tokenizer = tok;
     progress.show(`The model's stages are ready (${((performance.now() - t0) / 1000).toFixed(1)} s).`, 1);
     setTimeout(() => progress.hide(), 1500);
+    return oneAtATime(loaded);
+  });
+  // Compare's untrained start: drawn in this page (data/compare.json: the seed and each weight's
+  // rule) while the trained weights download, then run on the same stage graph.
+  const untrained = once(async (onProgress) => {
+    const meta = await fetchJSON(f["data/compare.json"]);
+    const [trained, drawn] = await Promise.all([inside(), drawWeights(meta.spec, meta.seed, { onProgress })]);
+    const loaded = oneAtATime(untrainedInside(trained, drawn));
+    loaded.tokenizer = trained.tokenizer;
+    loaded.labels = meta.labels;
+    loaded.seed = meta.seed;
     return loaded;
   });
-  return { tokenizer, engine, plotly, embeddings, inside };
+  return { tokenizer, engine, plotly, embeddings, inside, untrained };
+}
+
+// Passes on the stage graph's one session, one at a time, whichever tab (Inside, Compare) and
+// side asks: the trained and the untrained model share it.
+let passes = Promise.resolve();
+function oneAtATime(inside) {
+  const pass = inside.pass.bind(inside);
+  inside.pass = (ids) => (passes = passes.then(() => pass(ids), () => pass(ids)));
+  return inside;
 }
 
 /** float16 little-endian bytes -> Float32Array (no Float16Array in every browser yet). */
@@ -221,8 +232,6 @@ async function main() {
 
 function serverWhy(tab) {
   return {
-    model: "its training curves, parameter counts and downloads come from the training run and the files on the server.",
-    compare: "it runs the model beside its untrained initialisation in PyTorch.",
     learn: "it trains a GPT from random weights on the server's CPU.",
   }[tab];
 }

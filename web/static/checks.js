@@ -76,10 +76,10 @@ export function validateText(text, name, maxChars) {
   return text;
 }
 
-/** A tab's text checked as the app checks it, then its ids under the tab's token limit (Attention, Inside). */
-export function textIds(tokenizer, text, maxChars, maxTokens) {
-  const ids = tokenizer.encode(validateText(text, "text", maxChars), { special: true });
-  if (ids.length > maxTokens) throw new InputError(`text is ${ids.length} tokens long; the limit here is ${maxTokens} tokens`);
+/** A tab's text checked as the app checks it (encode_prompt), then its ids under the tab's token limit (Attention, Inside, Compare). */
+export function textIds(tokenizer, text, maxChars, maxTokens, name = "text") {
+  const ids = tokenizer.encode(validateText(text, name, maxChars), { special: true });
+  if (ids.length > maxTokens) throw new InputError(`${name} is ${ids.length} tokens long; the limit here is ${maxTokens} tokens`);
   return ids;
 }
 

@@ -94,7 +94,7 @@ export function parseQuery(search, specs, tabs, defaults = {}) {
   for (const key of own) {
     const param = spec[key];
     if (!param) {
-      const takes = Object.keys(spec).join(", ") || "no settings here";
+      const takes = Object.keys(spec).join(", ") || "no settings";
       messages.push(`${repr(key)} is not a setting of the ${tab} tab, left out (it takes ${takes})`);
       continue;
     }

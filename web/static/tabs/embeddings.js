@@ -169,23 +169,33 @@ export function parseExpression(text, limits) {
 
 // -- the table: words to vectors, vectors to their nearest tokens ---------------------------------
 
-/** The searchable table: the rows of the tokens seen in training, as the app's _Index holds them. */
+/**
+ * The searchable table: the rows of the tokens seen in training, as the app's _Index holds them.
+ * `rows` holds those rows in the order of `ids`, or with `byId` a whole table (every id's row at
+ * id * d_model: a model's own embedding matrix, searched without a copy).
+ */
 export class EmbeddingIndex {
-  constructor({ rows, ids, counts, d_model: d }, tokenizer, limits) {
+  constructor({ rows, ids, counts, d_model: d, byId = false }, tokenizer, limits) {
     this.rows = rows;
     this.ids = ids;
     this.counts = counts;
     this.d = d;
     this.tokenizer = tokenizer;
     this.limits = limits;
+    this.at = byId ? ids : null;
     this.rowOf = new Map(ids.map((id, j) => [id, j]));
     // Norms once (a unit copy of the table would double its 20 MB): the cosine divides by them.
     this.norms = new Float64Array(ids.length);
     for (let j = 0; j < ids.length; j++) {
       let s = 0;
-      for (let c = j * d, e = c + d; c < e; c++) s += rows[c] * rows[c];
+      for (let c = this.base(j), e = c + d; c < e; c++) s += rows[c] * rows[c];
       this.norms[j] = Math.sqrt(s);
     }
+  }
+
+  /** Where row j (the token ids[j]) starts in `rows`. */
+  base(j) {
+    return (this.at ? this.at[j] : j) * this.d;
   }
 
   /** playground.embeddings.word_vector: a word's row, or the mean of its tokens' rows. */
@@ -202,7 +212,7 @@ export class EmbeddingIndex {
     }
     const vector = new Float64Array(this.d);
     for (const id of ids) {
-      const base = this.rowOf.get(id) * this.d;
+      const base = this.base(this.rowOf.get(id));
       for (let c = 0; c < this.d; c++) vector[c] += this.rows[base + c] / ids.length;
     }
     return { word, ids, pieces, vector, expression: false };
@@ -236,7 +246,7 @@ export class EmbeddingIndex {
     for (let j = 0; j < this.ids.length; j++) {
       if (exclude.has(this.ids[j])) continue;
       let dot = 0;
-      for (let c = 0, b = j * d; c < d; c++) dot += this.rows[b + c] * vector[c];
+      for (let c = 0, b = this.base(j); c < d; c++) dot += this.rows[b + c] * vector[c];
       const sim = dot / (Math.max(this.norms[j], TINY) * length);
       if (best.length === k && sim <= best[k - 1][0]) continue;
       let at = best.length;
