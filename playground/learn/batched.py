@@ -2,8 +2,8 @@
 forward and backward passes run as one batched computation (``torch.func.functional_call`` under
 ``vmap``), then each model's own gradient clipping and AdamW update.
 
-The math is :func:`model.train.train_step`'s, reused where it lives: each model's batch and
-learning rate (``get_batch``, ``lr_at``), the loss (``lm_loss``), ``clip_grad_norm_`` and its own
+The math is :func:`model.train.train_step`'s, reused where it lives: each model's learning rate
+(``lr_at``) and its batch (:func:`.batches.batch`, the rule the browser shares), the loss (``lm_loss``), ``clip_grad_norm_`` and its own
 ``torch.optim.AdamW``. Only the forward and backward passes are batched, so each model's settings
 (seed, learning rate, init, step) stay its own. tests/test_learn.py checks the step
 against ``train_step``.
@@ -20,7 +20,9 @@ from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
 from model.gpt import GPT
-from model.train import TrainConfig, get_batch, lm_loss, lr_at
+from model.train import TrainConfig, lm_loss, lr_at
+
+from .batches import batch
 
 __all__ = ["Learner", "batched_step", "shape_key"]
 
@@ -82,7 +84,7 @@ def batched_step(learners: Sequence[Learner], data: np.ndarray) -> list[float]:
     block = base.config.block_size
     xs, ys = [], []
     for learner in learners:
-        x, y = get_batch(data, learner.step, learner.tc, block, 0, 1)
+        x, y = batch(data, learner.tc.seed, learner.step, block, learner.tc.batch_size)
         xs.append(x)
         ys.append(y)
         for group in learner.opt.param_groups:
