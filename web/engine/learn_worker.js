@@ -1,0 +1,94 @@
+// Watch it learn's Web Worker: trains the learner's GPT off the page's thread (learn.js), so the
+// page keeps drawing and answering while a step runs. One worker a page, kept for the page's life:
+// once its files are loaded (onnxruntime-web, the graphs, the corpus) a run needs no network, so
+// a second run trains even when the server that sent the page has gone.
+//
+// Messages in: {type: "open", ort, wasm, facts} (addresses), {type: "start", settings},
+// {type: "stop"}, {type: "continue", prompt, seed, id}. Out: {type: "progress", what, loaded,
+// total, cached}, {type: "ready", seconds}, the run's events (learn.js's runSteps: "step",
+// "sample", "end"), {type: "continued", id, text} and {type: "error", message, during}.
+
+import { loadOrt } from "./engine.js";
+import { fetchBytes, fetchJSON } from "./fetch.js";
+import { LearnModel, continuePrompt, runSteps } from "./learn.js";
+
+let opened = null; // Promise<{ort, facts, data, heldout, graphs}>
+const models = new Map(); // "size-positions" -> Promise<LearnModel>: at most 4, one per graph pair
+let stopping = false;
+let running = false;
+let trained = null; // {model, params}: the last run's model, for "continue"
+
+// A turn for the messages between steps (Stop): a message, not setTimeout, which is clamped.
+const channel = new MessageChannel();
+const waiting = [];
+channel.port1.onmessage = () => waiting.shift()?.();
+const pause = () => new Promise((resolve) => { waiting.push(resolve); channel.port2.postMessage(null); });
+
+const post = (msg) => self.postMessage(msg);
+const reporter = (what) => ({ loaded, total, cached }) => post({ type: "progress", what, loaded, total, cached });
+
+async function open({ ort: ortBase, wasm, facts: factsUrl }) {
+  const t0 = performance.now();
+  const base = new URL(factsUrl, self.location.href);
+  const at = (path) => new URL(path, new URL("..", base)).href; // learn.json's addresses are relative to the folder above learn/
+  const [ort, facts] = await Promise.all([
+    loadOrt(new URL(ortBase, self.location.href).href, { wasm: wasm && new URL(wasm, self.location.href).href, onProgress: reporter("onnxruntime-web") }),
+    fetchJSON(base.href),
+  ]);
+  const [train, heldout, ...graphs] = await Promise.all([
+    fetchBytes(at(facts.corpus.train), reporter("the training text")),
+    fetchBytes(at(facts.corpus.heldout)),
+    ...Object.values(facts.models).flatMap((m) => [fetchBytes(at(m.step), reporter("the training step graphs")), fetchBytes(at(m.forward))]),
+  ]);
+  const bytes = {};
+  Object.keys(facts.models).forEach((key, i) => { bytes[key] = { step: graphs[2 * i].bytes, forward: graphs[2 * i + 1].bytes }; });
+  post({ type: "ready", seconds: (performance.now() - t0) / 1000, cached: train.cached });
+  return { ort, facts, data: train.bytes, heldout: heldout.bytes, bytes };
+}
+
+function model(o, key) {
+  if (!models.has(key)) {
+    const entry = o.facts.models[key];
+    if (!entry) throw new RangeError(`no model ${key}`);
+    const made = LearnModel.create(o.ort, entry, o.bytes[key].step, o.bytes[key].forward);
+    made.catch(() => models.delete(key));
+    models.set(key, made);
+  }
+  return models.get(key);
+}
+
+async function start(settings) {
+  if (running) throw new Error("a run is training in this page already: press Stop first");
+  running = true;
+  stopping = false;
+  trained = null;
+  try {
+    const o = await opened;
+    const m = await model(o, `${settings.size}-${settings.positions}`);
+    for await (const event of runSteps(m, o.facts, o.data, o.heldout, settings, { stopped: () => stopping, pause })) post(event);
+    trained = { model: m, params: m.trainer.state };
+  } finally {
+    running = false;
+  }
+}
+
+self.onmessage = async ({ data: msg }) => {
+  try {
+    if (msg.type === "open") {
+      opened ??= open(msg).catch((err) => { opened = null; throw err; });
+      await opened;
+    } else if (msg.type === "start") {
+      await start(msg.settings);
+    } else if (msg.type === "stop") {
+      stopping = true;
+    } else if (msg.type === "continue") {
+      if (running) throw new Error("your model is still training: try it when the run ends, or press Stop");
+      if (!trained) throw new Error("there is no trained model yet: press Start and let a run finish (or stop it) first");
+      const o = await opened;
+      const text = await continuePrompt(trained.model, o.facts, trained.params, msg.prompt, msg.seed, o.facts.training.continue_chars);
+      post({ type: "continued", id: msg.id, text });
+    }
+  } catch (err) {
+    post({ type: "error", during: msg.type, id: msg.id, message: String(err && err.message ? err.message : err) });
+  }
+};
