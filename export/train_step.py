@@ -25,9 +25,11 @@ tests/test_train_step.py runs it against ``train_step``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
@@ -123,13 +125,52 @@ def export_step(model: GPT, tc: TrainConfig, path: Path) -> Path:
     # but only small results: left to its default limit it stored four zero-filled tensors the
     # step makes (1.4 MB of the tiny step's 2 MB); the exporter's per-node notes (where each node
     # came from in the trace) were another 0.85 MB.
-    proto = onnxscript.optimizer.optimize(program.model_proto, output_size_limit=FOLD_LIMIT)
+    with _without_no_op_rules():
+        proto = onnxscript.optimizer.optimize(program.model_proto, output_size_limit=FOLD_LIMIT)
     for node in proto.graph.node:
         del node.metadata_props[:]
+    if not adam_eps_kept(proto, len(list(model.parameters()))):
+        raise RuntimeError("the optimizer dropped AdamW's eps from the step graph (see _without_no_op_rules)")
     tmp = path.with_suffix(".tmp.onnx")
     onnx.save(proto, tmp)
     os.replace(tmp, path)
     return path
+
+
+@contextlib.contextmanager
+def _without_no_op_rules() -> Iterator[None]:
+    """onnxscript's optimizer without its "no-op" rewrites (x + 0, x - 0, x * 1, x / 1 -> x). They
+    match a constant *within 1e-8* of 0 (math.isclose's abs_tol), so they took AdamW's eps (1e-8)
+    for a zero and deleted it: m / sqrt(v) with no eps is 0 / 0 for a weight whose gradient is
+    exactly zero (a key bias's, in exact arithmetic: onnxruntime-web computed it so and wrote NaN
+    into the weights from the first step of the skewed start), and a full learning-rate step in a
+    random direction for one whose gradient is rounding (the query and key drift docs/training.md
+    measured before). The step graph has no true no-op of that kind to lose."""
+    from onnxscript import rewriter
+    from onnxscript.rewriter.rules.common import _no_op
+
+    rules = rewriter._DEFAULT_REWRITE_RULES
+    no_ops = set(_no_op.rules.rules)
+    rewriter._DEFAULT_REWRITE_RULES = tuple(r for r in rules if r not in no_ops)
+    try:
+        yield
+    finally:
+        rewriter._DEFAULT_REWRITE_RULES = rules
+
+
+def adam_eps_kept(proto: onnx.ModelProto, n_params: int) -> bool:
+    """Whether the graph still adds AdamW's eps to each parameter's denominator (an Add of a
+    constant equal to it, once per parameter)."""
+    from onnx import numpy_helper
+
+    from model.train import ADAM_EPS
+
+    values = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer if not i.dims}
+    values |= {n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in proto.graph.node
+               if n.op_type == "Constant" and n.attribute and n.attribute[0].t.dims == []}
+    eps = [x for x, v in values.items() if v.dtype.kind == "f" and float(v) == float(torch.tensor(ADAM_EPS, dtype=torch.float32))]
+    adds = sum(1 for n in proto.graph.node if n.op_type == "Add" and any(i in eps for i in n.input))
+    return adds >= n_params
 
 
 def learn_model(size: str, positions: str, vocab_size: int) -> tuple[GPT, TrainConfig]:
