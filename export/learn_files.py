@@ -10,8 +10,8 @@
   (playground/learn/batches.py);
 - ``heldout.bin``: the held-out windows the server scores at a run's end (model.evaluate's
   windows, 64 of 65 ids);
-- ``learn.json``: the vocabulary, the reference losses, the settings and their words, the training
-  constants, and per size and position kind the model's shape, its initialisation spec
+- ``learn.json``: the vocabulary, the reference losses, the settings and their words (the tab's
+  paragraphs as HTML, the app's own), the training constants, and per size and position kind the model's shape, its initialisation spec
   (playground/initial.py: the browser draws the same weights) and its files.
 """
 
@@ -92,6 +92,8 @@ def write_learn(out: Path, progress: Callable[[str], None] = print, graphs_dir: 
     from model.evaluate import window_batches
     from playground.initial import init_spec
     from playground.learn import run
+    from playground.learn.view import READING_WORDS, intro_words
+    from playground.lessons import markdown_html
     from playground.learn.corpus import load_corpus
     from playground.learn.refs import references
 
@@ -137,6 +139,7 @@ def write_learn(out: Path, progress: Callable[[str], None] = print, graphs_dir: 
             "positions": list(run.POSITIONS), "defaults": {k: v for k, v in asdict(d).items() if k != "seconds"},
             "min_steps": run.MIN_STEPS, "max_steps": run.MAX_STEPS, "max_seed": run.MAX_SEED,
         },
+        "words": {"intro": markdown_html(intro_words("in this browser")), "reading": markdown_html(READING_WORDS)},
         "why": {"init": run.INIT_WHY, "learning_rate": run.LR_WHY, "size": run.SIZE_WHY, "positions": run.POSITION_WHY},
         "training": {
             "batch_size": run.BATCH_SIZE, "warmup_steps": run.WARMUP_STEPS, "skew": run.SKEW, "sample_every": run.SAMPLE_EVERY,

@@ -171,17 +171,7 @@ def build() -> dict[str, gr.components.Component]:
     """The tab's components and events (call inside ``gr.Tab``)."""
     threading.Thread(target=_warm_references, name="learn-references", daemon=True).start()
     d = LearnSettings()
-    tiny = SIZES["tiny"]
-    note(
-        "Here a GPT starts from random weights and learns Shakespeare while you watch, on this "
-        f"server's CPU: {d.steps:,} steps, about half a minute. Its vocabulary is the **84 characters** of the "
-        "training plays, so a model that knows nothing and guesses evenly scores **ln 84 = 4.43** nats per character "
-        f"(−ln(1/n) for n equally likely characters). Each step draws {16} windows of {tiny.block_size} characters at random places in the "
-        "training plays, scores its guess of every next character with cross-entropy, and nudges every weight downhill "
-        "(the same step as `python -m model.train`). The dashed lines are what simpler models score on two plays it never "
-        "trains on: the unigram model (each character's frequency), the bigram model (the frequency after the previous "
-        "character), and the shipped model, converted from nats per GPT-2 token to nats per character."
-    )
+    note(learn_view.intro_words("on this server's CPU", "half a minute"))
     with gr.Row(equal_height=False, elem_classes=SECTION):
         with gr.Column(scale=2, min_width=300):
             init = gr.Radio(
@@ -223,16 +213,7 @@ def build() -> dict[str, gr.components.Component]:
                 try_button = gr.Button("Continue with your model", elem_id="learn-try")
                 try_error = error_slot("learn-try-error")
                 try_output = gr.HTML("", elem_id="learn-try-out", elem_classes=RESULT)
-    note(
-        "Each step's loss (the red curve) is measured on that step's batch before the model updates on it: windows "
-        "drawn at random from the training plays. Early on they are text the model has not trained on; a run of a few "
-        "hundred steps sees a small part of the plays, but later batches do overlap earlier ones, so the honest score of "
-        "new text is the held-out one, measured when the run ends on a sample of windows from the two held-out plays. "
-        "The step axis is logarithmic, so the first ten steps take as much room as the next ninety: try the skewed start "
-        "with the same seed, and watch it start far above ln V and spend its first steps coming back down to it, the "
-        "hockey stick. Your last runs stay on the chart in grey and in the table: change one setting, press Start again, "
-        "and compare."
-    )
+    note(learn_view.READING_WORDS)
     state = RESULTS.state()
     # The reference lines, drawn before Start once computed (a second or two after the app starts).
     lines_timer = gr.Timer(0.5)

@@ -3,7 +3,7 @@
 // once its files are loaded (onnxruntime-web, the graphs, the corpus) a run needs no network, so
 // a second run trains even when the server that sent the page has gone.
 //
-// Messages in: {type: "open", ort, wasm, facts} (addresses), {type: "start", settings},
+// Messages in: {type: "open", ort, wasm, facts, threads} (addresses; WebAssembly threads), {type: "start", settings},
 // {type: "stop"}, {type: "continue", prompt, seed, id}. Out: {type: "progress", what, loaded,
 // total, cached}, {type: "ready", seconds}, the run's events (learn.js's runSteps: "step",
 // "sample", "end"), {type: "continued", id, text} and {type: "error", message, during}.
@@ -27,12 +27,12 @@ const pause = () => new Promise((resolve) => { waiting.push(resolve); channel.po
 const post = (msg) => self.postMessage(msg);
 const reporter = (what) => ({ loaded, total, cached }) => post({ type: "progress", what, loaded, total, cached });
 
-async function open({ ort: ortBase, wasm, facts: factsUrl }) {
+async function open({ ort: ortBase, wasm, facts: factsUrl, threads = 1 }) {
   const t0 = performance.now();
   const base = new URL(factsUrl, self.location.href);
   const at = (path) => new URL(path, new URL("..", base)).href; // learn.json's addresses are relative to the folder above learn/
   const [ort, facts] = await Promise.all([
-    loadOrt(new URL(ortBase, self.location.href).href, { wasm: wasm && new URL(wasm, self.location.href).href, onProgress: reporter("onnxruntime-web") }),
+    loadOrt(new URL(ortBase, self.location.href).href, { threads, wasm: wasm && new URL(wasm, self.location.href).href, onProgress: reporter("onnxruntime-web") }),
     fetchJSON(base.href),
   ]);
   const [train, heldout, ...graphs] = await Promise.all([

@@ -7,8 +7,8 @@
 // module for both editions: the static edition's tab (web/static/tabs/learn.js) and the app's
 // "Run on: this browser" (playground/ui/static/learn_on.js) mount it with their own addresses.
 //
-// ctx: {el, plotly: () => Promise<Plotly>, learn: {facts, ort, wasm} (addresses: learn.json,
-// onnxruntime-web's folder and its WebAssembly), progress ({show(text, fraction), hide()}), linked
+// ctx: {el, plotly: () => Promise<Plotly>, learn: {facts, ort, wasm, threads} (addresses: learn.json,
+// onnxruntime-web's folder and its WebAssembly; WebAssembly threads, default 1), progress ({show(text, fraction), hide()}), linked
 // (a link's settings, or null)}.
 
 import { fetchJSON } from "../engine/fetch.js";
@@ -150,6 +150,7 @@ export async function mount(root, ctx) {
   const tryButton = el("button", { class: "pg-btn", type: "button", id: "lrn-try", disabled: true }, "Continue with your model");
   const tryError = el("div", { class: "pg-error", id: "lrn-try-error", hidden: true });
   const tryOut = el("div", { class: "gen-output", id: "lrn-try-out" });
+  root.append(el("div", { class: "pg-note learn-intro", html: f.words.intro }));
   root.append(el("div", { class: "pg-row" },
     el("div", { class: "pg-col learn-controls" }, ...Object.values(controls),
       el("label", { for: "lrn-seed" }, "Seed (the initial weights and the batches: same seed and settings, same curve, here and on the server)"), seed,
@@ -157,6 +158,7 @@ export async function mount(root, ctx) {
     el("div", { class: "pg-col", style: "flex: 2 1 420px" }, status, stats, chart, samples, runs,
       el("label", { for: "lrn-prompt" }, `Try your model: when a run has ended, the model it trained writes ${t.continue_chars} characters after your prompt`),
       prompt, tryButton, tryError, tryOut)));
+  root.append(el("div", { class: "pg-note", html: f.words.reading }));
 
   const chosen = (name) => controls[name].querySelector("input:checked").value;
   const settings = () => ({ seed: Number(seed.value), init: chosen("init"), learning_rate: chosen("learning_rate"), size: chosen("size"),
@@ -227,11 +229,16 @@ export async function mount(root, ctx) {
     const due = () => {
       timer = null;
       drawnAt = performance.now();
-      status.textContent = statusText(run, f.references, t.recent_steps);
-      cards();
-      drawSamples();
-      drawTable();
-      drawChart();
+      try {
+        status.textContent = statusText(run, f.references, t.recent_steps);
+        cards();
+        drawSamples();
+        drawTable();
+        drawChart().catch((err) => showError(error, `The chart could not be drawn: ${err.message}`));
+      } catch (err) {
+        showError(error, `The page could not show the run: ${err.message}`);
+        console.error(err);
+      }
     };
     if (now) {
       clearTimeout(timer);
@@ -332,10 +339,11 @@ export async function mount(root, ctx) {
 
   draw(true);
   progress.show("Loading Watch it learn into this browser…", null);
-  worker.postMessage({ type: "open", ort: abs(ctx.learn.ort), wasm: abs(ctx.learn.wasm), facts: abs(ctx.learn.facts) });
-  return {
+  worker.postMessage({ type: "open", ort: abs(ctx.learn.ort), wasm: abs(ctx.learn.wasm), facts: abs(ctx.learn.facts), threads: ctx.learn.threads || 1 });
+  const api = {
     settings: () => ({ ...settings(), text: prompt.value }),
-    worker, // for the tests and the curious
-    state: () => ({ run, history }),
+    state: () => ({ run, history }), // for the benchmark, the tests and the curious, in the console
   };
+  window.pgLearn = api;
+  return api;
 }
