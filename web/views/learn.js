@@ -113,61 +113,53 @@ function endedMessage(run) {
   return `Finished: ${int(run.step)} steps in ${secondsText(run.seconds)} s, in this browser.`;
 }
 
+/** learn.json, from its address (the page's controls are drawn from it before the view mounts). */
+export function facts(ctx) {
+  return fetchJSON(new URL(ctx.learn.facts, document.baseURI).href);
+}
+
+/** Problems with settings `s` ({seed, init, learning_rate, size, positions}), as the server's checks word them. */
+export function problems(s, f) {
+  const out = [];
+  if (!Number.isInteger(s.seed) || s.seed < 0 || s.seed > f.settings.max_seed) {
+    out.push(`seed must be a whole number from 0 to ${int(f.settings.max_seed)}, not ${Number.isNaN(s.seed) || s.seed === null ? "empty" : s.seed}`);
+  }
+  const choices = { init: f.settings.inits, learning_rate: Object.keys(f.settings.learning_rates), size: f.settings.sizes, positions: f.settings.positions };
+  for (const [name, accepted] of Object.entries(choices)) {
+    if (!accepted.includes(s[name])) out.push(`${name} must be one of ${accepted.join(", ")}, not ${JSON.stringify(s[name])}`);
+  }
+  return out;
+}
+
+/**
+ * Draws the outputs into `root` and opens the worker; returns {start(settings), stop(),
+ * continueText(prompt, seed), state()}. start() and continueText() throw an Error whose message
+ * says what was wrong (the page shows it beside its button).
+ */
 export async function mount(root, ctx) {
   const { el, progress } = ctx;
   const abs = (url) => url && new URL(url, document.baseURI).href; // the worker resolves against its own address
-  const f = await fetchJSON(abs(ctx.learn.facts));
+  const f = await facts(ctx);
   const worker = new Worker(new URL("../engine/learn_worker.js", import.meta.url), { type: "module" });
   const t = f.training;
-  const d = { ...f.settings.defaults, ...(ctx.linked || {}) };
-
-  const radio = (name, label, choices, why) => {
-    const box = el("fieldset", { class: "learn-choice", id: `lrn-${name}` }, el("legend", {}, label));
-    for (const c of choices) {
-      const input = el("input", { type: "radio", name: `lrn-${name}`, value: c, checked: c === d[name] });
-      box.append(el("label", { class: "inline", title: why[c] || "" }, input, c));
-    }
-    box.append(el("div", { class: "pg-note" }, choices.map((c) => `${c}: ${why[c]}`).join("; ") + "."));
-    return box;
-  };
-  const controls = {
-    init: radio("init", "Initialisation", f.settings.inits, f.why.init),
-    learning_rate: radio("learning_rate", "Learning rate", Object.keys(f.settings.learning_rates), f.why.learning_rate),
-    size: radio("size", "Model size", f.settings.sizes, f.why.size),
-    positions: radio("positions", "Positions", f.settings.positions, f.why.positions),
-  };
-  const seed = el("input", { type: "number", id: "lrn-seed", min: 0, max: f.settings.max_seed, step: 1, value: d.seed });
-  const start = el("button", { class: "pg-btn primary", type: "button", id: "lrn-start", disabled: true }, `Start (${int(d.steps)} steps)`);
-  const stop = el("button", { class: "pg-btn", type: "button", id: "lrn-stop", disabled: true }, "Stop");
+  const steps = f.settings.defaults.steps;
+  const onState = ctx.onState || (() => {});
   const error = el("div", { class: "pg-error", id: "lrn-error", role: "alert", hidden: true });
   const status = el("div", { id: "lrn-status", class: "learn-status" });
   const stats = el("div", { class: "pg-cards", id: "lrn-stats" });
   const chart = el("div", { class: "pg-plot", id: "lrn-chart" });
   const samples = el("div", { id: "lrn-samples" });
   const runs = el("div", { id: "lrn-runs", class: "learn-runs" });
-  const prompt = el("textarea", { id: "lrn-prompt", rows: 2, "aria-label": "Prompt for your model" });
-  prompt.value = ctx.linked?.text ?? "Romeo.\n";
-  const tryButton = el("button", { class: "pg-btn", type: "button", id: "lrn-try", disabled: true }, "Continue with your model");
-  const tryError = el("div", { class: "pg-error", id: "lrn-try-error", hidden: true });
   const tryOut = el("div", { class: "gen-output", id: "lrn-try-out" });
-  root.append(el("div", { class: "pg-note learn-intro", html: f.words.intro }));
-  root.append(el("div", { class: "pg-row" },
-    el("div", { class: "pg-col learn-controls" }, ...Object.values(controls),
-      el("label", { for: "lrn-seed" }, "Seed (the initial weights and the batches: same seed and settings, same curve, here and on the server)"), seed,
-      el("div", { class: "gen-buttons" }, start, stop), error),
-    el("div", { class: "pg-col", style: "flex: 2 1 420px" }, status, stats, chart, samples, runs,
-      el("label", { for: "lrn-prompt" }, `Try your model: when a run has ended, the model it trained writes ${t.continue_chars} characters after your prompt`),
-      prompt, tryButton, tryError, tryOut)));
-  root.append(el("div", { class: "pg-note", html: f.words.reading }));
+  root.append(error, status, stats, chart, samples, runs, tryOut);
 
-  const chosen = (name) => controls[name].querySelector("input:checked").value;
-  const settings = () => ({ seed: Number(seed.value), init: chosen("init"), learning_rate: chosen("learning_rate"), size: chosen("size"),
-    positions: chosen("positions"), steps: d.steps });
   const history = []; // the page's earlier runs (their curves and table rows), oldest first
   let run = null;
   let drawnAt = 0;
   let timer = null;
-  const valWords = `${t.val_windows} windows of ${f.models[`${d.size}-${d.positions}`].config.block_size} characters from the held-out plays`;
+  let ready = false;
+  const valWords = `${t.val_windows} windows of ${f.models[Object.keys(f.models)[0]].config.block_size} characters from the held-out plays`;
+  const tell = () => onState({ ready, running: Boolean(run && run.running), trained: Boolean(run && !run.running && run.losses.length) });
 
   function showError(box, text) {
     box.hidden = !text;
@@ -220,7 +212,7 @@ export async function mount(root, ctx) {
 
   async function drawChart() {
     const Plotly = await ctx.plotly();
-    const { traces, layout } = figure(run, history, f.references, d.steps, t.recent_steps);
+    const { traces, layout } = figure(run, history, f.references, steps, t.recent_steps);
     await Plotly.react(chart, traces, layout, { displayModeBar: false, responsive: true });
     chart.dataset.points = String(run ? run.losses.length : 0);
   }
@@ -258,8 +250,9 @@ export async function mount(root, ctx) {
     } else if (msg.type === "ready") {
       progress.show(`Watch it learn is ready in this browser (${msg.seconds.toFixed(1)} s): the training runs here, on this device.`, 1);
       setTimeout(() => progress.hide(), 1500);
-      start.disabled = false;
+      ready = true;
       root.dataset.ready = "true";
+      tell();
     } else if (msg.type === "step") {
       run.losses.push([msg.step, msg.loss]);
       run.step = msg.step + 1;
@@ -273,10 +266,8 @@ export async function mount(root, ctx) {
     } else if (msg.type === "end") {
       Object.assign(run, { step: msg.step, stopReason: msg.stopReason, valLoss: msg.valLoss, seconds: msg.seconds, running: false });
       run.message = endedMessage(run);
-      start.disabled = false;
-      stop.disabled = true;
-      tryButton.disabled = false;
       root.dataset.running = "false";
+      tell();
       draw(true);
     } else if (msg.type === "continued") {
       continued.get(msg.id)?.resolve(msg.text);
@@ -289,59 +280,57 @@ export async function mount(root, ctx) {
           run.stopReason = "failed";
           run.message = `The run failed: ${msg.message}`;
         }
-        start.disabled = msg.during === "open";
-        stop.disabled = true;
+        if (msg.during === "open") ready = false;
         root.dataset.running = "false";
+        tell();
         draw(true);
       }
     }
   };
 
-  start.addEventListener("click", () => {
-    const s = settings();
-    if (!Number.isInteger(s.seed) || s.seed < 0 || s.seed > f.settings.max_seed) {
-      showError(error, `The seed must be a whole number from 0 to ${int(f.settings.max_seed)}, not ${seed.value === "" ? "empty" : seed.value}.`);
-      return;
-    }
+  /** A run of settings `s` ({seed, init, learning_rate, size, positions}; the page's 500 steps). */
+  function start(s) {
+    const wrong = problems(s, f);
+    if (wrong.length) throw new Error(`${wrong.join("; ")}.`);
+    if (!ready) throw new Error("Watch it learn is still loading into this browser: press Start again in a moment.");
+    if (run && run.running) throw new Error("a run is training already: press Stop first.");
     showError(error, "");
-    if (run && !run.running && run.losses.length) history.push(run);
+    if (run && run.losses.length) history.push(run);
     history.splice(0, Math.max(0, history.length - MAX_RUNS));
-    run = { settings: s, losses: [], samples: [], step: 0, tokens: 0, seconds: 0, valLoss: null, stopReason: "", message: "",
+    const settings = { seed: s.seed, init: s.init, learning_rate: s.learning_rate, size: s.size, positions: s.positions, steps: s.steps ?? steps };
+    run = { settings, losses: [], samples: [], step: 0, tokens: 0, seconds: 0, valLoss: null, stopReason: "", message: "",
       running: true, startedAt: performance.now(), valWords };
-    start.disabled = true;
-    stop.disabled = false;
-    tryButton.disabled = true;
     root.dataset.running = "true";
-    worker.postMessage({ type: "start", settings: s });
+    worker.postMessage({ type: "start", settings });
+    tell();
     draw(true);
-  });
-  stop.addEventListener("click", () => worker.postMessage({ type: "stop" }));
-  tryButton.addEventListener("click", async () => {
-    showError(tryError, "");
-    const text = prompt.value;
-    if (!text) return showError(tryError, "The prompt is empty: type a few characters for your model to continue.");
-    if (text.length > t.max_prompt_chars) return showError(tryError, `The prompt is ${int(text.length)} characters long; the limit is ${t.max_prompt_chars}.`);
+  }
+
+  /** `prompt` continued by the last run's model (the seed picks the draws): resolves to its text, shown under the runs. */
+  async function continueText(prompt, seed) {
+    if (!prompt) throw new Error("The prompt is empty: type a few characters for your model to continue.");
+    if (prompt.length > t.max_prompt_chars) throw new Error(`The prompt is ${int(prompt.length)} characters long; the limit is ${t.max_prompt_chars}.`);
     const id = nextId++;
     const done = new Promise((resolve, reject) => continued.set(id, { resolve, reject }));
-    tryButton.disabled = true;
-    worker.postMessage({ type: "continue", id, prompt: text, seed: Number(seed.value) || 0 });
+    worker.postMessage({ type: "continue", id, prompt, seed: Number.isInteger(seed) ? seed : 0 });
     try {
-      const out = await done;
-      tryOut.replaceChildren(el("span", { class: "gen-prompt" }, text), out);
+      const text = await done;
+      tryOut.replaceChildren(el("span", { class: "gen-prompt" }, prompt), text);
       tryOut.dataset.done = "true";
-    } catch (err) {
-      showError(tryError, err.message);
+      return text;
     } finally {
       continued.delete(id);
-      tryButton.disabled = false;
     }
-  });
+  }
 
   draw(true);
+  tell();
   progress.show("Loading Watch it learn into this browser…", null);
   worker.postMessage({ type: "open", ort: abs(ctx.learn.ort), wasm: abs(ctx.learn.wasm), facts: abs(ctx.learn.facts), threads: ctx.learn.threads || 1 });
   const api = {
-    settings: () => ({ ...settings(), text: prompt.value }),
+    start,
+    stop: () => worker.postMessage({ type: "stop" }),
+    continueText,
     state: () => ({ run, history }), // for the benchmark, the tests and the curious, in the console
   };
   window.pgLearn = api;
