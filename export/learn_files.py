@@ -20,6 +20,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -28,10 +29,11 @@ import numpy as np
 
 from .naming import ARTIFACTS_DIR
 
-__all__ = ["GRAPH_DIR", "LEARN_DIR", "learn_graphs", "write_learn"]
+__all__ = ["GRAPH_DIR", "LEARN_DIR", "APP_DIR", "app_folder", "learn_graphs", "write_learn"]
 
 GRAPH_DIR = "learn"  # under artifacts/
 LEARN_DIR = "learn"  # in the static folder
+APP_DIR = "browser-learn"  # under artifacts/: the folder the app writes and serves (its learn/ inside)
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -70,13 +72,32 @@ def learn_graphs(vocab_size: int, out_dir: Path | None = None, progress: Callabl
             path = folder / f"{kind}-{size}-{positions}-{_key(kind, model.config, tc)}.onnx"
             if not path.is_file():
                 progress(f"Watch it learn's {kind} graph for {size}, {positions} positions (once: about a minute)")
-                export(path)
+                mine = path.with_name(f"{path.stem}.{os.getpid()}.part.onnx")  # the app's child and a static build may race
+                export(mine)
+                os.replace(mine, path)
             paths[kind, size, positions] = path
             wanted.add(path)
     for old in folder.glob("*.onnx"):  # graphs of earlier code or shapes
-        if old not in wanted and ".tmp." not in old.name:
+        if old not in wanted and ".tmp." not in old.name and ".part." not in old.name:
             old.unlink()
     return paths
+
+
+def app_folder(out_dir: Path | None = None) -> Path:
+    """Where the app writes its copy (``write_learn(app_folder())``) and serves it from."""
+    return (Path(out_dir) if out_dir is not None else ARTIFACTS_DIR) / APP_DIR
+
+
+def _write_if_changed(path: Path, data: bytes, gzipped: bool = False) -> None:
+    """``data`` into ``path`` (gzipped when asked), unless it holds them already: the app writes the
+    folder at every start, and a file left as it was keeps its date (and the browsers' caches their copy)."""
+    if path.is_file():
+        old = path.read_bytes()
+        if (gzip.decompress(old) if gzipped else old) == data:
+            return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(gzip.compress(data, 9, mtime=0) if gzipped else data)
+    os.replace(tmp, path)
 
 
 def _digest(path: Path) -> str:
@@ -87,8 +108,6 @@ def write_learn(out: Path, progress: Callable[[str], None] = print, graphs_dir: 
     """Write the ``learn/`` folder into the static folder ``out``; returns {file: its address with
     ?v=<content hash>}, relative to ``out``. Raises :class:`playground.resources.ResourceError` when
     the Shakespeare texts are missing and cannot be downloaded."""
-    import shutil
-
     from model.evaluate import window_batches
     from playground.initial import init_spec
     from playground.learn import run
@@ -109,11 +128,11 @@ def write_learn(out: Path, progress: Callable[[str], None] = print, graphs_dir: 
         files[name] = f"{name}?v={_digest(out / name)}"
         return files[name]
 
-    (folder / "train.bin.gz").write_bytes(gzip.compress(corpus.train.astype(np.uint8).tobytes(), 9, mtime=0))
+    _write_if_changed(folder / "train.bin.gz", corpus.train.astype(np.uint8).tobytes(), gzipped=True)
     x, y = next(window_batches(corpus.val, run.SIZES["tiny"].block_size, run.VAL_WINDOWS, batch_size=run.VAL_WINDOWS))
     if any(c.block_size != run.SIZES["tiny"].block_size for c in run.SIZES.values()):
         raise ValueError("the held-out windows are written for one block size")
-    (folder / "heldout.bin").write_bytes(np.concatenate([x, y[:, -1:]], axis=1).astype(np.uint8).tobytes())
+    _write_if_changed(folder / "heldout.bin", np.concatenate([x, y[:, -1:]], axis=1).astype(np.uint8).tobytes())
     models = {}
     for size, positions in _models():
         s = run.settings(size=size, positions=positions)
@@ -122,7 +141,7 @@ def write_learn(out: Path, progress: Callable[[str], None] = print, graphs_dir: 
                  "spec": [p.to_json() for p in init_spec(config)]}
         for kind in ("step", "forward"):
             name = f"{LEARN_DIR}/{kind}-{size}-{positions}.onnx"
-            shutil.copy2(graphs[kind, size, positions], out / name)
+            _write_if_changed(out / name, graphs[kind, size, positions].read_bytes())
             entry[kind] = add(name)
             entry[f"{kind}_bytes"] = (out / name).stat().st_size
         models[f"{size}-{positions}"] = entry
@@ -148,6 +167,32 @@ def write_learn(out: Path, progress: Callable[[str], None] = print, graphs_dir: 
         },
         "models": models,
     }
-    (folder / "learn.json").write_text(json.dumps(facts, ensure_ascii=False, separators=(",", ":")))
+    _write_if_changed(folder / "learn.json", json.dumps(facts, ensure_ascii=False, separators=(",", ":")).encode())
     add(f"{LEARN_DIR}/learn.json")
     return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m export.learn_files DIR``: write DIR/learn/ (the app runs this in a child process at
+    every start, so that building the graphs, the first time, leaves the server's memory as it was)."""
+    import argparse
+    import sys
+
+    from playground.resources import ResourceError
+
+    ap = argparse.ArgumentParser(prog="python -m export.learn_files", description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=Path, nargs="?", default=None, help="the folder (default: the app's, artifacts/browser-learn)")
+    args = ap.parse_args(argv)
+    out = args.out or app_folder()
+    try:
+        files = write_learn(out, progress=lambda text: print(text, file=sys.stderr, flush=True))
+    except ResourceError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"wrote {len(files)} files of Watch it learn's browser run to {out / LEARN_DIR}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+

@@ -10,7 +10,7 @@
 
 import { loadOrt } from "./engine.js";
 import { fetchBytes, fetchJSON } from "./fetch.js";
-import { LearnModel, continuePrompt, runSteps } from "./learn.js";
+import { LearnModel, batch, continuePrompt, runSteps, startWeights } from "./learn.js";
 
 let opened = null; // Promise<{ort, facts, data, heldout, graphs}>
 const models = new Map(); // "size-positions" -> Promise<LearnModel>: at most 4, one per graph pair
@@ -42,8 +42,29 @@ async function open({ ort: ortBase, wasm, facts: factsUrl, threads = 1 }) {
   ]);
   const bytes = {};
   Object.keys(facts.models).forEach((key, i) => { bytes[key] = { step: graphs[2 * i].bytes, forward: graphs[2 * i + 1].bytes }; });
+  const o = { ort, facts, data: train.bytes, heldout: heldout.bytes, bytes };
+  post({ type: "progress", what: "the training step (a first step nobody sees)", loaded: 0, total: 0, cached: false });
+  await warmUp(o, defaultKey(facts));
   post({ type: "ready", seconds: (performance.now() - t0) / 1000, cached: train.cached });
-  return { ort, facts, data: train.bytes, heldout: heldout.bytes, bytes };
+  return o;
+}
+
+const defaultKey = (facts) => `${facts.settings.defaults.size}-${facts.settings.defaults.positions}`;
+
+/**
+ * The default model's sessions opened and one step and one forward pass run on its untrained
+ * weights, thrown away: onnxruntime-web's first run of a graph took 5 s where the next took 0.5
+ * (WebAssembly compiled again by the optimising tier, kernels set up), which the learner's first
+ * point waited for.
+ */
+async function warmUp(o, key) {
+  const m = await model(o, key);
+  const t = o.facts.training;
+  const weights = startWeights(m.entry.spec, 0, "proper", t.skew);
+  m.trainer.start(weights);
+  const { idx, targets } = batch(o.data, 0, 0, m.block, t.batch_size);
+  await m.trainer.train(idx, targets, [t.batch_size, m.block], 0);
+  await m.draw([o.facts.vocabulary.start_id], [0.5, 0.5], weights);
 }
 
 function model(o, key) {
