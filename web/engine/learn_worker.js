@@ -43,7 +43,7 @@ async function open({ ort: ortBase, wasm, facts: factsUrl, threads = 1 }) {
   const bytes = {};
   Object.keys(facts.models).forEach((key, i) => { bytes[key] = { step: graphs[2 * i].bytes, forward: graphs[2 * i + 1].bytes }; });
   const o = { ort, facts, data: train.bytes, heldout: heldout.bytes, bytes };
-  post({ type: "progress", what: "the training step (a first step nobody sees)", loaded: 0, total: 0, cached: false });
+  post({ type: "progress", note: "Preparing the training step: a first step nobody sees (the next ones are faster)…" });
   await warmUp(o, defaultKey(facts));
   post({ type: "ready", seconds: (performance.now() - t0) / 1000, cached: train.cached });
   return o;

@@ -244,9 +244,11 @@ export async function mount(root, ctx) {
   let nextId = 0;
   worker.onmessage = ({ data: msg }) => {
     if (msg.type === "progress") {
-      const what = msg.what;
-      if (msg.cached) progress.show(`${what}: from this browser's cache`, 1);
-      else progress.show(`Downloading ${what}: ${(msg.loaded / 1e6).toFixed(1)} MB${msg.total ? ` of ${(msg.total / 1e6).toFixed(1)} MB` : ""} (kept in this browser for your next visit)`, msg.total ? msg.loaded / msg.total : null);
+      const { what, loaded, cached } = msg;
+      const total = msg.total >= loaded ? msg.total : 0; // a compressed transfer's length counts other bytes
+      if (msg.note) progress.show(msg.note, null);
+      else if (cached) progress.show(`${what}: from this browser's cache`, 1);
+      else progress.show(`Downloading ${what}: ${(loaded / 1e6).toFixed(1)} MB${total ? ` of ${(total / 1e6).toFixed(1)} MB` : ""} (kept in this browser for your next visit)`, total ? loaded / total : null);
     } else if (msg.type === "ready") {
       progress.show(`Watch it learn is ready in this browser (${msg.seconds.toFixed(1)} s): the training runs here, on this device.`, 1);
       setTimeout(() => progress.hide(), 1500);
