@@ -108,3 +108,44 @@ def test_a_run_in_chromium_is_the_servers_run_and_goes_on_without_the_server(ser
         stop_and_wait(page)
         assert page.locator("#lrn-runs tbody tr").count() == 2
         assert not page.errors, page.errors
+
+
+@pytest.mark.slow
+def test_the_pages_500_steps_are_the_servers_within_0_05_at_every_50th(served, corpus):
+    """The page's whole default run (seed 0, 500 steps, its samples and held-out score) against the
+    server's 500 steps of the same settings (its batched step, as its trainer takes them, without
+    the trainer's seconds cap): the curves within 0.05 at every 50th step, the samples at the same
+    steps (step 0's the same text), the held-out scores close."""
+    import torch
+
+    from model.evaluate import evaluate_loss
+    from model.train import adamw
+    from playground.learn.batched import Learner, batched_step
+
+    s = learn_run.settings(seed=0)
+    tc = learn_run.train_config(s)
+    model = learn_run.build_model(s, corpus.vocab_size)
+    learner = Learner(model, adamw(model, tc), tc)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ref = [batched_step([learner], corpus.train)[0] for _ in range(s.steps)]
+    finally:
+        torch.set_num_threads(threads)
+    ref_val = evaluate_loss(model, corpus.val, learn_run.VAL_WINDOWS)
+    with static_page(served.url + "?tab=learn", viewport=LAPTOP) as page:
+        ready(page)
+        page.wait_for_selector("#panel-learn [data-ready=true]", timeout=300_000)
+        page.click("#lrn-start")
+        page.wait_for_function("() => document.querySelector('#lrn-status').textContent.startsWith('Finished')", timeout=3_600_000)
+        got = losses(page)
+        run = page.evaluate("() => { const r = window.pgLearn.state().run; return { samples: r.samples, val: r.valLoss }; }")
+    assert len(got) == len(ref) == s.steps
+    every_50 = [abs(got[k] - ref[k]) for k in range(0, s.steps, 50)]
+    print(f"the page's 500 steps against the server's: at every 50th step at most {max(every_50):.2e} "
+          f"({', '.join(f'{g:.1e}' for g in every_50)}), anywhere {max(abs(a - b) for a, b in zip(got, ref)):.2e}; "
+          f"held-out {run['val']:.4f} against {ref_val:.4f}")
+    assert max(every_50) <= CURVE_ATOL
+    assert [k for k, _ in run["samples"]] == list(range(0, s.steps + 1, learn_run.SAMPLE_EVERY))
+    assert run["samples"][0][1] == learn_run.sample(learn_run.build_model(s, corpus.vocab_size), corpus, 0, 0)
+    assert run["val"] == pytest.approx(ref_val, abs=CURVE_ATOL)
