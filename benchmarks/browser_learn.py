@@ -160,29 +160,16 @@ def native_steps(size: str, steps: int) -> tuple[float, float]:
 
 
 def server_curve(steps: int) -> tuple[list[float], float]:
-    """The server's run of the page's default settings (seed 0), ``steps`` steps of its batched step
-    as its trainer takes them, without the trainer's seconds cap (a loaded machine reached it
-    before step 500), samples aside: the losses and the seconds."""
-    import torch
-
-    from model.train import adamw
+    """The server's run of the page's default settings (seed 0), ``steps`` steps alone
+    (``playground.learn.batched.alone``): the losses and the seconds."""
     from playground.learn import run as learn_run
-    from playground.learn.batched import Learner, batched_step
+    from playground.learn.batched import alone
     from playground.learn.corpus import load_corpus
 
     corpus = load_corpus("char")
-    s = learn_run.settings(seed=0)
-    tc = learn_run.train_config(s)
-    model = learn_run.build_model(s, corpus.vocab_size)
-    learner = Learner(model, adamw(model, tc), tc)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        start = time.perf_counter()
-        losses = [batched_step([learner], corpus.train)[0] for _ in range(steps)]
-        return losses, time.perf_counter() - start
-    finally:
-        torch.set_num_threads(threads)
+    start = time.perf_counter()
+    losses, _ = alone(learn_run.settings(seed=0), corpus.train, corpus.vocab_size, steps)
+    return losses, time.perf_counter() - start
 
 
 def full_run(browser, url: str) -> dict:

@@ -116,22 +116,11 @@ def test_the_pages_500_steps_are_the_servers_within_0_05_at_every_50th(served, c
     server's 500 steps of the same settings (its batched step, as its trainer takes them, without
     the trainer's seconds cap): the curves within 0.05 at every 50th step, the samples at the same
     steps (step 0's the same text), the held-out scores close."""
-    import torch
-
     from model.evaluate import evaluate_loss
-    from model.train import adamw
-    from playground.learn.batched import Learner, batched_step
+    from playground.learn.batched import alone
 
     s = learn_run.settings(seed=0)
-    tc = learn_run.train_config(s)
-    model = learn_run.build_model(s, corpus.vocab_size)
-    learner = Learner(model, adamw(model, tc), tc)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        ref = [batched_step([learner], corpus.train)[0] for _ in range(s.steps)]
-    finally:
-        torch.set_num_threads(threads)
+    ref, model = alone(s, corpus.train, corpus.vocab_size)
     ref_val = evaluate_loss(model, corpus.val, learn_run.VAL_WINDOWS)
     with static_page(served.url + "?tab=learn", viewport=LAPTOP) as page:
         ready(page)

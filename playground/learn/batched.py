@@ -24,7 +24,7 @@ from model.train import TrainConfig, lm_loss, lr_at
 
 from .batches import batch
 
-__all__ = ["Learner", "batched_step", "shape_key"]
+__all__ = ["Learner", "batched_step", "shape_key", "alone"]
 
 
 @dataclass
@@ -102,3 +102,23 @@ def batched_step(learners: Sequence[Learner], data: np.ndarray) -> list[float]:
         learner.opt.zero_grad(set_to_none=True)
         learner.step += 1
     return nll.detach().tolist()
+
+
+def alone(s, data: np.ndarray, vocab_size: int, steps: int | None = None) -> tuple[list[float], GPT]:
+    """The server's curve for settings ``s`` (playground.learn.run's): its model stepped alone on
+    one PyTorch thread, as the trainer steps it, ``steps`` steps (default its own) with neither
+    samples nor the seconds cap (a loaded machine reached the cap before step 500); the losses
+    and the trained model. What the browser's runs are measured against."""
+    from model.train import adamw
+
+    from .run import build_model, train_config
+
+    tc = train_config(s)
+    model = build_model(s, vocab_size)
+    learner = Learner(model, adamw(model, tc), tc)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return [batched_step([learner], data)[0] for _ in range(s.steps if steps is None else steps)], model
+    finally:
+        torch.set_num_threads(threads)
