@@ -201,6 +201,7 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     model = load_pretrained()
 
     progress("the page and the engine")
+    # the views (web/views/) are the app's too: one module per view for both editions
     for folder, target in ((WEB / "static", out), (WEB / "engine", out / "engine"), (WEB / "views", out / "views")):
         shutil.copytree(folder, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.md", ".*"))
     (out / "vendor" / "ort").mkdir(parents=True, exist_ok=True)

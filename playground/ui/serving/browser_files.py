@@ -5,6 +5,9 @@ tab), served from the app under :data:`PREFIX`, from a fixed list (:class:`Brows
   ``/browser/run_on.js``: the tab's page side (``playground/ui/static/run_on.js``). Their imports
   of each other carry no hash, so they are revalidated: ``Cache-Control: no-cache`` with an
   ``ETag`` (a reload costs a 304 each);
+- ``/browser/views/<file>``: the views both editions draw with (``web/views/*.js`` and ``*.css``,
+  listed once when the app starts; playground/ui/web_view.py mounts them), revalidated likewise.
+  They are served whether or not the page can run the model itself: the app's tabs draw with them;
 - ``/browser/ort/<hash>/<file>``: onnxruntime-web's three files (they come with the repository,
   ``web/vendor/``: export/vendor.py). The page asks for the ``.wasm`` by name beside the ``.mjs``, so
   the content hash is in the folder's path: ``Cache-Control: public, max-age=31536000, immutable``;
@@ -13,9 +16,9 @@ tab), served from the app under :data:`PREFIX`, from a fixed list (:class:`Brows
   other address (never kept for a year under a name that is not theirs).
 
 Watch it learn's "Run on: this browser" adds, when the app has written its files
-(export/learn_files.py, ``learn_dir``): the engine's training modules (``LEARN_MODULES``), the view
-``/browser/views/learn.js`` and the tab's page side ``/browser/learn_on.js`` (revalidated),
-plotly.js under its hash (immutable), and ``/browser/learn/<file>`` (the step and forward graphs,
+(export/learn_files.py, ``learn_dir``): the engine's training modules (``LEARN_MODULES``) and the
+tab's page side ``/browser/learn_on.js`` (revalidated; its view, ``/browser/views/learn.js``, is
+one of the views), plotly.js under its hash (immutable), and ``/browser/learn/<file>`` (the step and forward graphs,
 the training text, the held-out windows: immutable under their ``?v=``; ``learn.json`` names them
 so).
 
@@ -55,7 +58,8 @@ from .visitors import visitor_of
 from .page_cache import etag_matches, request_headers
 
 __all__ = [
-    "PREFIX", "ENGINE_MODULES", "LEARN_MODULES", "ORT_FILES", "MODEL_FILES", "MISSING_ORT", "IMMUTABLE", "REVALIDATE",
+    "PREFIX", "ENGINE_MODULES", "LEARN_MODULES", "VIEWS_DIR", "view_files", "ORT_FILES", "MODEL_FILES", "MISSING_ORT",
+    "IMMUTABLE", "REVALIDATE",
     "MODEL_STREAMS_PER_VISITOR", "FILE_DOWNLOADS_PER_VISITOR", "FILE_MB_PER_MINUTE", "RETRY_AFTER_S", "Served",
     "BrowserFiles", "DownloadSlots", "BrowserFileServer", "byte_range", "UNSATISFIABLE",
 ]
@@ -66,10 +70,12 @@ ROOT = Path(__file__).resolve().parents[3]
 PREFIX = "/browser/"
 ENGINE_DIR = ROOT / "web" / "engine"
 ENGINE_MODULES = ("engine.js", "fetch.js", "rng.js", "sampling.js", "tokenizer.js")
+VIEWS_DIR = ROOT / "web" / "views"
+VIEW_SUFFIXES = (".js", ".css")
 PAGE_MODULE = Path(__file__).resolve().parents[1] / "static" / "run_on.js"
 # Watch it learn in the browser: the engine's training modules, the view both editions mount, its page side here.
 LEARN_MODULES = ("draws.js", "init.js", "train.js", "learn.js", "learn_worker.js")
-LEARN_VIEW = ROOT / "web" / "views" / "learn.js"
+LEARN_VIEW = ROOT / "web" / "views" / "learn.js"  # served as one of the views (VIEWS_DIR)
 LEARN_PAGE_MODULE = Path(__file__).resolve().parents[1] / "static" / "learn_on.js"
 LEARN_FILES_MISSING = ("Run on this browser needs Watch it learn's browser files (the step graphs and the training text), "
                        "which the app writes when it starts: {why}")
@@ -96,9 +102,10 @@ CONTENT_TYPES = {
     ".mjs": "text/javascript; charset=utf-8",
     ".wasm": "application/wasm",  # WebAssembly.instantiateStreaming refuses any other type
     ".json": "application/json",
+    ".css": "text/css; charset=utf-8",
     ".onnx": "application/octet-stream",
 }
-COMPRESSED_SUFFIXES = (".js", ".mjs", ".wasm", ".json")  # the model's 8-bit weights shrink by a few % only
+COMPRESSED_SUFFIXES = (".js", ".mjs", ".wasm", ".json", ".css")  # the model's 8-bit weights shrink by a few % only
 
 _digests: dict[tuple[str, int, int], str] = {}
 
@@ -165,28 +172,34 @@ class BrowserFiles:
 
     @classmethod
     def for_model(cls, onnx_files: Mapping[str, Path], ort_dir: Path | None = None, engine_dir: Path = ENGINE_DIR,
-                  page_module: Path = PAGE_MODULE, learn_dir: Path | None = None) -> BrowserFiles:
+                  page_module: Path = PAGE_MODULE, views_dir: Path = VIEWS_DIR, learn_dir: Path | None = None) -> BrowserFiles:
         """The files for the model whose ONNX files are ``onnx_files`` (``{"quantized": path, ...}``
         as app.py has them): its Hub folder's 8-bit file and the tokenizer and config beside it.
-        ``ort_dir``: onnxruntime-web's files (default: the repository's, :func:`export.vendor.ort_dir`);
-        ``learn_dir``: the folder export.learn_files wrote for Watch it learn (None: none)."""
+        ``ort_dir``: onnxruntime-web's files (default: the repository's, :func:`export.vendor.ort_dir`).
+        The views of ``views_dir`` are served in any case (:attr:`problem` is about running the model);
+        ``learn_dir``: the folder export.learn_files wrote for Watch it learn (None: none yet)."""
+        views = {f.route: f for f in view_files(views_dir)}  # the app's own views: served whatever follows
+
+        def without(problem: str) -> BrowserFiles:
+            return cls(dict(views), problem=problem)
+
         try:
             ort_dir = vendor.ort_dir() if ort_dir is None else ort_dir
         except (vendor.VendorError, OSError) as err:
-            return cls(problem=MISSING_ORT.format(why=err))
+            return without(MISSING_ORT.format(why=err))
         if missing_ort := [name for name in ORT_FILES if not (ort_dir / name).is_file()]:
-            return cls(problem=MISSING_ORT.format(why=f"{ort_dir / missing_ort[0]} is missing"))
+            return without(MISSING_ORT.format(why=f"{ort_dir / missing_ort[0]} is missing"))
         quantized = onnx_files.get("quantized")
         if quantized is None or not Path(quantized).is_file():
-            return cls(problem="Run on this browser needs the model's 8-bit file `onnx/model_quantized.onnx`, which this model has not.")
+            return without("Run on this browser needs the model's 8-bit file `onnx/model_quantized.onnx`, which this model has not.")
         hub = Path(quantized).parent.parent
         model = [hub / name for name in MODEL_FILES]
         if missing := [str(p) for p in model if not p.is_file()]:
-            return cls(problem=f"Run on this browser needs {', '.join(missing)} beside the model.")
+            return without(f"Run on this browser needs {', '.join(missing)} beside the model.")
         modules = [engine_dir / name for name in ENGINE_MODULES]
         if missing := [str(p) for p in [*modules, page_module] if not p.is_file()]:
-            return cls(problem=f"Run on this browser needs the browser engine: {', '.join(missing)} is missing.")
-        files: list[Served] = []
+            return without(f"Run on this browser needs the browser engine: {', '.join(missing)} is missing.")
+        files: list[Served] = list(views.values())
         for path in modules:
             files.append(Served(f"{PREFIX}engine/{path.name}", path, file_digest(path)))
         files.append(Served(f"{PREFIX}{page_module.name}", page_module, file_digest(page_module)))
@@ -208,6 +221,12 @@ class BrowserFiles:
     def url(self, name: str) -> str:
         """The address of the served file whose route ends with ``name``."""
         return next(f.url for route, f in self.files.items() if route.endswith("/" + name))
+
+    def view_url(self, name: str) -> str | None:
+        """The address of the view file ``name`` (``"inside.js"``) relative to the app's root, None
+        when it is not served."""
+        served = self.files.get(f"{PREFIX}views/{name}")
+        return served.url.removeprefix("/") if served else None
 
     def page_config(self) -> dict[str, Any]:
         """What the page's script needs: the addresses (relative to the app's root), and why not."""
@@ -251,7 +270,7 @@ class BrowserFiles:
         return {
             "available": True,
             "module": rel(self.url(LEARN_PAGE_MODULE.name)),
-            "view": rel(self.files[f"{PREFIX}views/{LEARN_VIEW.name}"].url),
+            "view": self.view_url(LEARN_VIEW.name),
             "facts": rel(LEARN_FACTS),
             "ort": rel(ort.route.rsplit("/", 1)[0] + "/"),
             "plotly": rel(self.url(vendor.PLOTLY_FILE)),
@@ -260,8 +279,9 @@ class BrowserFiles:
 
 
 def _learn_code(engine_dir: Path) -> tuple[list[Served], str | None]:
-    """Watch it learn's page side: the engine's training modules, the view, learn_on.js, plotly.js;
-    and the problem until its data files are added (:meth:`BrowserFiles.add_learn`)."""
+    """Watch it learn's page side: the engine's training modules, learn_on.js, plotly.js (the view is
+    one of web/views/, served with the others); and the problem until its data files are added
+    (:meth:`BrowserFiles.add_learn`)."""
     try:
         plotly = vendor.plotly_js()
     except (vendor.VendorError, OSError) as err:
@@ -270,7 +290,6 @@ def _learn_code(engine_dir: Path) -> tuple[list[Served], str | None]:
     if missing := [str(p) for p in [*modules, LEARN_VIEW, LEARN_PAGE_MODULE] if not p.is_file()]:
         return [], LEARN_FILES_MISSING.format(why=f"{', '.join(missing)} is missing")
     files = [Served(f"{PREFIX}engine/{p.name}", p, file_digest(p)) for p in modules]
-    files.append(Served(f"{PREFIX}views/{LEARN_VIEW.name}", LEARN_VIEW, file_digest(LEARN_VIEW)))
     files.append(Served(f"{PREFIX}{LEARN_PAGE_MODULE.name}", LEARN_PAGE_MODULE, file_digest(LEARN_PAGE_MODULE)))
     digest = file_digest(plotly)
     files.append(Served(f"{PREFIX}plotly/{digest[:HASH_CHARS]}/{plotly.name}", plotly, digest, immutable=True))
@@ -288,6 +307,15 @@ def _learn_data(learn_dir: Path) -> tuple[list[Served], str | None]:
             digest = file_digest(path)
             files.append(Served(f"{PREFIX}learn/{path.name}", path, digest, version=digest[:HASH_CHARS]))
     return files, None
+
+
+def view_files(folder: Path = VIEWS_DIR) -> list[Served]:
+    """The views' modules and style sheets (``*.js``, ``*.css`` directly in ``folder``), listed
+    once: the routes are fixed when the app starts, whatever a request asks."""
+    if not folder.is_dir():
+        return []
+    paths = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in VIEW_SUFFIXES)
+    return [Served(f"{PREFIX}views/{p.name}", p, file_digest(p)) for p in paths]
 
 
 class DownloadSlots:
