@@ -183,7 +183,8 @@ _MODULE = _RUN_ON_MODULE
 
 def learn_on_js(browser: BrowserFiles) -> dict[str, str]:
     """The page's JavaScript of each browser event: ``mount`` (the panel's ``js_on_load``),
-    ``mode`` (the Run on radio's change), ``start``, ``stop`` and ``continue``."""
+    ``mode`` (the Run on radio's change), ``start``, ``stop``, ``prepare`` (a size or position kind
+    chosen) and ``continue``."""
     config = json.dumps(browser.learn_config())
     module = _MODULE.format(path=json.dumps(browser.learn_config()["module"]))
     return {
@@ -193,6 +194,7 @@ def learn_on_js(browser: BrowserFiles) -> dict[str, str]:
                 f"{module}.then((m) => m.setMode(mode, {config})); }}",
         "start": f"(seed, init, learning_rate, size, positions) => {{ {module}.then((m) => m.start({{seed, init, learning_rate, size, positions}})); }}",
         "stop": f"() => {{ {module}.then((m) => m.stop()); }}",
+        "prepare": f"(size, positions) => {{ {module}.then((m) => m.prepare(size, positions)); }}",
         "continue": f"(prompt, seed) => {{ {module}.then((m) => m.continueText(prompt, seed)); }}",
     }
 
@@ -303,6 +305,8 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
         run_on.change(None, inputs=[run_on], js=js["mode"], api_visibility="private", queue=False)
         start_here.click(None, inputs=[seed, init, lr, size, positions], js=js["start"], api_visibility="private", queue=False)
         stop_here.click(None, js=js["stop"], api_visibility="private", queue=False)
+        for choice in (size, positions):
+            choice.change(None, inputs=[size, positions], js=js["prepare"], api_visibility="private", queue=False)
         try_here.click(None, inputs=[prompt, seed], js=js["continue"], api_visibility="private", queue=False)
     gr.api(user_errors(api_learn), api_name="learn", concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY)
     return {"seed": seed, "init": init, "learning_rate": lr, "size": size, "positions": positions, "text": prompt, "run_on": run_on}  # its controls, by the names of a link's parameters (playground/links.py)

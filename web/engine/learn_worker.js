@@ -44,12 +44,14 @@ async function open({ ort: ortBase, wasm, facts: factsUrl, threads = 1 }) {
   Object.keys(facts.models).forEach((key, i) => { bytes[key] = { step: graphs[2 * i].bytes, forward: graphs[2 * i + 1].bytes }; });
   const o = { ort, facts, data: train.bytes, heldout: heldout.bytes, bytes };
   post({ type: "progress", note: "Preparing the training step: a first step nobody sees (the next ones are faster)…" });
+  warmed.add(defaultKey(facts));
   await warmUp(o, defaultKey(facts));
   post({ type: "ready", seconds: (performance.now() - t0) / 1000, cached: train.cached });
   return o;
 }
 
 const defaultKey = (facts) => `${facts.settings.defaults.size}-${facts.settings.defaults.positions}`;
+const warmed = new Set(); // the models whose first step has run
 
 /**
  * The default model's sessions opened and one step and one forward pass run on its untrained
@@ -81,7 +83,6 @@ function model(o, key) {
 async function start(settings) {
   if (running) throw new Error("a run is training in this page already: press Stop first");
   running = true;
-  stopping = false;
   trained = null;
   try {
     const o = await opened;
@@ -93,13 +94,35 @@ async function start(settings) {
   }
 }
 
-self.onmessage = async ({ data: msg }) => {
+// One piece of work on the sessions at a time (a warm-up, a run, a continuation), in the order asked;
+// Stop is not queued behind the run it stops.
+let turn = Promise.resolve();
+const inTurn = (work) => {
+  const mine = turn.then(work);
+  turn = mine.catch(() => {});
+  return mine;
+};
+
+self.onmessage = ({ data: msg }) => {
+  if (msg.type === "stop") return handle(msg);
+  if (msg.type === "start") stopping = false; // now: a Stop sent while this run waits its turn still stops it
+  return inTurn(() => handle(msg));
+};
+
+async function handle(msg) {
   try {
     if (msg.type === "open") {
       opened ??= open(msg).catch((err) => { opened = null; throw err; });
       await opened;
     } else if (msg.type === "start") {
       await start(msg.settings);
+    } else if (msg.type === "prepare") { // a size or position kind chosen: its first step, unseen, before Start
+      const o = await opened;
+      const key = `${msg.size}-${msg.positions}`;
+      if (o.facts.models[key] && !warmed.has(key) && !running) {
+        warmed.add(key);
+        await warmUp(o, key);
+      }
     } else if (msg.type === "stop") {
       stopping = true;
     } else if (msg.type === "continue") {
@@ -112,4 +135,4 @@ self.onmessage = async ({ data: msg }) => {
   } catch (err) {
     post({ type: "error", during: msg.type, id: msg.id, message: String(err && err.message ? err.message : err) });
   }
-};
+}

@@ -332,6 +332,7 @@ export async function mount(root, ctx) {
   const api = {
     start,
     stop: () => worker.postMessage({ type: "stop" }),
+    prepare: (size, positions) => worker.postMessage({ type: "prepare", size, positions }), // a setting chosen: its first step before Start
     continueText,
     state: () => ({ run, history }), // for the benchmark, the tests and the curious, in the console
   };

@@ -164,6 +164,11 @@ const wrapped = (fn) => async (...args) => {
 /** Start, from the tab's controls: {seed, init, learning_rate, size, positions}. */
 export const start = wrapped((v, s) => v.start({ ...s, seed: typeof s.seed === "number" ? s.seed : Number(s.seed) }));
 
+/** A size or position kind chosen: that model's first (slow) step is run, unseen, before Start. */
+export function prepare(size, positions) {
+  view?.then((v) => v.prepare(size, positions), () => {});
+}
+
 /** Stop: the run ends before its next step. */
 export function stop() {
   view?.then((v) => v.stop(), () => {});

@@ -71,6 +71,7 @@ export async function mount(root, ctx) {
     }
   });
   stop.addEventListener("click", () => view.stop());
+  for (const name of ["size", "positions"]) controls[name].addEventListener("change", () => view.prepare(chosen("size"), chosen("positions")));
   tryButton.addEventListener("click", async () => {
     show(tryError, "");
     tryButton.disabled = true;
