@@ -28,7 +28,7 @@ from playground.ui import attention, common, embeddings, generation, model, posi
 from playground.ui import compare, inside, learn, links  # noqa: E402
 from playground.model_source import ModelSource, ModelSourceError, describe, resolve, shipped  # noqa: E402
 from playground import limits, resources  # noqa: E402
-from playground.ui.startup import prepare_model, warm_up_in_background  # noqa: E402
+from playground.ui.startup import prepare_learn_in_background, prepare_model, warm_up_in_background  # noqa: E402
 
 TITLE = "GPT Playground"
 HEADER = (
@@ -78,7 +78,7 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
             with gr.Tab("8 · Compare", id="compare"):
                 link.tab("compare", lambda: compare.build(browser))
             with gr.Tab("9 · Watch it learn", id="learn"):
-                link.tab("learn", learn.build)
+                link.tab("learn", lambda: learn.build(browser))
         link.wire(demo, tabs)  # a page opened from a link (/?tab=inside&text=...&layer=2) opens on that tab, so set
     # A small Space: each concurrency group (see playground/ui/common.py) has its own cap
     # (playground/limits.py), so light tabs never queue behind generations; past QUEUE_MAX_SIZE
@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     onnx_files = prepare_model(source)  # builds the ONNX files on the first start, with progress
     resources.budget_cpu()  # after the export, which may use every core
     browser = serving.BrowserFiles.for_model(onnx_files)  # the engine, onnxruntime-web and the 8-bit model, by hash
+    prepare_learn_in_background(browser)  # Watch it learn's step graphs and text for "this browser", written meanwhile
     demo = build_app(onnx_files, source, compare_with, browser)
     warm_up_in_background()  # the ONNX session opens while the server starts
     print(f"GPT Playground built in {time.perf_counter() - T0:.1f} s; starting the server", flush=True)

@@ -15,4 +15,5 @@
     python -m benchmarks.peak_memory          # the default test run's peak memory, every process it starts (-- COMMAND: another)
     python -m benchmarks.turns                # turns in the decoding loop: a yield's cost, learners' tokens beside a group
     python -m benchmarks.bench_train_step     # Watch it learn's step graph in onnxruntime against PyTorch's step
+    python -m benchmarks.browser_learn        # Watch it learn trained in Chromium beside the server's step (--full: 500 steps)
 """

@@ -51,6 +51,7 @@ SPACE_FILES = (
     "export/**/*.py",
     "runtime/**/*.py",
     "web/engine/*.js",  # Text generation's "Run on: this browser", with onnxruntime-web (export/vendor.py)
+    "web/views/*",  # the views both editions mount (Watch it learn's "this browser" among them)
     "web/vendor/vendor.json",
     "web/vendor/onnxruntime-web/*",
 )

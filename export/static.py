@@ -42,9 +42,18 @@ ORT_WASM_FILE = f"vendor/ort/{vendor.ORT_WASM}{vendor.GZ}"
 PLOTLY_FILE = f"vendor/plotly/{vendor.PLOTLY_FILE}{vendor.GZ}"
 MODEL_FILE = "model/model.onnx"
 ATTENTION_OUTPUT = "attentions.{}"
-# The tabs the browser computes, and the one that needs a server (training), in the app's order.
+# The tabs the browser computes, and those that need a server, in the app's order. Watch it learn
+# trains in the browser when its files could be written (the Shakespeare texts are there).
 BROWSER_TABS = ("tokenization", "embeddings", "positional", "attention", "inside", "generation", "model", "compare")
 SERVER_TABS = ("learn",)
+LEARN = "learn"
+
+
+def tabs(learn: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the browser's tabs, the server's), Watch it learn among the browser's when ``learn``."""
+    if not learn:
+        return BROWSER_TABS, SERVER_TABS
+    return (*BROWSER_TABS, LEARN), tuple(t for t in SERVER_TABS if t != LEARN)
 # Inside the model: the stage graph (weights as inputs) and the trained weights, 8-bit
 # (export/inside_graph.py); downloaded only when the tab opens.
 INSIDE_GRAPH = "inside/graph.onnx"
@@ -116,12 +125,12 @@ def embedding_table(model) -> tuple[bytes, dict]:
     return rows.tobytes(), meta
 
 
-def link_params() -> dict[str, list[dict]]:
+def link_params(browser_tabs: tuple[str, ...] = BROWSER_TABS) -> dict[str, list[dict]]:
     """Every browser tab's link parameters, as playground/links.py checks them."""
     from playground.links import params
 
     out = {}
-    for tab in BROWSER_TABS:
+    for tab in browser_tabs:
         out[tab] = [{**asdict(p), "accepted": p.accepted()} for p in params(tab)]
     return out
 
@@ -149,13 +158,14 @@ def examples_and_defaults(model) -> dict:
     }
 
 
-def site(app_space: str | None, files: dict[str, str], model) -> dict:
+def site(app_space: str | None, files: dict[str, str], model, learn: bool = False) -> dict:
     """What the page needs to know besides its lessons: the model, the files (by content hash,
     so a browser's cached copy is never stale), the limits and each tab's defaults."""
     from playground import limits
     from playground.links import TABS
 
     cfg = model.config
+    browser_tabs, server_tabs = tabs(learn)
     return {
         "title": "GPT Playground",
         "model": {
@@ -168,9 +178,9 @@ def site(app_space: str | None, files: dict[str, str], model) -> dict:
         "app_space": app_space,
         "app_url": f"https://huggingface.co/spaces/{app_space}" if app_space else None,
         "tabs": list(TABS),
-        "browser_tabs": list(BROWSER_TABS),
-        "server_tabs": list(SERVER_TABS),
-        "links": link_params(),
+        "browser_tabs": list(browser_tabs),
+        "server_tabs": list(server_tabs),
+        "links": link_params(browser_tabs),
         **examples_and_defaults(model),
         "limits": {name: getattr(limits, name) for name in dir(limits) if name.isupper()
                    and isinstance(getattr(limits, name), (int, float))},
@@ -326,6 +336,17 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     shutil.copy2(lens, out / INSIDE_LENS)
     write_weights(model, out / INSIDE_WEIGHTS, out / INSIDE_INDEX)
 
+    progress("Watch it learn: its step and forward graphs, the training text")
+    from playground.resources import ResourceError
+
+    from .learn_files import write_learn
+
+    try:
+        learn_files = write_learn(out, progress=progress)
+    except ResourceError as err:  # no texts and no PyPI: the tab says it needs a server
+        progress(f"Watch it learn stays a server tab: {err}")
+        learn_files = {}
+
     progress("the token embeddings, the lessons and the site's facts")
     rows, meta = embedding_table(model)
     (out / "data").mkdir(exist_ok=True)
@@ -343,9 +364,9 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     versioned = ("model/model.onnx", "model/tokenizer.json", "model/config.json", "data/embeddings.bin", "data/embeddings.json",
                  INSIDE_GRAPH, INSIDE_LENS, INSIDE_WEIGHTS, INSIDE_INDEX, ORT_WASM_FILE, PLOTLY_FILE, MODEL_DATA,
                  COMPARE_DATA)
-    files = {name: f"{name}?v={_digest(out / name)}" for name in versioned}
-    sizes = {"bytes": {name: (out / name).stat().st_size for name in versioned}}  # what a download costs, said before it starts
-    (out / "data" / "site.json").write_text(json.dumps(site(app_space, files, model) | sizes, ensure_ascii=False, indent=1))
+    files = {name: f"{name}?v={_digest(out / name)}" for name in versioned} | learn_files
+    sizes = {"bytes": {name: (out / name).stat().st_size for name in files}}  # what a download costs, said before it starts
+    (out / "data" / "site.json").write_text(json.dumps(site(app_space, files, model, bool(learn_files)) | sizes, ensure_ascii=False, indent=1))
     (out / "README.md").write_text(space_readme(app_space, threads))
     if missing := missing_files(out):
         raise RuntimeError(f"the static edition in {out} is incomplete: its page loads {', '.join(missing)}, "

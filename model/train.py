@@ -227,10 +227,14 @@ def train_step(
     vocab: torch.Tensor | None = None,
     remap: torch.Tensor | None = None,
     subset_until: int = 0,
+    batch: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """One optimizer step, the only one in the project (``main`` and the app's "Watch it learn"
     tab both call it): the learning rate of ``step``, its batch, the forward pass under bf16
     autocast, the loss, backward, gradient clipping and the AdamW update.
+
+    ``batch``: (inputs, targets) drawn elsewhere (Watch it learn draws its own, alike in the
+    browser: playground/learn/batches.py); default :func:`get_batch`'s for ``step``.
 
     The softmax runs over ``vocab`` for steps before ``subset_until`` (see :func:`lm_loss`).
     Returns the step's plain cross-entropy (detached): the loss of the model *before* this
@@ -239,7 +243,7 @@ def train_step(
     lr = lr_at(step, tc)
     for group in opt.param_groups:
         group["lr"] = lr
-    x, y = get_batch(data, step, tc, model.config.block_size, rank, world)
+    x, y = batch if batch is not None else get_batch(data, step, tc, model.config.block_size, rank, world)
     x, y = x.to(device), y.to(device)
     with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=tc.bf16):
         subset = vocab is not None and step < subset_until

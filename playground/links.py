@@ -194,6 +194,7 @@ def params(tab: str, shape: Shape | None = None) -> tuple[Param, ...]:
             Param("size", "choice", choices=tuple(learn.SIZES), what="the model's size"),
             Param("positions", "choice", choices=learn.POSITIONS, what="learned or sinusoidal positions"),
             _text(learn.MAX_PROMPT_CHARS, "the prompt your model continues once trained"),
+            Param("run_on", "choice", choices=("browser", "server"), what="where the run trains: this browser or the server"),
         ),
     }
     if tab not in table:

@@ -1,8 +1,10 @@
-"""Headless Chromium on the Watch it learn tab, at 1280 px and at a phone's 390 px: the reference
-lines before Start, Start disabled while a run trains, Stop, a skewed start whose hockey stick
-fills a visible part of the log-scale step axis, two runs in the table, the trained model
-continuing a prompt, and no horizontal scroll. Screenshots docs/screenshots/learn.png and
-phone-learn.png with PLAYGROUND_SCREENSHOTS=1."""
+"""Headless Chromium on the Watch it learn tab, at 1280 px and at a phone's 390 px, the run on the
+server: the reference lines before Start, Start disabled while a run trains, Stop, a skewed start
+whose hockey stick fills a visible part of the log-scale step axis, two runs in the table, the
+trained model continuing a prompt, and no horizontal scroll. Screenshots docs/screenshots/learn.png
+and phone-learn.png with PLAYGROUND_SCREENSHOTS=1. Then "Run on: this browser", the page's
+default: the run trained in the page's Web Worker, its step 0 PyTorch's, Stop, the model
+continuing a prompt, the server's CPU untouched (its trainer never sees the run)."""
 
 from __future__ import annotations
 
@@ -43,7 +45,9 @@ def train_then_stop(page, at_least: int) -> None:
 
 
 def the_lesson(page, width: int, shot: str) -> None:
-    open_tab(page, "Watch it learn")
+    page.goto(page.url.split("?")[0] + "?tab=learn&run_on=server", wait_until="domcontentloaded")  # the server's runs
+    page.wait_for_function("() => !document.body.classList.contains('pg-learn-browser') && document.querySelector('#learn-start')")
+    assert page.locator("#learn-run-on input[value=server]").is_checked()
     page.locator("#learn-chart .js-plotly-plot").wait_for()
     # The lines to beat are drawn before Start.
     page.wait_for_function(f"() => {GD}.data.some(t => (t.name || '').startsWith('ln V'))", timeout=60_000)
@@ -109,3 +113,47 @@ def test_learn_tab_at_1280(app_server, shots_dir):
 def test_learn_tab_on_a_phone(app_server, shots_dir):
     with browser_page(app_server, shots_dir, viewport=PHONE, is_mobile=True, has_touch=True) as page:
         the_lesson(page, PHONE["width"], "phone-learn")
+
+
+BROWSER_GD = "document.querySelector('#lrn-chart')"
+BROWSER_LOSSES = f"() => {{ const gd = {BROWSER_GD}; return gd && gd.data ? gd.data[gd.data.length - 1].y.slice() : []; }}"
+
+
+def test_this_browser_trains_by_default_and_the_server_does_nothing(app_server, shots_dir, data_dir):
+    """The page's default where it can train: the app's own controls (seed 3, skewed) drive the
+    view both editions share; its step 0 is PyTorch's for those settings; Stop; the model continues
+    a prompt; and the server's trainer never had the run."""
+    from playground.learn import run as learn_run
+    from playground.learn.batches import batch
+    from playground.learn.corpus import load_corpus
+
+    corpus = load_corpus("char")
+    s = learn_run.settings(seed=3, init="skewed")
+    x, y = batch(corpus.train, s.seed, 0, 64, learn_run.BATCH_SIZE)
+    step0 = learn_run.build_model(s, corpus.vocab_size)(x, y).loss.item()
+    with browser_page(app_server, shots_dir, viewport=DESKTOP) as page:
+        open_tab(page, "Watch it learn")
+        page.wait_for_function("() => document.body.classList.contains('pg-learn-browser')")  # the default
+        assert page.locator("#learn-run-on input[value=browser]").is_checked()
+        assert not page.locator("#learn-start").is_visible() and page.locator("#learn-start-browser").is_visible()
+        page.locator("#learn-init").get_by_test_id("skewed-radio-label").click()
+        page.locator("#learn-seed input").fill("3")
+        page.wait_for_selector("#learn-browser [data-ready=true]", timeout=300_000)
+        asked: list[str] = []  # what the page asks the server from Start to the end (Gradio's events, the API)
+        page.on("request", lambda r: asked.append(r.url) if "/gradio_api/" in r.url and "heartbeat" not in r.url else None)
+        page.locator("#learn-start-browser").click()
+        page.wait_for_function(f"() => ({BROWSER_LOSSES})().length >= 3", timeout=300_000)
+        assert page.evaluate(BROWSER_LOSSES)[0] == pytest.approx(step0, abs=1e-3)
+        assert page.locator("#learn-start-browser").is_disabled()
+        page.locator("#learn-stop-browser").click()
+        page.wait_for_function("() => document.querySelector('#lrn-status').textContent.startsWith('Stopped after')", timeout=60_000)
+        assert "seed 3" in page.locator("#lrn-runs").inner_text()
+        assert asked == [], asked  # the run cost the server nothing
+        page.locator("#learn-prompt textarea").fill("Romeo.\n")
+        page.wait_for_function("() => !document.querySelector('#learn-try-browser').disabled")
+        page.locator("#learn-try-browser").click()
+        page.wait_for_function("() => document.querySelector('#lrn-try-out').dataset.done === 'true'", timeout=60_000)
+        assert page.locator("#lrn-try-out").inner_text().startswith("Romeo.")
+        assert page_width(page) <= DESKTOP["width"]
+        assert not page.errors, page.errors
+

@@ -20,9 +20,10 @@ ALLOWED = {
 # both editions); nothing under playground/ imports it, which the circle check holds.
 # The static edition reads the app's lessons and links; the Inside stage graph is traced from
 # playground.inside's own functions, and Watch it learn's step graph from the runs' own sizes and
-# model builder (playground.learn.run), so that the browser's arithmetic is the app's.
+# model builder (playground.learn.run), so that the browser's arithmetic is the app's; the browser's
+# Watch it learn files (export.learn_files) carry the runs' corpus, references and settings.
 MODULE_ALLOWED = {"export.static": {"playground"}, "export.inside_graph": {"playground"},
-                  "export.train_step": {"playground"}}
+                  "export.train_step": {"playground"}, "export.learn_files": {"playground"}}
 
 
 def test_no_import_circle_between_modules():

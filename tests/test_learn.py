@@ -20,9 +20,10 @@ from torch.nn import functional as F
 
 from model.data import TEST_WORKS, VAL_WORKS, read_text
 from model.gpt import GPT, GPTConfig
-from model.train import TrainConfig, get_batch, param_groups, train_step
+from model.train import TrainConfig, param_groups, train_step
 from playground.learn import corpus as learn_corpus, refs as learn_refs, run as learn_run, scheduler as learn_scheduler, view as learn_view
 from playground.learn.batched import Learner, batched_step
+from playground.learn.batches import batch
 from playground.learn.scheduler import Trainer
 from conftest import wait_for
 from playground.validation import InputError
@@ -94,7 +95,7 @@ def test_proper_start_is_ln_v_and_the_run_stops_at_its_steps(proper, corpus):
     assert step == 0 and abs(loss - ln_v) < 0.15, (loss, ln_v)
     # The same number from the model's own loss (GPT.forward's cross-entropy) on step 0's batch.
     model = learn_run.build_model(QUICK, corpus.vocab_size)
-    x, y = get_batch(corpus.train, 0, learn_run.train_config(QUICK), model.config.block_size, 0, 1)
+    x, y = batch(corpus.train, QUICK.seed, 0, model.config.block_size, learn_run.BATCH_SIZE)
     assert loss == pytest.approx(model(x, y).loss.item(), abs=1e-4)
     assert [s for s, _ in proper.losses] == list(range(30)) and proper.step == 30
     assert proper.tokens == 30 * learn_run.BATCH_SIZE * 64
@@ -112,7 +113,7 @@ def test_skewed_start_is_far_above_ln_v(corpus):
     for (name, p), q in zip(proper.named_parameters(), tilted.parameters()):
         assert torch.equal(p * learn_run.SKEW if name == "wte.weight" else p, q), name
     # ... and its step-0 loss is that model's cross-entropy, computed here by hand from its layers.
-    x, y = get_batch(corpus.train, 0, learn_run.train_config(QUICK), 64, 0, 1)
+    x, y = batch(corpus.train, QUICK.seed, 0, 64, learn_run.BATCH_SIZE)
     with torch.no_grad():
         h = tilted.wte(x) + tilted.wpe(torch.arange(64))
         for block in tilted.blocks:
@@ -133,7 +134,7 @@ def test_the_skewed_starts_early_rise_is_its_batches_not_its_updates(corpus):
     untrained = learn_run.build_model(s, corpus.vocab_size).eval()
     tc = learn_run.train_config(s)
     learner = Learner(model.train(), torch.optim.AdamW(param_groups(model, tc.weight_decay), lr=tc.lr, betas=(0.9, tc.beta2)), tc)
-    fixed = [get_batch(corpus.train, 10_000 + i, tc, 64, 0, 1) for i in range(8)]  # far from the steps' own batches
+    fixed = [batch(corpus.train, s.seed, 10_000 + i, 64, learn_run.BATCH_SIZE) for i in range(8)]  # far from the steps' own batches
 
     def nll(m, x, y) -> float:
         with torch.no_grad():
@@ -145,7 +146,7 @@ def test_the_skewed_starts_early_rise_is_its_batches_not_its_updates(corpus):
         model.eval()
         on_fixed.append(float(np.mean([nll(model, x, y) for x, y in fixed])))
         model.train()
-        x, y = get_batch(corpus.train, step, tc, 64, 0, 1)
+        x, y = batch(corpus.train, s.seed, step, 64, learn_run.BATCH_SIZE)
         untrained_on_batch.append(nll(untrained, x, y))
         repeats.append((x == y).float().mean().item())
         with torch.no_grad():
@@ -198,7 +199,8 @@ def test_the_batched_step_is_train_step_for_each_model():
     ref, alone = [], []
     for seed, lr in settings:
         one = _learner(seed, lr)
-        ref.append(([train_step(one.model, one.model, one.opt, data, s, one.tc).item() for s in range(6)], one.model))
+        ref.append(([train_step(one.model, one.model, one.opt, data, s, one.tc, batch=batch(data, seed, s, 16, 4)).item()
+                     for s in range(6)], one.model))
         solo = _learner(seed, lr)
         alone.append([batched_step([solo], data)[0] for _ in range(6)])
     group = [_learner(seed, lr) for seed, lr in settings]
@@ -494,8 +496,8 @@ def test_samples_keep_step_0_beside_the_latest(proper):
 
 def test_a_sample_of_line_breaks_shows_them_counted(corpus):
     """The skewed start's step-0 sample is all line breaks: the box shows them, not blank lines."""
-    skewed = learn_run.build_model(learn_run.settings(60, 0, "skewed"), corpus.vocab_size)
-    text = learn_run.sample(skewed, corpus, 0, 0)
+    skewed = learn_run.build_model(learn_run.settings(60, 1, "skewed"), corpus.vocab_size)
+    text = learn_run.sample(skewed, corpus, 1, 0)
     assert set(text) == {"\n"}, "the skewed start no longer writes only line breaks: pick another example"
     shown = learn_view.visible_sample(text)
     assert shown == f'<span class="learn-breaks" title="{len(text)} line breaks in a row">↵ ×{len(text)}</span>\n'

@@ -30,7 +30,7 @@ GOOD = {
     "model": {},
     "compare": {"text": "Juliet.\nAy me", "word": "queen", "sentence": "O Romeo, Romeo", "layer": "5", "head": "7"},
     "learn": {"seed": "7", "init": "skewed", "learning_rate": "too high", "size": "small",
-              "positions": "sinusoidal", "text": "KING.\n"},
+              "positions": "sinusoidal", "text": "KING.\n", "run_on": "server"},
 }
 EXPECTED = {
     "tokenization": {"text": "Hello, links & friends", "whitespace": True, "special": False},
@@ -43,7 +43,7 @@ EXPECTED = {
     "model": {},
     "compare": {"text": "Juliet.\nAy me", "word": "queen", "sentence": "O Romeo, Romeo", "layer": 5, "head": 7},
     "learn": {"seed": 7, "init": "skewed", "learning_rate": "too high", "size": "small",
-              "positions": "sinusoidal", "text": "KING.\n"},
+              "positions": "sinusoidal", "text": "KING.\n", "run_on": "server"},
 }
 
 

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlencode, quote
 
 import pytest
 
-from export.static import BROWSER_TABS, link_params
+from export.static import link_params, tabs
 from playground.links import TABS, parse_query
 
 WEB_TESTS = Path(__file__).resolve().parent / "web"
@@ -41,6 +41,9 @@ CATALOGUE = [
     {"tab": "model", "text": "x"},
     {"tab": "compare", "text": "Romeo.\nWhat say you to", "word": "king - man + woman", "sentence": "The king is dead", "layer": "3", "head": "5"},
     {"tab": "compare", "layer": "6", "head": "x", "word": "", "colour": "red"},
+    {"tab": "learn", "seed": "7", "init": "skewed", "learning_rate": "too high", "size": "small", "positions": "sinusoidal",
+     "text": "KING.\n", "run_on": "browser"},
+    {"tab": "learn", "seed": "2147483648", "init": "weird", "size": "huge"},
     {"tab": "nope", "text": "x"},
     {"text": "no tab"},
     {},
@@ -56,9 +59,12 @@ CATALOGUE = [
 ]
 
 
+BROWSER_TABS = tabs(learn=True)[0]  # the static edition's, Watch it learn among them when its files are written
+
+
 def run_node(queries: list[str]) -> list[dict]:
     assert shutil.which("node"), "node not found: the browser edition's tests need Node.js 20"
-    specs = link_params()
+    specs = link_params(BROWSER_TABS)
     proc = subprocess.run(["node", str(WEB_TESTS / "links.mjs")], input=json.dumps({"specs": specs, "tabs": list(TABS), "queries": queries}),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

@@ -2,8 +2,8 @@
 forward and backward passes run as one batched computation (``torch.func.functional_call`` under
 ``vmap``), then each model's own gradient clipping and AdamW update.
 
-The math is :func:`model.train.train_step`'s, reused where it lives: each model's batch and
-learning rate (``get_batch``, ``lr_at``), the loss (``lm_loss``), ``clip_grad_norm_`` and its own
+The math is :func:`model.train.train_step`'s, reused where it lives: each model's learning rate
+(``lr_at``) and its batch (:func:`.batches.batch`, the rule the browser shares), the loss (``lm_loss``), ``clip_grad_norm_`` and its own
 ``torch.optim.AdamW``. Only the forward and backward passes are batched, so each model's settings
 (seed, learning rate, init, step) stay its own. tests/test_learn.py checks the step
 against ``train_step``.
@@ -20,9 +20,11 @@ from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
 from model.gpt import GPT
-from model.train import TrainConfig, get_batch, lm_loss, lr_at
+from model.train import TrainConfig, lm_loss, lr_at
 
-__all__ = ["Learner", "batched_step", "shape_key"]
+from .batches import batch
+
+__all__ = ["Learner", "batched_step", "shape_key", "alone"]
 
 
 @dataclass
@@ -82,7 +84,7 @@ def batched_step(learners: Sequence[Learner], data: np.ndarray) -> list[float]:
     block = base.config.block_size
     xs, ys = [], []
     for learner in learners:
-        x, y = get_batch(data, learner.step, learner.tc, block, 0, 1)
+        x, y = batch(data, learner.tc.seed, learner.step, block, learner.tc.batch_size)
         xs.append(x)
         ys.append(y)
         for group in learner.opt.param_groups:
@@ -100,3 +102,23 @@ def batched_step(learners: Sequence[Learner], data: np.ndarray) -> list[float]:
         learner.opt.zero_grad(set_to_none=True)
         learner.step += 1
     return nll.detach().tolist()
+
+
+def alone(s, data: np.ndarray, vocab_size: int, steps: int | None = None) -> tuple[list[float], GPT]:
+    """The server's curve for settings ``s`` (playground.learn.run's): its model stepped alone on
+    one PyTorch thread, as the trainer steps it, ``steps`` steps (default its own) with neither
+    samples nor the seconds cap (a loaded machine reached the cap before step 500); the losses
+    and the trained model. What the browser's runs are measured against."""
+    from model.train import adamw
+
+    from .run import build_model, train_config
+
+    tc = train_config(s)
+    model = build_model(s, vocab_size)
+    learner = Learner(model, adamw(model, tc), tc)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return [batched_step([learner], data)[0] for _ in range(s.steps if steps is None else steps)], model
+    finally:
+        torch.set_num_threads(threads)

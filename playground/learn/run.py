@@ -1,8 +1,11 @@
 """Watch it learn's run: its settings (validated), the untrained model they give, model.train's
 settings for it, its samples, and :class:`RunState`, the run as the page and the API see it.
 
-Same settings and seed, same run: the initial weights come from a private generator seeded with
-the seed, each step's batch from (seed, step), each sample from (seed, step)."""
+Same settings and seed, same run, on the server and in the browser (web/engine/learn.js): every
+number drawn comes from the generator both share (runtime/draws.py): the initial weights from
+(seed, INIT, lane = the parameter), each step's batch from (seed, BATCHES, lane = the step)
+(:mod:`.batches`), each sample's characters from (seed, SAMPLES, lane = the step), and a prompt's
+continuation from (seed, SAMPLING)."""
 
 from __future__ import annotations
 
@@ -13,14 +16,17 @@ import torch
 
 from model.gpt import GPT, GPTConfig
 from model.train import TrainConfig
+from runtime import draws
+from runtime.sampling import Settings, choose_rows
 
 from .corpus import Corpus, load_corpus
 from .refs import References
+from ..initial import drawn_gpt
 from ..validation import InputError, validate_choice, validate_int, validate_text
 
 __all__ = [
-    "SIZES", "LEARNING_RATES", "INITS", "POSITIONS", "LearnSettings", "settings", "build_model", "train_config",
-    "sample", "RunState", "describe", "continue_text", "seconds_text",
+    "SIZES", "LEARNING_RATES", "INITS", "POSITIONS", "LearnSettings", "settings", "model_config", "build_model",
+    "train_config", "sample", "draw", "RunState", "describe", "continue_text", "seconds_text",
 ]
 
 # Model sizes: both train a step in well under the 1 s that Stop may take (docs/training.md).
@@ -106,13 +112,19 @@ def describe(s: LearnSettings) -> str:
     return f"{s.init} start, learning rate {s.learning_rate}, {s.size}, {s.positions} positions, seed {s.seed}"
 
 
+def model_config(s: LearnSettings, vocab_size: int) -> GPTConfig:
+    """The GPT of settings ``s``: its size and position kind, for a vocabulary of ``vocab_size``."""
+    return replace(SIZES[s.size], vocab_size=vocab_size, pos_encoding=s.positions)
+
+
 def build_model(s: LearnSettings, vocab_size: int) -> GPT:
-    """The untrained GPT of settings ``s``: weights drawn from a generator seeded with ``s.seed``
-    (other threads' random draws change nothing); the skewed start multiplies the token
-    embedding, which GPT-2 ties to the output head, by :data:`SKEW`: large, confident logits (a
-    LayerNorm gain x10 gave the same step-0 loss but a better final one: docs/training.md)."""
-    config = replace(SIZES[s.size], vocab_size=vocab_size, pos_encoding=s.positions)
-    model = GPT(config, generator=torch.Generator().manual_seed(s.seed))
+    """The untrained GPT of settings ``s`` (in training mode): GPT-2's initialisation drawn from
+    the shared generator for ``s.seed`` (playground/initial.py; the browser draws the same
+    float32 weights, and other threads' random draws change nothing); the skewed start multiplies
+    the token embedding, which GPT-2 ties to the output head, by :data:`SKEW` (in float32):
+    large, confident logits (a LayerNorm gain x10 gave the same step-0 loss but a better final
+    one: docs/training.md)."""
+    model = drawn_gpt(model_config(s, vocab_size), s.seed).train()
     if s.init == "skewed":
         with torch.no_grad():
             model.wte.weight.mul_(SKEW)
@@ -129,15 +141,40 @@ def train_config(s: LearnSettings) -> TrainConfig:
     )
 
 
+TEMPERATURE_1 = Settings(1.0, None, None)  # samples and continuations: the model's own distribution
+
+
 @torch.no_grad()
-def sample(model: GPT, corpus: Corpus, seed: int, step: int, n: int = SAMPLE_CHARS) -> str:
-    """``n`` tokens drawn at temperature 1 after a line break (the same for the same seed and step)."""
-    g = torch.Generator().manual_seed(int(np.random.SeedSequence([seed, step]).generate_state(1)[0]))
+def draw(model: GPT, ids: list[int], u: np.ndarray) -> list[int]:
+    """``len(u)`` ids written after ``ids``: id i drawn by the uniform ``u[i]`` from the softmax of
+    the model's logits for the last ``block_size`` ids (``runtime.sampling.choose_rows`` at
+    temperature 1: the first id whose cumulative probability exceeds u). The browser draws the
+    same way from the same uniforms (web/engine/learn.js)."""
+    T = model.config.block_size
     was_training = model.training
     model.eval()
-    out = model.generate(torch.tensor([[corpus.start_id]]), n, temperature=1.0, generator=g)
-    model.train(was_training)
-    return corpus.decode(out[0, 1:].tolist())
+    ids, new = list(ids), []
+    out = model(torch.tensor([ids[-T:]]), use_cache=True)
+    try:
+        for i, ui in enumerate(u):
+            token = int(choose_rows([out.logits[0, -1].numpy()], [TEMPERATURE_1], np.array([ui]))[0][0])
+            ids.append(token)
+            new.append(token)
+            if i + 1 == len(u):
+                break
+            if out.past_key_values[0][0].size(2) >= T:  # the window is full: slide it and recompute
+                out = model(torch.tensor([ids[-T:]]), use_cache=True)
+            else:
+                out = model(torch.tensor([[token]]), past_key_values=out.past_key_values, use_cache=True)
+    finally:
+        model.train(was_training)
+    return new
+
+
+def sample(model: GPT, corpus: Corpus, seed: int, step: int, n: int = SAMPLE_CHARS) -> str:
+    """``n`` tokens drawn at temperature 1 after a line break, from (seed, SAMPLES, lane = step):
+    the same for the same seed and step, in the browser too."""
+    return corpus.decode(draw(model, [corpus.start_id], draws.uniform(seed, draws.SAMPLES, n, lane=step)))
 
 
 @dataclass
@@ -226,8 +263,5 @@ def continue_text(state: RunState | None, prompt, seed=0, n: int = CONTINUE_CHAR
             f"the model's vocabulary has no {', '.join(repr(c) for c in unknown[:5])}: it knows only the "
             f"{corpus.vocab_size} characters of the training plays (letters, digits, punctuation, space, line break)"
         )
-    ids = [corpus.itos.index(c) for c in prompt][-state.model.config.block_size :]
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        out = state.model.generate(torch.tensor([ids]), n, temperature=1.0, generator=g)
-    return corpus.decode(out[0, len(ids):].tolist())
+    ids = [corpus.itos.index(c) for c in prompt]
+    return corpus.decode(draw(state.model, ids, draws.uniform(seed, draws.SAMPLING, n)))

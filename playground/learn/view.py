@@ -21,7 +21,7 @@ from .run import (
 from ..plots import base_layout
 
 __all__ = [
-    "REFERENCE_STYLE", "LOSS_COLOUR", "HISTORY_RUNS", "loss_figure", "stats_cards", "samples_html", "runs_table",
+    "intro_words", "READING_WORDS", "REFERENCE_STYLE", "LOSS_COLOUR", "HISTORY_RUNS", "loss_figure", "stats_cards", "samples_html", "runs_table",
     "status_markdown", "val_sample_words",
 ]
 
@@ -35,6 +35,35 @@ LOSS_COLOUR = "#dc2626"
 HISTORY_COLOUR = "#9ca3af"
 HISTORY_RUNS = 3  # earlier runs drawn in grey (the table lists more)
 STEP_TICKS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+
+
+def intro_words(where: str, how_long: str = "") -> str:
+    """The tab's first paragraph (Markdown), for a run trained ``where`` ("on this server's CPU",
+    "in this browser") in about ``how_long``."""
+    d, block = LearnSettings(), SIZES["tiny"].block_size
+    return (
+        f"Here a GPT starts from random weights and learns Shakespeare while you watch, {where}: {d.steps:,} steps"
+        f"{', about ' + how_long if how_long else ''}. Its "
+        "vocabulary is the **84 characters** of the training plays, so a model that knows nothing and guesses evenly "
+        "scores **ln 84 = 4.43** nats per character (−ln(1/n) for n equally likely characters). Each step draws "
+        f"{BATCH_SIZE} windows of {block} characters at random places in the training plays, scores its guess of every next "
+        "character with cross-entropy, and nudges every weight downhill (the same step as `python -m model.train`). The "
+        "dashed lines are what simpler models score on two plays it never trains on: the unigram model (each "
+        "character's frequency), the bigram model (the frequency after the previous character), and the shipped model, "
+        "converted from nats per GPT-2 token to nats per character."
+    )
+
+
+READING_WORDS = (
+    "Each step's loss (the red curve) is measured on that step's batch before the model updates on it: windows "
+    "drawn at random from the training plays. Early on they are text the model has not trained on; a run of a few "
+    "hundred steps sees a small part of the plays, but later batches do overlap earlier ones, so the honest score of "
+    "new text is the held-out one, measured when the run ends on a sample of windows from the two held-out plays. "
+    "The step axis is logarithmic, so the first ten steps take as much room as the next ninety: try the skewed start "
+    "with the same seed, and watch it start far above ln V and spend its first steps coming back down to it, the "
+    "hockey stick. Your last runs stay on the chart in grey and in the table: change one setting, press Start again, "
+    "and compare."
+)
 
 
 def _x(step: int) -> int:

@@ -1,6 +1,8 @@
-"""Watch it learn tab: a small GPT trained from random weights on the server's CPU, its loss
-charted live (the first steps magnified) against the reference lines, a sample of its text every
-few steps beside step 0's, the learner's runs in a table, Stop.
+"""Watch it learn tab: a small GPT trained from random weights, its loss charted live (the first
+steps magnified) against the reference lines, a sample of its text every few steps beside step 0's,
+the learner's runs in a table, Stop. "Run on: this browser" (the default where the browser can
+train) trains it in the learner's own browser (playground/ui/static/learn_on.js mounting the view
+both editions share, web/views/learn.js); "the server" on the server's CPU.
 
 Also registers the ``/learn`` API endpoint (streaming JSON; the last update is the ended run).
 Many learners train at once (playground/learn/scheduler.Trainer), one run per visitor:
@@ -9,6 +11,7 @@ Many learners train at once (playground/learn/scheduler.Trainer), one run per vi
 from __future__ import annotations
 
 import html
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -25,7 +28,9 @@ from ..learn.run import (
 from ..learn.scheduler import TRAINER
 from ..limits import MAX_LINE, MAX_RUNNING
 from ..memo import Memo
+from .generation import _RUN_ON_MODULE
 from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, user_errors
+from .serving.browser_files import BrowserFiles
 from .serving.sessions import ResultStore
 from .serving.visitors import visitor_of
 from .widgets import RESULT, SECTION, cards_html, error_slot, note
@@ -167,23 +172,59 @@ def api_learn(seconds: int, seed: int, init: str, steps: int = DEFAULT_STEPS, re
             yield state.to_api()
 
 
-def build() -> dict[str, gr.components.Component]:
-    """The tab's components and events (call inside ``gr.Tab``)."""
+# "Run on": where the run trains. Its events in the browser have no Python function (learn_on.js),
+# so a run there costs the server nothing but the files; which controls show is the body's
+# pg-learn-browser class (page.css).
+SERVER, BROWSER = "server", "browser"
+RUN_ON_CHOICES = [("this browser", BROWSER), ("the server", SERVER)]
+# learn_on.js sits at <root>/browser/learn_on.js, as run_on.js: imported the way Text generation's page side is.
+_MODULE = _RUN_ON_MODULE
+
+
+def learn_on_js(browser: BrowserFiles) -> dict[str, str]:
+    """The page's JavaScript of each browser event: ``mount`` (the panel's ``js_on_load``),
+    ``mode`` (the Run on radio's change), ``start``, ``stop``, ``prepare`` (a size or position kind
+    chosen) and ``continue``."""
+    config = json.dumps(browser.learn_config())
+    module = _MODULE.format(path=json.dumps(browser.learn_config()["module"]))
+    return {
+        "mount": f"{module}.then((m) => m.mount(element, {config}))"
+                 ".catch((e) => { element.textContent = 'Watch it learn in this browser could not start: ' + e.message; });",
+        "mode": "(mode) => { document.body.classList.toggle('pg-learn-browser', mode === 'browser'); "
+                f"{module}.then((m) => m.setMode(mode, {config})); }}",
+        "start": f"(seed, init, learning_rate, size, positions) => {{ {module}.then((m) => m.start({{seed, init, learning_rate, size, positions}})); }}",
+        "stop": f"() => {{ {module}.then((m) => m.stop()); }}",
+        "prepare": f"(size, positions) => {{ {module}.then((m) => m.prepare(size, positions)); }}",
+        "continue": f"(prompt, seed) => {{ {module}.then((m) => m.continueText(prompt, seed)); }}",
+    }
+
+
+def run_on_info(browser: BrowserFiles | None) -> str:
+    if browser is None or not browser.available or not browser.learn_code:
+        return (browser.problem or browser.learn_problem) if browser is not None else "Run on this browser is not set up in this app."
+    return (
+        "This browser: the same run (the same initial weights, batches and samples for a seed) trained on this device "
+        "by the step graph of model/gpt.py and model/train.py, exported to ONNX, in onnxruntime-web; about 3 MB to "
+        "download besides onnxruntime-web. It needs WebAssembly with SIMD and module Web Workers (Chrome 91+, Firefox 114+, "
+        "Safari 16.4+); elsewhere the server trains it. The server: its CPU, shared with the class, one run per learner "
+        "(also the /learn API)."
+    )
+
+
+def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Component]:
+    """The tab's components and events (call inside ``gr.Tab``); ``browser``: the files "Run on: this
+    browser" loads (without them the server trains and the choice says why)."""
     threading.Thread(target=_warm_references, name="learn-references", daemon=True).start()
     d = LearnSettings()
-    tiny = SIZES["tiny"]
-    note(
-        "Here a GPT starts from random weights and learns Shakespeare while you watch, on this "
-        f"server's CPU: {d.steps:,} steps, about half a minute. Its vocabulary is the **84 characters** of the "
-        "training plays, so a model that knows nothing and guesses evenly scores **ln 84 = 4.43** nats per character "
-        f"(−ln(1/n) for n equally likely characters). Each step draws {16} windows of {tiny.block_size} characters at random places in the "
-        "training plays, scores its guess of every next character with cross-entropy, and nudges every weight downhill "
-        "(the same step as `python -m model.train`). The dashed lines are what simpler models score on two plays it never "
-        "trains on: the unigram model (each character's frequency), the bigram model (the frequency after the previous "
-        "character), and the shipped model, converted from nats per GPT-2 token to nats per character."
-    )
+    js = learn_on_js(browser) if browser is not None and browser.available and browser.learn_code else None
+    note(learn_view.intro_words("in this browser or on this server's CPU", "half a minute on the server"))
     with gr.Row(equal_height=False, elem_classes=SECTION):
         with gr.Column(scale=2, min_width=300):
+            run_on = gr.Radio(
+                RUN_ON_CHOICES, value=BROWSER if js else SERVER, label="Run on", elem_id="learn-run-on",
+                info=run_on_info(browser), interactive=js is not None,
+            )
+            gr.HTML("", elem_id="learn-run-on-why", padding=False)
             init = gr.Radio(
                 list(INITS), value=d.init, label="Initialisation", elem_id="learn-init",
                 info=f"proper: {INIT_WHY['proper']}; skewed: {INIT_WHY['skewed']}.",
@@ -208,8 +249,14 @@ def build() -> dict[str, gr.components.Component]:
             with gr.Row():
                 start = gr.Button(f"Start ({d.steps:,} steps)", variant="primary", elem_id="learn-start", min_width=100)
                 stop = gr.Button("Stop", variant="stop", elem_id="learn-stop", min_width=80)
+                if js:
+                    start_here = gr.Button(f"Start ({d.steps:,} steps)", variant="primary", elem_id="learn-start-browser",
+                                           min_width=100, interactive=False)
+                    stop_here = gr.Button("Stop", variant="stop", elem_id="learn-stop-browser", min_width=80, interactive=False)
             error = error_slot("learn-error")
         with gr.Column(scale=3, min_width=300):
+            if js:  # the browser's run: its outputs written by the page only (learn_on.js, web/views/learn.js)
+                gr.HTML('<div class="pg-browser-panel"></div>', elem_id="learn-browser", js_on_load=js["mount"], padding=False)
             status = gr.Markdown(learn_view.status_markdown(None), elem_id="learn-status", elem_classes=RESULT)
             stats = gr.HTML(cards_html(learn_view.stats_cards(None)), elem_id="learn-stats", elem_classes=RESULT)
             chart = gr.Plot(empty_figure(), show_label=False, elem_id="learn-chart", elem_classes=RESULT)
@@ -221,18 +268,11 @@ def build() -> dict[str, gr.components.Component]:
                     info=f"when a run has ended, the model it trained writes {CONTINUE_CHARS} characters after it",
                 )
                 try_button = gr.Button("Continue with your model", elem_id="learn-try")
+                if js:
+                    try_here = gr.Button("Continue with your model", elem_id="learn-try-browser", interactive=False)
                 try_error = error_slot("learn-try-error")
                 try_output = gr.HTML("", elem_id="learn-try-out", elem_classes=RESULT)
-    note(
-        "Each step's loss (the red curve) is measured on that step's batch before the model updates on it: windows "
-        "drawn at random from the training plays. Early on they are text the model has not trained on; a run of a few "
-        "hundred steps sees a small part of the plays, but later batches do overlap earlier ones, so the honest score of "
-        "new text is the held-out one, measured when the run ends on a sample of windows from the two held-out plays. "
-        "The step axis is logarithmic, so the first ten steps take as much room as the next ninety: try the skewed start "
-        "with the same seed, and watch it start far above ln V and spend its first steps coming back down to it, the "
-        "hockey stick. Your last runs stay on the chart in grey and in the table: change one setting, press Start again, "
-        "and compare."
-    )
+    note(learn_view.READING_WORDS)
     state = RESULTS.state()
     # The reference lines, drawn before Start once computed (a second or two after the app starts).
     lines_timer = gr.Timer(0.5)
@@ -261,5 +301,12 @@ def build() -> dict[str, gr.components.Component]:
         error=try_error,
         concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
     )
+    if js:  # the browser's events: no Python function, no queue (they never reach the server)
+        run_on.change(None, inputs=[run_on], js=js["mode"], api_visibility="private", queue=False)
+        start_here.click(None, inputs=[seed, init, lr, size, positions], js=js["start"], api_visibility="private", queue=False)
+        stop_here.click(None, js=js["stop"], api_visibility="private", queue=False)
+        for choice in (size, positions):
+            choice.change(None, inputs=[size, positions], js=js["prepare"], api_visibility="private", queue=False)
+        try_here.click(None, inputs=[prompt, seed], js=js["continue"], api_visibility="private", queue=False)
     gr.api(user_errors(api_learn), api_name="learn", concurrency_id=LEARN, concurrency_limit=LEARN_CONCURRENCY)
-    return {"seed": seed, "init": init, "learning_rate": lr, "size": size, "positions": positions, "text": prompt}  # its controls, by the names of a link's parameters (playground/links.py)
+    return {"seed": seed, "init": init, "learning_rate": lr, "size": size, "positions": positions, "text": prompt, "run_on": run_on}  # its controls, by the names of a link's parameters (playground/links.py)

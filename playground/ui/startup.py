@@ -76,6 +76,33 @@ def warm_up_in_background() -> None:
     threading.Thread(target=warm, name="engine-warm-up", daemon=True).start()
 
 
+def prepare_learn_in_background(browser) -> None:
+    """Write Watch it learn's browser files (``python -m export.learn_files``, in a child process:
+    building the step graphs the first time takes minutes and a few hundred MB) while the server
+    starts, then serve them (``browser.add_learn``); until then the page's "this browser" waits
+    for them and says so. Files already written are served at once and kept where unchanged."""
+    import subprocess
+    import threading
+
+    from export.learn_files import app_folder
+
+    folder = app_folder()
+    if (folder / "learn" / "learn.json").is_file():
+        browser.add_learn(folder)
+
+    def write() -> None:
+        root = Path(__file__).resolve().parents[2]
+        child = subprocess.run([sys.executable, "-m", "export.learn_files", str(folder)], cwd=root,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if child.returncode == 0:
+            browser.add_learn(folder)
+        else:
+            print(f"Watch it learn's browser files could not be written: {child.stderr.strip()[-500:]}", file=sys.stderr, flush=True)
+
+    if browser.learn_code:
+        threading.Thread(target=write, name="learn-files", daemon=True).start()
+
+
 def prepare_model(source) -> dict[str, Path]:
     """:func:`prepare_onnx` for the model ``python app.py --model DIR`` shows (a
     :class:`playground.model_source.ModelSource`): its ONNX files exported once into

@@ -53,13 +53,13 @@ export class Trainer {
   }
 
   /**
-   * One update on a batch: `idx` and `targets` the batch's ids (numbers, row after row),
+   * One update on a batch: `idx` and `targets` the batch's ids (numbers or a BigInt64Array, row after row),
    * `dims` [batch, block], `lr` this step's learning rate. Returns {step, loss, gradNorm}: the
    * loss of the weights before the update, as the server's train_step reports it.
    */
   async train(idx, targets, dims, lr) {
     if (!this.state) throw new Error("start(params) first");
-    const ids = (values) => new this.ort.Tensor("int64", BigInt64Array.from(values, (v) => BigInt(v)), dims);
+    const ids = (values) => new this.ort.Tensor("int64", values instanceof BigInt64Array ? values : BigInt64Array.from(values, (v) => BigInt(v)), dims);
     const feeds = {
       ...this.state,
       idx: ids(idx),

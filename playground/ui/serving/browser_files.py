@@ -15,6 +15,13 @@ tab), served from the app under :data:`PREFIX`, from a fixed list (:class:`Brows
   ``tokenizer.json`` and ``config.json``; immutable under their own hash, revalidated under any
   other address (never kept for a year under a name that is not theirs).
 
+Watch it learn's "Run on: this browser" adds, when the app has written its files
+(export/learn_files.py, ``learn_dir``): the engine's training modules (``LEARN_MODULES``) and the
+tab's page side ``/browser/learn_on.js`` (revalidated; its view, ``/browser/views/learn.js``, is
+one of the views), plotly.js under its hash (immutable), and ``/browser/learn/<file>`` (the step and forward graphs,
+the training text, the held-out windows: immutable under their ``?v=``; ``learn.json`` names them
+so).
+
 Anything else under the prefix is 404, whatever the path (nothing from the request is joined to a
 folder). The JavaScript, JSON and WebAssembly go out gzipped to a client that accepts it,
 compressed once on first demand (the WebAssembly shrinks to a fraction). The model is streamed from
@@ -51,7 +58,8 @@ from .visitors import visitor_of
 from .page_cache import etag_matches, request_headers
 
 __all__ = [
-    "PREFIX", "ENGINE_MODULES", "VIEWS_DIR", "view_files", "ORT_FILES", "MODEL_FILES", "MISSING_ORT", "IMMUTABLE", "REVALIDATE",
+    "PREFIX", "ENGINE_MODULES", "LEARN_MODULES", "VIEWS_DIR", "view_files", "ORT_FILES", "MODEL_FILES", "MISSING_ORT",
+    "IMMUTABLE", "REVALIDATE",
     "MODEL_STREAMS_PER_VISITOR", "FILE_DOWNLOADS_PER_VISITOR", "FILE_MB_PER_MINUTE", "RETRY_AFTER_S", "Served",
     "BrowserFiles", "DownloadSlots", "BrowserFileServer", "byte_range", "UNSATISFIABLE",
 ]
@@ -65,6 +73,15 @@ ENGINE_MODULES = ("engine.js", "fetch.js", "rng.js", "sampling.js", "tokenizer.j
 VIEWS_DIR = ROOT / "web" / "views"
 VIEW_SUFFIXES = (".js", ".css")
 PAGE_MODULE = Path(__file__).resolve().parents[1] / "static" / "run_on.js"
+# Watch it learn in the browser: the engine's training modules, the view both editions mount, its page side here.
+LEARN_MODULES = ("draws.js", "init.js", "train.js", "learn.js", "learn_worker.js")
+LEARN_VIEW = ROOT / "web" / "views" / "learn.js"  # served as one of the views (VIEWS_DIR)
+LEARN_PAGE_MODULE = Path(__file__).resolve().parents[1] / "static" / "learn_on.js"
+LEARN_FILES_MISSING = ("Run on this browser needs Watch it learn's browser files (the step graphs and the training text), "
+                       "which the app writes when it starts: {why}")
+LEARN_PREPARING = ("Watch it learn's browser files (the step graphs and the training text) are being written by the "
+                   "server (a few seconds; minutes on a first start, which builds the graphs)")
+LEARN_FACTS = f"{PREFIX}learn/learn.json"
 ORT_FILES = vendor.ORT_FILES
 # The Hub folder's browser-sized model, and what the engine reads beside it.
 MODEL_FILES = ("onnx/model_quantized.onnx", "tokenizer.json", "config.json")
@@ -80,6 +97,8 @@ RETRY_AFTER_S = 5
 
 CONTENT_TYPES = {
     ".js": "text/javascript; charset=utf-8",
+    ".gz": "application/gzip",
+    ".bin": "application/octet-stream",
     ".mjs": "text/javascript; charset=utf-8",
     ".wasm": "application/wasm",  # WebAssembly.instantiateStreaming refuses any other type
     ".json": "application/json",
@@ -141,18 +160,24 @@ class BrowserFiles:
     files: dict[str, Served] = field(default_factory=dict)
     problem: str | None = None
     model_mb: float = 0.0
+    learn_problem: str | None = "Watch it learn's browser files are not set up in this app."
 
     @property
     def available(self) -> bool:
         return self.problem is None
 
+    @property
+    def learn_available(self) -> bool:
+        return self.available and self.learn_problem is None
+
     @classmethod
     def for_model(cls, onnx_files: Mapping[str, Path], ort_dir: Path | None = None, engine_dir: Path = ENGINE_DIR,
-                  page_module: Path = PAGE_MODULE, views_dir: Path = VIEWS_DIR) -> BrowserFiles:
+                  page_module: Path = PAGE_MODULE, views_dir: Path = VIEWS_DIR, learn_dir: Path | None = None) -> BrowserFiles:
         """The files for the model whose ONNX files are ``onnx_files`` (``{"quantized": path, ...}``
         as app.py has them): its Hub folder's 8-bit file and the tokenizer and config beside it.
         ``ort_dir``: onnxruntime-web's files (default: the repository's, :func:`export.vendor.ort_dir`).
-        The views of ``views_dir`` are served in any case (:attr:`problem` is about running the model)."""
+        The views of ``views_dir`` are served in any case (:attr:`problem` is about running the model);
+        ``learn_dir``: the folder export.learn_files wrote for Watch it learn (None: none yet)."""
         views = {f.route: f for f in view_files(views_dir)}  # the app's own views: served whatever follows
 
         def without(problem: str) -> BrowserFiles:
@@ -187,7 +212,11 @@ class BrowserFiles:
             digest = file_digest(path)
             files.append(Served(f"{PREFIX}model/{path.name}", path, digest, version=digest[:HASH_CHARS],
                                 bounded=path.suffix == ".onnx"))
-        return cls({f.route: f for f in files}, model_mb=model[0].stat().st_size / 1e6)
+        learn, learn_problem = _learn_code(engine_dir)
+        out = cls({f.route: f for f in [*files, *learn]}, model_mb=model[0].stat().st_size / 1e6, learn_problem=learn_problem)
+        if learn_dir is not None:
+            out.add_learn(learn_dir)
+        return out
 
     def url(self, name: str) -> str:
         """The address of the served file whose route ends with ``name``."""
@@ -216,6 +245,68 @@ class BrowserFiles:
             "modelMB": round(self.model_mb, 1),
             "retryAfterS": RETRY_AFTER_S,
         }
+
+
+    def add_learn(self, learn_dir: Path) -> None:
+        """Serve Watch it learn's data files from ``learn_dir`` (export.learn_files' folder, written
+        in the background while the app starts: :func:`playground.ui.startup.prepare_learn_in_background`)."""
+        if not self.learn_code:
+            return  # the page side itself is missing: nothing to serve it with
+        files, problem = _learn_data(learn_dir)
+        self.files.update({f.route: f for f in files})
+        self.learn_problem = problem
+
+    @property
+    def learn_code(self) -> bool:
+        return f"{PREFIX}{LEARN_PAGE_MODULE.name}" in self.files
+
+    def learn_config(self) -> dict[str, Any]:
+        """What Watch it learn's page side needs: the addresses (relative to the app's root; learn.json
+        revalidated, so a page built before the files were written finds them), or why it cannot."""
+        if not self.available or not self.learn_code:
+            return {"available": False, "problem": self.problem or self.learn_problem}
+        rel = lambda url: url.removeprefix("/")  # noqa: E731 -- as page_config
+        ort = next(f for f in self.files.values() if f.route.endswith(ORT_FILES[0]))
+        return {
+            "available": True,
+            "module": rel(self.url(LEARN_PAGE_MODULE.name)),
+            "view": self.view_url(LEARN_VIEW.name),
+            "facts": rel(LEARN_FACTS),
+            "ort": rel(ort.route.rsplit("/", 1)[0] + "/"),
+            "plotly": rel(self.url(vendor.PLOTLY_FILE)),
+            "retryAfterS": RETRY_AFTER_S,
+        }
+
+
+def _learn_code(engine_dir: Path) -> tuple[list[Served], str | None]:
+    """Watch it learn's page side: the engine's training modules, learn_on.js, plotly.js (the view is
+    one of web/views/, served with the others); and the problem until its data files are added
+    (:meth:`BrowserFiles.add_learn`)."""
+    try:
+        plotly = vendor.plotly_js()
+    except (vendor.VendorError, OSError) as err:
+        return [], LEARN_FILES_MISSING.format(why=f"plotly.js is missing ({err})")
+    modules = [engine_dir / name for name in LEARN_MODULES]
+    if missing := [str(p) for p in [*modules, LEARN_VIEW, LEARN_PAGE_MODULE] if not p.is_file()]:
+        return [], LEARN_FILES_MISSING.format(why=f"{', '.join(missing)} is missing")
+    files = [Served(f"{PREFIX}engine/{p.name}", p, file_digest(p)) for p in modules]
+    files.append(Served(f"{PREFIX}{LEARN_PAGE_MODULE.name}", LEARN_PAGE_MODULE, file_digest(LEARN_PAGE_MODULE)))
+    digest = file_digest(plotly)
+    files.append(Served(f"{PREFIX}plotly/{digest[:HASH_CHARS]}/{plotly.name}", plotly, digest, immutable=True))
+    return files, LEARN_PREPARING
+
+
+def _learn_data(learn_dir: Path) -> tuple[list[Served], str | None]:
+    """``learn_dir``/learn/'s files (immutable under their ``?v=``, which learn.json gives), or why there are none."""
+    folder = Path(learn_dir) / "learn"
+    if not (folder / "learn.json").is_file():
+        return [], LEARN_FILES_MISSING.format(why=f"{folder / 'learn.json'} is missing")
+    files = []
+    for path in sorted(folder.iterdir()):
+        if path.is_file() and not path.name.endswith(".tmp"):
+            digest = file_digest(path)
+            files.append(Served(f"{PREFIX}learn/{path.name}", path, digest, version=digest[:HASH_CHARS]))
+    return files, None
 
 
 def view_files(folder: Path = VIEWS_DIR) -> list[Served]:
