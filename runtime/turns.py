@@ -3,7 +3,9 @@ given (max-min in tokens, not in places), and a running generation that yields i
 slice when a visitor given fewer tokens waits. Pure functions on the loop's state, so that the
 edges (a slice of n - 1 tokens keeps its rows, n yields) are tested without threads.
 
-``runtime.batching.Scheduler`` calls :func:`plan` between steps and keeps :class:`Served`.
+``runtime.batching.Scheduler`` calls :func:`plan` between steps and keeps :class:`Served`;
+:func:`wait_steps` says, from the same state, how many steps a request arriving now waits for its
+rows (the expected wait a page shows, in the loop's measured seconds a step).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Turn(Protocol):
     n: int  # rows
     index: int  # tokens decoded so far (per row)
     slice_start: int  # ``index`` when it last entered the batch
+    remaining: int  # tokens it may still decode (per row): its rows are free after these at the latest
 
 
 class Served:
@@ -102,3 +105,41 @@ def plan(waiting: Sequence[Turn], running: Sequence[Turn], served: Served, room:
         admitted.append(seq)
         room -= seq.n
     return admitted, parked
+
+
+def _turn_of(visitor: str, busy: set[str], served: Served) -> int:
+    """The tokens ``visitor`` counts as given when its request comes now (:meth:`Served.arrive`)."""
+    if visitor in busy:
+        return served[visitor]
+    return max(served[visitor], min((served[v] for v in busy), default=0))
+
+
+def wait_steps(waiting: Sequence[Turn], running: Sequence[Turn], served: Served, visitor: str, max_rows: int,
+               rows: int = 1, slice_tokens: int = SLICE_TOKENS) -> int:
+    """Steps of the loop before a request of ``rows`` rows from ``visitor``, arriving now, gets
+    its rows, as :func:`plan` would serve it (0: rows are free for it at once).
+
+    Ahead of it wait the requests of visitors given no more tokens than it (its turn begins at the
+    fewest any busy visitor has); rows come free as running requests end, or end their slice once
+    their visitor has been given more than it; when more rows are needed than run now, each freed
+    row frees again a slice later. Joining the cache on an aligned step, and a generation ending
+    early at ``<|endoftext|>``, are not counted."""
+    busy = {s.visitor for s in (*running, *waiting)}
+    mine = _turn_of(visitor, busy, served)
+    need = rows + sum(s.n for s in waiting if served[s.visitor] <= mine)
+    free = max_rows - sum(s.n for s in running)
+    if need <= free:
+        return 0
+    frees: list[int] = []  # when each running row comes free, in steps from now
+    for s in running:
+        # at the end of its slice, or later once its visitor has been given more than the newcomer
+        # (its count grows by its rows every step; the newcomer's does not while it waits)
+        slice_left = max(0, slice_tokens - (s.index - s.slice_start))
+        given_more = 0 if served[s.visitor] > mine else (mine - served[s.visitor]) // s.n + 1
+        own = s.visitor == visitor  # (a visitor's count grows with each of its requests: never more than its own)
+        frees += [s.remaining if own else max(0, min(s.remaining, max(slice_left, given_more)))] * s.n
+    if not frees:  # (a request asking for more rows than the batch has: plan never admits it)
+        return 0
+    frees.sort()
+    rounds, k = divmod(need - free - 1, len(frees))
+    return frees[k] + rounds * slice_tokens

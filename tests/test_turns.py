@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from runtime.turns import Served, plan
+from runtime.turns import Served, plan, wait_steps
 
 
 @dataclass(eq=False)
@@ -132,3 +132,45 @@ def test_each_generation_handler_has_a_thread_and_a_place_in_the_loops_line():
     groups = (limits.GENERATION_CONCURRENCY + limits.FORWARD_CONCURRENCY + limits.LIGHT_CONCURRENCY
               + limits.EXPENSIVE_CONCURRENCY + limits.MAX_RUNNING + limits.MAX_LINE)
     assert serving.launch_options(demo)["max_threads"] > groups
+
+
+@dataclass(eq=False)
+class W(R):
+    remaining: int = 100
+
+
+@pytest.mark.parametrize("decoded, steps", [(0, 8), (5, 3), (7, 1), (8, 0)])
+def test_a_newcomer_waits_the_rest_of_the_running_slice_and_not_a_step_more(decoded, steps):
+    """a, given 90 tokens, has decoded ``decoded`` of its slice; b, given 10 (the newcomer's turn
+    begins there), has just entered: the newcomer takes a's row at the end of a's slice."""
+    running = [W("a", 0, index=40 + decoded, slice_start=40), W("b", 1, index=5, slice_start=5)]
+    assert wait_steps([], running, served(a=90, b=10), "c", max_rows=2, slice_tokens=8) == steps
+
+
+def test_a_running_visitor_given_as_many_as_the_newcomer_decodes_until_it_has_more():
+    running = W("a", 0, index=48, slice_start=40)  # a whole slice decoded, but a's 90 is the newcomer's turn too
+    assert wait_steps([], [running], served(a=90), "c", max_rows=1, slice_tokens=8) == 1
+    two_rows = W("a", 0, n=2, index=48, slice_start=40)
+    assert wait_steps([], [two_rows], served(a=90, c=95), "c", max_rows=2, slice_tokens=8) == 3  # 90 + 2 x 3 > 95
+
+
+def test_free_rows_mean_no_wait_and_a_visitor_given_fewer_keeps_its_row_to_its_end():
+    running = W("a", 0, index=50, slice_start=10, remaining=30)
+    assert wait_steps([], [running], served(a=90), "c", max_rows=2) == 0
+    # the newcomer runs a generation already and has been given more than a: a runs to its end
+    # (30 tokens: 90 + 30 is no more than 120), and the newcomer's own never yields to it
+    mine = W("c", 1, index=8, slice_start=0, remaining=200)
+    assert wait_steps([], [running, mine], served(a=90, c=120), "c", max_rows=2, slice_tokens=8) == 30
+
+
+def test_those_given_no_more_wait_ahead_and_each_freed_row_frees_again_a_slice_later():
+    running = [W("x", 0, index=20, slice_start=17), W("y", 1, index=20, slice_start=15)]  # 5 and 3 left of a slice of 8
+    s = served(x=60, y=60, p=10, q=10, r=10, z=70)
+    ahead = [W("p", 2), W("q", 3), W("r", 4)]  # at the newcomer's turn (10, the fewest busy): ahead of it
+    behind = [W("z", 5)]  # given more: behind it
+    assert wait_steps([], running, s, "new", max_rows=2, slice_tokens=8) == 3
+    assert wait_steps(ahead[:1], running, s, "new", max_rows=2, slice_tokens=8) == 5
+    assert wait_steps([*ahead[:1], *behind], running, s, "new", max_rows=2, slice_tokens=8) == 5
+    # four rows needed, two run: the 3rd and 4th come when the first two taken end their slice
+    assert wait_steps(ahead, running, s, "new", max_rows=2, slice_tokens=8) == 5 + 8
+    assert wait_steps(ahead, running, s, "new", max_rows=2, rows=2, slice_tokens=8) == 3 + 16
