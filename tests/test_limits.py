@@ -137,7 +137,7 @@ def test_every_limit_variable_is_documented_and_none_is_another_setting():
 
 
 def test_the_defaults_hold_together():
-    # the loop's line holds every row its handlers can ask for (the rest take turns, never refused by it)
-    assert limits.MAX_BATCH_ROWS <= limits.GENERATION_CONCURRENCY <= limits.MAX_BATCH_ROWS + limits.MAX_WAITING_REQUESTS
+    # more generations run than rows (the rest take turns in the loop's line, which never refuses them)
+    assert limits.MAX_BATCH_ROWS < limits.GENERATION_CONCURRENCY <= limits.MAX_BATCH_ROWS + limits.MAX_WAITING_REQUESTS
     assert limits.MAX_WAITING_GENERATIONS + limits.MAX_WAITING_FORWARD + limits.MAX_WAITING_LEARNERS < limits.QUEUE_MAX_SIZE
     assert 1 <= limits.SESSIONS_PER_VISITOR <= limits.MAX_SESSIONS and 1 <= limits.RESULTS_PER_VISITOR <= limits.MAX_RESULTS

@@ -117,15 +117,16 @@ def test_the_pages_and_the_apis_generations_reach_the_loop_as_their_visitors(mon
     assert seen == ["10.1.2.3", "10.1.2.3"]
 
 
-def test_each_generation_handler_has_a_thread_and_a_place_in_the_loops_line():
-    """The loop's line holds every handler's rows beyond the batch's (none is refused "busy" by
-    it), and Gradio has a worker thread for each handler beside every other group's."""
+def test_more_generations_run_than_rows_and_each_has_a_thread_and_a_place_in_the_loops_line():
+    """Turns happen in the loop's line, so more generation handlers run than the batch has rows;
+    the loop's line holds them all (none is refused "busy" by it), and Gradio has a worker thread
+    for each beside every other group's."""
     import gradio as gr
 
     from playground import limits
     from playground.ui import serving
 
-    assert limits.GENERATION_CONCURRENCY >= limits.MAX_BATCH_ROWS
+    assert limits.GENERATION_CONCURRENCY > limits.MAX_BATCH_ROWS
     assert limits.GENERATION_CONCURRENCY - limits.MAX_BATCH_ROWS <= limits.MAX_WAITING_REQUESTS
     with gr.Blocks() as demo:
         pass
