@@ -380,6 +380,61 @@ def test_a_busy_server_offers_to_run_the_generation_in_this_browser(chromium, ap
         assert not page.errors
 
 
+def _ask_the_wait(page) -> None:
+    """Focus the server's Generate (the page asks the server's wait then), and wait for the answer."""
+    page.evaluate("() => { const w = document.querySelector('#gen-server-wait'); if (w) delete w.dataset.offer; }")
+    page.locator("#gen-prompt textarea").focus()
+    page.focus("#gen-run")
+    page.wait_for_selector("#gen-server-wait[data-offer]", state="attached")
+
+
+@pytest.mark.browser
+def test_a_long_expected_wait_offers_this_browser_at_once_and_a_short_one_goes_to_the_server(chromium, app_server):
+    """The server idle: no wait shown, and Generate goes to the server. The server saying its wait is
+    long (its own answer for 116 busy handlers, 3 more waiting and a loop a turn behind, given to
+    the page in place of the idle app's): the wait shows under Run on, and a click on Generate sends
+    nothing to the server but offers this browser with the wait in words; "Wait for the server"
+    sends it there after all, "Run it in this browser instead" generates here."""
+    from playground.ui.serving import wait
+    from runtime.batching import Load
+
+    busy = Load(running_rows=16, waiting=100, wait_steps=200, step_s=0.1, ends_per_s=0.5)
+    long = wait.answer(wait.expected(busy, (116, 116, 3), [busy]), "full", 16)
+    assert long["offer_browser"] and long["expected_wait_s"] == 28.0
+    joins: list[str] = []
+    with generation_tab(chromium, app_server) as page:
+        page.on("request", lambda r: joins.append(r.url) if "/queue/join" in r.url else None)
+        set_number(page, "gen-max", 4)
+        _ask_the_wait(page)
+        assert page.locator("#gen-server-wait").is_hidden()
+        before = len(joins)
+        page.click("#gen-run")
+        page.wait_for_function("() => document.querySelector('#gen-stats').innerText.includes('stopped by')", timeout=120_000)
+        assert page.locator("#gen-wait-offer").count() == 0 and len(joins) > before
+        page.route("**/expected-wait*", lambda route: route.fulfill(status=200, content_type="application/json",
+                                                                     body=json.dumps(long)))
+        for choice, tokens in (("Wait for the server", 5), ("Run it in this browser instead", 4)):
+            set_number(page, "gen-max", tokens)
+            _ask_the_wait(page)
+            assert page.inner_text("#gen-server-wait") == (
+                "The server now: about 28 s before the first token (this browser starts in seconds).")
+            sent = len(joins)
+            page.click("#gen-run")
+            offer = page.locator("#gen-wait-offer")
+            offer.wait_for()
+            assert long["words"] in offer.inner_text() and "all 116 of its generation handlers are busy" in long["words"]
+            assert len(joins) == sent, "the click went to the server while the offer was shown"
+            offer.get_by_role("button", name=choice).click()
+            assert page.locator("#gen-wait-offer").count() == 0
+            if choice == "Wait for the server":
+                wait_for(lambda: len(joins) > sent, 30, message="the generation to go to the server")
+                page.wait_for_function("() => document.querySelectorAll('#gen-output .gen-tok').length === 5", timeout=120_000)
+        page.wait_for_selector("#gen-output .gen-output[data-done=true]", state="attached", timeout=180_000)
+        assert page.is_checked('#gen-run-on input[value="browser"]') and len(shown_ids(page)) == 4
+        assert "this browser" in page.inner_text("#gen-browser-stats")
+        assert not page.errors
+
+
 def test_without_onnxruntime_web_the_choice_says_what_is_missing_and_the_server_runs(tmp_path, shipped_onnx):
     from playground.ui import generation
 

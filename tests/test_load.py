@@ -212,6 +212,11 @@ def test_a_flood_of_generations_is_told_busy_while_light_tabs_serve(app_server, 
             streams += pool.map(lambda seed: _open_raw_stream(app_server, seed, f"127.0.2.{seed + 1}", first_token=False,
                                                               tokens=1), range(MAX_WAITING_GENERATIONS))
         assert _waiting(app_server.url) >= MAX_WAITING_GENERATIONS
+        # what a page asking now is told: the line, and the browser offered at once
+        said = _expected(app_server.url)
+        assert said["offer_browser"] is True and said["line"]["waiting"] >= MAX_WAITING_GENERATIONS, said
+        assert f"all {GENERATION_CONCURRENCY} of its generation handlers are busy" in said["words"], said
+        assert said["expected_wait_s"] is None or said["expected_wait_s"] > said["offer_after_s"], said
         refused = _post_from(app_server, "127.0.2.250", 0)
         assert refused.status_code == 503 and int(refused.headers["retry-after"]) >= 1
         assert "try again" in refused.json()["detail"]
@@ -373,3 +378,12 @@ def test_waiting_generations_are_served_visitors_in_turn(app_server, full_precis
         for t in threads:
             t.join(timeout=60)
         _leave_idle(base)
+
+
+def test_an_idle_app_expects_no_wait_and_a_wrong_precision_is_told_what_is_accepted(app_server):
+    _leave_idle(app_server.url)
+    said = _expected(app_server.url)
+    assert said["expected_wait_s"] < said["offer_after_s"] and said["offer_browser"] is False, said
+    r = httpx.get(f"{app_server.url}expected-wait", params={"precision": "fp16"}, timeout=30, verify=False)
+    assert r.status_code == 400 and r.json()["detail"] == "precision must be one of full, 8-bit, auto, not 'fp16'"
+    assert r.headers["cache-control"] == "no-store"

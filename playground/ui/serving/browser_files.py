@@ -2,7 +2,8 @@
 tab), served from the app under :data:`PREFIX`, from a fixed list (:class:`BrowserFiles`):
 
 - ``/browser/engine/<module>.js``: the browser engine (``web/engine/``), and
-  ``/browser/run_on.js``: the tab's page side (``playground/ui/static/run_on.js``). Their imports
+  ``/browser/run_on.js`` with ``/browser/server_wait.js``: the tab's page side
+  (``playground/ui/static/``). Their imports
   of each other carry no hash, so they are revalidated: ``Cache-Control: no-cache`` with an
   ``ETag`` (a reload costs a 304 each);
 - ``/browser/ort/<hash>/<file>``: onnxruntime-web's three files (they come with the repository,
@@ -60,6 +61,7 @@ PREFIX = "/browser/"
 ENGINE_DIR = ROOT / "web" / "engine"
 ENGINE_MODULES = ("engine.js", "fetch.js", "rng.js", "sampling.js", "tokenizer.js")
 PAGE_MODULE = Path(__file__).resolve().parents[1] / "static" / "run_on.js"
+PAGE_IMPORTS = ("server_wait.js",)  # what run_on.js imports from beside it
 ORT_FILES = vendor.ORT_FILES
 # The Hub folder's browser-sized model, and what the engine reads beside it.
 MODEL_FILES = ("onnx/model_quantized.onnx", "tokenizer.json", "config.json")
@@ -160,12 +162,14 @@ class BrowserFiles:
         if missing := [str(p) for p in model if not p.is_file()]:
             return cls(problem=f"Run on this browser needs {', '.join(missing)} beside the model.")
         modules = [engine_dir / name for name in ENGINE_MODULES]
-        if missing := [str(p) for p in [*modules, page_module] if not p.is_file()]:
+        page = [page_module, *(page_module.parent / name for name in PAGE_IMPORTS)]
+        if missing := [str(p) for p in [*modules, *page] if not p.is_file()]:
             return cls(problem=f"Run on this browser needs the browser engine: {', '.join(missing)} is missing.")
         files: list[Served] = []
         for path in modules:
             files.append(Served(f"{PREFIX}engine/{path.name}", path, file_digest(path)))
-        files.append(Served(f"{PREFIX}{page_module.name}", page_module, file_digest(page_module)))
+        for path in page:
+            files.append(Served(f"{PREFIX}{path.name}", path, file_digest(path)))
         ort = [ort_dir / name for name in ORT_FILES]
         ort_digests = [file_digest(p) for p in ort]
         folder = hashlib.sha256("".join(ort_digests).encode()).hexdigest()[:HASH_CHARS]

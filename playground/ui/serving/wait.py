@@ -29,7 +29,7 @@ from ...resources import AUTO_PRECISION
 from .. import gradio_internals
 from .visitors import visitor_of
 
-__all__ = ["ROUTE", "OFFER_AFTER_S", "PRECISIONS", "Expected", "expected", "words", "ExpectedWait"]
+__all__ = ["ROUTE", "OFFER_AFTER_S", "PRECISIONS", "Expected", "expected", "words", "answer", "ExpectedWait"]
 
 ROUTE = "/expected-wait"
 # A first token expected later than this on the server: the page offers the browser at once (a
@@ -97,6 +97,8 @@ def words(e: Expected) -> str:
     why = f": {'; '.join(parts)}" if parts else ""
     if seconds is None:
         return f"The server's line is long and not moving lately{why}."
+    if seconds < 1:
+        return "Under a second before the first token on the server: it has rows free."
     return f"About {_s(seconds)} before the first token on the server{why}."
 
 
@@ -134,21 +136,26 @@ class ExpectedWait:
 
     def answer(self, precision: str, visitor: str) -> dict[str, Any]:
         loop = self.loop_of(precision)
-        load = loop.load(visitor) if loop is not None else None
-        e = expected(load, gradio_internals.group_load(self.demo, self.group), [l.load() for l in self.loops()])
-        seconds = e.seconds
-        return {
-            "precision": precision,
-            "expected_wait_s": None if seconds is None else round(seconds, 2),
-            "offer_browser": e.offer_browser,
-            "offer_after_s": OFFER_AFTER_S,
-            "words": words(e),
-            "line": {"handlers": e.handlers, "running": e.running, "waiting": e.line,
-                     "wait_s": None if e.line_s is None else round(e.line_s, 2),
-                     "ends_per_s": None if e.ends_per_s is None else round(e.ends_per_s, 3)},
-            "loop": None if load is None else {
-                "rows": loop.max_rows, "running_rows": load.running_rows, "waiting": load.waiting,
-                "wait_steps": load.wait_steps, "step_s": None if load.step_s is None else round(load.step_s, 4),
-                "wait_s": round(load.expected_wait_s, 2),
-            },
-        }
+        e = expected(loop.load(visitor) if loop is not None else None, gradio_internals.group_load(self.demo, self.group),
+                     [other.load() for other in self.loops()])
+        return answer(e, precision, loop.max_rows if loop is not None else 0)
+
+
+def answer(e: Expected, precision: str, rows: int) -> dict[str, Any]:
+    """The JSON of ``/expected-wait`` for ``e`` (``rows``: the loop's batch rows)."""
+    seconds, load = e.seconds, e.loop
+    return {
+        "precision": precision,
+        "expected_wait_s": None if seconds is None else round(seconds, 2),
+        "offer_browser": e.offer_browser,
+        "offer_after_s": OFFER_AFTER_S,
+        "words": words(e),
+        "line": {"handlers": e.handlers, "running": e.running, "waiting": e.line,
+                 "wait_s": None if e.line_s is None else round(e.line_s, 2),
+                 "ends_per_s": None if e.ends_per_s is None else round(e.ends_per_s, 3)},
+        "loop": None if load is None else {
+            "rows": rows, "running_rows": load.running_rows, "waiting": load.waiting,
+            "wait_steps": load.wait_steps, "step_s": None if load.step_s is None else round(load.step_s, 4),
+            "wait_s": round(load.expected_wait_s, 2),
+        },
+    }

@@ -4,7 +4,10 @@
 // app serves this file, the engine, onnxruntime-web and the model under <root>/browser/
 // (playground/ui/serving/browser_files.py); the tab's events call mount, setMode, generate and
 // stop (playground/ui/generation.py). When the server refuses a generation as busy, the message
-// offers to run it here instead.
+// offers to run it here instead; when its expected wait is long, Generate offers it at once
+// (server_wait.js).
+
+import { watchWait } from "./server_wait.js";
 
 const ROOT = new URL("../", import.meta.url); // this file is <root>/browser/run_on.js
 const at = (path) => new URL(path, ROOT).href;
@@ -76,6 +79,7 @@ export function mount(element, cfg) {
   if (!watching) {
     watching = true;
     watchRefusals();
+    watchWait({ url: at, runHere: () => runHereInstead(panel) });
   }
 }
 
