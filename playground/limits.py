@@ -254,7 +254,12 @@ FILE_DOWNLOADS_PER_VISITOR = env_int("PLAYGROUND_FILE_DOWNLOADS_PER_VISITOR", 8,
 FILE_MB_PER_MINUTE = env_int("PLAYGROUND_FILE_MB_PER_MINUTE", 64, 20, 100_000)
 
 # --- Watch it learn's trainer (playground/learn/scheduler.py) -----------------------------------
-MAX_RUNNING = 8  # runs training at once (docs/training.md, "Watch it learn for a class")
+# Runs holding a place at once: they share the trainer's steps, a turn stepping the STEP_RUNS
+# given the least training time (new runs first), so a run arriving while 16 train takes its first
+# step in the next turn or the one after, not when one of them ends (docs/training.md, "Watch it
+# learn for a class"). A place holds its model and optimizer (a few MB at the page's sizes).
+MAX_RUNNING = 32
+STEP_RUNS = 8  # runs stepped in one turn: a turn of 8 stacked tiny steps takes 0.1-0.8 s on 2 cores
 # Runs waiting in the trainer's line, told their place; past it a learner is told to try again in
 # a minute. Not more: each learner in line holds one of Gradio's worker threads while it waits
 # (its handler polls the trainer), beside the generations and the forward and light tabs' own;
