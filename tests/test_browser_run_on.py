@@ -435,6 +435,111 @@ def test_a_long_expected_wait_offers_this_browser_at_once_and_a_short_one_goes_t
         assert not page.errors
 
 
+@contextmanager
+def hub_stand_in(model: Path, repo: str = "someone/gpt-playground"):
+    """A local server standing in for the Hub: the repository's 8-bit file at its Hub address, with
+    the Hub's CORS header (a page fetches it from another origin); yields (its base, the paths asked)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    import threading
+
+    body, asked = model.read_bytes(), []
+
+    class Hub(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            asked.append(self.path)
+            found = self.path == f"/{repo}/resolve/main/onnx/model_quantized.onnx"
+            self.send_response(200 if found else 404)
+            self.send_header("Access-Control-Allow-Origin", "*")
+            self.send_header("Content-Length", str(len(body) if found else 0))
+            self.end_headers()
+            if found:
+                self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+LOAD_FROM = """async ({engine, ort, sources, sha256, tokenizer, config}) => {
+  const here = (path) => new URL(path, location.href).href;
+  const { Engine, loadOrt } = await import(here(engine));
+  const e = await Engine.load({ ort: await loadOrt(here(ort)), model: { sources: sources.map(here), sha256 },
+                                tokenizer: here(tokenizer), config: here(config) });
+  return e.modelSource;
+}"""
+
+
+@pytest.mark.browser
+def test_the_engine_takes_the_model_from_the_hub_and_the_spaces_copy_when_the_hub_is_unreachable(chromium, app_server, served):
+    """In Chromium, the engine the app serves, given the Hub's address first (a local server
+    standing in) and the app's copy second: with the Hub up the model comes from it, checked by
+    its digest; with the Hub gone, from the app."""
+    from playground import hub_link
+
+    model = served.files["/browser/model/model_quantized.onnx"]
+    with hub_stand_in(model.path) as (hub, asked):
+        address = hub_link.model_address("someone/gpt-playground", hub)
+        config = {**served.page_config(address), "sources": served.page_config(address)["modelSources"]}
+        with generation_tab(chromium, app_server) as page:
+            assert page.evaluate(LOAD_FROM, {**config, "sha256": model.digest}) == address
+            assert asked == ["/someone/gpt-playground/resolve/main/onnx/model_quantized.onnx"]
+            assert not page.errors
+            # (the browser kept it: this page would take it from its cache, wherever the Hub is)
+            page.evaluate("(url) => caches.open('gpt-playground').then((c) => c.delete(url))", address)
+    with generation_tab(chromium, app_server) as page:  # the Hub gone: nothing listens there now
+        source = page.evaluate(LOAD_FROM, {**config, "sha256": model.digest})
+        assert source == urllib.parse.urljoin(app_server.url, model.url.lstrip("/")), source
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_an_app_naming_a_model_repository_runs_the_hubs_copy_in_the_browser(tmp_path, served, chromium):
+    """The app launched with PLAYGROUND_MODEL_REPO (and the Hub moved to a local stand-in): Run on:
+    this browser downloads the model from the Hub's address, says so, and generates; with the Hub
+    gone, from the app, and generates the same."""
+    from benchmarks.app_server import launch, stop
+
+    model = served.files["/browser/model/model_quantized.onnx"]
+    stand_in = hub_stand_in(model.path)
+    hub, asked = stand_in.__enter__()
+    app = launch(tmp_path / "app.log", extra_env={"PLAYGROUND_MODEL_REPO": "someone/gpt-playground", "PLAYGROUND_HUB_URL": hub})
+
+    def visit() -> tuple[str, list[int]]:
+        context = chromium.browser.new_context()  # the module's Chromium (one Playwright a thread), a fresh cache
+        context.set_default_timeout(120_000)
+        try:
+            with generation_tab(context, app) as page:
+                run_on(page, "this browser")
+                page.wait_for_selector("#gen-browser [data-ready=true]", state="attached", timeout=180_000)
+                said = page.inner_text("#gen-browser")
+                page.locator("#gen-prompt textarea").fill(PROMPT)
+                set_number(page, "gen-temp", 0)
+                set_number(page, "gen-max", 8)
+                generate_here(page)
+                assert not page.errors
+                return said, shown_ids(page)
+        finally:
+            context.close()
+
+    try:
+        said, from_hub = visit()
+        assert "downloaded from the Hugging Face Hub" in said, said
+        assert asked == ["/someone/gpt-playground/resolve/main/onnx/model_quantized.onnx"]
+        stand_in.__exit__(None, None, None)  # the Hub unreachable now
+        said, from_app = visit()
+        assert "Hugging Face Hub" not in said and from_app == from_hub and len(from_hub) == 8
+    finally:
+        stop(app)
+        stand_in.__exit__(None, None, None)
+
+
 def test_without_onnxruntime_web_the_choice_says_what_is_missing_and_the_server_runs(tmp_path, shipped_onnx):
     from playground.ui import generation
 

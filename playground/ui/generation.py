@@ -14,7 +14,7 @@ from typing import Any
 
 import gradio as gr
 
-from .. import limits
+from .. import hub_link, limits
 from .. import next_token as nt
 from ..generation import streaming, views
 from ..generation.figures import candidates_figure, step_figure
@@ -192,8 +192,11 @@ _RUN_ON_MODULE = (
 
 def run_on_js(browser: BrowserFiles) -> dict[str, str]:
     """The page's JavaScript of each browser event: ``mount`` (the panel's ``js_on_load``),
-    ``mode`` (the Run on radio's change), ``generate`` and ``stop``."""
-    config = json.dumps({**browser.page_config(), "limits": {
+    ``mode`` (the Run on radio's change), ``generate`` and ``stop``. Where a model repository is
+    published, the model comes from the Hub, the Space's copy when the Hub cannot give it."""
+    repo = hub_link.published_repo()
+    hub_model = hub_link.model_address(repo, hub_link.hub_url()) if repo else None
+    config = json.dumps({**browser.page_config(hub_model), "limits": {
         "prompt_chars": limits.MAX_PROMPT_CHARS, "min_new_tokens": limits.MIN_NEW_TOKENS, "max_new_tokens": limits.MAX_NEW_TOKENS,
         "min_temperature": limits.MIN_TEMPERATURE, "max_temperature": limits.MAX_TEMPERATURE,
         "min_top_k": limits.MIN_TOP_K, "max_top_k": 50257, "min_top_p": limits.MIN_TOP_P, "max_top_p": limits.MAX_TOP_P,

@@ -185,12 +185,17 @@ class BrowserFiles:
         """The address of the served file whose route ends with ``name``."""
         return next(f.url for route, f in self.files.items() if route.endswith("/" + name))
 
-    def page_config(self) -> dict[str, Any]:
-        """What the page's script needs: the addresses (relative to the app's root), and why not."""
+    def page_config(self, hub_model: str | None = None) -> dict[str, Any]:
+        """What the page's script needs: the addresses (relative to the app's root), and why not.
+        ``hub_model``: the same 8-bit file on the Hub (playground.hub_link.model_address), tried
+        before the Space's copy: ``modelSources`` lists both, ``modelSha256`` is the digest the
+        page checks the bytes against (a published file that is not this one is not used)."""
         if not self.available:
             return {"available": False, "problem": self.problem}
         rel = lambda url: url.removeprefix("/")  # noqa: E731 -- resolved against the app's root, which a proxy may move
         ort = next(f for f in self.files.values() if f.route.endswith(ORT_FILES[0]))
+        model = next(f for f in self.files.values() if f.route.endswith("/model_quantized.onnx"))
+        hub = {"modelSources": [hub_model, rel(model.url)], "modelSha256": model.digest} if hub_model else {}
         return {
             "available": True,
             "runOn": rel(self.url(PAGE_MODULE.name)),
@@ -201,6 +206,7 @@ class BrowserFiles:
             "config": rel(self.url("config.json")),
             "modelMB": round(self.model_mb, 1),
             "retryAfterS": RETRY_AFTER_S,
+            **hub,
         }
 
 

@@ -120,7 +120,9 @@ async function loadEngine() {
   };
   for (let attempt = 1; ; attempt++) {
     try {
-      const engine = await Engine.load({ ort, model: at(config.model), tokenizer: at(config.tokenizer), config: at(config.config), onProgress });
+      // The Hub's copy first where the app names a model repository (the Space's bandwidth spared), by its digest.
+      const model = config.modelSources ? { sources: config.modelSources.map(at), sha256: config.modelSha256 } : at(config.model);
+      const engine = await Engine.load({ ort, model, tokenizer: at(config.tokenizer), config: at(config.config), onProgress });
       engine.seconds = (performance.now() - t0) / 1000;
       window.pgRunOnEngine = engine; // for the tests and the curious, in the console
       engine.warmUp(); // the first Generate waits for it (engine.js)
@@ -136,7 +138,9 @@ async function loadEngine() {
 }
 
 function ready(engine) {
-  showProgress(`The model is ready in this browser (${engine.seconds.toFixed(1)} s${engine.cached ? ", from this browser's cache" : ""}).`, 1);
+  const hub = /^https?:/.test(String(config.modelSources?.[0])) && engine.modelSource === at(config.modelSources[0]);
+  const from = engine.cached ? ", from this browser's cache" : hub ? ", downloaded from the Hugging Face Hub" : "";
+  showProgress(`The model is ready in this browser (${engine.seconds.toFixed(1)} s${from}).`, 1);
   if (panel) panel.dataset.ready = "true";
 }
 
