@@ -516,6 +516,8 @@ class Scheduler:
             running = [s for s in batch.seqs if not s.cancelled and not s.finished.all()]
             admitted, parking = plan(self._waiting, running, self._served, self.max_rows - batch.rows, self.slice_tokens)
             self._waiting = [s for s in self._waiting if s not in admitted]
+            # (what load() reads while they are prefilled: they hold their rows from now)
+            self._running = [*(s for s in batch.active if s not in parking), *admitted]
             return admitted, parking
 
     def _enter(self, batch: Batch, admitted: list[Request], parking: list[Request]) -> None:

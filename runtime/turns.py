@@ -120,17 +120,14 @@ def wait_steps(waiting: Sequence[Turn], running: Sequence[Turn], served: Served,
     its rows, as :func:`plan` would serve it (0: rows are free for it at once).
 
     Ahead of it wait the requests of visitors given no more tokens than it (its turn begins at the
-    fewest any busy visitor has); rows come free as running requests end, or end their slice once
-    their visitor has been given more than it; when more rows are needed than run now, each freed
-    row frees again a slice later. Joining the cache on an aligned step, and a generation ending
+    fewest any busy visitor has); rows come free at once, or as running requests end, or end their
+    slice once their visitor has been given more than it; when more rows are needed than the
+    batch has, each row frees again a slice after it was taken. Joining the cache on an aligned step, and a generation ending
     early at ``<|endoftext|>``, are not counted."""
     busy = {s.visitor for s in (*running, *waiting)}
     mine = _turn_of(visitor, busy, served)
     need = rows + sum(s.n for s in waiting if served[s.visitor] <= mine)
-    free = max_rows - sum(s.n for s in running)
-    if need <= free:
-        return 0
-    frees: list[int] = []  # when each running row comes free, in steps from now
+    frees = [0] * max(0, max_rows - sum(s.n for s in running))  # when each row comes free, in steps from now
     for s in running:
         # at the end of its slice, or later once its visitor has been given more than the newcomer
         # (its count grows by its rows every step; the newcomer's does not while it waits)
@@ -138,8 +135,8 @@ def wait_steps(waiting: Sequence[Turn], running: Sequence[Turn], served: Served,
         given_more = 0 if served[s.visitor] > mine else (mine - served[s.visitor]) // s.n + 1
         own = s.visitor == visitor  # (a visitor's count grows with each of its requests: never more than its own)
         frees += [s.remaining if own else max(0, min(s.remaining, max(slice_left, given_more)))] * s.n
-    if not frees:  # (a request asking for more rows than the batch has: plan never admits it)
+    if not frees:  # (no rows at all)
         return 0
     frees.sort()
-    rounds, k = divmod(need - free - 1, len(frees))
+    rounds, k = divmod(need - 1, len(frees))  # (a row taken by one ahead comes free again a slice later)
     return frees[k] + rounds * slice_tokens

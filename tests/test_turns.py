@@ -175,3 +175,15 @@ def test_those_given_no_more_wait_ahead_and_each_freed_row_frees_again_a_slice_l
     # four rows needed, two run: the 3rd and 4th come when the first two taken end their slice
     assert wait_steps(ahead, running, s, "new", max_rows=2, slice_tokens=8) == 5 + 8
     assert wait_steps(ahead, running, s, "new", max_rows=2, rows=2, slice_tokens=8) == 3 + 16
+
+
+def test_rows_free_now_are_taken_by_those_ahead_and_free_again_a_slice_later():
+    """Three rows free, one running (10 steps to its slice's end), six visitors ahead: the free rows
+    go to the first three, the running row to the fourth; the newcomer, seventh, gets a row when
+    the first of those ends its slice (the loop was prefilling them when it asked)."""
+    running = W("a", 0, index=20, slice_start=18)
+    ahead = [W(f"p{i}", 1 + i) for i in range(6)]
+    s = served(a=50, **{f"p{i}": 0 for i in range(6)})
+    assert wait_steps(ahead[:2], [running], s, "new", max_rows=4, slice_tokens=12) == 0
+    assert wait_steps(ahead[:3], [running], s, "new", max_rows=4, slice_tokens=12) == 10
+    assert wait_steps(ahead, [running], s, "new", max_rows=4, slice_tokens=12) == 12

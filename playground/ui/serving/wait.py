@@ -50,7 +50,9 @@ class Expected:
 
     @property
     def handlers_busy(self) -> bool:
-        return self.line > 0 or (self.handlers is not None and self.running >= self.handlers)
+        """Every handler runs a generation. (Requests in Gradio's line beside a free handler are
+        the moment before Gradio starts them.)"""
+        return self.handlers is not None and self.running >= self.handlers
 
     @property
     def line_s(self) -> float | None:
