@@ -70,18 +70,32 @@ class Served:
         self.tokens.clear()
 
 
+def line(waiting: Sequence[Turn], served: Served) -> list:
+    """The waiting requests in the order they are served: their visitor's tokens so far, fewest
+    first; among equals, a visitor's n-th request (in arrival order) after every other visitor's
+    up to their n-th, so that a visitor who sent several at once is not ahead of a newcomer with
+    all of them (as Gradio's line is ordered: serving/admission.fair_order); then arrival."""
+    rank: dict[str, int] = {}
+    keyed = []
+    for s in sorted(waiting, key=lambda s: s.arrival):
+        keyed.append(((served[s.visitor], rank.get(s.visitor, 0), s.arrival), s))
+        rank[s.visitor] = rank.get(s.visitor, 0) + 1
+    return [s for _, s in sorted(keyed, key=lambda pair: pair[0])]
+
+
 def plan(waiting: Sequence[Turn], running: Sequence[Turn], served: Served, room: int,
          slice_tokens: int = SLICE_TOKENS) -> tuple[list, list]:
     """``(admitted, parked)``: the waiting requests that enter the batch now, and the running ones
     that yield their rows to them first.
 
-    Waiting requests are taken by their visitor's tokens so far, fewest first (arrival order
-    among equals); one that does not fit in ``room`` rows is given rows by running requests that
+    Waiting requests are taken by their visitor's tokens so far, fewest first; among equals a
+    visitor's n-th waiting request after every other visitor's up to their n-th (:func:`line`),
+    then arrival order. One that does not fit in ``room`` rows is given rows by running requests that
     have decoded a whole slice since they entered and whose visitor has been given more tokens
     than its own (the most served first). The first that still does not fit stops the line, so a
     request of many samples is not passed for ever. (Where the yielded rows' cache goes is the
     scheduler's business: kept aside within a bound, else read anew.)"""
-    order = sorted(waiting, key=lambda s: (served[s.visitor], s.arrival))
+    order = line(waiting, served)
     admitted: list = []
     parked: list = []
     for seq in order:
@@ -119,14 +133,22 @@ def wait_steps(waiting: Sequence[Turn], running: Sequence[Turn], served: Served,
     """Steps of the loop before a request of ``rows`` rows from ``visitor``, arriving now, gets
     its rows, as :func:`plan` would serve it (0: rows are free for it at once).
 
-    Ahead of it wait the requests of visitors given no more tokens than it (its turn begins at the
-    fewest any busy visitor has); rows come free at once, or as running requests end, or end their
+    Ahead of it wait the requests of visitors given fewer tokens than it (its turn begins at the
+    fewest any busy visitor has), and of those given as many, each visitor's first requests up to
+    as many as the newcomer's own waiting ahead of it (:func:`line`); rows come free at once, or as running requests end, or end their
     slice once their visitor has been given more than it; when more rows are needed than the
     batch has, each row frees again a slice after it was taken. Joining the cache on an aligned step, and a generation ending
     early at ``<|endoftext|>``, are not counted."""
     busy = {s.visitor for s in (*running, *waiting)}
     mine = _turn_of(visitor, busy, served)
-    need = rows + sum(s.n for s in waiting if served[s.visitor] <= mine)
+    # ahead: those given fewer, and among those given as many, their visitor's first as many as it has waiting
+    own = sum(1 for s in waiting if s.visitor == visitor)
+    counted: dict[str, int] = {}
+    need = rows
+    for s in sorted(waiting, key=lambda s: s.arrival):
+        if served[s.visitor] < mine or (served[s.visitor] == mine and counted.get(s.visitor, 0) <= own):
+            need += s.n
+        counted[s.visitor] = counted.get(s.visitor, 0) + 1
     frees = [0] * max(0, max_rows - sum(s.n for s in running))  # when each row comes free, in steps from now
     for s in running:
         # at the end of its slice, or later once its visitor has been given more than the newcomer

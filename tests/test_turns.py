@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from runtime.turns import Served, plan, wait_steps
+from runtime.turns import Served, line, plan, wait_steps
 
 
 @dataclass(eq=False)
@@ -187,3 +187,15 @@ def test_rows_free_now_are_taken_by_those_ahead_and_free_again_a_slice_later():
     assert wait_steps(ahead[:2], [running], s, "new", max_rows=4, slice_tokens=12) == 0
     assert wait_steps(ahead[:3], [running], s, "new", max_rows=4, slice_tokens=12) == 10
     assert wait_steps(ahead, [running], s, "new", max_rows=4, slice_tokens=12) == 12
+
+
+def test_among_visitors_given_as_many_a_visitors_second_request_waits_behind_anothers_first():
+    """A group that sent several at once, none served yet, and a learner after them, all at 0
+    tokens: the learner goes after each visitor's first, before their second."""
+    a1, a2, a3, b1, b2, c = R("a", 0), R("a", 1), R("a", 2), R("b", 3), R("b", 4), R("c", 5)
+    assert line([a1, a2, a3, b1, b2, c], served()) == [a1, b1, c, a2, b2, a3]
+    assert plan([a1, a2, a3, b1, b2, c], [], served(), room=3)[0] == [a1, b1, c]
+    # the wait it is told: two ahead (a's first, b's first), not five
+    waiting = [W(r.visitor, r.arrival) for r in (a1, a2, a3, b1, b2)]
+    rows_busy = [W("x", 9, index=4, slice_start=0), W("y", 10, index=0, slice_start=0)]  # 4 and 8 left of their slices
+    assert wait_steps(waiting, rows_busy, served(x=40, y=40), "c", max_rows=2, slice_tokens=8) == 4 + 8
