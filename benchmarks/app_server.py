@@ -38,12 +38,40 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# Gradio's launch asks its own page once it serves (a HEAD of "/", 3 s at most, networking.url_ok)
+# and exits when that fails ("When localhost is not accessible, a shareable link must be created"):
+# on a machine at load 10-15 the first page (built on first demand, beside the start's background
+# warm-up) can take longer. A start that ends so is tried again; one that passes says so in its log.
+GRADIO_CHECK_FAILED = "When localhost is not accessible"
+GRADIO_CHECK_PASSED = ("To create a public link", "Running on public URL")
+GRADIO_CHECK_S = 20.0  # the most url_ok takes (5 tries of 3 s, 0.5 s apart), and some
+LAUNCH_TRIES = 3
+
+
 def launch(
     log_path: Path, timeout_s: float = 600.0, extra_env: dict[str, str] | None = None, args: list[str] | None = None,
     cwd: Path = ROOT,
 ) -> AppServer:
     """Start ``cwd``/app.py (default this checkout's); raise with its log if it exits or does not
-    answer within ``timeout_s`` (a first start builds the ONNX files, a minute or two on a CPU)."""
+    answer within ``timeout_s`` (a first start builds the ONNX files, a minute or two on a CPU).
+    A start that Gradio's own check of its page ended on a loaded machine is tried again
+    (:data:`GRADIO_CHECK_FAILED`, up to :data:`LAUNCH_TRIES` times)."""
+    for attempt in range(1, LAUNCH_TRIES + 1):
+        server = _launch_once(log_path, timeout_s, extra_env, args, cwd)
+        deadline = time.perf_counter() + GRADIO_CHECK_S
+        while server.process.poll() is None and time.perf_counter() < deadline and not any(
+                text in server.log() for text in GRADIO_CHECK_PASSED):
+            time.sleep(0.2)
+        if server.process.poll() is None:
+            return server
+        if GRADIO_CHECK_FAILED not in server.log() or attempt == LAUNCH_TRIES:
+            raise RuntimeError(f"app.py exited with {server.process.returncode}:\n{server.log()}")
+        print(f"app.py: Gradio's check of its own page timed out (start {attempt} of {LAUNCH_TRIES}); starting again", flush=True)
+    raise AssertionError("unreachable")
+
+
+def _launch_once(log_path: Path, timeout_s: float, extra_env: dict[str, str] | None, args: list[str] | None,
+                 cwd: Path) -> AppServer:
     port = free_port()
     env = {
         **os.environ,

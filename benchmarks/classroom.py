@@ -15,6 +15,8 @@ from the first click). Prints, per action, the median and 95th percentile wait, 
     python -m benchmarks.classroom --actions generate --abuse    # only the generation step
     python -m benchmarks.classroom --actions generate --learners 20 --siege 16 --patience 120
     python -m benchmarks.classroom --actions inside --learners 10 --siege 110 --siege-per 1 --siege-with inside
+    python -m benchmarks.classroom --siege            # the siege table: every group shape beside the quiet baseline
+    python -m benchmarks.classroom --siege --shapes 120x1   # one row of it
     python -m benchmarks.classroom --soak             # the mixed soak: memory 30 s after heavy traffic
     python -m benchmarks.classroom --url https://USER-NAME.hf.space/ --learners 10   # an app already running
 
@@ -50,6 +52,8 @@ import httpx
 
 API = "gradio_api"
 LESSON = ("page", "tokenize", "attention", "inside", "generate", "learn")
+# Also: "learn15", a 15 s Watch it learn run through /learn, timed from the click to its end (its
+# first point too); and, with "generate", the wait /expected-wait told the learner just before.
 # The page's events, by the handler names Gradio gives them (config "api_name" of a private event).
 PAGE_EVENTS = {"tokenize": "ui_tokenize", "attention": "ui_attention", "inside": "ui_run",
                "generate": "ui_generate", "learn": "ui_learn"}
@@ -59,7 +63,14 @@ ABUSE_TOKENS = 512
 ABUSER_SOURCE = "127.0.0.250"
 MAX_SIEGE_ADDRESSES = 250
 SIEGE_TOKENS = 512
-SIEGE_ENDPOINTS = ("generate", "inside", "attention")  # long generations, or heavy passes on 25-token texts no one else sent
+SIEGE_ENDPOINTS = ("generate", "inside", "attention", "mixed")  # long generations, heavy passes on 25-token texts no one else sent, or both
+MIXED = ("generate", "generate", "inside", "attention")  # a "mixed" address's requests, by slot
+# The group shapes of the siege table (--siege alone): addresses x requests each, what they send.
+SIEGE_SHAPES = {"16x4": (16, 4, "generate"), "40x1": (40, 1, "generate"), "40x4-mixed": (40, 4, "mixed"),
+                "110x1-inside": (110, 1, "inside"), "120x1": (120, 1, "generate")}
+TABLE_ACTIONS = ("generate", "inside", "learn15")
+TABLE_LEARNERS, TABLE_PATIENCE_S, TABLE_HEAD_START_S = 10, 60.0, 10.0
+LEARN_SECONDS = 15
 SIEGE_BACKOFF_S = 0.5  # a hostile client sends again at once; this only keeps the loop from spinning on a refusal
 
 
@@ -189,6 +200,8 @@ class Page:
                                  transport=httpx.HTTPTransport(local_address=source) if source else None)
         self.session = f"learner{time.time_ns() % 10**12}{id(self) % 10**6}"
         self.config: dict[str, Any] = {}
+        self.first_update_at: float | None = None  # perf_counter() of the last event's first streamed update
+        self.notes: dict[str, float] = {}  # what the last action measured beside its wait (first token, told wait...)
 
     def close(self) -> None:
         self.http.close()
@@ -229,6 +242,7 @@ class Page:
             raise Refused(f"HTTP {r.status_code} (Retry-After {r.headers.get('retry-after')}): {detail}",
                           _seconds(r.headers.get("retry-after")))
         event_id = r.json()["event_id"]
+        self.first_update_at = None
         with self.http.stream("GET", f"{self.url}{API}/queue/data", params={"session_hash": self.session}) as stream:
             for line in stream.iter_lines():
                 if not line.startswith("data:"):
@@ -237,6 +251,8 @@ class Page:
                 if message.get("event_id") not in (None, event_id):
                     continue
                 kind = message.get("msg")
+                if kind == "process_generating" and self.first_update_at is None:
+                    self.first_update_at = time.perf_counter()
                 if kind == "process_completed":
                     output = message.get("output") or {}
                     if not message.get("success"):
@@ -248,6 +264,50 @@ class Page:
                 if kind == until:
                     return message
         raise RuntimeError(f"{name}: the stream ended without a result")
+
+
+    def expected_wait(self, precision: str = "full") -> dict:
+        """What ``/expected-wait`` tells this page now (a page asks it when its learner is about to
+        click Generate)."""
+        r = self.http.get(f"{self.url}expected-wait", params={"precision": precision})
+        r.raise_for_status()
+        return r.json()
+
+    def generate(self, tokens: int) -> None:
+        """The page's Generate of ``tokens`` tokens, the wait the server told just before noted
+        (``told_s``, None: long and not moving; ``offered``: the page would have offered the
+        browser at once) with the first token's time (``first_s``, from the click)."""
+        told = self.expected_wait()
+        t0 = time.perf_counter()
+        self.notes = {"told_s": told["expected_wait_s"], "offered": float(told["offer_browser"])}
+        self.run(PAGE_EVENTS["generate"], {"Max new tokens": tokens})
+        if self.first_update_at is not None:
+            self.notes["first_s"] = self.first_update_at - t0
+
+    def learn(self, seconds: int = LEARN_SECONDS, seed: int = 0) -> None:
+        """A Watch it learn run of ``seconds`` through ``/learn`` (as long as it may train: its cap
+        ends it), read to its end; its first point's time noted (``first_s``, from the click)."""
+        t0 = time.perf_counter()
+        r = self.http.post(f"{self.url}{API}/call/learn", json={"data": [seconds, seed, "proper", 5000]})
+        if r.status_code != 200:
+            raise Refused(f"HTTP {r.status_code}: {r.text[:200]}", _seconds(r.headers.get("retry-after")))
+        event = ""
+        with self.http.stream("GET", f"{self.url}{API}/call/learn/{r.json()['event_id']}") as stream:
+            for line in stream.iter_lines():
+                if line.startswith("event:"):
+                    event = line[6:].strip()
+                elif line.startswith("data:") and event in ("generating", "complete"):
+                    state = (json.loads(line[5:]) or [{}])[0]
+                    if state.get("step", 0) > 0 and "first_s" not in self.notes:
+                        self.notes = {"first_s": time.perf_counter() - t0}
+                    if event == "complete":
+                        return
+                elif line.startswith("data:") and event == "error":
+                    error = line[5:].strip()
+                    if "busy" in error.lower() or "too many" in error.lower() or "try again" in error.lower():
+                        raise Refused(error, 30.0)
+                    raise RuntimeError(f"learn: {error}")
+        raise RuntimeError("learn: the stream ended without a result")
 
 
 def _seconds(value: Any) -> float | None:
@@ -266,6 +326,10 @@ class Action:
     refused: list[str] = field(default_factory=list)  # refused for good (no patience, or it ran out)
     failed: list[str] = field(default_factory=list)
     retried: list[str] = field(default_factory=list)  # refusals a patient learner waited out and tried again
+    notes: list[dict[str, float]] = field(default_factory=list)  # what each served one measured beside its wait (Page.notes)
+
+    def noted(self, key: str) -> list[float]:
+        return [n[key] for n in self.notes if n.get(key) is not None]
 
 
 @dataclass
@@ -287,6 +351,10 @@ class Report:
     def p95(self, action: str) -> float:
         waits = sorted(self.actions[action].waits)
         return waits[min(len(waits) - 1, int(0.95 * len(waits)))] if waits else float("nan")
+
+    def max(self, action: str) -> float:
+        waits = self.actions[action].waits
+        return max(waits) if waits else float("nan")
 
     def summary(self) -> str:
         rows = [f"{self.learners} learners, {self.tokens} tokens a generation"
@@ -315,9 +383,10 @@ def lesson_steps(tokens: int) -> dict[str, Callable[[Page], Any]]:
         "tokenize": lambda page: page.run(PAGE_EVENTS["tokenize"]),
         "attention": lambda page: page.run(PAGE_EVENTS["attention"]),
         "inside": lambda page: page.run(PAGE_EVENTS["inside"]),
-        "generate": lambda page: page.run(PAGE_EVENTS["generate"], {"Max new tokens": tokens}),
+        "generate": lambda page: page.generate(tokens),
         # A run trains for a while: "start" is its first update; the page is then closed.
         "learn": lambda page: page.run(PAGE_EVENTS["learn"], {"Seconds of training": 10}, until="process_generating"),
+        "learn15": lambda page: page.learn(LEARN_SECONDS),
     }
 
 
@@ -346,6 +415,8 @@ def _learner(url: str, index: int, actions: list[str], steps: dict, report: Repo
                         time.sleep(wait_s)
                 with lock:
                     report.actions[name].waits.append(time.perf_counter() - t0)
+                    report.actions[name].notes.append(dict(page.notes))
+                page.notes = {}
             except Refused as err:
                 with lock:
                     report.actions[name].refused.append(str(err))
@@ -428,7 +499,7 @@ class Siege:
     :meth:`start`, then :meth:`join` for the counts."""
 
     def __init__(self, url: str, addresses: int, per_address: int = 4, duration_s: float = 60.0,
-                 tokens: int = SIEGE_TOKENS, endpoint: str = "generate") -> None:
+                 tokens: int = SIEGE_TOKENS, endpoint: str = "generate", precision: str = "full") -> None:
         if not is_loopback(url):
             raise ValueError(f"a siege only targets an app on loopback, not {url}")
         if not 1 <= addresses <= MAX_SIEGE_ADDRESSES or not 1 <= per_address <= 8:
@@ -437,6 +508,9 @@ class Siege:
             raise ValueError(f"a siege sends one of {', '.join(SIEGE_ENDPOINTS)}, not {endpoint!r}")
         self.url, self.addresses, self.per_address, self.duration_s, self.tokens = url, addresses, per_address, duration_s, tokens
         self.endpoint = endpoint
+        # the learners' loop: the page's Generate runs in full precision (the API's own default,
+        # "auto", is another loop, the 8-bit file's, which a group aiming at a class would leave alone)
+        self.precision = precision
         self.counts = {"accepted": 0, "finished": 0, "held at the end": 0, "refused": 0, "gave way": 0, "failed": 0}
         self.in_flight = 0
         self.durations: list[float] = []  # seconds from the POST to the last token, of those finished
@@ -453,13 +527,14 @@ class Siege:
         from benchmarks.load import LONG_PROMPT
 
         seed = slot
-        with httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address=source)) as http:
+        endpoint = MIXED[slot % len(MIXED)] if self.endpoint == "mixed" else self.endpoint
+        with httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address=source, verify=False)) as http:
             while time.perf_counter() < self.deadline:
                 seed += self.per_address
-                data = ([LONG_PROMPT, self.tokens, 0.8, 50, 0.95, seed] if self.endpoint == "generate" else
+                data = ([LONG_PROMPT, self.tokens, 0.8, 50, 0.95, seed, self.precision] if endpoint == "generate" else
                         [f"Siege {source} pass {seed}: " + " ".join(f"w{seed}x{j}" for j in range(8)), 5, 3])
                 try:
-                    r = http.post(f"{self.url}{API}/call/{self.endpoint}", json={"data": data})
+                    r = http.post(f"{self.url}{API}/call/{endpoint}", json={"data": data})
                 except httpx.HTTPError:
                     self._count("failed")
                     time.sleep(SIEGE_BACKOFF_S)
@@ -471,7 +546,7 @@ class Siege:
                 self._count("accepted", +1)
                 outcome, t0 = "failed", time.perf_counter()
                 try:
-                    with http.stream("GET", f"{self.url}{API}/call/{self.endpoint}/{r.json()['event_id']}",
+                    with http.stream("GET", f"{self.url}{API}/call/{endpoint}/{r.json()['event_id']}",
                                      timeout=httpx.Timeout(30, read=max(1.0, self.deadline - time.perf_counter() + 30))) as stream:
                         event = ""
                         for line in stream.iter_lines():
@@ -501,12 +576,96 @@ class Siege:
                 self._threads.append(t)
         return self
 
+    def stop(self) -> None:
+        """End the siege now (each request in flight ends at its next update)."""
+        self.deadline = time.perf_counter()
+
     def join(self) -> dict[str, int]:
         for t in self._threads:
             t.join(max(1.0, self.deadline - time.perf_counter() + 60))
         done = sorted(self.durations)
         return dict(self.counts, addresses=self.addresses, per_address=self.per_address,
                     **({"generation s (median)": round(statistics.median(done), 1)} if done else {}))
+
+
+def wait_idle(url: str, timeout_s: float = 300.0) -> None:
+    """Until the app runs and holds nothing: no generation (Gradio's line, the loop's), no queued
+    request (the last siege's requests stopped or done)."""
+    deadline = time.perf_counter() + timeout_s
+    with httpx.Client(timeout=30) as http:
+        while time.perf_counter() < deadline:
+            try:
+                said = http.get(f"{url}expected-wait").json()
+                queued = http.get(f"{url}{API}/queue/status").json()["queue_size"]
+            except (httpx.HTTPError, ValueError):
+                time.sleep(1.0)
+                continue
+            loop = said.get("loop") or {}
+            if not said["line"]["running"] and not said["line"]["waiting"] and not queued and not loop.get("running_rows") \
+                    and not loop.get("waiting"):
+                return
+            time.sleep(1.0)
+    raise RuntimeError(f"the app was still busy {timeout_s:g} s after the siege")
+
+
+@dataclass
+class Row:
+    """One row of the siege table: a shape (None: the quiet baseline) and what its learners met."""
+
+    shape: str
+    report: Report
+    load: tuple[float, float]  # the machine's load average (1 min) before and after
+
+
+def siege_row(url: str, shape: str | None, learners: int = TABLE_LEARNERS, patience_s: float = TABLE_PATIENCE_S,
+              head_start_s: float = TABLE_HEAD_START_S, limit_s: float = 600.0) -> Row:
+    """``learners`` learners through :data:`TABLE_ACTIONS` beside the group ``shape`` (a key of
+    :data:`SIEGE_SHAPES`; None: alone), arriving ``head_start_s`` into the siege, obeying
+    ``Retry-After`` for ``patience_s``; the siege lasts until they are done."""
+    import os
+
+    wait_idle(url)
+    load0 = os.getloadavg()[0]
+    siege = None
+    if shape is not None:
+        addresses, per, endpoint = SIEGE_SHAPES[shape]
+        siege = Siege(url, addresses, per, limit_s, endpoint=endpoint).start()
+        time.sleep(head_start_s)
+    try:
+        report = run_classroom(url, learners, 32, TABLE_ACTIONS, patience_s=patience_s)
+    finally:
+        if siege is not None:
+            siege.stop()
+            report.siege = siege.join()
+    return Row(shape or "quiet (no siege)", report, (load0, os.getloadavg()[0]))
+
+
+def siege_table(rows: list[Row]) -> str:
+    """The rows as docs/space.md's table: per action, served of the learners, median and max wait."""
+    def cell(report: Report, action: str) -> str:
+        a = report.actions[action]
+        if not a.waits:
+            return f"0 of {report.learners}"
+        busy = f", {len(a.retried)} told busy first" if a.retried else ""
+        return f"{len(a.waits)} of {report.learners}: **{report.median(action):.1f} s**, {report.max(action):.1f} s{busy}"
+
+    out = ["| a group keeps up (learners arrive 10 s in, obey Retry-After) | learners' 32 tokens: served, median, max "
+           "| first token, median (told by /expected-wait, median; offered the browser) | Inside pass | 15 s Watch it learn run "
+           "(first point, median) | siege: accepted, gave way | load |",
+           "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        r, gen = row.report, row.report.actions["generate"]
+        firsts, told = gen.noted("first_s"), [t for t in gen.noted("told_s")]
+        offered = sum(1 for n in gen.notes if n.get("offered"))
+        unknown = sum(1 for n in gen.notes if "told_s" in n and n["told_s"] is None)
+        told_text = (f"{statistics.median(told):.1f} s" if told else "–") + (f", {unknown} long" if unknown else "")
+        first = f"{statistics.median(firsts):.1f} s" if firsts else "–"
+        learned = r.actions["learn15"].noted("first_s")
+        learn = cell(r, "learn15") + (f" ({statistics.median(learned):.1f} s)" if learned else "")
+        siege = f"{r.siege.get('accepted', 0)}, {r.siege.get('gave way', 0)}" if r.siege else "–"
+        out.append(f"| {row.shape} | {cell(r, 'generate')} | {first} ({told_text}; {offered} of {len(gen.notes)}) "
+                   f"| {cell(r, 'inside')} | {learn} | {siege} | {row.load[0]:.1f}–{row.load[1]:.1f} |")
+    return "\n".join(out)
 
 
 # --- the mixed soak --------------------------------------------------------------------------------
@@ -607,15 +766,18 @@ def launch_space(log_path: Path, extra_env: dict[str, str] | None = None):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", help="an app already running (a Space, or a proxy before one): no app is started")
-    ap.add_argument("--learners", type=int, default=40, help=f"1 to {MAX_LEARNERS}")
+    ap.add_argument("--learners", type=int, default=None, help=f"1 to {MAX_LEARNERS} (default 40; the siege table's {TABLE_LEARNERS})")
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--abuse", action="store_true", help="beside a visitor asking for 30 long generations, forging X-Forwarded-For")
     ap.add_argument("--actions", default=",".join(LESSON), help=f"comma-separated, from {','.join(LESSON)}")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds an action may take")
     ap.add_argument("--settle", type=float, default=30.0, help="seconds after the class before the memory is read again")
     ap.add_argument("--soak", action="store_true", help="instead: the mixed soak (3 rounds of 48 heavy page events), memory 30 s later")
-    ap.add_argument("--siege", type=int, default=0, metavar="N",
-                    help="beside N addresses each keeping --siege-per long generations in flight (a hostile group)")
+    ap.add_argument("--siege", type=int, nargs="?", const=-1, default=0, metavar="N",
+                    help="beside N addresses each keeping --siege-per long generations in flight (a hostile group); "
+                         "alone: the siege table, every shape of --shapes beside the quiet baseline")
+    ap.add_argument("--shapes", default=",".join(SIEGE_SHAPES),
+                    help=f"the siege table's group shapes, comma-separated, from {','.join(SIEGE_SHAPES)}; 'quiet' for the baseline")
     ap.add_argument("--siege-per", type=int, default=4, help="requests each siege address keeps in flight (default 4)")
     ap.add_argument("--siege-with", default="generate", choices=SIEGE_ENDPOINTS,
                     help="what the siege sends: 512-token generations (default), or Inside or Attention passes")
@@ -626,8 +788,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spread", type=float, default=0.0, help="seconds over which the learners start, evenly (default 0: all at once)")
     args = ap.parse_args(argv)
     actions = tuple(a.strip() for a in args.actions.split(",") if a.strip())
-    if unknown := set(actions) - set(LESSON):
-        ap.error(f"unknown actions {sorted(unknown)}; known: {', '.join(LESSON)}")
+    if unknown := set(actions) - {*LESSON, "learn15"}:
+        ap.error(f"unknown actions {sorted(unknown)}; known: {', '.join(LESSON)}, learn15")
+    table_learners = args.learners or TABLE_LEARNERS
+    args.learners = args.learners or 40
     if not 1 <= args.learners <= MAX_LEARNERS:
         ap.error(f"--learners: 1 to {MAX_LEARNERS}")
     if args.url and not is_loopback(args.url) and (args.abuse or args.siege):
@@ -661,6 +825,16 @@ def main(argv: list[str] | None = None) -> int:
             for line in sorted(set(soak["refused"] + soak["failed"]))[:6]:
                 print("  " + line[:200])
             return 1 if soak["failed"] else 0
+        if args.siege == -1:
+            shapes = [x.strip() for x in args.shapes.split(",") if x.strip()]
+            if unknown_shapes := set(shapes) - {*SIEGE_SHAPES, "quiet"}:
+                ap.error(f"unknown shapes {sorted(unknown_shapes)}; known: quiet, {', '.join(SIEGE_SHAPES)}")
+            rows = []
+            for shape in (["quiet"] if args.shapes == ",".join(SIEGE_SHAPES) else []) + shapes:
+                rows.append(siege_row(url, None if shape == "quiet" else shape, table_learners))
+                print(f"{rows[-1].shape}:\n{rows[-1].report.summary()}", flush=True)
+            print(siege_table(rows))
+            return 0
         siege = None
         if args.siege:
             siege = Siege(url, args.siege, args.siege_per, args.siege_for, endpoint=args.siege_with).start()

@@ -141,13 +141,10 @@ MAX_WAITING_REQUESTS = 100
 # whole 512-token generation of someone else's to end; in the loop's, one slice at most. So every
 # generation admitted runs a handler (a group of addresses keeping 64 in flight took 64 handlers,
 # and learners past them waited in Gradio's line for 47.6 s), and Gradio's own line for
-# generations is only the moment between one handler's end and the next one's start.
-#
-# Set back to as many handlers as rows (2026-11-28): the tests and benchmarks that fill every
-# generation slot (tests/test_load.py) are sized for 16, and at 116 long generations on 2 cores
-# they timed out and left the app too busy for the tests after them. Turns still apply in the
-# loop's line, which holds the rows beyond the batch's (a request of several samples takes several).
-GENERATION_CONCURRENCY = MAX_BATCH_ROWS
+# generations is only the moment between one handler's end and the next one's start. A waiting
+# handler holds a thread and its request's inputs, nothing of the model's: 16 decode, 100 take
+# turns (docs/space.md, "Turns in the decoding loop", measures 116 against 16).
+GENERATION_CONCURRENCY = MAX_BATCH_ROWS + MAX_WAITING_REQUESTS
 FORWARD_CONCURRENCY = 2  # PyTorch on the server's cores: a heavy pass or a training run each
 LIGHT_CONCURRENCY = 8  # the light tabs answer in milliseconds and never wait behind the others
 # Building and sending megabytes of JSON holds the interpreter for most of a second, so a few big
@@ -157,10 +154,11 @@ EXPENSIVE_CONCURRENCY = 1
 # (playground/ui/serving/admission.py), so that a flood of one kind can never fill the queue the
 # light tabs share. A class of 100 (what one small Space serves), each asking at once, fits rather
 # than being told "busy": a waiting request holds only its inputs, and the line keeps arrival order
-# where retries would race. 16 generate and 100 wait in Gradio's line (with 8 places and 116
-# handlers, 30 of 40 learners clicking together were told busy: a burst arrives faster than Gradio
-# starts handlers); past the 116 a learner is refused at once and offered "Run on: this browser";
-# heavy passes: 2 run and 98 wait.
+# where retries would race. 116 generate (16 decode, 100 take turns in the loop's line) and 100
+# wait in Gradio's: a handler frees at once, but a class clicking together arrives faster than
+# Gradio starts handlers, and with 8 places 30 of 40 learners were told busy in that instant (past
+# the 216, a learner is refused at once and offered "Run on: this browser"); heavy passes: 2 run
+# and 100 wait.
 MAX_WAITING_GENERATIONS = 100
 MAX_WAITING_FORWARD = 100
 # Watch it learn's runs waiting in Gradio's queue, behind the trainer's MAX_RUNNING + MAX_LINE.
@@ -256,7 +254,12 @@ FILE_DOWNLOADS_PER_VISITOR = env_int("PLAYGROUND_FILE_DOWNLOADS_PER_VISITOR", 8,
 FILE_MB_PER_MINUTE = env_int("PLAYGROUND_FILE_MB_PER_MINUTE", 64, 20, 100_000)
 
 # --- Watch it learn's trainer (playground/learn/scheduler.py) -----------------------------------
-MAX_RUNNING = 8  # runs training at once (docs/training.md, "Watch it learn for a class")
+# Runs holding a place at once: they share the trainer's steps, a turn stepping the STEP_RUNS
+# given the least training time (new runs first), so a run arriving while 16 train takes its first
+# step in the next turn or the one after, not when one of them ends (docs/training.md, "Watch it
+# learn for a class"). A place holds its model and optimizer (a few MB at the page's sizes).
+MAX_RUNNING = 32
+STEP_RUNS = 8  # runs stepped in one turn: a turn of 8 stacked tiny steps takes 0.1-0.8 s on 2 cores
 # Runs waiting in the trainer's line, told their place; past it a learner is told to try again in
 # a minute. Not more: each learner in line holds one of Gradio's worker threads while it waits
 # (its handler polls the trainer), beside the generations and the forward and light tabs' own;

@@ -49,6 +49,8 @@ __all__ = [
     "AUTO_PRECISION",
     "PRECISION_FILES",
     "engine_for",
+    "open_loop",
+    "open_loops",
     "budget_cpu",
 ]
 
@@ -287,6 +289,28 @@ def engine_for(precision: str) -> tuple[Engine, Scheduler]:
         return other, _scheduler_of(other)
 
     return _precision_engines.get(path, open_beside)
+
+
+def open_loop(precision: str) -> Scheduler | None:
+    """The decoding loop of ``precision`` (as :func:`engine_for` takes it) if it is open already,
+    else None: what a question about the load may read without opening an engine."""
+    engine, scheduler = _engine, _scheduler
+    if engine is None:
+        return None
+    if precision == AUTO_PRECISION or engine.path.parent.parent / PRECISION_FILES[precision] == engine.path:
+        return scheduler if scheduler is not None and scheduler.engine is engine else None
+    pair = _precision_engines.peek(engine.path.parent.parent / PRECISION_FILES[precision])
+    return None if pair is None else pair[1]
+
+
+def open_loops() -> list[Scheduler]:
+    """Every decoding loop open now (the app's engine's, and the other precision's once used)."""
+    loops = [_scheduler] if _scheduler is not None else []
+    if _engine is not None:
+        for precision in PRECISION_FILES:
+            if (loop := open_loop(precision)) is not None and loop not in loops:
+                loops.append(loop)
+    return loops
 
 
 def budget_cpu() -> int:

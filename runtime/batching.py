@@ -28,6 +28,7 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -37,7 +38,7 @@ from .engine import Engine
 from .params import SamplingParams, check_prompt
 from .sampling import choose_rows, top_candidates
 from .steps import DecodeStep, Step, to_steps
-from .turns import SLICE_TOKENS, Served, plan
+from .turns import SLICE_TOKENS, Served, plan, wait_steps
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +65,39 @@ STOP_POLL_S = 0.05
 # How long the loop stays idle before its engines give their arenas' memory back: by then the
 # last steps' readers have let go of the logits that still sit in an arena (and pin its region).
 RELEASE_IDLE_S = 1.0
+# The loop's seconds a step, as an expected wait counts them: a moving average of its recent steps
+# (prefills and yields included), each weighing this much.
+STEP_WEIGHT = 0.1
+# Ends of requests remembered (their streams closed, finished or not) for the rate at which the
+# loop lets its handlers go; ends older than ENDS_FOR_S count for nothing.
+MAX_ENDS = 32
+ENDS_FOR_S = 60.0
 
 
 class Busy(RuntimeError):
     """The scheduler's waiting line is full: try again in a moment."""
+
+
+@dataclass(frozen=True)
+class Load:
+    """What a decoding loop holds now, and what a request arriving now would wait for its rows
+    (:meth:`Scheduler.load`): counted in steps by its turns (:func:`runtime.turns.wait_steps`,
+    plus half an alignment while the batch decodes), timed by its own recent steps."""
+
+    running_rows: int  # rows in the batch
+    waiting: int  # requests in the loop's line, those standing aside included
+    wait_steps: int
+    step_s: float | None  # the loop's seconds a step lately (None: it has taken none)
+    ends_per_s: float | None  # requests leaving the loop a second lately (None: fewer than two in ENDS_FOR_S)
+
+    @property
+    def idle(self) -> bool:
+        return self.running_rows == 0 and self.waiting == 0
+
+    @property
+    def expected_wait_s(self) -> float:
+        """Seconds before the request's first step: its wait in steps at the loop's pace."""
+        return self.wait_steps * (self.step_s or 0.0)
 
 
 @dataclass(eq=False)
@@ -108,6 +138,11 @@ class Request:
     @property
     def n(self) -> int:
         return len(self.window)
+
+    @property
+    def remaining(self) -> int:
+        """Tokens its rows may still decode (fewer if they end at ``<|endoftext|>``)."""
+        return self.params.max_new_tokens - self.index
 
     @property
     def length(self) -> int:
@@ -380,12 +415,29 @@ class Scheduler:
         self.running_rows = 0  # rows in the batch after the last step (for tests and monitoring)
         self.steps = 0  # graph calls of the loop so far
         self.parks = 0  # generations that yielded their rows so far (for tests and monitoring)
+        self.step_s: float | None = None  # seconds a step lately (STEP_WEIGHT)
+        self._ends: deque[float] = deque(maxlen=MAX_ENDS)  # perf_counter() of the last requests' ends
 
     @property
     def parked_rows(self) -> int:
         """Rows whose cache is kept aside now (at most ``max_parked_rows``)."""
         with self._cond:
             return sum(s.n for s in self._waiting if s.parked is not None)
+
+    def load(self, visitor: str = "", rows: int = 1) -> Load:
+        """The loop now, and the steps a request of ``rows`` rows from ``visitor`` arriving now
+        would wait for them (visitors in turn, as :meth:`stream` serves it)."""
+        with self._cond:
+            running = [s for s in self._running if not s.cancelled and not s.finished.all()]
+            waiting = [s for s in self._waiting if not s.cancelled]
+            steps = wait_steps(waiting, running, self._served, visitor, self.max_rows, rows, self.slice_tokens)
+            in_batch = sum(s.n for s in running)
+            now = time.perf_counter()
+            ends = [t for t in self._ends if now - t <= ENDS_FOR_S]
+        rate = (len(ends) - 1) / max(now - ends[0], 1e-3) if len(ends) >= 2 else None
+        if in_batch:  # it joins the cache on an aligned step (CACHE_ALIGN): half of one on average
+            steps += CACHE_ALIGN // 2
+        return Load(in_batch, len(waiting), steps, self.step_s, rate)
 
     def stream(
         self, prompt_ids: Sequence[int], params: SamplingParams, stop: threading.Event | None = None, visitor: str = "",
@@ -444,6 +496,8 @@ class Scheduler:
                 yield item
         finally:
             seq.cancelled = True  # the loop drops it before its next step
+            with self._cond:
+                self._ends.append(time.perf_counter())
 
     def _admit(self, batch: Batch, idle_s: float | None = None) -> tuple[list[Request], list[Request]] | None:
         """``(admitted, parking)``: the requests that enter the batch now, visitors in turn, and
@@ -462,6 +516,8 @@ class Scheduler:
             running = [s for s in batch.seqs if not s.cancelled and not s.finished.all()]
             admitted, parking = plan(self._waiting, running, self._served, self.max_rows - batch.rows, self.slice_tokens)
             self._waiting = [s for s in self._waiting if s not in admitted]
+            # (what load() reads while they are prefilled: they hold their rows from now)
+            self._running = [*(s for s in batch.active if s not in parking), *admitted]
             return admitted, parking
 
     def _enter(self, batch: Batch, admitted: list[Request], parking: list[Request]) -> None:
@@ -519,6 +575,7 @@ class Scheduler:
                     log.exception("the idle decoding loop could not release its arenas' memory")
                 continue
             admitted, parking = planned
+            t0 = time.perf_counter()
             try:
                 self._enter(batch, admitted, parking)
                 held = held or bool(admitted)
@@ -536,6 +593,8 @@ class Scheduler:
                 self._account(batch, out)
                 self.steps += 1
                 self.running_rows = batch.rows
+                dt = time.perf_counter() - t0
+                self.step_s = dt if self.step_s is None else (1 - STEP_WEIGHT) * self.step_s + STEP_WEIGHT * dt
             except Exception as err:  # noqa: BLE001 -- every running request hears of it; the loop goes on
                 for seq in {*batch.active, *admitted, *parking}:
                     seq.sink.put(err)

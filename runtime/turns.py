@@ -3,7 +3,9 @@ given (max-min in tokens, not in places), and a running generation that yields i
 slice when a visitor given fewer tokens waits. Pure functions on the loop's state, so that the
 edges (a slice of n - 1 tokens keeps its rows, n yields) are tested without threads.
 
-``runtime.batching.Scheduler`` calls :func:`plan` between steps and keeps :class:`Served`.
+``runtime.batching.Scheduler`` calls :func:`plan` between steps and keeps :class:`Served`;
+:func:`wait_steps` says, from the same state, how many steps a request arriving now waits for its
+rows (the expected wait a page shows, in the loop's measured seconds a step).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Turn(Protocol):
     n: int  # rows
     index: int  # tokens decoded so far (per row)
     slice_start: int  # ``index`` when it last entered the batch
+    remaining: int  # tokens it may still decode (per row): its rows are free after these at the latest
 
 
 class Served:
@@ -67,18 +70,32 @@ class Served:
         self.tokens.clear()
 
 
+def line(waiting: Sequence[Turn], served: Served) -> list:
+    """The waiting requests in the order they are served: their visitor's tokens so far, fewest
+    first; among equals, a visitor's n-th request (in arrival order) after every other visitor's
+    up to their n-th, so that a visitor who sent several at once is not ahead of a newcomer with
+    all of them (as Gradio's line is ordered: serving/admission.fair_order); then arrival."""
+    rank: dict[str, int] = {}
+    keyed = []
+    for s in sorted(waiting, key=lambda s: s.arrival):
+        keyed.append(((served[s.visitor], rank.get(s.visitor, 0), s.arrival), s))
+        rank[s.visitor] = rank.get(s.visitor, 0) + 1
+    return [s for _, s in sorted(keyed, key=lambda pair: pair[0])]
+
+
 def plan(waiting: Sequence[Turn], running: Sequence[Turn], served: Served, room: int,
          slice_tokens: int = SLICE_TOKENS) -> tuple[list, list]:
     """``(admitted, parked)``: the waiting requests that enter the batch now, and the running ones
     that yield their rows to them first.
 
-    Waiting requests are taken by their visitor's tokens so far, fewest first (arrival order
-    among equals); one that does not fit in ``room`` rows is given rows by running requests that
+    Waiting requests are taken by their visitor's tokens so far, fewest first; among equals a
+    visitor's n-th waiting request after every other visitor's up to their n-th (:func:`line`),
+    then arrival order. One that does not fit in ``room`` rows is given rows by running requests that
     have decoded a whole slice since they entered and whose visitor has been given more tokens
     than its own (the most served first). The first that still does not fit stops the line, so a
     request of many samples is not passed for ever. (Where the yielded rows' cache goes is the
     scheduler's business: kept aside within a bound, else read anew.)"""
-    order = sorted(waiting, key=lambda s: (served[s.visitor], s.arrival))
+    order = line(waiting, served)
     admitted: list = []
     parked: list = []
     for seq in order:
@@ -102,3 +119,46 @@ def plan(waiting: Sequence[Turn], running: Sequence[Turn], served: Served, room:
         admitted.append(seq)
         room -= seq.n
     return admitted, parked
+
+
+def _turn_of(visitor: str, busy: set[str], served: Served) -> int:
+    """The tokens ``visitor`` counts as given when its request comes now (:meth:`Served.arrive`)."""
+    if visitor in busy:
+        return served[visitor]
+    return max(served[visitor], min((served[v] for v in busy), default=0))
+
+
+def wait_steps(waiting: Sequence[Turn], running: Sequence[Turn], served: Served, visitor: str, max_rows: int,
+               rows: int = 1, slice_tokens: int = SLICE_TOKENS) -> int:
+    """Steps of the loop before a request of ``rows`` rows from ``visitor``, arriving now, gets
+    its rows, as :func:`plan` would serve it (0: rows are free for it at once).
+
+    Ahead of it wait the requests of visitors given fewer tokens than it (its turn begins at the
+    fewest any busy visitor has), and of those given as many, each visitor's first requests up to
+    as many as the newcomer's own waiting ahead of it (:func:`line`); rows come free at once, or as running requests end, or end their
+    slice once their visitor has been given more than it; when more rows are needed than the
+    batch has, each row frees again a slice after it was taken. Joining the cache on an aligned step, and a generation ending
+    early at ``<|endoftext|>``, are not counted."""
+    busy = {s.visitor for s in (*running, *waiting)}
+    mine = _turn_of(visitor, busy, served)
+    # ahead: those given fewer, and among those given as many, their visitor's first as many as it has waiting
+    own = sum(1 for s in waiting if s.visitor == visitor)
+    counted: dict[str, int] = {}
+    need = rows
+    for s in sorted(waiting, key=lambda s: s.arrival):
+        if served[s.visitor] < mine or (served[s.visitor] == mine and counted.get(s.visitor, 0) <= own):
+            need += s.n
+        counted[s.visitor] = counted.get(s.visitor, 0) + 1
+    frees = [0] * max(0, max_rows - sum(s.n for s in running))  # when each row comes free, in steps from now
+    for s in running:
+        # at the end of its slice, or later once its visitor has been given more than the newcomer
+        # (its count grows by its rows every step; the newcomer's does not while it waits)
+        slice_left = max(0, slice_tokens - (s.index - s.slice_start))
+        given_more = 0 if served[s.visitor] > mine else (mine - served[s.visitor]) // s.n + 1
+        own = s.visitor == visitor  # (a visitor's count grows with each of its requests: never more than its own)
+        frees += [s.remaining if own else max(0, min(s.remaining, max(slice_left, given_more)))] * s.n
+    if not frees:  # (no rows at all)
+        return 0
+    frees.sort()
+    rounds, k = divmod(need - 1, len(frees))  # (a row taken by one ahead comes free again a slice later)
+    return frees[k] + rounds * slice_tokens

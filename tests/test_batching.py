@@ -538,3 +538,37 @@ def test_visitors_take_turns_with_the_rows_kept_aside_within_their_bound(engine,
         assert scheduler.parks >= 2
         for request, tokens in zip(requests, got):
             assert tokens == alone.tokens(*request)
+
+
+def test_the_expected_wait_counts_the_steps_a_newcomer_then_waits(engine, monkeypatch):
+    """Two rows taken by a's and b's long generations, a slice of 12: a third visitor is told the
+    steps it would wait for a row (the rest of the sooner slice, half an alignment to join), and,
+    sent at once, gets its first token within half an alignment of that; the loop's seconds a step
+    are its real ones (each paced to 10 ms at least). With rows free the wait is none."""
+    from runtime.batching import CACHE_ALIGN
+
+    forward = engine.forward
+    monkeypatch.setattr(engine, "forward", lambda *a: (time.sleep(0.01), forward(*a))[1])
+    scheduler = Scheduler(engine, max_rows=2, max_waiting=MAX_WAITING_REQUESTS, slice_tokens=12)
+    try:
+        assert scheduler.load("c").wait_steps == 0 and scheduler.load("c").idle
+        params = SamplingParams(200, 0.8, seed=1, stop_at_eot=False)
+        stop = threading.Event()
+        long = [scheduler.stream([464, 3290], params, stop=stop, visitor=v) for v in "ab"]
+        with ThreadPoolExecutor(2) as pool:
+            readers = [pool.submit(lambda s: sum(1 for _ in s), s) for s in long]
+            wait_for(lambda: scheduler.load("c").running_rows == 2 and scheduler.steps >= 2, 10, 0.001,
+                     message="both rows decoding")
+            load = scheduler.load("c")
+            since = scheduler.steps
+            first = next(scheduler.stream([318, 257], SamplingParams(4, 0.8, seed=3), visitor="c"))
+            waited = scheduler.steps - since
+            stop.set()
+            assert all(r.result(30) < 200 for r in readers)
+        print(f"expected {load.wait_steps} steps ({load.expected_wait_s:.2f} s), waited {waited}")
+        assert first.token_ids[0] is not None
+        assert load.running_rows == 2 and load.wait_steps > CACHE_ALIGN // 2
+        assert abs(waited - load.wait_steps) <= CACHE_ALIGN // 2 + 1, (waited, load)
+        assert load.step_s is not None and load.step_s >= 0.01 and load.expected_wait_s == load.wait_steps * load.step_s
+    finally:
+        scheduler.close()

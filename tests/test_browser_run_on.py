@@ -380,6 +380,166 @@ def test_a_busy_server_offers_to_run_the_generation_in_this_browser(chromium, ap
         assert not page.errors
 
 
+def _ask_the_wait(page) -> None:
+    """Focus the server's Generate (the page asks the server's wait then), and wait for the answer."""
+    page.evaluate("() => { const w = document.querySelector('#gen-server-wait'); if (w) delete w.dataset.offer; }")
+    page.locator("#gen-prompt textarea").focus()
+    page.focus("#gen-run")
+    page.wait_for_selector("#gen-server-wait[data-offer]", state="attached")
+
+
+@pytest.mark.browser
+def test_a_long_expected_wait_offers_this_browser_at_once_and_a_short_one_goes_to_the_server(chromium, app_server):
+    """The server idle: no wait shown, and Generate goes to the server. The server saying its wait is
+    long (its own answer for 116 busy handlers, 3 more waiting and a loop a turn behind, given to
+    the page in place of the idle app's): the wait shows under Run on, and a click on Generate sends
+    nothing to the server but offers this browser with the wait in words; "Wait for the server"
+    sends it there after all, "Run it in this browser instead" generates here."""
+    from playground.ui.serving import wait
+    from runtime.batching import Load
+
+    busy = Load(running_rows=16, waiting=100, wait_steps=200, step_s=0.1, ends_per_s=0.5)
+    long = wait.answer(wait.expected(busy, (116, 116, 3), [busy]), "full", 16)
+    assert long["offer_browser"] and long["expected_wait_s"] == 28.0
+    joins: list[str] = []
+    with generation_tab(chromium, app_server) as page:
+        page.on("request", lambda r: joins.append(r.url) if "/queue/join" in r.url else None)
+        set_number(page, "gen-max", 4)
+        _ask_the_wait(page)
+        assert page.locator("#gen-server-wait").is_hidden()
+        before = len(joins)
+        page.click("#gen-run")
+        page.wait_for_function("() => document.querySelector('#gen-stats').innerText.includes('stopped by')", timeout=120_000)
+        assert page.locator("#gen-wait-offer").count() == 0 and len(joins) > before
+        page.route("**/expected-wait*", lambda route: route.fulfill(status=200, content_type="application/json",
+                                                                     body=json.dumps(long)))
+        for choice, tokens in (("Wait for the server", 5), ("Run it in this browser instead", 4)):
+            set_number(page, "gen-max", tokens)
+            _ask_the_wait(page)
+            assert page.inner_text("#gen-server-wait") == (
+                "The server now: about 28 s before the first token (this browser starts in seconds).")
+            sent = len(joins)
+            page.click("#gen-run")
+            offer = page.locator("#gen-wait-offer")
+            offer.wait_for()
+            assert long["words"] in offer.inner_text() and "all 116 of its generation handlers are busy" in long["words"]
+            assert len(joins) == sent, "the click went to the server while the offer was shown"
+            offer.get_by_role("button", name=choice).click()
+            assert page.locator("#gen-wait-offer").count() == 0
+            if choice == "Wait for the server":
+                wait_for(lambda: len(joins) > sent, 30, message="the generation to go to the server")
+                page.wait_for_function("() => document.querySelectorAll('#gen-output .gen-tok').length === 5", timeout=120_000)
+        page.wait_for_selector("#gen-output .gen-output[data-done=true]", state="attached", timeout=180_000)
+        assert page.is_checked('#gen-run-on input[value="browser"]') and len(shown_ids(page)) == 4
+        assert "this browser" in page.inner_text("#gen-browser-stats")
+        assert not page.errors
+
+
+@contextmanager
+def hub_stand_in(model: Path, repo: str = "someone/gpt-playground"):
+    """A local server standing in for the Hub: the repository's 8-bit file at its Hub address, with
+    the Hub's CORS header (a page fetches it from another origin); yields (its base, the paths asked)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    import threading
+
+    body, asked = model.read_bytes(), []
+
+    class Hub(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            asked.append(self.path)
+            found = self.path == f"/{repo}/resolve/main/onnx/model_quantized.onnx"
+            self.send_response(200 if found else 404)
+            self.send_header("Access-Control-Allow-Origin", "*")
+            self.send_header("Content-Length", str(len(body) if found else 0))
+            self.end_headers()
+            if found:
+                self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+LOAD_FROM = """async ({engine, ort, sources, sha256, tokenizer, config}) => {
+  const here = (path) => new URL(path, location.href).href;
+  const { Engine, loadOrt } = await import(here(engine));
+  const e = await Engine.load({ ort: await loadOrt(here(ort)), model: { sources: sources.map(here), sha256 },
+                                tokenizer: here(tokenizer), config: here(config) });
+  return e.modelSource;
+}"""
+
+
+@pytest.mark.browser
+def test_the_engine_takes_the_model_from_the_hub_and_the_spaces_copy_when_the_hub_is_unreachable(chromium, app_server, served):
+    """In Chromium, the engine the app serves, given the Hub's address first (a local server
+    standing in) and the app's copy second: with the Hub up the model comes from it, checked by
+    its digest; with the Hub gone, from the app."""
+    from playground import hub_link
+
+    model = served.files["/browser/model/model_quantized.onnx"]
+    with hub_stand_in(model.path) as (hub, asked):
+        address = hub_link.model_address("someone/gpt-playground", hub)
+        config = {**served.page_config(address), "sources": served.page_config(address)["modelSources"]}
+        with generation_tab(chromium, app_server) as page:
+            assert page.evaluate(LOAD_FROM, {**config, "sha256": model.digest}) == address
+            assert asked == ["/someone/gpt-playground/resolve/main/onnx/model_quantized.onnx"]
+            assert not page.errors
+            # (the browser kept it: this page would take it from its cache, wherever the Hub is)
+            page.evaluate("(url) => caches.open('gpt-playground').then((c) => c.delete(url))", address)
+    with generation_tab(chromium, app_server) as page:  # the Hub gone: nothing listens there now
+        source = page.evaluate(LOAD_FROM, {**config, "sha256": model.digest})
+        assert source == urllib.parse.urljoin(app_server.url, model.url.lstrip("/")), source
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_an_app_naming_a_model_repository_runs_the_hubs_copy_in_the_browser(tmp_path, served, chromium):
+    """The app launched with PLAYGROUND_MODEL_REPO (and the Hub moved to a local stand-in): Run on:
+    this browser downloads the model from the Hub's address, says so, and generates; with the Hub
+    gone, from the app, and generates the same."""
+    from benchmarks.app_server import launch, stop
+
+    model = served.files["/browser/model/model_quantized.onnx"]
+    stand_in = hub_stand_in(model.path)
+    hub, asked = stand_in.__enter__()
+    app = launch(tmp_path / "app.log", extra_env={"PLAYGROUND_MODEL_REPO": "someone/gpt-playground", "PLAYGROUND_HUB_URL": hub})
+
+    def visit() -> tuple[str, list[int]]:
+        context = chromium.browser.new_context()  # the module's Chromium (one Playwright a thread), a fresh cache
+        context.set_default_timeout(120_000)
+        try:
+            with generation_tab(context, app) as page:
+                run_on(page, "this browser")
+                page.wait_for_selector("#gen-browser [data-ready=true]", state="attached", timeout=180_000)
+                said = page.inner_text("#gen-browser")
+                page.locator("#gen-prompt textarea").fill(PROMPT)
+                set_number(page, "gen-temp", 0)
+                set_number(page, "gen-max", 8)
+                generate_here(page)
+                assert not page.errors
+                return said, shown_ids(page)
+        finally:
+            context.close()
+
+    try:
+        said, from_hub = visit()
+        assert "downloaded from the Hugging Face Hub" in said, said
+        assert asked == ["/someone/gpt-playground/resolve/main/onnx/model_quantized.onnx"]
+        stand_in.__exit__(None, None, None)  # the Hub unreachable now
+        said, from_app = visit()
+        assert "Hugging Face Hub" not in said and from_app == from_hub and len(from_hub) == 8
+    finally:
+        stop(app)
+        stand_in.__exit__(None, None, None)
+
+
 def test_without_onnxruntime_web_the_choice_says_what_is_missing_and_the_server_runs(tmp_path, shipped_onnx):
     from playground.ui import generation
 

@@ -134,18 +134,18 @@ def test_forty_learners_beside_a_forging_abuser_are_all_served(space):
 
 
 SIEGE_ADDRESSES, SIEGE_S, SIEGE_HEAD_START_S, SIEGE_LEARNERS = 16, 60.0, 10.0, 20
+SIEGE_BAR_S = 10.0  # learners' 32 tokens, median (docs/space.md, "The siege table")
 
 
 @pytest.mark.slow
 def test_a_hostile_groups_siege_leaves_learners_who_obey_retry_after_all_served(space):
-    """16 addresses each keeping its share (4) of 512-token generations in flight for 60 s, sending
-    again at once whatever happens. 20 learners arriving 10 s in, each obeying Retry-After, are
-    all served before the siege ends: where the siege fills the places (16 running, the waiting
-    line), each newcomer takes the place of a besieger's newest waiting request; where it does
-    not, the learners wait their turn in the line, served visitors in turn. Before shares shrank
-    and the line grew, none was served while the siege lasted. The bar is a median of 15 s; running generations are
-    never cut, so a learner may wait for one long generation's end: the bound asserted is the
-    larger of 15 s and 1.25 times the siege's own long generation, both printed."""
+    """16 addresses each keeping its share (4) of 512-token generations in flight for 60 s, in the
+    learners' own decoding loop (the page's full precision), sending again at once whatever
+    happens. 20 learners arriving 10 s in, each obeying Retry-After, are all served before the
+    siege ends, within a median of 10 s: every generation has a handler (116), and in the loop
+    visitors take turns by tokens, a running generation yielding its row after a slice, so a
+    learner waits one slice of the others' turns, not their 512-token generations (which took
+    42.5 s median before turns). The siege's own long generation is printed beside it."""
     server, proxy = space
     _wait_idle(proxy.url)
     siege = Siege(proxy.url, SIEGE_ADDRESSES, GENERATIONS_PER_VISITOR, SIEGE_S).start()
@@ -165,10 +165,9 @@ def test_a_hostile_groups_siege_leaves_learners_who_obey_retry_after_all_served(
     if siege_requests > places:
         assert counts["gave way"] >= 1, counts  # the places were full, and shares shrank
     long_s = counts.get("generation s (median)", SIEGE_S)
-    bar = max(15.0, 1.25 * long_s)
     print(f"median wait {report.median('generate'):.1f} s, p95 {report.p95('generate'):.1f} s; a long generation "
-          f"beside them {long_s:.1f} s; bound {bar:.1f} s")
-    assert report.median("generate") <= bar, report.summary()
+          f"beside them {long_s:.1f} s")
+    assert report.median("generate") <= SIEGE_BAR_S, report.summary()
     _wait_idle(proxy.url)
 
 

@@ -22,11 +22,11 @@ NAME = "PLAYGROUND_SOME_LIMIT"
 READS_OTHER_SETTINGS = {
     "playground/resources.py": "the execution provider and the ONNX file (PLAYGROUND_PROVIDER, PLAYGROUND_ONNX)",
     "playground/model_source.py": "the models' cache folder (PLAYGROUND_MODELS_DIR)",
-    "playground/hub_link.py": "the published model repository (PLAYGROUND_MODEL_REPO)",
+    "playground/hub_link.py": "the published model repository and where the Hub is (PLAYGROUND_MODEL_REPO, PLAYGROUND_HUB_URL)",
     "playground/ui/serving/visitors.py": "which proxies are trusted (PLAYGROUND_TRUSTED_PROXIES, PLAYGROUND_PROXY_HOPS, SPACE_ID)",
     "playground/ui/serving/__init__.py": "Gradio's own settings, given defaults before the queue is made (GRADIO_*)",
 }
-OTHER_SETTINGS = {"PLAYGROUND_PROVIDER", "PLAYGROUND_ONNX", "PLAYGROUND_MODELS_DIR", "PLAYGROUND_MODEL_REPO",
+OTHER_SETTINGS = {"PLAYGROUND_PROVIDER", "PLAYGROUND_ONNX", "PLAYGROUND_MODELS_DIR", "PLAYGROUND_MODEL_REPO", "PLAYGROUND_HUB_URL",
                   "PLAYGROUND_TRUSTED_PROXIES", "PLAYGROUND_PROXY_HOPS", "PLAYGROUND_SCREENSHOTS"}
 VARIABLE = re.compile(r"PLAYGROUND_[A-Z0-9_]+")
 
@@ -137,7 +137,7 @@ def test_every_limit_variable_is_documented_and_none_is_another_setting():
 
 
 def test_the_defaults_hold_together():
-    # the loop's line holds every row its handlers can ask for (the rest take turns, never refused by it)
-    assert limits.MAX_BATCH_ROWS <= limits.GENERATION_CONCURRENCY <= limits.MAX_BATCH_ROWS + limits.MAX_WAITING_REQUESTS
+    # more generations run than rows (the rest take turns in the loop's line, which never refuses them)
+    assert limits.MAX_BATCH_ROWS < limits.GENERATION_CONCURRENCY <= limits.MAX_BATCH_ROWS + limits.MAX_WAITING_REQUESTS
     assert limits.MAX_WAITING_GENERATIONS + limits.MAX_WAITING_FORWARD + limits.MAX_WAITING_LEARNERS < limits.QUEUE_MAX_SIZE
     assert 1 <= limits.SESSIONS_PER_VISITOR <= limits.MAX_SESSIONS and 1 <= limits.RESULTS_PER_VISITOR <= limits.MAX_RESULTS

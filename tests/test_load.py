@@ -1,6 +1,12 @@
 """The app under load, on the session's launched app: a cancelled or disconnected stream frees
 its generation slot, a flood of generations is answered "busy" while the light tabs keep
-serving, and (slow) 16 clients at once get every answer (benchmarks/load.py)."""
+serving, and (slow) 16 clients at once get every answer (benchmarks/load.py).
+
+Every generation handler (limits.GENERATION_CONCURRENCY, 116: 16 decode and 100 take turns in the
+decoding loop's line) is taken at once, by long generations sent together and not waited for one
+by one (in turn, the last of 116 would get its first token only after the others' slices); each
+test that takes them leaves the app idle before it ends (polled through ``/expected-wait``), so
+the tests after it meet an app with nothing running."""
 
 from __future__ import annotations
 
@@ -17,8 +23,18 @@ from benchmarks.app_server import free_port
 from conftest import wait_for
 from playground.limits import GENERATION_CONCURRENCY, GENERATIONS_PER_VISITOR, MAX_WAITING_GENERATIONS
 
-LONG = ("ROMEO:", 512, 0.8, 50, 0.95)  # the most a generation may ask for: ~190 made by the time the checks cancel them
+LONG = ("ROMEO:", 512, 0.8, 50, 0.95)  # the most a generation may ask for: none ends while a check runs
 PROMPT_START_S = 8.0  # a freed slot must take the next generation within this (a busy box included)
+# The probes and the visitors whose order is checked generate in full precision, a decoding loop of
+# its own (the page's default; the API's "auto" is the 8-bit file's loop, which the long
+# generations fill): what they wait for is a handler, not their turn behind 116 long generations.
+FULL = "full"
+
+
+def _from(source: str) -> httpx.HTTPTransport:
+    """A transport from loopback address ``source``. Plain HTTP: without ``verify=False`` each
+    client loads the system's certificates, 0.15 s of CPU on a loaded machine, 18 s for 116."""
+    return httpx.HTTPTransport(local_address=source, verify=False)
 
 
 def _source(i: int) -> str:
@@ -27,15 +43,47 @@ def _source(i: int) -> str:
     return f"127.0.1.{i + 1}"
 
 
+def _expected(base: str) -> dict:
+    """What ``/expected-wait`` says of a generation of the API's loop asked for now."""
+    r = httpx.get(f"{base}expected-wait", params={"precision": "auto"}, timeout=30, verify=False)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _handlers_busy(base: str) -> int:
+    return _expected(base)["line"]["running"]
+
+
+def _take_every_handler(app_server, taken: int = 0) -> list:
+    """Long generations from addresses of their own until every generation handler runs one
+    (``taken``: those already running), all sent at once; returned once the app says so."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(16) as pool:
+        streams = list(pool.map(lambda i: _open_raw_stream(app_server, 100 + i, _source(i), first_token=False),
+                                range(GENERATION_CONCURRENCY - taken)))
+    wait_for(lambda: _handlers_busy(app_server.url) >= GENERATION_CONCURRENCY, 120,
+             message=lambda: f"every generation handler to run (the app says {_expected(app_server.url)})")
+    return streams
+
+
+def _leave_idle(base: str) -> None:
+    """Wait until the app runs no generation and none waits, in Gradio's line or the loop's."""
+    def idle() -> bool:
+        e = _expected(base)
+        return e["line"]["running"] == 0 and e["line"]["waiting"] == 0 and (
+            e["loop"] is None or e["loop"]["running_rows"] == e["loop"]["waiting"] == 0)
+
+    wait_for(idle, 120, 0.2, message=lambda: f"the app to be idle again (it says {_expected(base)})")
+
+
 def _fill_slots_with_client_jobs(app_server, client) -> tuple[list, list]:
     """Every generation slot taken by a long job: ``client``'s share of GENERATIONS_PER_VISITOR
-    gradio_client jobs (its visitor's cap), the rest hand-written streams from addresses of their
-    own. All submitted before any is waited for: filled one by one, the first had ~440 of its 512
-    tokens by the time the probe's check was done (the batched loop decodes 16 rows at once)."""
+    gradio_client jobs (its visitor's cap), streaming, then the rest hand-written streams from
+    addresses of their own."""
     jobs = [client.submit(*LONG, seed, api_name="/generate") for seed in range(GENERATIONS_PER_VISITOR)]
-    streams = [_open_raw_stream(app_server, 100 + i, _source(i)) for i in range(GENERATION_CONCURRENCY - len(jobs))]
-    wait_for(lambda: all(job.outputs() for job in jobs), 120, message="every long generation to stream")
-    return jobs, streams
+    wait_for(lambda: all(job.outputs() for job in jobs), 120, message="the client's long generations to stream")
+    return jobs, _take_every_handler(app_server, taken=len(jobs))
 
 
 def _close(streams: list) -> None:
@@ -48,24 +96,40 @@ def _generate_url(app_server) -> str:
     return app_server.url + "gradio_api/call/generate"
 
 
-def _open_raw_stream(app_server, seed: int, source: str = "127.0.0.1") -> tuple[httpx.Client, httpx.Response, Iterator[str]]:
-    """A hand-written client from address ``source``: POST the call, GET its event stream and
-    read until tokens flow. The line iterator is returned to keep it alive: dropping it would
-    close the connection."""
-    http = httpx.Client(timeout=120, transport=httpx.HTTPTransport(local_address=source))
-    r = http.post(_generate_url(app_server), json={"data": [*LONG, seed]})
+def _open_raw_stream(app_server, seed: int, source: str = "127.0.0.1", first_token: bool = True, tokens: int = LONG[1],
+                     ) -> tuple[httpx.Client, httpx.Response, Iterator[str]]:
+    """A hand-written client from address ``source``: POST the call (of ``tokens`` tokens), GET its
+    event stream (and with ``first_token``, read until tokens flow). The line iterator is
+    returned to keep it alive: dropping it would close the connection."""
+    http = httpx.Client(timeout=120, transport=_from(source))
+    r = http.post(_generate_url(app_server), json={"data": [LONG[0], tokens, *LONG[2:], seed]})
     assert r.status_code == 200, r.text
     response = http.send(http.build_request("GET", f"{_generate_url(app_server)}/{r.json()['event_id']}"), stream=True)
     lines = response.iter_lines()
+    if not first_token:
+        return http, response, lines
     for line in lines:
         if line.startswith("event: generating"):
             return http, response, lines
     raise AssertionError("the stream ended before any token")
 
 
+@pytest.fixture(scope="module")
+def full_precision_loop(app_server):
+    """The full-precision file's loop open before any test takes every handler (its first use
+    opens its engine: seconds that are no handler's)."""
+    assert _post_from(app_server, "127.0.3.9", 0, precision=FULL).status_code == 200
+    wait_for(lambda: _expected_full(app_server.url)["loop"] is not None, 120, message="the full-precision loop to open")
+    _leave_idle(app_server.url)
+
+
+def _expected_full(base: str) -> dict:
+    return httpx.get(f"{base}expected-wait", params={"precision": FULL}, timeout=30, verify=False).json()
+
+
 def _waiting(base: str) -> int:
     """Requests the app's queue holds waiting for a slot (Gradio's ``queue/status``)."""
-    return httpx.get(f"{base}gradio_api/queue/status", timeout=30).json()["queue_size"]
+    return httpx.get(f"{base}gradio_api/queue/status", timeout=30, verify=False).json()["queue_size"]
 
 
 def _probe_waits_then_starts(base: str, free_slots) -> float:
@@ -81,8 +145,8 @@ def _probe_waits_then_starts(base: str, free_slots) -> float:
     first: list[float] = []
 
     def probe() -> dict:
-        with httpx.Client(timeout=120, transport=httpx.HTTPTransport(local_address="127.0.3.1")) as http:
-            r = http.post(f"{base}gradio_api/call/generate", json={"data": ["ROMEO:", 4, 0.8, 50, 0.95, 1]})
+        with httpx.Client(timeout=120, transport=_from("127.0.3.1")) as http:
+            r = http.post(f"{base}gradio_api/call/generate", json={"data": ["ROMEO:", 4, 0.8, 50, 0.95, 1, FULL]})
             assert r.status_code == 200, r.text
             with http.stream("GET", f"{base}gradio_api/call/generate/{r.json()['event_id']}") as stream:
                 kind = None
@@ -106,7 +170,7 @@ def _probe_waits_then_starts(base: str, free_slots) -> float:
     return first[0] - t0
 
 
-def test_a_cancelled_stream_frees_its_slot(app_server, client):
+def test_a_cancelled_stream_frees_its_slot(app_server, client, full_precision_loop):
     jobs, streams = _fill_slots_with_client_jobs(app_server, client)
 
     def cancel() -> None:
@@ -118,6 +182,7 @@ def test_a_cancelled_stream_frees_its_slot(app_server, client):
         started = _probe_waits_then_starts(app_server.url, cancel)
     finally:
         _close(streams)
+        _leave_idle(app_server.url)
     print(f"a new generation started {started:.2f} s after cancelling {len(jobs)} streams")
     assert started < PROMPT_START_S
     for job in jobs:
@@ -125,9 +190,13 @@ def test_a_cancelled_stream_frees_its_slot(app_server, client):
         assert job.outputs()[-1]["new_tokens"] < LONG[1]
 
 
-def test_a_client_that_disconnects_mid_stream_frees_its_slot(app_server):
-    streams = [_open_raw_stream(app_server, seed, _source(seed)) for seed in range(GENERATION_CONCURRENCY)]
-    started = _probe_waits_then_starts(app_server.url, lambda: _close(streams))
+def test_a_client_that_disconnects_mid_stream_frees_its_slot(app_server, full_precision_loop):
+    streams = _take_every_handler(app_server)
+    try:
+        started = _probe_waits_then_starts(app_server.url, lambda: _close(streams))
+    finally:
+        _close(streams)
+        _leave_idle(app_server.url)
     print(f"a new generation started {started:.2f} s after {len(streams)} clients disconnected")
     assert started < PROMPT_START_S
 
@@ -210,21 +279,24 @@ def test_a_full_line_of_generations_is_told_busy_while_light_calls_serve(small_a
 
 
 @pytest.mark.slow  # real generations hold the slots: they must outlast the flood, minutes on a busy 2-core machine
-def test_a_flood_of_generations_is_told_busy_while_light_tabs_serve(app_server, client):
-    streams = [_open_raw_stream(app_server, seed, _source(seed)) for seed in range(GENERATION_CONCURRENCY)]
-    waiting: list = []
+def test_a_flood_of_generations_is_told_busy_while_light_tabs_serve(app_server, client, full_precision_loop):
+    streams = _take_every_handler(app_server)
     try:
         # Fill the generations' waiting places with 1-token calls, each from an address of its
-        # own (raw HTTP: no client thread each; one address holds only a few), each with its
-        # result stream opened at once and held (not read): unread, the app stops a call 5 s
-        # after it came (the reader grace), and on a busy machine the first were stopped, their
-        # places free again, before the last had been sent.
+        # own (raw HTTP: no client thread each; one address holds only a few), their streams
+        # open: sending 100 takes seconds on a loaded machine, and the app stops a call nobody
+        # reads 5 s after it came (the reader grace), which would free its place.
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(16) as pool:
-            waiting = list(pool.map(lambda seed: _post_and_hold(app_server, f"127.0.2.{seed + 1}", seed), range(MAX_WAITING_GENERATIONS)))
-        answers = [answer for _, answer, _ in waiting]
-        assert [r.status_code for r in answers] == [200] * MAX_WAITING_GENERATIONS, [r.text for r in answers if r.status_code != 200]
+            streams += pool.map(lambda seed: _open_raw_stream(app_server, seed, f"127.0.2.{seed + 1}", first_token=False,
+                                                              tokens=1), range(MAX_WAITING_GENERATIONS))
+        assert _waiting(app_server.url) >= MAX_WAITING_GENERATIONS
+        # what a page asking now is told: the line, and the browser offered at once
+        said = _expected(app_server.url)
+        assert said["offer_browser"] is True and said["line"]["waiting"] >= MAX_WAITING_GENERATIONS, said
+        assert f"all {GENERATION_CONCURRENCY} of its generation handlers are busy" in said["words"], said
+        assert said["expected_wait_s"] is None or said["expected_wait_s"] > said["offer_after_s"], said
         refused = _post_from(app_server, "127.0.2.250", 0)
         assert refused.status_code == 503 and int(refused.headers["retry-after"]) >= 1
         assert "try again" in refused.json()["detail"]
@@ -234,10 +306,10 @@ def test_a_flood_of_generations_is_told_busy_while_light_tabs_serve(app_server, 
         assert client.predict("hello everyone", api_name="/tokenize")["ids"] == [31373, 2506]
     finally:
         _close(streams)
-        _close([(http, stream, None) for http, _, stream in waiting if stream is not None])
     # Once the waiting ones are served, generations are accepted again (polled: the probes that
     # find the line still full on a busy machine are told busy, and stopped unread in 5 s).
     wait_for(lambda: _accepted(app_server), 180, message="the waiting generations to drain")
+    _leave_idle(app_server.url)
     done: list[dict] = []
 
     def generated() -> bool:
@@ -249,23 +321,12 @@ def test_a_flood_of_generations_is_told_busy_while_light_tabs_serve(app_server, 
 
     wait_for(generated, 120, message="a generation to be accepted again")
     assert done[-1]["finished"] is True and done[-1]["new_tokens"] == 2
+    _leave_idle(app_server.url)
 
 
-def _post_and_hold(app_server, source: str, seed: int) -> tuple[httpx.Client, httpx.Response, httpx.Response | None]:
-    """A 1-token call from ``source`` and its result stream, opened right after and left unread:
-    ``(client, the POST's answer, the open stream)`` (no stream when the call was refused)."""
-    http = httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address=source))
-    answer = http.post(_generate_url(app_server), json={"data": ["ROMEO:", 1, 0.8, 50, 0.95, seed]})
-    if answer.status_code != 200:
-        http.close()
-        return http, answer, None
-    url = f"{_generate_url(app_server)}/{answer.json()['event_id']}"
-    return http, answer, http.send(http.build_request("GET", url), stream=True)
-
-
-def _post_from(app_server, source: str, seed: int, tokens: int = 1) -> httpx.Response:
-    with httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address=source)) as http:
-        return http.post(_generate_url(app_server), json={"data": ["ROMEO:", tokens, 0.8, 50, 0.95, seed]})
+def _post_from(app_server, source: str, seed: int, tokens: int = 1, precision: str = "auto") -> httpx.Response:
+    with httpx.Client(timeout=30, transport=_from(source)) as http:
+        return http.post(_generate_url(app_server), json={"data": ["ROMEO:", tokens, 0.8, 50, 0.95, seed, precision]})
 
 
 def _accepted(app_server) -> bool:
@@ -277,7 +338,7 @@ def test_one_visitor_gets_a_few_generations_and_is_told_when_to_try_again(app_se
     changes no limit. GENERATIONS_PER_VISITOR long ones are accepted, the next is 429 with a
     Retry-After and a message saying why; another address is still accepted. (Nobody reads
     them: the app stops them within its reader grace.)"""
-    with httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address="127.0.4.1")) as http:
+    with httpx.Client(timeout=30, transport=_from("127.0.4.1")) as http:
         answers = [http.post(_generate_url(app_server), headers={"X-Forwarded-For": f"203.0.113.{i + 1}"},
                              json={"data": [*LONG, i]}) for i in range(GENERATIONS_PER_VISITOR + 1)]
     assert [a.status_code for a in answers] == [200] * GENERATIONS_PER_VISITOR + [429], [a.text for a in answers]
@@ -286,6 +347,7 @@ def test_one_visitor_gets_a_few_generations_and_is_told_when_to_try_again(app_se
     assert f"at most {GENERATIONS_PER_VISITOR} per visitor" in refused.json()["detail"]
     assert "try again" in refused.json()["detail"]
     assert _post_from(app_server, "127.0.4.2", 0).status_code == 200  # another visitor: its own share
+    _leave_idle(app_server.url)
 
 
 @pytest.fixture(scope="module")
@@ -356,7 +418,7 @@ def test_light_tabs_stay_fast_while_every_tabs_heaviest_request_loops(app_server
     assert mix.percentile(95) <= 0.5, mix.summary()
 
 
-def test_waiting_generations_are_served_visitors_in_turn(app_server):
+def test_waiting_generations_are_served_visitors_in_turn(app_server, full_precision_loop):
     """Every slot taken; one visitor queues 4 generations, then another visitor 1. Two slots free:
     the first visitor's first and the second visitor's one start (visitors in turn), not the first
     visitor's first two (first come, first served would make the second visitor wait for a third
@@ -364,13 +426,13 @@ def test_waiting_generations_are_served_visitors_in_turn(app_server):
     import threading
 
     base = app_server.url
-    streams = [_open_raw_stream(app_server, seed, _source(seed)) for seed in range(GENERATION_CONCURRENCY)]
+    streams = _take_every_handler(app_server)
     started: dict[str, float] = {}
 
     def follow(name: str, source: str, seed: int) -> None:
         tokens = 8 if name == "second" else 64  # the first's long enough to hold its slot during the check
-        with httpx.Client(timeout=120, transport=httpx.HTTPTransport(local_address=source)) as http:
-            r = http.post(_generate_url(app_server), json={"data": ["ROMEO:", tokens, 0.8, 50, 0.95, seed]})
+        with httpx.Client(timeout=120, transport=_from(source)) as http:
+            r = http.post(_generate_url(app_server), json={"data": ["ROMEO:", tokens, 0.8, 50, 0.95, seed, FULL]})
             assert r.status_code == 200, r.text
             with http.stream("GET", f"{_generate_url(app_server)}/{r.json()['event_id']}") as stream:
                 for line in stream.iter_lines():
@@ -392,6 +454,16 @@ def test_waiting_generations_are_served_visitors_in_turn(app_server):
         firsts = [n for n in started if n.startswith("first")]
         assert len(firsts) <= 1, f"the first visitor's backlog went before the second visitor: {sorted(started)}"
     finally:
-        _close(streams[2:])
+        _close(streams)
         for t in threads:
             t.join(timeout=60)
+        _leave_idle(base)
+
+
+def test_an_idle_app_expects_no_wait_and_a_wrong_precision_is_told_what_is_accepted(app_server):
+    _leave_idle(app_server.url)
+    said = _expected(app_server.url)
+    assert said["expected_wait_s"] < said["offer_after_s"] and said["offer_browser"] is False, said
+    r = httpx.get(f"{app_server.url}expected-wait", params={"precision": "fp16"}, timeout=30, verify=False)
+    assert r.status_code == 400 and r.json()["detail"] == "precision must be one of full, 8-bit, auto, not 'fp16'"
+    assert r.headers["cache-control"] == "no-store"

@@ -1,15 +1,18 @@
 """Watch it learn's trainer: many learners' runs at once, on one worker thread.
 
 Runs whose models have the same shape (vocabulary, size, positions) form a group, and a group
-steps all its runs as one batched computation (:func:`playground.learn.batched.batched_step`);
-every run takes one step a turn, the batches on two threads (the server's two cores). Each run keeps its own settings, seed,
+steps its runs of a turn as one batched computation (:func:`playground.learn.batched.batched_step`),
+the batches on two threads (the server's two cores). Each run keeps its own settings, seed,
 curve and samples, and stops at its number of steps, at its seconds cap, on ``stop`` (Stop, or the
-learner leaving) or when its loss becomes infinite. At most :data:`MAX_RUNNING` runs train at once
-(docs/training.md measures how many start within 2 s); the next ones wait in line, told their
-place; one run per visitor at a time. While runs wait, a run past its fair share
-(:data:`FAIR_STEPS` steps or :data:`FAIR_SECONDS` of training) ends, the longest first, one per
-waiting run (:func:`runs_to_cut`): the first in line starts within about :data:`FAIR_SECONDS`,
-whatever the runs ahead asked for.
+learner leaving) or when its loss becomes infinite. At most :data:`MAX_RUNNING` runs hold a place
+at once and share the steps: a turn steps the :data:`STEP_RUNS` that have been given the least
+training time (:func:`turn`; a run's share of each batched step it took part in), a new run first
+and then from the least any running run has (as the decoding loop's turns start a newcomer), so a
+run arriving while others train takes its first step within a turn or two, however many train.
+Past the places, runs wait in line, told their place; one run per visitor at a time. While runs
+wait, a run past its fair share (:data:`FAIR_STEPS` steps or :data:`FAIR_SECONDS` of training)
+ends, the longest first, one per waiting run (:func:`runs_to_cut`): the first in line starts
+within about :data:`FAIR_SECONDS`, whatever the runs ahead asked for.
 
 Same seed and settings, same curve: a run's batches and samples come from (seed, step), and the
 stacked step gives each model what it gives alone (docs/training.md states the tolerance
@@ -34,10 +37,11 @@ from .batched import Learner, batched_step, shape_key
 from .corpus import Corpus, load_corpus
 from .refs import references
 from .run import SAMPLE_EVERY, VAL_WINDOWS, LearnSettings, RunState, build_model, sample, seconds_text, train_config
-from ..limits import FAIR_SECONDS, FAIR_STEPS, MAX_LINE, MAX_RUNNING
+from ..limits import FAIR_SECONDS, FAIR_STEPS, MAX_LINE, MAX_RUNNING, STEP_RUNS
 from ..validation import InputError
 
-__all__ = ["MAX_RUNNING", "MAX_LINE", "FAIR_STEPS", "FAIR_SECONDS", "OTHERS_WAITING", "runs_to_cut", "Trainer", "TRAINER"]
+__all__ = ["MAX_RUNNING", "MAX_LINE", "STEP_RUNS", "FAIR_STEPS", "FAIR_SECONDS", "OTHERS_WAITING", "runs_to_cut", "turn",
+           "Trainer", "TRAINER"]
 
 OTHERS_WAITING = "others waiting"  # the stop_reason of a run ended at its share to give others a turn
 WORKERS = min(2, os.cpu_count() or 1)  # threads stepping runs side by side, one core each
@@ -64,6 +68,13 @@ def runs_to_cut(runs: list[tuple[int, float]], waiting: int, free: int, fair_ste
     return sorted(over, key=lambda i: (-runs[i][0], -runs[i][1]))[:need]
 
 
+def turn(runs: list[tuple[bool, float, int]], k: int = STEP_RUNS) -> list[int]:
+    """Which runs ``(stepped yet, seconds of training given, arrival)`` step this turn: at most
+    ``k``, those not stepped yet first, then the least given, arrival order among equals. Indices
+    into ``runs``, in that order."""
+    return sorted(range(len(runs)), key=lambda i: runs[i])[:k]
+
+
 @dataclass
 class _Run:
     """A run and what the worker keeps of it."""
@@ -77,19 +88,24 @@ class _Run:
     t0: float = 0.0
     done: bool = False  # the worker has let it go
     cut: int = 0  # runs waiting when it was chosen to end at its share (0: not chosen)
+    given_s: float = 0.0  # its share of the batched steps it took part in (turn), from its start's floor
+    arrival: int = 0  # the trainer's count of runs when it came
 
 
 class Trainer:
     """Many runs at once on one worker thread (started when a run arrives, gone when none is left)."""
 
     def __init__(self, max_running: int = MAX_RUNNING, max_line: int = MAX_LINE, workers: int = WORKERS,
-                 fair_steps: int = FAIR_STEPS, fair_s: float = FAIR_SECONDS) -> None:
+                 fair_steps: int = FAIR_STEPS, fair_s: float = FAIR_SECONDS, step_runs: int = STEP_RUNS) -> None:
         self.max_running, self.max_line, self.workers = max_running, max_line, workers
         self.fair_steps, self.fair_s = fair_steps, fair_s
+        self.step_runs = step_runs
         self._cond = threading.Condition()
         self._running: list[_Run] = []
         self._line: list[_Run] = []
         self._worker: threading.Thread | None = None
+        self._arrivals = 0
+        self.turns = 0  # the worker's turns so far (for tests and monitoring)
 
     # --- the learner's side ------------------------------------------------------------------
 
@@ -99,6 +115,7 @@ class Trainer:
         the run within one batched step. A visitor with a run still going is refused."""
         run = _Run(RunState(s, visitor=visitor, kind=kind), kind, threading.Event())
         with self._cond:
+            run.arrival, self._arrivals = self._arrivals, self._arrivals + 1
             if visitor is not None:
                 mine = next((r for r in self._running + self._line if r.state.visitor == visitor and not r.done), None)
                 if mine is not None:
@@ -157,6 +174,9 @@ class Trainer:
         while self._line and sum(not r.done for r in self._running) < self.max_running:
             run = self._line.pop(0)
             run.state.position, run.state.status, run.state.message = 0, "preparing", "Preparing the training text..."
+            # its share of the steps counts from the least any training run has been given: no
+            # credit for the time it waited, which would let it hold every turn until it caught up
+            run.given_s = min((r.given_s for r in self._running if not r.done), default=0.0)
             self._running.append(run)
         for place, run in enumerate(self._line, start=1):
             run.state.position, run.state.message = place, self._waiting_message(place)
@@ -185,10 +205,10 @@ class Trainer:
             training[i].cut = len(self._line)
 
     def _work(self) -> None:
-        """The worker: each turn, every training run takes one step. Runs of one shape step as
-        one batched computation; the batches (a large group split in two) go to :data:`WORKERS`
-        threads of one PyTorch thread each, one core each without OpenMP's barriers (which cost
-        seconds a step on a shared, oversubscribed machine)."""
+        """The worker: each turn, the :func:`turn` of the training runs takes one step. Runs of one
+        shape step as one batched computation; the batches (a large group split in two) go to
+        :data:`WORKERS` threads of one PyTorch thread each, one core each without OpenMP's
+        barriers (which cost seconds a step on a shared, oversubscribed machine)."""
         torch.set_num_threads(1)  # per thread: the threads serving the other tabs keep theirs
         with ThreadPoolExecutor(self.workers, thread_name_prefix="learn-step", initializer=torch.set_num_threads, initargs=(1,)) as pool:
             while True:
@@ -204,12 +224,13 @@ class Trainer:
                 new = [run for run in runs if run.learner is None and not run.done]
                 for future in [pool.submit(self._guarded, self._prepare, run) for run in new]:
                     future.result()  # new runs start together (their models and step-0 samples side by side)
+                ready = [run for run in runs if not run.done and run.learner is not None and not self._check_end(run)]
                 groups: dict[tuple, list[_Run]] = {}
-                for run in runs:
-                    if not run.done and run.learner is not None and not self._check_end(run):
-                        groups.setdefault(run.key, []).append(run)
+                for i in turn([(r.learner.step > 0, r.given_s, r.arrival) for r in ready], self.step_runs):
+                    groups.setdefault(ready[i].key, []).append(ready[i])
                 for future in [pool.submit(self._step, batch) for batch in _batches(list(groups.values()), self.workers)]:
                     future.result()
+                self.turns += 1
 
     def _guarded(self, fn, run: _Run) -> None:
         try:
@@ -238,6 +259,7 @@ class Trainer:
         run.state.samples.insert(0, [0, sample(build_model(s, run.corpus.vocab_size), run.corpus, s.seed, 0)])
 
     def _step(self, group: list[_Run]) -> None:
+        t0 = time.perf_counter()
         try:
             losses = batched_step([run.learner for run in group], group[0].corpus.train)
         except Exception as err:  # noqa: BLE001
@@ -245,7 +267,9 @@ class Trainer:
                 run.state.error, run.state.status = err, "failed"
                 self._let_go(run)
             return
+        share = (time.perf_counter() - t0) / len(group)  # (and each run's own samples, below)
         for run, loss in zip(group, losses):
+            t1 = time.perf_counter()
             state, step = run.state, run.learner.step
             state.losses.append([step - 1, loss])
             state.step, state.tokens = step, step * run.learner.tc.batch_size * run.learner.model.config.block_size
@@ -258,6 +282,7 @@ class Trainer:
             elif step % SAMPLE_EVERY == 0 and not run.done:
                 self._guarded(lambda r: r.state.samples.append([step, sample(r.learner.model, r.corpus, r.state.settings.seed, step)]), run)
             self._check_end(run)
+            run.given_s += share + time.perf_counter() - t1
 
     def _check_end(self, run: _Run) -> bool:
         """Whether the run has ended (and if so, ends it)."""

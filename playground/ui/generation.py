@@ -14,7 +14,7 @@ from typing import Any
 
 import gradio as gr
 
-from .. import limits
+from .. import hub_link, limits
 from .. import next_token as nt
 from ..generation import streaming, views
 from ..generation.figures import candidates_figure, step_figure
@@ -25,6 +25,7 @@ from ..memo import Memo
 from ..resources import AUTO_PRECISION, engine_for, get_engine, planned_provider
 from ..tokens import visible_whitespace
 from ..validation import InputError, validate_int
+from . import gradio_internals
 from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
 from .serving.browser_files import BrowserFiles
 from .serving.sessions import ResultStore, current_visitor
@@ -53,12 +54,26 @@ STOP_GRACE_S = 1.0  # ... and for a generation clicked just before it to begin
 RESULTS = ResultStore()
 
 
+class Stop(threading.Event):
+    """A generation's stop signal: set by the page's Stop, and read as set once Gradio has stopped
+    the event whose handler made it (cancelled, or its client gone: gradio_internals.event_stopped).
+    Gradio stops a generator only when it yields, and one waiting for its turn in the decoding loop
+    does not: this way it leaves the loop's line at once, and frees its handler."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._stopped = gradio_internals.event_stopped()
+
+    def is_set(self) -> bool:
+        return super().is_set() or (self._stopped is not None and self._stopped())
+
+
 @dataclasses.dataclass
 class Running:
     """A page generation from the moment its handler begins: its stop signal, and its state once
     its settings are checked (None before)."""
 
-    stop: threading.Event = dataclasses.field(default_factory=threading.Event)
+    stop: threading.Event = dataclasses.field(default_factory=Stop)
     state: GenerationState | None = None
     ended: threading.Event = dataclasses.field(default_factory=threading.Event)
 
@@ -177,8 +192,11 @@ _RUN_ON_MODULE = (
 
 def run_on_js(browser: BrowserFiles) -> dict[str, str]:
     """The page's JavaScript of each browser event: ``mount`` (the panel's ``js_on_load``),
-    ``mode`` (the Run on radio's change), ``generate`` and ``stop``."""
-    config = json.dumps({**browser.page_config(), "limits": {
+    ``mode`` (the Run on radio's change), ``generate`` and ``stop``. Where a model repository is
+    published, the model comes from the Hub, the Space's copy when the Hub cannot give it."""
+    repo = hub_link.published_repo()
+    hub_model = hub_link.model_address(repo, hub_link.hub_url()) if repo else None
+    config = json.dumps({**browser.page_config(hub_model), "limits": {
         "prompt_chars": limits.MAX_PROMPT_CHARS, "min_new_tokens": limits.MIN_NEW_TOKENS, "max_new_tokens": limits.MAX_NEW_TOKENS,
         "min_temperature": limits.MIN_TEMPERATURE, "max_temperature": limits.MAX_TEMPERATURE,
         "min_top_k": limits.MIN_TOP_K, "max_top_k": 50257, "min_top_p": limits.MIN_TOP_P, "max_top_p": limits.MAX_TOP_P,
@@ -409,7 +427,9 @@ def api_generate(
     (`model.onnx`, as the page's default and the Inside and Compare tabs) or "8-bit" (`model_int8.onnx`)."""
     last = 0.0
     params = streaming.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, 1, precision)
-    for state in streaming.run(params, n_candidates=None, visitor=current_visitor()):  # no chart, no probabilities
+    state = streaming.new_state(params)
+    state.stop_requested = Stop()
+    for state in streaming.run(params, n_candidates=None, state=state, visitor=current_visitor()):  # no chart, no probabilities
         now = time.perf_counter()
         if state.finished or state.new_tokens == 1 or now - last >= API_EVERY_S:
             last = now

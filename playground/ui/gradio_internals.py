@@ -184,6 +184,36 @@ def current_request() -> Any:
     return LocalContext.request.get(None)
 
 
+TASK_SEPARATOR = "<gradio-sep>"  # Gradio names an event's task "<session>_<fn><gradio-sep><event id>"
+
+
+def event_stopped() -> Callable[[], bool] | None:
+    """In a handler's thread: a check, cheap enough to make every few milliseconds from that
+    thread, whether Gradio has stopped the event it serves: its task cancelled (``/cancel``,
+    gradio_client's ``Job.cancel``) or the event no longer alive (its client gone, or stopped
+    unread). Gradio acts on either only once the handler returns or yields, which a generation
+    waiting for its turn in the decoding loop does not do; it reads this instead. None outside a
+    queued event's handler thread."""
+    import anyio.from_thread
+
+    event_id = LocalContext.event_id.get(None)
+    blocks = LocalContext.blocks.get(None)
+    if event_id is None or blocks is None or getattr(blocks, "_queue", None) is None:
+        return None
+
+    def find() -> tuple[Any, Any]:
+        suffix = TASK_SEPARATOR + event_id
+        task = next((t for t in asyncio.all_tasks() if t.get_name().endswith(suffix)), None)
+        event = next((e for job in list(blocks._queue.active_jobs) if job for e in job if e._id == event_id), None)
+        return task, event
+
+    try:
+        task, event = anyio.from_thread.run_sync(find)
+    except RuntimeError:  # not a thread of Gradio's event loop
+        return None
+    return lambda: (task is not None and (task.done() or task.cancelling() > 0)) or (event is not None and not event.alive)
+
+
 def session_known(demo: gr.Blocks, session: str) -> bool:
     """Whether Gradio knows session ``session``: it joined the queue (its events wait, run, or
     their results wait), or it has state (an event of it ran)."""
@@ -312,6 +342,15 @@ def waiting(demo: gr.Blocks, concurrency_id: str) -> int:
     """Events of a concurrency group waiting for a slot."""
     group = demo._queue.event_queue_per_concurrency_id.get(concurrency_id)
     return 0 if group is None else len(group.queue)
+
+
+def group_load(demo: gr.Blocks, concurrency_id: str) -> tuple[int, int | None, int]:
+    """(events of a concurrency group running, its concurrency limit (None: none), events waiting
+    for a slot); (0, None, 0) for a group nothing has used yet."""
+    group = demo._queue.event_queue_per_concurrency_id.get(concurrency_id)
+    if group is None:
+        return 0, None, 0
+    return group.current_concurrency, group.concurrency_limit, len(group.queue)
 
 
 def event_known(demo: gr.Blocks, event_id: str) -> bool:
@@ -560,6 +599,7 @@ SIGNATURES: dict[str, str] = {
 QUEUE_ATTRIBUTES = ("pending_messages_per_session", "pending_event_ids_session", "event_ids_to_events",
                     "event_queue_per_concurrency_id", "active_jobs")
 EVENT_ATTRIBUTES = ("_id", "session_hash", "enqueue_time", "alive", "fn")
+EVENT_QUEUE_ATTRIBUTES = ("queue", "current_concurrency", "concurrency_limit")
 FN_ATTRIBUTES = ("concurrency_id", "types_generator", "api_name", "api_visibility", "name", "_id")
 MESSAGE_FIELDS = ("event_id", "output", "success")
 HOLDER_ATTRIBUTES = ("session_data", "time_last_used", "lock", "capacity")
@@ -620,8 +660,8 @@ def moved(demo: gr.Blocks | None = None) -> list[str]:
     try:
         event = Event(None, fns[0], None, None)  # type: ignore[arg-type]
         found += [f"gradio.queueing.Event.{name}: missing" for name in EVENT_ATTRIBUTES if not hasattr(event, name)]
-        if not hasattr(EventQueue("x", None), "queue"):
-            found.append("gradio.queueing.EventQueue.queue: missing")
+        group = EventQueue("x", None)
+        found += [f"gradio.queueing.EventQueue.{name}: missing" for name in EVENT_QUEUE_ATTRIBUTES if not hasattr(group, name)]
     except Exception as err:  # noqa: BLE001
         found.append(f"gradio.queueing.Event(...): {type(err).__name__}: {err}")
     holder = StateHolder()

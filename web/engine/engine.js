@@ -4,7 +4,7 @@
 // writes on the server. The app's Text generation tab ("Run on: this browser") and the static
 // edition both use it.
 
-import { fetchBytes, fetchJSON } from "./fetch.js";
+import { fetchBytes, fetchJSON, fetchVerified } from "./fetch.js";
 import { NumpyRandom } from "./rng.js";
 import { sample, topCandidates } from "./sampling.js";
 import { Tokenizer } from "./tokenizer.js";
@@ -52,7 +52,7 @@ export class Engine {
    * @param tokenizer a Tokenizer
    * @param config the Hub folder's config.json (n_layer, n_head, n_embd, n_positions)
    */
-  constructor(ort, session, tokenizer, config, { cached = false, loadSeconds = 0 } = {}) {
+  constructor(ort, session, tokenizer, config, { cached = false, loadSeconds = 0, modelSource = null } = {}) {
     this.ort = ort;
     this.session = session;
     this.tokenizer = tokenizer;
@@ -65,6 +65,7 @@ export class Engine {
     this.headDim = config.n_embd / config.n_head;
     this.cached = cached;
     this.loadSeconds = loadSeconds;
+    this.modelSource = modelSource; // the address the model came from (the Hub, or this page's host)
   }
 
   /**
@@ -75,7 +76,8 @@ export class Engine {
     const start = performance.now();
     const report = (file) => (p) => onProgress({ file, ...p });
     const [modelFile, tokenizerJSON, configJSON] = await Promise.all([
-      fetchBytes(model, report("model")),
+      // an address, or { sources, sha256 }: the first source that gives that file (fetchVerified)
+      typeof model === "string" ? fetchBytes(model, report("model")) : fetchVerified(model.sources, model.sha256, report("model")),
       fetchJSON(tokenizer, report("tokenizer")),
       fetchJSON(config, report("config")),
     ]);
@@ -86,6 +88,7 @@ export class Engine {
     return new Engine(ort, session, Tokenizer.fromJSON(tokenizerJSON), configJSON, {
       cached: modelFile.cached,
       loadSeconds: (performance.now() - start) / 1000,
+      modelSource: modelFile.source ?? model,
     });
   }
 

@@ -6,6 +6,9 @@
 // its large libraries gzipped) and kept unpacked, so a return visit does no work for it.
 
 const CACHE_NAME = "gpt-playground";
+// A source tried before another (the Hub before the Space) that has not begun to answer in this
+// long is passed over: an unreachable host can leave a request hanging for minutes.
+export const HEADERS_TIMEOUT_MS = 15_000;
 
 async function openCache() {
   try {
@@ -20,7 +23,7 @@ async function openCache() {
  * `onProgress({ loaded, total, cached })` is called as bytes arrive (total 0 when unknown).
  * @returns {Promise<{ bytes: Uint8Array, cached: boolean }>}
  */
-export async function fetchBytes(url, onProgress = () => {}) {
+export async function fetchBytes(url, onProgress = () => {}, { headersTimeoutMs = 0 } = {}) {
   const cache = await openCache();
   const hit = cache && (await cache.match(url));
   if (hit) {
@@ -28,13 +31,45 @@ export async function fetchBytes(url, onProgress = () => {}) {
     onProgress({ loaded: bytes.length, total: bytes.length, cached: true });
     return { bytes, cached: true };
   }
-  let { bytes, type } = await download(url, onProgress);
+  let { bytes, type } = await download(url, onProgress, headersTimeoutMs);
   if (isGzipAddress(url) && bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = await gunzip(bytes); // a host that sent it as stored
   if (cache) {
     const headers = { "content-type": type || "application/octet-stream" };
     cache.put(url, new Response(bytes, { headers })).catch(() => {}); // a full quota only costs the next visit a download
   }
   return { bytes, cached: false };
+}
+
+/**
+ * The bytes of the first of `sources` whose content has the sha256 `digest` (hex): each tried in
+ * turn, from the cache or downloaded; one that fails (unreachable, an HTTP error, no answer within
+ * HEADERS_TIMEOUT_MS while another is left) or gives other bytes (another version) is passed
+ * over, and what it left in the cache dropped. Without WebCrypto (a page that is not a secure
+ * context) nothing can be checked, so only the last source, the page's own host, is used.
+ * @returns {Promise<{ bytes: Uint8Array, cached: boolean, source: string, skipped: string[] }>}
+ */
+export async function fetchVerified(sources, digest, onProgress = () => {}, { headersTimeoutMs = HEADERS_TIMEOUT_MS } = {}) {
+  const subtle = globalThis.crypto?.subtle;
+  const tried = subtle ? sources : sources.slice(-1);
+  const skipped = [];
+  for (const [i, url] of tried.entries()) {
+    const last = i === tried.length - 1;
+    try {
+      const got = await fetchBytes(url, onProgress, { headersTimeoutMs: last ? 0 : headersTimeoutMs });
+      if (!subtle || (await sha256(got.bytes)) === digest) return { ...got, source: url, skipped };
+      skipped.push(`${url}: another file (its sha256 is not ${digest.slice(0, 16)}…)`);
+      (await openCache())?.delete(url).catch(() => {});
+    } catch (err) {
+      skipped.push(`${url}: ${err.message}`);
+    }
+  }
+  throw new Error(`the model could not be had from ${skipped.join("; ")}`);
+}
+
+/** The sha256 of `bytes`, hex. */
+export async function sha256(bytes) {
+  const hash = new Uint8Array(await globalThis.crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** Whether `url`'s path (its query aside) names a gzipped file. */
@@ -48,8 +83,15 @@ export async function gunzip(bytes) {
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
-async function download(url, onProgress) {
-  const response = await fetch(url);
+async function download(url, onProgress, headersTimeoutMs = 0) {
+  const abort = headersTimeoutMs ? new AbortController() : null;
+  const timer = abort && setTimeout(() => abort.abort(new Error(`no answer within ${headersTimeoutMs / 1000} s`)), headersTimeoutMs);
+  let response;
+  try {
+    response = await fetch(url, abort ? { signal: abort.signal } : {});
+  } finally {
+    clearTimeout(timer); // (the body, once it flows, takes what the link needs)
+  }
   if (!response.ok) throw new Error(`could not download ${url}: HTTP ${response.status}`);
   const total = Number(response.headers.get("content-length")) || 0;
   const chunks = [];

@@ -22,7 +22,9 @@ message, and nothing served or exposed that the app does not use. One module a c
 - :mod:`.page_cache`: the page and ``/config`` built once, kept compressed, revalidated by ``ETag``;
 - :mod:`.browser_files`: the files a page needs to run the model itself (the engine,
   onnxruntime-web, the 8-bit model) from a fixed list, cached by content hash, the model's
-  downloads bounded per visitor.
+  downloads bounded per visitor;
+- :mod:`.wait`: how long a generation asked for now would wait (``/expected-wait``), from
+  Gradio's line and the decoding loop's turns, for the page to offer the browser at once.
 
 Where Gradio has a public way, it is used (the ``launch`` arguments of :func:`launch_options`,
 the environment of :func:`before_queue`); what it has not goes through
@@ -46,8 +48,9 @@ from typing import Any
 
 import gradio as gr
 
-from ... import limits
+from ... import limits, resources
 from .. import gradio_internals
+from ..common import GENERATE
 from . import connections
 from .compression import gzip_middleware
 from .admission import admit
@@ -60,6 +63,7 @@ from .sessions import MAX_SESSIONS, SESSIONS_PER_VISITOR, VisitorContext, Visito
 from .streams import JoinWatch, OpenStreams, StreamLimits
 from .unread import TRIM_EVERY_S, drop_unread_results, limit_malloc_arenas, malloc_trim
 from .visitors import distrust_forwarded_headers, is_trusted_proxy, visitor_of
+from .wait import ExpectedWait
 
 __all__ = ["SWEEP_EVERY_S", "BrowserFiles", "before_queue", "harden", "launch_options", "visitor_of"]
 
@@ -154,6 +158,8 @@ def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None, browse
                 Middleware(BodySizeLimit, max_bytes=limits.MAX_REQUEST_BYTES),
                 # Outside the compression: it sends its own, compressed once (browser_files.py).
                 *([Middleware(BrowserFileServer, files=browser)] if browser is not None else []),
+                # (answered at once, outside the queue: what a page asks when its learner clicks Generate)
+                Middleware(ExpectedWait, demo=demo, loop_of=resources.open_loop, loops=resources.open_loops, group=GENERATE),
                 Middleware(PageCache),  # outside the compression: keeps what went out (page_cache.py)
                 gzip_middleware(),  # the page and JSON, gzipped (compression.py)
                 Middleware(VisitorContext),  # whose request it is, for the session Gradio makes for it (sessions.py)

@@ -24,7 +24,7 @@ socket's address, or behind a trusted proxy the address it appended):
 - a group's waiting requests are served visitors in turn (:func:`fair_order`), not first come
   first served: a visitor's n-th request waits behind every other visitor's requests up to their
   n-th, so one visitor's backlog delays another by at most its turn. A visitor's turn counts the
-  requests of the group it was served in the last :data:`RECENT_S` seconds too, running or done
+  requests of the group it was served in the last :data:`RECENT_S` seconds (five minutes) too, running or done
   (:meth:`VisitorEvents.served_recently`): a group of addresses each sending one heavy pass after
   another is served one pass per address in turn, and a learner's first pass goes ahead of their
   next ones, however many addresses the group has.
@@ -157,7 +157,11 @@ def gave_way_message(group: str | None, held: int) -> tuple[str, float]:
 
 # How long a visitor's served requests count in its turn (fair_order), and how many of them per
 # visitor and group are remembered; visitors remembered per group, the longest quiet forgotten first.
-RECENT_S = 60.0
+# Longer than the line can take to move: with 110 addresses each sending one heavy pass after
+# another on a loaded machine, a pass came 150 s after it was sent, so with a minute every
+# address counted as served nothing, as a learner does, and the learner waited the whole line
+# behind them by arrival (359 s median, 2026-12-01, load 26-35).
+RECENT_S = 300.0
 RECENT_PER_VISITOR = 16
 RECENT_VISITORS = 4096
 

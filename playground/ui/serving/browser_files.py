@@ -2,7 +2,8 @@
 tab), served from the app under :data:`PREFIX`, from a fixed list (:class:`BrowserFiles`):
 
 - ``/browser/engine/<module>.js``: the browser engine (``web/engine/``), and
-  ``/browser/run_on.js``: the tab's page side (``playground/ui/static/run_on.js``). Their imports
+  ``/browser/run_on.js`` with ``/browser/server_wait.js``: the tab's page side
+  (``playground/ui/static/``). Their imports
   of each other carry no hash, so they are revalidated: ``Cache-Control: no-cache`` with an
   ``ETag`` (a reload costs a 304 each);
 - ``/browser/views/<file>``: the views both editions draw with (``web/views/*.js`` and ``*.css``,
@@ -82,6 +83,7 @@ LEARN_FILES_MISSING = ("Run on this browser needs Watch it learn's browser files
 LEARN_PREPARING = ("Watch it learn's browser files (the step graphs and the training text) are being written by the "
                    "server (a few seconds; minutes on a first start, which builds the graphs)")
 LEARN_FACTS = f"{PREFIX}learn/learn.json"
+PAGE_IMPORTS = ("server_wait.js",)  # what run_on.js imports from beside it
 ORT_FILES = vendor.ORT_FILES
 # The Hub folder's browser-sized model, and what the engine reads beside it.
 MODEL_FILES = ("onnx/model_quantized.onnx", "tokenizer.json", "config.json")
@@ -197,12 +199,14 @@ class BrowserFiles:
         if missing := [str(p) for p in model if not p.is_file()]:
             return without(f"Run on this browser needs {', '.join(missing)} beside the model.")
         modules = [engine_dir / name for name in ENGINE_MODULES]
-        if missing := [str(p) for p in [*modules, page_module] if not p.is_file()]:
+        page = [page_module, *(page_module.parent / name for name in PAGE_IMPORTS)]
+        if missing := [str(p) for p in [*modules, *page] if not p.is_file()]:
             return without(f"Run on this browser needs the browser engine: {', '.join(missing)} is missing.")
         files: list[Served] = list(views.values())
         for path in modules:
             files.append(Served(f"{PREFIX}engine/{path.name}", path, file_digest(path)))
-        files.append(Served(f"{PREFIX}{page_module.name}", page_module, file_digest(page_module)))
+        for path in page:
+            files.append(Served(f"{PREFIX}{path.name}", path, file_digest(path)))
         ort = [ort_dir / name for name in ORT_FILES]
         ort_digests = [file_digest(p) for p in ort]
         folder = hashlib.sha256("".join(ort_digests).encode()).hexdigest()[:HASH_CHARS]
@@ -228,12 +232,17 @@ class BrowserFiles:
         served = self.files.get(f"{PREFIX}views/{name}")
         return served.url.removeprefix("/") if served else None
 
-    def page_config(self) -> dict[str, Any]:
-        """What the page's script needs: the addresses (relative to the app's root), and why not."""
+    def page_config(self, hub_model: str | None = None) -> dict[str, Any]:
+        """What the page's script needs: the addresses (relative to the app's root), and why not.
+        ``hub_model``: the same 8-bit file on the Hub (playground.hub_link.model_address), tried
+        before the Space's copy: ``modelSources`` lists both, ``modelSha256`` is the digest the
+        page checks the bytes against (a published file that is not this one is not used)."""
         if not self.available:
             return {"available": False, "problem": self.problem}
         rel = lambda url: url.removeprefix("/")  # noqa: E731 -- resolved against the app's root, which a proxy may move
         ort = next(f for f in self.files.values() if f.route.endswith(ORT_FILES[0]))
+        model = next(f for f in self.files.values() if f.route.endswith("/model_quantized.onnx"))
+        hub = {"modelSources": [hub_model, rel(model.url)], "modelSha256": model.digest} if hub_model else {}
         return {
             "available": True,
             "runOn": rel(self.url(PAGE_MODULE.name)),
@@ -244,6 +253,7 @@ class BrowserFiles:
             "config": rel(self.url("config.json")),
             "modelMB": round(self.model_mb, 1),
             "retryAfterS": RETRY_AFTER_S,
+            **hub,
         }
 
 

@@ -4,7 +4,10 @@
 // app serves this file, the engine, onnxruntime-web and the model under <root>/browser/
 // (playground/ui/serving/browser_files.py); the tab's events call mount, setMode, generate and
 // stop (playground/ui/generation.py). When the server refuses a generation as busy, the message
-// offers to run it here instead.
+// offers to run it here instead; when its expected wait is long, Generate offers it at once
+// (server_wait.js).
+
+import { watchWait } from "./server_wait.js";
 
 const ROOT = new URL("../", import.meta.url); // this file is <root>/browser/run_on.js
 const at = (path) => new URL(path, ROOT).href;
@@ -76,6 +79,7 @@ export function mount(element, cfg) {
   if (!watching) {
     watching = true;
     watchRefusals();
+    watchWait({ url: at, runHere: () => runHereInstead(panel) });
   }
 }
 
@@ -116,7 +120,9 @@ async function loadEngine() {
   };
   for (let attempt = 1; ; attempt++) {
     try {
-      const engine = await Engine.load({ ort, model: at(config.model), tokenizer: at(config.tokenizer), config: at(config.config), onProgress });
+      // The Hub's copy first where the app names a model repository (the Space's bandwidth spared), by its digest.
+      const model = config.modelSources ? { sources: config.modelSources.map(at), sha256: config.modelSha256 } : at(config.model);
+      const engine = await Engine.load({ ort, model, tokenizer: at(config.tokenizer), config: at(config.config), onProgress });
       engine.seconds = (performance.now() - t0) / 1000;
       window.pgRunOnEngine = engine; // for the tests and the curious, in the console
       engine.warmUp(); // the first Generate waits for it (engine.js)
@@ -132,7 +138,9 @@ async function loadEngine() {
 }
 
 function ready(engine) {
-  showProgress(`The model is ready in this browser (${engine.seconds.toFixed(1)} s${engine.cached ? ", from this browser's cache" : ""}).`, 1);
+  const hub = /^https?:/.test(String(config.modelSources?.[0])) && engine.modelSource === at(config.modelSources[0]);
+  const from = engine.cached ? ", from this browser's cache" : hub ? ", downloaded from the Hugging Face Hub" : "";
+  showProgress(`The model is ready in this browser (${engine.seconds.toFixed(1)} s${from}).`, 1);
   if (panel) panel.dataset.ready = "true";
 }
 
