@@ -58,7 +58,7 @@ log = logging.getLogger("playground")
 ROOT = Path(__file__).resolve().parents[3]
 PREFIX = "/browser/"
 ENGINE_DIR = ROOT / "web" / "engine"
-ENGINE_MODULES = ("engine.js", "fetch.js", "rng.js", "sampling.js", "tokenizer.js")
+ENGINE_MODULES = ("draws.js", "engine.js", "fetch.js", "sampling.js", "tokenizer.js")
 PAGE_MODULE = Path(__file__).resolve().parents[1] / "static" / "run_on.js"
 ORT_FILES = vendor.ORT_FILES
 # The Hub folder's browser-sized model, and what the engine reads beside it.
