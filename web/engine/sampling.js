@@ -11,7 +11,8 @@
 //
 // Only the tokens the cut and the draw reach are ranked: a sort of all 50,257 at every token would
 // cost more than the model's own step. The sums are float64 as the server's; they may round
-// differently (another order of addition, Math.exp's last bit), which moves a boundary by ~1e-16.
+// differently (another order of addition, Math.exp's last bit), which moves a step of the draw by
+// at most ~1e-11 of the total (50,257 additions).
 
 // A token's place in the ranking packed with its id into one float64, exactly (32 bits for the
 // float32 logit's order, 20 for ids up to a million), so a typed array's own numeric sort ranks
@@ -89,7 +90,8 @@ function kthLargest(row, k) {
   return a[target];
 }
 
-function everyOther(row, stride) {
+/** Every `stride`-th value of `row`. */
+function everyNth(row, stride) {
   const out = new Float32Array(Math.ceil(row.length / stride));
   for (let i = 0, j = 0; i < row.length; i += stride) out[j++] = row[i];
   return out;
@@ -103,7 +105,7 @@ function everyOther(row, stride) {
 function best(row, n) {
   const stride = Math.min(16, Math.floor(row.length / (4 * n)));
   let floor = -Infinity;
-  if (n < row.length) floor = kthLargest(stride >= 2 ? everyOther(row, stride) : row, n);
+  if (n < row.length) floor = kthLargest(stride >= 2 ? everyNth(row, stride) : row, n);
   const ranked = rank(row, atLeast(row, floor));
   let end = Math.min(n, ranked.length);
   while (end < ranked.length && row[ranked[end]] === row[ranked[end - 1]]) end++;
