@@ -166,7 +166,7 @@ def test_positional_table_is_the_formula(static_server):
         apps = re.search(r"to ([\d,]+) positions", _summary(pe.positional_encoding(512, 1024, 10000))).group(1)
         canvas.scroll_into_view_if_needed()
         box = canvas.bounding_box()
-        page.mouse.move(box["x"] + box["width"] * 511.5 / 512, box["y"] + box["height"] * 7.5 / 1024)
+        page.mouse.move(box["x"] + box["width"] * 511.5 / 512, box["y"] + box["height"] * 300.5 / 1024)  # (below the sticky tabs)
         page.wait_for_function("() => document.querySelector('#pe-heatmap-readout').dataset.col === '511'")
         assert f"(a turn every {apps} positions)" in readout.text_content()
         assert f"to {apps} positions" in page.inner_text("#pe-summary") and apps == "60,611"
