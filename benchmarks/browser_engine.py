@@ -156,7 +156,8 @@ def unpack_cost(browser, url: str, address: str, rates=(1, 4, 6), repeats: int =
 
 
 # In the page, after its own Generate: the page's loaded engine alone, the same greedy tokens with
-# the candidates the page asks for, timed as the engine times itself (from the first token), median.
+# the candidates the page asks for, timed as the engine times itself (from the first token), median
+# of `repeats` runs.
 ENGINE_ALONE = """async ([tokens, repeats]) => {
   const engine = window.pgEngine;
   const ids = engine.tokenizer.encode('ROMEO:');
@@ -193,15 +194,16 @@ def page_generate(browser, url: str, rate: int, tokens: int, repeats: int = 3) -
         card = page.inner_text("#gen-stats").split("\n")
         out[f"{visit} page tokens/s"] = float(card[card.index("tokens / s") - 1])
         if visit == "cached":
-            speeds = []
-            for _ in range(repeats):  # the page's Generate again, warm, beside the engine alone
+            speeds, alone = [], []
+            for _ in range(repeats):  # the page's Generate again, warm, and the engine alone, in turns
                 page.evaluate("() => { delete document.querySelector('#gen-output').dataset.done; }")
                 page.click("#gen-run")
                 page.wait_for_selector("#gen-output[data-done=true]", timeout=600_000)
                 card = page.inner_text("#gen-stats").split("\n")
                 speeds.append(float(card[card.index("tokens / s") - 1]))
+                alone.append(page.evaluate(ENGINE_ALONE, [tokens, 1]))
             out["warm page tokens/s"] = statistics.median(speeds)
-            out["engine alone tokens/s"] = page.evaluate(ENGINE_ALONE, [tokens, repeats])
+            out["engine alone tokens/s"] = statistics.median(alone)
         page.close()
     context.close()
     return out
@@ -219,6 +221,7 @@ def app_generate(browser, app_url: str, rate: int, tokens: int, repeats: int = 3
     pressed as soon as the model is ready), cold and cached, the panel's tokens/s, then the same
     page's engine alone (window.pgRunOnEngine) on the same tokens and candidates."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(600_000)  # (the app's page, throttled 6x on a busy machine, takes minutes)
     out: dict[str, float] = {}
 
     def fill(elem_id: str, value) -> None:
@@ -248,12 +251,13 @@ def app_generate(browser, app_url: str, rate: int, tokens: int, repeats: int = 3
         out[f"{visit} first token s"] = time.perf_counter() - start
         out[f"{visit} page tokens/s"] = _stats_speed(page)
         if visit == "cached":
-            speeds = []
-            for _ in range(repeats):  # the page's Generate again, warm, beside the engine alone
+            speeds, alone = [], []
+            for _ in range(repeats):  # the page's Generate again, warm, and the engine alone, in turns
                 generate()
                 speeds.append(_stats_speed(page))
+                alone.append(page.evaluate(ENGINE_ALONE.replace("window.pgEngine", "window.pgRunOnEngine"), [tokens, 1]))
             out["warm page tokens/s"] = statistics.median(speeds)
-            out["engine alone tokens/s"] = page.evaluate(ENGINE_ALONE.replace("window.pgEngine", "window.pgRunOnEngine"), [tokens, repeats])
+            out["engine alone tokens/s"] = statistics.median(alone)
         page.close()
     context.close()
     return out
@@ -349,10 +353,13 @@ def main(argv: list[str] | None = None) -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             for rate in args.rates:  # the two editions one after the other at each rate: the same machine load
+                done = len(rows)
                 if "static" in args.editions:
                     rows += page_rows("static edition", page_generate(browser, url, rate, args.page_tokens), rate)
                 if app is not None:
                     rows += page_rows("app, this browser", app_generate(browser, app.url, rate, args.page_tokens), rate)
+                for k, v in rows[done:]:  # as they come: a long run's first rates survive a later failure
+                    print(f"{k}  {v}", flush=True)
             if not args.page_only:
                 engine_rows(browser, url, folder, prompt, size, args, rows)
             browser.close()

@@ -171,7 +171,7 @@ function problems(s, { oneToken = false } = {}) {
 }
 
 /**
- * Generate in this browser (``s.num_samples`` samples, one after the other), the text streamed
+ * Generate in this browser (`s.num_samples` samples, one after the other), the text streamed
  * into the tab's output; returns what the engine drew as JSON text for the tab's views ("" when
  * nothing ran). `s`: the tab's controls, by the API's names.
  */
@@ -218,7 +218,7 @@ export function stop() {
 
 const percent = (p) => (p >= 0.001 ? `${(100 * p).toFixed(1)} %` : p > 0 ? `${(100 * p).toPrecision(2)} %` : "0 %");
 const digits = (p) => Number(p.toPrecision(4)); // what the views show of a probability, and more
-let runs = 0;
+let runs = 0; // counted in each result, so that two equal generations still send two values
 
 /** One step as the tab's views read it: the token, its two probabilities, then its candidates'. */
 function packed(step) {
