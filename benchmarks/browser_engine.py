@@ -14,6 +14,11 @@ multi-threaded WebAssembly needs, and measures:
   empty browser cache (cold: the model downloaded) and again with the model in the browser's cache;
   Generate's tokens/s as the page's own card shows it;
 - the folder's size and the first screen's weight (bytes the browser fetches to show the first tab);
+- the page's Generate beside the same page's engine alone (``--page-only`` for these rows alone), in
+  the static edition and in the app's Text generation with "Run on: this browser" (the app
+  launched from this checkout), with Chromium's CPU throttled 1x, 4x and 6x (``--rates``): the
+  tokens/s the page shows, the engine's alone on the same tokens and candidates, and the first
+  token from opening the page, with an empty cache and from the cache;
 - whether shipping onnxruntime-web's wasm gzipped pays on a phone: the page's unpacking of it
   (``DecompressionStream``) with Chromium's CPU throttled 1x, 4x and 6x, beside the time the
   bytes it saves take at a phone's 10 and 50 Mbit/s.
@@ -27,6 +32,7 @@ import argparse
 import contextlib
 import functools
 import http.server
+import re
 import shutil
 import statistics
 import tempfile
@@ -178,7 +184,8 @@ def unpack_cost(browser, url: str, address: str, rates=(1, 4, 6), repeats: int =
 
 
 # In the page, after its own Generate: the page's loaded engine alone, the same greedy tokens with
-# the candidates the page asks for, timed as the engine times itself (from the first token), median.
+# the candidates the page asks for, timed as the engine times itself (from the first token), median
+# of `repeats` runs.
 ENGINE_ALONE = """async ([tokens, repeats]) => {
   const engine = window.pgEngine;
   const ids = engine.tokenizer.encode('ROMEO:');
@@ -215,18 +222,84 @@ def page_generate(browser, url: str, rate: int, tokens: int, repeats: int = 3) -
         card = page.inner_text("#gen-stats").split("\n")
         out[f"{visit} page tokens/s"] = float(card[card.index("tokens / s") - 1])
         if visit == "cached":
-            speeds = []
-            for _ in range(repeats):  # the page's Generate again, warm, beside the engine alone
+            speeds, alone = [], []
+            for _ in range(repeats):  # the page's Generate again, warm, and the engine alone, in turns
                 page.evaluate("() => { delete document.querySelector('#gen-output').dataset.done; }")
                 page.click("#gen-run")
                 page.wait_for_selector("#gen-output[data-done=true]", timeout=600_000)
                 card = page.inner_text("#gen-stats").split("\n")
                 speeds.append(float(card[card.index("tokens / s") - 1]))
+                alone.append(page.evaluate(ENGINE_ALONE, [tokens, 1]))
             out["warm page tokens/s"] = statistics.median(speeds)
-            out["engine alone tokens/s"] = page.evaluate(ENGINE_ALONE, [tokens, repeats])
+            out["engine alone tokens/s"] = statistics.median(alone)
         page.close()
     context.close()
     return out
+
+
+def _stats_speed(page) -> float:
+    """The tokens/s the app's browser panel shows once its generation has ended."""
+    page.wait_for_function("() => document.querySelector('#gen-browser-stats')?.dataset.stopReason", timeout=600_000)
+    return float(re.search(r"([\d.]+) tokens/s", page.inner_text("#gen-browser-stats")).group(1))
+
+
+def app_generate(browser, app_url: str, rate: int, tokens: int, repeats: int = 3) -> dict[str, float]:
+    """The app's Text generation with "Run on: this browser", as page_generate measures the static
+    edition's: from opening the app to the first token drawn (this browser chosen and Generate
+    pressed as soon as the model is ready), cold and cached, the panel's tokens/s, then the same
+    page's engine alone (window.pgRunOnEngine) on the same tokens and candidates."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(600_000)  # (the app's page, throttled 6x on a busy machine, takes minutes)
+    out: dict[str, float] = {}
+
+    def fill(elem_id: str, value) -> None:
+        box = page.locator(f"#{elem_id} input[type=number]").first
+        box.fill(str(value))
+        box.blur()
+
+    def generate() -> None:
+        page.evaluate("() => { const s = document.querySelector('#gen-browser-stats'); if (s) delete s.dataset.stopReason; }")
+        page.evaluate("() => document.querySelector('#gen-output .gen-output')?.replaceChildren()")
+        page.click("#gen-run-browser")
+
+    for visit in ("cold", "cached"):
+        page = context.new_page()
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": rate})
+        start = time.perf_counter()
+        page.goto(app_url, wait_until="domcontentloaded")
+        page.get_by_role("tab", name=re.compile("Text generation")).click()
+        page.locator("#gen-run-on label", has_text="this browser").click()
+        page.locator("#gen-prompt textarea").fill("ROMEO:")
+        fill("gen-temp", 0)
+        fill("gen-max", tokens)
+        page.wait_for_selector("#gen-browser [data-ready=true]", state="attached", timeout=600_000)
+        generate()
+        page.wait_for_selector("#gen-output .gen-tok", state="attached", timeout=600_000)
+        out[f"{visit} first token s"] = time.perf_counter() - start
+        out[f"{visit} page tokens/s"] = _stats_speed(page)
+        if visit == "cached":
+            speeds, alone = [], []
+            for _ in range(repeats):  # the page's Generate again, warm, and the engine alone, in turns
+                generate()
+                speeds.append(_stats_speed(page))
+                alone.append(page.evaluate(ENGINE_ALONE.replace("window.pgEngine", "window.pgRunOnEngine"), [tokens, 1]))
+            out["warm page tokens/s"] = statistics.median(speeds)
+            out["engine alone tokens/s"] = statistics.median(alone)
+        page.close()
+    context.close()
+    return out
+
+
+def page_rows(edition: str, r: dict[str, float], rate: int) -> list[tuple[str, str]]:
+    """A page_generate or app_generate measurement as the table's rows."""
+    return [
+        (f"{edition}, CPU {rate}x: link -> first token, cold / cached", f"{r['cold first token s']:.1f} s / {r['cached first token s']:.1f} s"),
+        (f"{edition}, CPU {rate}x: page's Generate (card), cold / cached / warm median",
+         f"{r['cold page tokens/s']:.0f} / {r['cached page tokens/s']:.0f} / {r['warm page tokens/s']:.0f} tokens/s"),
+        (f"{edition}, CPU {rate}x: the page's engine alone, same tokens and candidates",
+         f"{r['engine alone tokens/s']:.0f} tokens/s (page warm / engine: {r['warm page tokens/s'] / r['engine alone tokens/s']:.0%})"),
+    ]
 
 
 def engine_rows(browser, url: str, folder: Path, prompt: list[int], size: int, args, rows: list[tuple[str, str]]) -> None:
@@ -281,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rates", type=int, nargs="+", default=[1, 4, 6], help="CPU throttling rates for the page's Generate")
     ap.add_argument("--page-tokens", type=int, default=128, help="greedy tokens of the page's Generate measured")
     ap.add_argument("--page-only", action="store_true", help="only the page's Generate beside the engine alone")
+    ap.add_argument("--editions", nargs="+", choices=["static", "app"], default=["static", "app"],
+                    help="whose page's Generate: the static edition's, the app's Run on: this browser (launched from this checkout)")
     args = ap.parse_args(argv)
 
     from model import get_tokenizer
@@ -288,22 +363,32 @@ def main(argv: list[str] | None = None) -> int:
 
     prompt = get_tokenizer().encode("ROMEO:")
     rows: list[tuple[str, str]] = []
+    app = None
     with static_edition(args.out) as (folder, url):
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            for rate in args.rates:
-                r = page_generate(browser, url, rate, args.page_tokens)
-                rows.append((f"CPU {rate}x: link -> first token, cold / cached",
-                             f"{r['cold first token s']:.1f} s / {r['cached first token s']:.1f} s"))
-                rows.append((f"CPU {rate}x: page's Generate (card), cold / cached / warm median",
-                             f"{r['cold page tokens/s']:.0f} / {r['cached page tokens/s']:.0f} / {r['warm page tokens/s']:.0f} tokens/s"))
-                rows.append((f"CPU {rate}x: the page's engine alone, same tokens and candidates",
-                             f"{r['engine alone tokens/s']:.0f} tokens/s (page warm / engine: "
-                             f"{r['warm page tokens/s'] / r['engine alone tokens/s']:.0%})"))
-            if not args.page_only:
-                engine_rows(browser, url, folder, prompt, size, args, rows)
-            browser.close()
+        try:
+            if "app" in args.editions:
+                from benchmarks.app_server import launch
+
+                app = launch(Path(tempfile.mkdtemp()) / "app.log")
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+                for rate in args.rates:  # the two editions one after the other at each rate: the same machine load
+                    done = len(rows)
+                    if "static" in args.editions:
+                        rows += page_rows("static edition", page_generate(browser, url, rate, args.page_tokens), rate)
+                    if app is not None:
+                        rows += page_rows("app, this browser", app_generate(browser, app.url, rate, args.page_tokens), rate)
+                    for k, v in rows[done:]:  # as they come: a long run's first rates survive a later failure
+                        print(f"{k}  {v}", flush=True)
+                if not args.page_only:
+                    engine_rows(browser, url, folder, prompt, size, args, rows)
+                browser.close()
+        finally:
+            if app is not None:
+                from benchmarks.app_server import stop
+
+                stop(app)
     print_rows(f"{time.strftime('%Y-%m-%d')}, greedy from 'ROMEO:': {args.tokens} tokens for the engine rows (median of {args.repeats}), "
                f"{args.page_tokens} for the page's Generate rows", rows)
     return 0

@@ -11,8 +11,9 @@ one (its stream closed) leaves it at once. Rows of different lengths share one g
 the standard interface: the cache is left-padded to the longest row, ``attention_mask`` gives the
 padding no weight and ``position_ids`` count each row from its own first token, so every row
 continues exactly as it would alone (up to float rounding in the attention's sums). Settings stay
-per request: temperature, top-k, top-p, seed (each request draws from its own RNG, as alone),
-max tokens, stop at ``<|endoftext|>``.
+per request: temperature, top-k, top-p, seed (token i of sample s draws with
+``runtime.draws.uniform(seed, SAMPLING, 1, start=i, lane=s)``, alone or in any batch), max tokens,
+stop at ``<|endoftext|>``.
 
 :class:`Batch` is the loop's state without threads (``runtime.generate`` runs one request
 through it); :class:`Scheduler` runs a Batch on a thread of its own and hands
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import secrets
 import threading
 import time
 from collections import deque
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import draws
 from .engine import Engine
 from .params import SamplingParams, check_prompt
 from .sampling import choose_rows, top_candidates
@@ -42,6 +45,9 @@ from .turns import SLICE_TOKENS, Served, plan, wait_steps
 
 log = logging.getLogger(__name__)
 
+# Tokens whose uniforms a request draws at once (``Request.uniforms``): a call of
+# runtime.draws.uniform costs about as much for 64 numbers as for one.
+UNIFORM_CHUNK = 64
 # Padding that keeps a row's results bit for bit what they are alone. onnxruntime's CPU kernels
 # add the attention's terms in SIMD lanes (a padding by a multiple of the lane count gives
 # identical logits, any other padding differences in the last bits, which the int8 file's
@@ -102,11 +108,11 @@ class Load:
 
 @dataclass(eq=False)
 class Request:
-    """One request's rows in a :class:`Batch`: its settings, RNG and where it has got to."""
+    """One request's rows in a :class:`Batch`: its settings, seed and where it has got to."""
 
     window: np.ndarray  # [N, L]: the tokens its rows see (the last block_size at most)
     params: SamplingParams
-    rng: np.random.Generator
+    seed: int  # params.seed, or one drawn at random for a request without
     notice: str | None  # for its next step (the prompt was cut, the context filled up)
     dropped: int = 0  # leading prompt tokens cut to fit the context
     t0: float = field(default_factory=time.perf_counter)
@@ -122,6 +128,7 @@ class Request:
     slice_start: int = 0  # ``index`` when it last entered the batch
     parked: list[np.ndarray] | None = None  # its rows' cache while it has yielded them (Batch.park)
     parked_at: float = 0.0  # perf_counter() when it last yielded them (0: not standing aside)
+    drawn: tuple[int, np.ndarray] | None = None  # (first token, [UNIFORM_CHUNK, N]): its uniforms drawn so far
 
     @classmethod
     def new(cls, ids: np.ndarray, params: SamplingParams, block_size: int) -> "Request":
@@ -132,12 +139,23 @@ class Request:
             f"the first {dropped} were dropped." if dropped else None
         )
         window = np.tile(ids[-block_size:], (params.num_samples, 1))
-        return cls(window, params, np.random.default_rng(params.seed), notice, dropped,
-                   finished=np.zeros(params.num_samples, dtype=bool))
+        seed = params.seed if params.seed is not None else secrets.randbits(32)
+        request = cls(window, params, seed, notice, dropped, finished=np.zeros(params.num_samples, dtype=bool))
+        if not params.greedy:
+            request.uniforms()  # the first ones here, on the caller's thread, not in the decoding loop
+        return request
 
     @property
     def n(self) -> int:
         return len(self.window)
+
+    def uniforms(self) -> np.ndarray:
+        """[N]: the uniform each sample draws its next token (number ``index``) with."""
+        first = self.index - self.index % UNIFORM_CHUNK
+        if self.drawn is None or self.drawn[0] != first:
+            self.drawn = first, np.stack(
+                [draws.uniform(self.seed, draws.SAMPLING, UNIFORM_CHUNK, first, lane) for lane in range(self.n)], axis=1)
+        return self.drawn[1][self.index - first]
 
     @property
     def remaining(self) -> int:
@@ -289,7 +307,7 @@ class Batch:
         eot = self.engine.eot_id
         rows = [row for s in self.seqs for row in s.logits]
         settings = [s.params.settings for s in self.seqs for _ in range(s.n)]
-        u = [np.zeros(s.n) if s.params.greedy else s.rng.random(s.n) for s in self.seqs]
+        u = [np.zeros(s.n) if s.params.greedy else s.uniforms() for s in self.seqs]
         all_tokens, all_kept = choose_rows(rows, settings, np.concatenate(u))
         starts = np.cumsum([0] + [s.n for s in self.seqs])
         out, leaving = [], []

@@ -13,7 +13,7 @@ request on the caller's thread. The app's generations share one loop instead
 A prompt longer than the context keeps its last ``block_size`` tokens (the first step's notice
 says so); a full context drops its oldest ``Engine.context_shift`` tokens at once and reads the
 rest anew. Several samples run as rows of one batch. One engine may serve many threads at once:
-every call keeps its cache, RNG and timing to itself.
+every call keeps its cache, seed and timing to itself.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import numpy as np
 from .sampling import Settings
 
 MAX_SAMPLES = 64  # samples of one request (each a row of the decoding batch)
+MAX_SEED = 2**32 - 1  # the seeds runtime.draws tells apart (its key holds 32 bits of the seed)
 
 
 def _is_int(value: object) -> bool:
@@ -29,7 +30,9 @@ class SamplingParams:
     """How one generation draws its tokens (as vLLM's ``SamplingParams``).
 
     temperature 0 is greedy; ``top_k`` keeps the k most likely tokens; ``top_p`` the smallest
-    most-likely set with mass >= p (None: no cut); the same ``seed`` repeats a run. A sample stops
+    most-likely set with mass >= p (None: no cut), as ``runtime.sampling.sample`` specifies; the
+    same ``seed`` (0 to 2**32 - 1; None: one drawn at random) repeats a run, token i of sample s
+    drawing with ``runtime.draws.uniform(seed, SAMPLING, 1, start=i, lane=s)``. A sample stops
     after emitting ``<|endoftext|>`` (with ``stop_at_eot``) or after ``max_new_tokens``; several
     samples decode as rows of one batch. ``n_candidates``: the most likely tokens a stream shows
     per step with their probabilities (None: neither candidates nor probabilities, which saves a
@@ -55,6 +58,8 @@ class SamplingParams:
             raise ValueError(f"top_k must be a positive integer or None, not {self.top_k!r}")
         if self.top_p is not None and (not isinstance(self.top_p, (int, float)) or not 0 < self.top_p <= 1):
             raise ValueError(f"top_p must be in (0, 1] or None, not {self.top_p!r}")
+        if self.seed is not None and (not _is_int(self.seed) or not 0 <= self.seed <= MAX_SEED):
+            raise ValueError(f"seed must be an integer from 0 to {MAX_SEED} or None, not {self.seed!r}")
         if not _is_int(self.num_samples) or not 1 <= self.num_samples <= MAX_SAMPLES:
             raise ValueError(f"num_samples must be an integer from 1 to {MAX_SAMPLES}, not {self.num_samples!r}")
         if self.n_candidates is not None and (not _is_int(self.n_candidates) or self.n_candidates < 0):

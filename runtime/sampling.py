@@ -1,4 +1,16 @@
-"""Choosing the next token from logits: greedy, temperature, top-k, top-p (numpy, per call RNG)."""
+"""Choosing the next token from logits: greedy, temperature, top-k, top-p, and the draw.
+
+:func:`sample` is the rule, written out as the lesson tells it; the server and the browser
+(``web/engine/sampling.js``) both follow it, so a seeded generation draws the same tokens from the
+same logits in both. Token i of a seeded generation draws with ``runtime.draws.uniform(seed,
+draws.SAMPLING, 1, start=i, lane=sample)`` (sample 0 of several is the generation alone).
+
+The rest of this module is the fast path the decoding loop runs (:func:`choose_rows`): it sorts
+no more of the vocabulary than the cut and the draw need, and is tested against :func:`sample`
+(``tests/test_sampling.py``) on real logits, ties and near ties, at the top-k and top-p boundaries.
+Both work in float64; they may part only where a uniform or p falls within the rounding of a sum
+(about 1e-16 of it) from a boundary between two tokens.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +19,38 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+
+
+def sample(logits: np.ndarray, temperature: float, top_k: int | None, top_p: float | None, u: float) -> int:
+    """The next token of one row [V] of logits, drawn with the uniform ``u`` in [0, 1) (an array
+    of uniforms: a token for each):
+
+    1. temperature 0 is greedy: the most likely token (the lowest id among equal logits);
+    2. else the tokens are ranked, most likely first (by logit; equal logits: the lower id first);
+    3. top-k keeps the first k, and every later token whose logit equals the k-th's;
+    4. each kept token weighs w = exp((logit - the top logit) / temperature), softmax's numerator;
+    5. top-p keeps the first tokens while the weight before each is below p of their total;
+    6. the token drawn is the first whose running weight exceeds u of the kept tokens' total.
+    """
+    if temperature == 0:
+        return int(np.argmax(logits)) if np.ndim(u) == 0 else np.full(np.shape(u), np.argmax(logits))
+    ids, cdf = ranked(logits, temperature, top_k, top_p)
+    drawn = ids[np.searchsorted(cdf, np.multiply(u, cdf[-1]), side="right")]
+    return int(drawn) if np.ndim(u) == 0 else drawn
+
+
+def ranked(logits: np.ndarray, temperature: float, top_k: int | None, top_p: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 2-5 of :func:`sample`: the ids it may draw, most likely first, and their running weight."""
+    order = np.argsort(-logits, kind="stable")  # most likely first; equal logits: the lower id first
+    x = logits[order].astype(np.float64)
+    if top_k is not None and top_k < len(x):
+        x = x[: np.count_nonzero(x >= x[top_k - 1])]  # the k-th's ties stay
+    with np.errstate(over="ignore"):  # (a tiny temperature sends the others to -inf: weight 0)
+        w = np.exp((x - x[0]) / temperature)
+    cdf = np.cumsum(w)
+    if top_p is not None and top_p < 1:
+        cdf = cdf[: np.searchsorted(cdf, top_p * cdf[-1]) + 1]  # up to the first reaching p of the total
+    return order[: len(cdf)], cdf
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -208,30 +252,11 @@ def _cut(values: np.ndarray, last: float, n_keep: int) -> np.ndarray:
 
 
 class Settings(NamedTuple):
-    """How one row draws its tokens (see :func:`sampling_distribution`)."""
+    """How one row draws its tokens (see :func:`sample`)."""
 
     temperature: float
     top_k: int | None
     top_p: float | None
-
-
-def choose(
-    logits: np.ndarray,
-    temperature: float,
-    top_k: int | None,
-    top_p: float | None,
-    rng: np.random.Generator,
-    kept: list[tuple[np.ndarray, np.ndarray]] | None = None,
-) -> np.ndarray:
-    """Next token id per row of ``logits`` [B, V] -> [B] int64, every row with the same settings
-    and one ``rng``. With a ``kept`` list, each row's :func:`candidates` (ids, probabilities) are
-    appended to it (nothing when greedy), so whoever shows the sampled distribution need not work
-    it out again."""
-    u = rng.random(len(logits)) if temperature != 0 else np.zeros(len(logits))
-    tokens, rows_kept = choose_rows(logits, [Settings(temperature, top_k, top_p)] * len(logits), u)
-    if kept is not None:
-        kept.extend(k for k in rows_kept if k is not None)
-    return tokens
 
 
 def choose_rows(
@@ -252,11 +277,35 @@ def choose_rows(
             tokens[r] = logits[r].argmax()
             continue
         ids, p = kept[r] = candidates(logits[r], *s)
-        cdf = np.cumsum(p)
-        # Scaled to the total, so rounding never lets u fall past the last token; the first
-        # candidate whose cdf exceeds u always has positive probability.
-        tokens[r] = ids[min(np.searchsorted(cdf, u[r] * cdf[-1], side="right"), len(ids) - 1)]
+        tokens[r] = ids[draw(p, u[r])]
     return tokens, kept
+
+
+# Slack, relative to the total, that a part of the ranking must carry beyond u of the total before
+# the draw is looked for in it alone (its sum and the running sums round differently).
+DRAW_SLACK = 1e-12
+
+
+def draw(p: np.ndarray, u: float) -> int:
+    """The index, into ``p`` (probabilities in id order), of the token drawn by ``u``: ranked most
+    likely first (equal ones: the lower index first), the first whose running sum exceeds u of
+    the total (:func:`sample`'s step 6).
+
+    Ranking all 50,257 probabilities at every token (no cut) cost several times the model's step:
+    the running sums are only needed up to u of the mass, so the tokens at or above a threshold
+    carrying that mass are ranked alone (a prefix of the whole ranking: the same running sums)."""
+    if len(p) <= SMALL_ROW:
+        order = np.argsort(-p, kind="stable")
+        cdf = np.cumsum(p[order])
+        return int(order[np.searchsorted(cdf, u * cdf[-1], side="right")])
+    total = float(p.sum())
+    pool = _above(p, (u + DRAW_SLACK) * total)
+    order = np.argsort(-p, kind="stable") if pool is None else pool[np.argsort(-p[pool], kind="stable")]
+    cdf = np.cumsum(p[order])
+    i = int(np.searchsorted(cdf, u * total, side="right"))
+    if i == len(order):  # u within rounding of the whole mass: the last token with any
+        i = int(np.searchsorted(cdf, cdf[-1]))
+    return int(order[i])
 
 
 Shown = tuple[np.ndarray, np.ndarray, np.ndarray, float, float]  # top ids, model and sampling probabilities, p(token), q(token)

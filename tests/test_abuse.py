@@ -29,7 +29,7 @@ from gradio_client.exceptions import AppError
 
 from conftest import wait_for
 from export.build import artifact_paths
-from runtime.sampling import choose, sampling_distribution, softmax
+from runtime.sampling import Settings, choose_rows, sample, sampling_distribution, softmax
 from playground import limits
 from playground.ui import serving
 from playground.ui import gradio_internals
@@ -232,8 +232,10 @@ def test_tiny_temperatures_give_the_argmax_not_garbage(temperature):
     one_hot[np.arange(len(logits)), logits.argmax(axis=-1)] = 1
     np.testing.assert_array_equal(probs, one_hot)
     for top_k, top_p in [(None, None), (50, None), (None, 0.9), (40, 0.5)]:
-        picked = choose(logits, temperature, top_k, top_p, np.random.default_rng(1))
+        u = np.random.default_rng(1).random(len(logits))
+        picked = choose_rows(logits, [Settings(temperature, top_k, top_p)] * len(logits), u)[0]
         np.testing.assert_array_equal(picked, logits.argmax(axis=-1))
+        assert [sample(row, temperature, top_k, top_p, x) for row, x in zip(logits, u)] == logits.argmax(axis=-1).tolist()
 
 
 def test_tiny_temperatures_split_exact_ties_evenly():

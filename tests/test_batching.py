@@ -1,6 +1,6 @@
 """Continuous batching (runtime/batching.py): requests that join and leave a shared decoding loop
 get the tokens, and the logits, of each request decoded on its own by plain onnxruntime (no cache,
-no padding, no batch: tests/plain_onnx.py) with runtime/sampling.py's choices applied to those
+no padding, no batch: tests/plain_onnx.py) with the reference sampling rule (runtime.sampling.sample) applied to those
 logits; settings and seeds stay per request, cancelled requests leave at once, and the batch's
 bounds hold. (Not against ``runtime.generate``: a one-row batch of the same loop agrees with any
 bug the loop has.)"""
@@ -21,7 +21,8 @@ from playground.limits import MAX_BATCH_ROWS, MAX_WAITING_REQUESTS
 from runtime.batching import Batch, Busy, Request, Scheduler
 from runtime.engine import Engine
 from runtime.params import SamplingParams
-from runtime.sampling import choose_rows, softmax
+from runtime import draws
+from runtime.sampling import sample, softmax
 from runtime.steps import DecodeStep
 
 # (prompt, SamplingParams(max_new_tokens, temperature, top_k, top_p, seed, num_samples)): different
@@ -50,8 +51,9 @@ def engine(tiny_export) -> Engine:
 class Alone:
     """Each request on its own in plain onnxruntime: every row's window read whole at every step
     (the last block_size tokens; the oldest context_shift leave when a token overflows it), its
-    tokens drawn by runtime.sampling.choose_rows with the request's settings and its own RNG,
-    seeded as the request says, one uniform per row and step. Worked out once per request."""
+    tokens drawn by the reference rule (runtime.sampling.sample, not the loop's fast path) with the
+    request's settings, token i of sample s with the seed's uniform i in lane s
+    (runtime.draws.uniform(seed, SAMPLING, 1, i, s)). Worked out once per request."""
 
     def __init__(self, path, block_size: int, shift: int) -> None:
         self.sess, self.block_size, self.shift = session(path), block_size, shift
@@ -62,12 +64,12 @@ class Alone:
         was drawn from."""
         key = (tuple(prompt), params)
         if key not in self.done:
-            rng = np.random.default_rng(params.seed)
-            n = params.num_samples
+            n, index = params.num_samples, iter(range(params.max_new_tokens))
 
             def choose(logits: np.ndarray) -> np.ndarray:
-                u = np.zeros(n) if params.greedy else rng.random(n)
-                return choose_rows(logits, [params.settings] * n, u)[0]
+                i = next(index)  # token i of sample s: the seed's uniform i in lane s
+                u = [0.0 if params.greedy else draws.uniform(params.seed, draws.SAMPLING, 1, i, s)[0] for s in range(n)]
+                return np.array([sample(row, *params.settings, u[s]) for s, row in enumerate(logits)])
 
             self.done[key] = plain_decode(self.sess, prompt, n, params.max_new_tokens, block_size=self.block_size,
                                           shift=self.shift, choose=choose, eot=50256 if params.stop_at_eot else None)

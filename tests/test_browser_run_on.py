@@ -3,8 +3,11 @@ app: each one's bytes, content hash and caching headers, a 304 on revalidation, 
 outside the list refused, and the bound on one visitor's downloads of the model (a pure function
 at its edge, a class of 40 downloading at once in-process, n streams then a refusal on the app).
 In headless Chromium: a greedy generation in the page is the one onnxruntime gives on the file the
-page downloads; Stop; the server path after it; and a busy server's message offering to run it
-in the browser instead."""
+page downloads; Stop; the server path after it; a busy server's message offering to run it
+in the browser instead; and, at a phone's and a laptop's size, the browser mode as complete as
+the server's: the same buttons in the same order, several samples (each the seed's own, as plain
+onnxruntime on the same file draws them by the sampling rule), every step's candidates, Next token
+with its earlier steps listed, Replay slowly, and the precision choice saying what it does here."""
 
 from __future__ import annotations
 
@@ -23,11 +26,13 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import wait_for
 from model import get_tokenizer
-from plain_onnx import onnxruntime_greedy
+from plain_onnx import onnxruntime_greedy, plain_decode, read, session
+from playground.generation.browser import BROWSER_FILE
 from playground.ui.serving import browser_files
 from playground.ui.serving.browser_files import (IMMUTABLE, MODEL_STREAMS_PER_VISITOR, REVALIDATE, BrowserFiles,
                                                  BrowserFileServer, DownloadSlots)
@@ -282,19 +287,30 @@ def set_number(page, elem_id: str, value) -> None:
     box.blur()
 
 
-def generate_here(page) -> float:
-    """Generate in the browser; seconds from the click to the first token on the page."""
-    page.evaluate("() => { const o = document.querySelector('#gen-output .gen-output'); if (o) delete o.dataset.done; }")
+# The output once the tab's views have drawn what the browser drew (the streamed text has no file).
+DRAWN = f'#gen-output .gen-output[data-file="{BROWSER_FILE}"][data-done=true]'
+
+
+def generate_here(page, button: str = "#gen-run-browser") -> float:
+    """Generate (or Next token) in the browser; seconds from the click to the first token on the
+    page. Returns once the tab's views drew the result."""
+    page.evaluate("""() => { const o = document.querySelector('#gen-output .gen-output');
+        if (o) { o.removeAttribute('data-file'); o.removeAttribute('data-done'); o.replaceChildren(); } }""")
     t0 = time.perf_counter()
-    page.click("#gen-run-browser")
-    page.wait_for_selector("#gen-output .gen-btok", state="attached")
+    page.click(button)
+    page.wait_for_selector("#gen-output .gen-tok", state="attached")
     first = time.perf_counter() - t0
-    page.wait_for_selector("#gen-output .gen-output[data-done=true]", state="attached", timeout=180_000)
+    page.wait_for_selector(DRAWN, state="attached", timeout=180_000)
     return first
 
 
 def shown_ids(page) -> list[int]:
-    return page.evaluate("() => Array.from(document.querySelectorAll('#gen-output .gen-btok')).map((t) => Number(t.dataset.id))")
+    return page.evaluate("() => Array.from(document.querySelectorAll('#gen-output .gen-tok')).map((t) => Number(t.dataset.id))")
+
+
+def sample_ids(page) -> list[list[int]]:
+    return page.evaluate("""() => Array.from(document.querySelectorAll('#gen-output .gen-sample'),
+        (s) => Array.from(s.querySelectorAll('.gen-tok'), (t) => Number(t.dataset.id)))""")
 
 
 @pytest.mark.browser
@@ -309,7 +325,7 @@ def test_this_browser_generates_greedily_what_onnxruntime_does_on_the_same_file(
             run_on(page, "this browser")
             page.wait_for_selector("#gen-browser [data-ready=true]", state="attached", timeout=180_000)
             ready_s = time.perf_counter() - t0
-            assert page.is_visible("#gen-run-browser") and not page.is_visible("#gen-run") and not page.is_visible("#gen-chart")
+            assert page.is_visible("#gen-run-browser") and not page.is_visible("#gen-run") and page.is_visible("#gen-chart")
             assert ("cache" in page.inner_text("#gen-browser")) == (visit == "cached")
             page.locator("#gen-prompt textarea").fill(PROMPT)
             set_number(page, "gen-temp", 0)
@@ -321,7 +337,8 @@ def test_this_browser_generates_greedily_what_onnxruntime_does_on_the_same_file(
                 digest = hashlib.sha256(Path(shipped_onnx["quantized"]).read_bytes()).hexdigest()[:16]
                 fetched = page.evaluate("() => performance.getEntriesByType('resource').map((e) => e.name)")
                 assert any(u.endswith(f"/browser/model/model_quantized.onnx?v={digest}") for u in fetched), fetched
-            assert page.inner_text("#gen-output .gen-completion") == enc.decode(ids)  # the engine's text, as it is
+            texts = page.eval_on_selector_all("#gen-output .gen-tok", "ts => ts.map((t) => t.textContent)")
+            assert [t for t, i in zip(texts, ids) if enc.decode([i]).strip()] == [enc.decode([i]) for i in ids if enc.decode([i]).strip()]
             stats = page.inner_text("#gen-browser-stats")
             assert f"{N_TOKENS} new tokens" in stats and "this browser" in stats and "stopped by: max_new_tokens" in stats
             tps = float(re.search(r"([\d.]+) tokens/s", stats).group(1))
@@ -331,11 +348,11 @@ def test_this_browser_generates_greedily_what_onnxruntime_does_on_the_same_file(
                 # Stop ends a long generation at once, saying so
                 set_number(page, "gen-max", 512)
                 set_number(page, "gen-temp", 0.8)
-                page.evaluate("() => delete document.querySelector('#gen-output .gen-output').dataset.done")
+                page.evaluate("() => { const o = document.querySelector('#gen-output .gen-output'); o.removeAttribute('data-file'); o.replaceChildren(); }")
                 page.click("#gen-run-browser")
-                page.wait_for_function("() => document.querySelectorAll('#gen-output .gen-btok').length >= 3")
+                page.wait_for_function("() => document.querySelectorAll('#gen-output .gen-tok').length >= 3")
                 page.click("#gen-stop-browser")
-                page.wait_for_selector("#gen-output .gen-output[data-done=true]", state="attached")
+                page.wait_for_selector(DRAWN, state="attached")
                 assert "stopped by: stopped" in page.inner_text("#gen-browser-stats") and len(shown_ids(page)) < 512
                 # back on the server: its own Generate, writing over the browser's text
                 run_on(page, "the server")
@@ -343,11 +360,125 @@ def test_this_browser_generates_greedily_what_onnxruntime_does_on_the_same_file(
                 set_number(page, "gen-max", 8)
                 page.click("#gen-run")
                 page.wait_for_function("() => document.querySelector('#gen-stats').innerText.includes('stopped by')", timeout=120_000)
-                assert page.locator("#gen-output .gen-tok").count() == 8 and page.locator("#gen-output .gen-btok").count() == 0
+                assert page.locator("#gen-output .gen-tok").count() == 8
+                assert page.get_attribute("#gen-output .gen-output", "data-file") == "model.onnx"
             assert not page.errors
     for visit, (ready_s, first_s, ttft_ms, tps) in timings.items():
         print(f"\n{visit}: model ready {ready_s:.1f} s after choosing this browser; Generate -> first token on the page "
               f"{first_s * 1000:.0f} ms (engine's time to first token {ttft_ms:.0f} ms); {tps:.0f} tokens/s")
+
+
+BUTTONS = ["Generate", "Next token", "Stop", "Replay slowly"]
+SEED, SAMPLED = 42, dict(temperature=0.8, top_k=50, top_p=0.95)
+
+
+def visible_buttons(page) -> list[str]:
+    """The texts of the Generate row's buttons a learner sees, in reading order (top to bottom,
+    left to right)."""
+    return page.evaluate("""() => {
+      const row = document.querySelector('#gen-run').parentElement;
+      const shown = [...row.querySelectorAll('button')].filter((b) => b.offsetParent !== null);
+      const at = (b) => b.getBoundingClientRect();
+      shown.sort((a, b) => Math.round(at(a).top - at(b).top) || at(a).left - at(b).left);
+      return shown.map((b) => b.innerText.trim());
+    }""")
+
+
+def drawn_by_the_rule(quantized: Path, prompt: list[int], samples: int, tokens: int, seed: int) -> tuple[list[list[int]], list]:
+    """Each sample's tokens as plain onnxruntime on the page's file and the sampling rule draw them
+    (token i of sample s with uniform(seed, SAMPLING, 1, i, s)), and the logits of every step."""
+    from runtime import draws
+    from runtime.sampling import sample
+
+    steps = iter(range(tokens))
+
+    def choose(logits):
+        i = next(steps)
+        return [sample(row, SAMPLED["temperature"], SAMPLED["top_k"], SAMPLED["top_p"], draws.uniform(seed, draws.SAMPLING, 1, i, s)[0])
+                for s, row in enumerate(logits)]
+
+    return plain_decode(session(quantized), prompt, samples, tokens, block_size=256, shift=64, choose=choose, eot=50256)
+
+
+def chart_bars(page) -> dict[int, float]:
+    """The candidates chart's model probabilities by token id (plotly's own data on the page)."""
+    traces = page.evaluate("() => document.querySelector('#gen-chart .js-plotly-plot').data.map((t) => [t.name, t.x, t.y])")
+    name, x, y = traces[0]
+    assert name.startswith("model")
+    return {int(label.rsplit("#", 1)[1]): p for p, label in zip(x, y)}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("viewport", [{"width": 390, "height": 844}, {"width": 1280, "height": 800}], ids=["phone", "laptop"])
+def test_this_browser_has_the_servers_buttons_samples_candidates_next_token_and_replay(chromium, app_server, shipped_onnx, viewport):
+    """What the server mode offers, in the browser: the same buttons in the same order (a button
+    out of place, or one hidden, shows), several samples each drawn by its own lane of the seed,
+    the candidates of a clicked step with the model's probabilities, two Next tokens with the
+    earlier one listed under the newer, Replay slowly; the precision choice in place, off, saying
+    which file the browser runs; nothing wider than the screen."""
+    from runtime import draws
+    from runtime.sampling import sample
+    from playground.ui.generation import step_seed
+
+    enc, quantized = get_tokenizer(), Path(shipped_onnx["quantized"])
+    with generation_tab(chromium, app_server) as page:
+        page.set_viewport_size(viewport)
+        assert visible_buttons(page) == BUTTONS
+        run_on(page, "this browser")
+        page.wait_for_selector("#gen-browser [data-ready=true]", state="attached", timeout=180_000)
+        assert visible_buttons(page) == BUTTONS
+        assert page.is_visible("#gen-samples") and page.is_visible("#gen-chart") and page.is_visible("#gen-precision")
+        assert page.locator("#gen-precision input").first.is_disabled()
+        assert "model_quantized.onnx" in page.inner_text("#gen-precision-browser")
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+
+        # Two samples: each the seed's own lane, as plain onnxruntime and the rule draw them.
+        page.locator("#gen-prompt textarea").fill(PROMPT)
+        for elem_id, value in (("gen-temp", SAMPLED["temperature"]), ("gen-topk", SAMPLED["top_k"]), ("gen-max", 10), ("gen-samples", 2)):
+            set_number(page, elem_id, value)
+        set_number(page, "gen-topp", SAMPLED["top_p"])
+        set_number(page, "gen-seed", SEED)
+        generate_here(page)
+        expected, logits = drawn_by_the_rule(quantized, enc.encode(PROMPT), 2, 10, SEED)
+        assert sample_ids(page) == expected and expected[0] != expected[1]
+        assert page.locator("#gen-output .gen-sample-title").all_inner_texts() == ["Sample 1", "Sample 2"]
+        assert page.locator("#gen-sample-pick").is_visible()
+
+        # The candidates of a clicked step: sample 2, step 3, the model's probabilities of the page's file.
+        page.locator('#gen-output .gen-tok[data-sample="1"][data-step="3"]').click()
+        page.wait_for_function("() => document.querySelector('#gen-chart').textContent.includes('Step 3:')")
+        bars = chart_bars(page)
+        z = logits[1][2].astype(np.float64)
+        p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+        assert expected[1][2] in bars and len(bars) >= 10
+        for token, shown in bars.items():
+            assert shown == pytest.approx(p[token], rel=2e-3, abs=1e-6), token
+
+        # Replay slowly: the tokens hidden, then shown one by one.
+        page.click("#gen-replay")
+        page.wait_for_function("""() => document.querySelector('.pg-replay-note')
+            && [...document.querySelectorAll('#gen-output .gen-tok')].some((t) => t.style.visibility === 'hidden')""")
+        page.wait_for_selector(".pg-replay-note", state="detached", timeout=30_000)
+
+        # Next token, twice: each token the rule draws with the step's seed, appended; the first listed under the second.
+        set_number(page, "gen-samples", 1)
+        prompt = PROMPT
+        drawn = []
+        for _ in range(2):
+            ids = enc.encode(prompt)
+            token = sample(read(session(quantized), ids), SAMPLED["temperature"], SAMPLED["top_k"], SAMPLED["top_p"],
+                           draws.uniform(step_seed(SEED, len(ids)), draws.SAMPLING, 1, 0, 0)[0])
+            generate_here(page, "#gen-next-browser")
+            assert shown_ids(page) == [token]
+            prompt += enc.decode([token])
+            page.wait_for_function("(p) => document.querySelector('#gen-prompt textarea').value === p", arg=prompt)
+            drawn.append(token)
+        rows = page.locator("#gen-history tbody tr")
+        assert rows.count() == 2
+        assert rows.nth(0).locator("td").first.inner_text() == "2" and rows.nth(1).locator("td").first.inner_text() == "1"
+        assert "Next token" in page.inner_text("#gen-browser-stats")
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+        assert not page.errors
 
 
 @pytest.mark.browser

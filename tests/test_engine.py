@@ -16,7 +16,7 @@ from runtime.batching import Request
 from runtime.engine import Engine, left_pad
 from runtime.generate import decode, generate, stream
 from runtime.params import SamplingParams
-from runtime.sampling import choose, sampling_distribution
+from runtime.sampling import sample, sampling_distribution
 from runtime.steps import Candidate, DecodeStep
 
 PROMPT = [464, 3290, 286, 262, 995]
@@ -95,9 +95,8 @@ def test_top_p_keeps_the_smallest_set_above_p():
     assert kept(1.0) == {0, 1, 2, 3}
     probs = sampling_distribution(logits, 1.0, None, 0.75)[0]
     np.testing.assert_allclose(probs[:2], [0.5 / 0.8, 0.3 / 0.8])
-    rng = np.random.default_rng(0)
-    draws = {int(choose(logits, 1.0, None, 0.75, rng)[0]) for _ in range(200)}
-    assert draws == {0, 1}
+    drawn = set(sample(logits[0], 1.0, None, 0.75, np.random.default_rng(0).random(200)).tolist())
+    assert drawn == {0, 1}
 
 
 def test_top_k_and_temperature_shape_the_distribution():

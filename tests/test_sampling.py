@@ -1,5 +1,8 @@
-"""The sampler (runtime/sampling.py) against the reference it replaced: a full sort of all 50,257
-probabilities at every step. Same distribution on many logits, same draws for the same seed."""
+"""The sampler (runtime/sampling.py): its fast path (choose_rows, the decoding loop's) against the
+reference rule ``sample()`` and against a full sort of all 50,257 probabilities at every step, on
+language-model-like rows, flat and peaked ones, rows of exact ties and of float32 neighbours: the
+same kept tokens, the same probabilities, the same token for the same uniform, at the top-k and
+top-p boundaries and a hair either side of every step of the draw."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import itertools
 import numpy as np
 import pytest
 
-from runtime.sampling import choose, nucleus, sampling_distribution, softmax, top_k_ids
+from runtime.sampling import Settings, choose_rows, nucleus, ranked, sample, sampling_distribution, softmax, top_k_ids
 
 V = 50_257
 
@@ -80,9 +83,8 @@ def test_the_top_k_cut_equals_a_full_partitions():
 def test_a_batch_of_settings_draws_each_row_from_its_own_distribution():
     """choose_rows with a different temperature, top-k and top-p on every row keeps, for each row,
     the tokens and probabilities of the full-sort reference under that row's settings, and draws
-    the token an inverse-CDF draw of the reference gives for the row's uniform (the reference is
-    independent of the sampler: a mix-up of rows, uniforms or settings shows)."""
-    from runtime.sampling import Settings, choose_rows
+    the token the reference rule gives for the row's uniform (a mix-up of rows, uniforms or
+    settings shows)."""
 
     logits = np.concatenate([many_logits(31), many_logits(32)])
     settings = [Settings(0.8, 50, 0.95), Settings(0.0, None, None), Settings(1.0, None, 0.9), Settings(1.5, 40, None),
@@ -99,21 +101,8 @@ def test_a_batch_of_settings_draws_each_row_from_its_own_distribution():
             assert np.array_equal(np.sort(ids), np.flatnonzero(want)), s  # the same kept set
             order = np.argsort(ids)
             np.testing.assert_allclose(probs[order], want[np.sort(ids)], rtol=1e-9, atol=1e-15)
-            cdf = np.cumsum(want[ids])  # in the sampler's candidate order
-            assert tokens[r] == ids[min(np.searchsorted(cdf, u[r] * cdf[-1], side="right"), len(ids) - 1)], s
+            assert tokens[r] == sample(logits[r], *s, u[r]), s  # the reference rule's token for the row's uniform
 
-
-
-def test_the_same_seed_draws_the_same_tokens_as_the_reference():
-    logits = many_logits(11)
-    for top_k, top_p in ((None, 0.9), (40, 0.9), (None, None)):
-        a, b = np.random.default_rng(3), np.random.default_rng(3)
-        for _ in range(50):
-            got = choose(logits, 0.8, top_k, top_p, a)
-            probs = reference_distribution(logits, 0.8, top_k, top_p)
-            cdf = np.cumsum(probs, axis=-1)
-            want = (cdf <= b.random((len(probs), 1)) * cdf[:, -1:]).sum(axis=-1)
-            assert got.tolist() == want.tolist()
 
 
 @pytest.mark.parametrize("seed", range(2))
@@ -189,3 +178,104 @@ def test_a_nucleus_whose_mass_reaches_p_exactly_stops_there(length):
     p[:2] = 0.5, 0.25
     for top_p, n in ((0.5, 1), (0.75, 2), (0.7500001, 3)):
         assert sorted(nucleus(p, top_p).tolist()) == list(range(n)), top_p
+
+
+# -- the fast path against the rule ---------------------------------------------------------------
+
+NEAR = 1e-9  # "a hair" below or above a step of the draw, relative to the total: far beyond the sums' rounding (<= 1e-11)
+LAST_U = 1 - 2**-53  # the largest uniform: draws the last token kept
+
+
+def synthetic_rows(V: int) -> list[np.ndarray]:
+    """Rows a model rarely gives: exact ties (at the top, at the k-th value, at the top-p cut),
+    near ties one float32 step apart, a few tiers of equal values, a flat row, and a short row."""
+    rng = np.random.default_rng(5)
+    rows = []
+    r = np.full(V, -1e4, np.float32)  # ten exact ties, the rest with probability 0
+    r[100:110] = 0.0
+    rows.append(r)
+    r = rng.normal(0, 2, V).astype(np.float32)  # ties at the top and around the 5th and 50th values
+    order = np.argsort(-r)
+    r[order[:3]] = r[order[0]]
+    r[order[3:8]] = r[order[4]]
+    r[order[45:60]] = r[order[50]]
+    rows.append(r)
+    r = rng.normal(0, 1, V).astype(np.float32)  # near ties: each top value followed by its float32 neighbour
+    top = np.argsort(-r)[:40]
+    r[top[1::2]] = np.nextafter(r[top[0::2]], np.float32(-np.inf))
+    rows.append(r)
+    r = np.full(V, -3.0, np.float32)  # a few tiers of equal values
+    r[rng.choice(V, 12, replace=False)] = 2.0
+    r[rng.choice(V, 300, replace=False)] = 0.5
+    rows.append(r)
+    rows.append(np.zeros(V, np.float32))  # flat: every id tied
+    rows.append(rng.normal(0, 3, 300).astype(np.float32))  # short
+    return rows
+
+
+def steps_near(cdf: np.ndarray) -> list[float]:
+    """u a hair below and above a few of the draw's steps (``cdf``: ranked()'s running weight; the
+    first, a middle one, the last among the kept tokens), where the token drawn changes."""
+    us = []
+    for i in sorted({0, len(cdf) // 2, len(cdf) - 2}):
+        if 0 <= i < len(cdf) - 1 and cdf[i + 1] > cdf[i]:
+            at = cdf[i] / cdf[-1]
+            us += [at - NEAR, at + NEAR]
+    return [u for u in us if 0 <= u < 1]
+
+
+def clear_of_steps(cdf: np.ndarray, u: float) -> bool:
+    """Whether u of the total is clear of every step of the running weight ``cdf`` by more than two
+    correct sums may round apart (50,257 additions in another order: up to ~1e-11 of the total);
+    else either side is a right answer (e.g. u just under 1 among a tail of weights of 1e-300)."""
+    return bool(np.min(np.abs(cdf - u * cdf[-1])) > 1e-10 * cdf[-1])
+
+
+def top_p_boundaries(row: np.ndarray, t: float) -> list[float]:
+    """top-p a hair below and above the mass of the n most likely tokens: n kept, then n + 1."""
+    _, cdf = ranked(row, t, None, None)
+    out = []
+    for n in (1, 3, 10):
+        if n < len(cdf) and cdf[n] > cdf[n - 1]:
+            mass = float(cdf[n - 1] / cdf[-1])
+            out += [mass - 1e-9, mass + 1e-9]
+    return [p for p in out if 0 < p < 1]
+
+
+FAST_SETTINGS = [Settings(0.8, None, None), Settings(1.0, None, 0.9), Settings(1.0, 40, 0.9), Settings(0.05, None, None),
+                 Settings(0.7, 5, None), Settings(0.8, 50, 0.95)]
+
+
+def test_the_fast_path_draws_the_reference_rules_token():
+    """choose_rows (the decoding loop's path: top-k from every 16th logit, top-p from float32
+    exponentials, the draw ranking only what u reaches) draws the token sample() draws, at u = 0,
+    just under 1 (the last token kept: a cut one token off shows), a hair either side of the
+    draw's steps, and at random; on broad and integer rows, exact ties and float32 neighbours,
+    tiers, flat and short rows; top-p also a hair either side of the mass of the 1, 3 and 10 most
+    likely tokens."""
+    rng = np.random.default_rng(2)
+    broad, _, _, integers = many_logits(41)
+    checked = 0
+    for r, row in enumerate([broad, integers, *synthetic_rows(V)]):
+        for s in FAST_SETTINGS + [Settings(1.0, None, p) for p in top_p_boundaries(row, 1.0)]:
+            _, cdf = ranked(row, *s)
+            us = [u for u in [0.0, LAST_U, rng.random(), *steps_near(cdf)] if clear_of_steps(cdf, u)]
+            for u, want in zip(us, sample(row, *s, np.array(us))):
+                assert choose_rows([row], [s], np.array([u]))[0][0] == want, (r, s, u)
+                checked += 1
+    assert checked > 300
+
+
+def test_the_rule_breaks_ties_by_the_lower_id_and_cuts_where_it_says():
+    """sample() itself, on rows small enough to work out by hand: equal logits rank the lower id
+    first (u just under 1/3 of three equal tokens draws the first, just over it the second), top-k
+    keeps every tie with the k-th, top-p keeps tokens while the mass before each is below p (two
+    of four equal tokens carry exactly 0.5: the third stays out), and u just under 1 draws the last
+    token kept."""
+    row = np.array([-50.0, 1.0, 1.0, -50.0, 1.0], np.float32)  # ids 1, 2, 4 tied at the top
+    assert [sample(row, 1.0, None, None, u) for u in (0.0, 0.333, 0.334, 0.666, 0.667)] == [1, 1, 2, 2, 4]
+    assert sample(row, 1.0, 2, None, LAST_U) == 4  # top-k 2 keeps the third tie too
+    assert sample(row, 1.0, 1, None, LAST_U) == 4
+    assert sample(row, 0.0, None, None, 0.9) == 1  # greedy: the lowest id among the top
+    flat = np.zeros(4, np.float32)  # four tokens of 0.25: the masses are exact
+    assert [sample(flat, 1.0, None, p, LAST_U) for p in (0.25, 0.5, 0.5000001, 0.75, 1.0)] == [0, 1, 2, 2, 3]

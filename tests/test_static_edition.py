@@ -103,7 +103,7 @@ def test_a_seeded_run_repeats_and_draws_what_the_server_draws(static_server, shi
         first = generated_ids(page)
         press_generate(page)
         assert generated_ids(page) == first
-        # numpy's default_rng(seed) in JavaScript and the server's sampler: the same draws
+        # the seed's uniforms (draws.js) and the sampling rule (sampling.js) as the server's: the same draws
         server = Engine.load(shipped_onnx["quantized"], provider="cpu")
         params = SamplingParams(24, temperature=0.8, top_k=50, top_p=0.95, seed=7)
         assert first == generate(server, get_tokenizer().encode("Romeo.\n"), params)[: len(first)]

@@ -158,6 +158,18 @@ def test_positional_table_is_the_formula(static_server):
         want = positional_encoding(1024, 512, 10000).numpy()
         np.testing.assert_allclose(page_table(page, 1024, 512, cells), [want[p, c] for p, c in cells], atol=1e-6)
         assert page.evaluate("() => window.pgPositional.wavelengths[255]") == pytest.approx(2 * math.pi * 10000 ** (510 / 512))
+        # The slowest dimension's wavelength, 60,611.2 positions: the same whole number under the pointer
+        # as in the summary, and as the app's summary writes it (once 4 significant digits: 60,610).
+        from playground import positional as pe
+        from playground.ui.positional import _summary
+
+        apps = re.search(r"to ([\d,]+) positions", _summary(pe.positional_encoding(512, 1024, 10000))).group(1)
+        canvas.scroll_into_view_if_needed()
+        box = canvas.bounding_box()
+        page.mouse.move(box["x"] + box["width"] * 511.5 / 512, box["y"] + box["height"] * 300.5 / 1024)  # (below the sticky tabs)
+        page.wait_for_function("() => document.querySelector('#pe-heatmap-readout').dataset.col === '511'")
+        assert f"(a turn every {apps} positions)" in readout.text_content()
+        assert f"to {apps} positions" in page.inner_text("#pe-summary") and apps == "60,611"
 
         # d_model 20, base 2: a small base, every dimension turning fast.
         for name, v in (("d_model", "20"), ("n_positions", "30"), ("base", "2")):

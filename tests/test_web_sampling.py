@@ -1,9 +1,13 @@
-"""The browser engine's random numbers and sampler (web/engine/rng.js, web/engine/sampling.js),
-run by Node.js, against numpy's default_rng and runtime/sampling.py: a seeded generation in the
-browser must draw the server's numbers and pick the server's tokens, or the same seed writes two
-different texts.
+"""The browser engine's sampler (web/engine/sampling.js, with web/engine/draws.js), run by Node.js,
+against the rule it follows, runtime/sampling.py's reference ``sample()``: from the same logits and
+the same uniform it draws the same token, so a seeded generation writes the same text in both.
 
-One Node run answers every check (tests/web/sampling.mjs): the logits go over as float32 binary.
+The uniforms are checked where the rule is most fragile: at u = 0 and just under 1 (the first and
+the last token kept), a hair either side of the running weight's steps, and at random; the rows are
+real logits and rows a model rarely gives (exact ties at the top, at the k-th value and at the top-p
+cut, float32 neighbours, flat rows); top-p is also put a hair either side of the mass of the n most
+likely tokens. One Node run answers every check (tests/web/sampling.mjs): the logits go over as
+float32 binary.
 """
 
 from __future__ import annotations
@@ -12,24 +16,21 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from unittest.mock import patch
 
 import numpy as np
 import pytest
 import torch
 
-from runtime import sampling
-from runtime.sampling import Settings, candidates, choose_rows, top_candidates
+from runtime import draws
+from runtime.sampling import candidates, ranked, sample, top_candidates
+from test_sampling import LAST_U, clear_of_steps, steps_near, synthetic_rows, top_p_boundaries
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tests" / "web" / "sampling.mjs"
 
-SEEDS = [0, 1, 42, 2**32 - 1, 7, 2024, 2**53 - 1, 2**64 + 5, 2**200 + 12345]  # (numpy takes any size: 1 to 7 words of entropy)
-SEEDS += np.random.default_rng(99).integers(0, 2**32, 5).tolist()
-DRAWS = 1000
-TEMPERATURES = [0.0, 0.05, 0.7, 1.0, 1.3]
+TEMPERATURES = [0.0, 0.05, 0.7, 1.3]
 TOP_KS = [0, 1, 5, 50]  # 0: no cut (the API's convention; the engine's None)
-TOP_PS = [1.0, 0.9, 0.5, 0.01]  # 1: no cut
+TOP_PS = [1.0, 0.9, 0.01]  # 1: no cut
 PROMPTS = [
     "ROMEO:\nBut soft, what light through yonder window breaks?",
     "First Citizen:\nBefore we proceed any further, hear me speak.",
@@ -37,12 +38,13 @@ PROMPTS = [
     "\n\n",
 ]
 SEQUENCE_STEPS = 24
-SEQUENCES = [  # (seed, temperature, top_k, top_p): the sliders' default, and other ones
-    (42, 0.8, 50, 0.95),
-    (0, 1.0, 0, 1.0),
-    (2**32 - 1, 1.3, 0, 0.9),
-    (7, 0.7, 5, 1.0),
-    (1, 0.0, 50, 0.95),
+SEQUENCES = [  # (seed, sample, temperature, top_k, top_p): the sliders' default, and other ones
+    (42, 0, 0.8, 50, 0.95),
+    (42, 1, 0.8, 50, 0.95),  # the second of several samples: another lane, other tokens
+    (0, 0, 1.0, 0, 1.0),
+    (2**32 - 1, 0, 1.3, 0, 0.9),
+    (7, 3, 0.7, 5, 1.0),
+    (1, 0, 0.0, 50, 0.95),
 ]
 SETTINGS = [  # samplingSettings(): the API's values, the vocabulary size, what the engine takes (or the error's start)
     ({"temperature": 0.8, "top_k": 50, "top_p": 0.95}, 50257, {"temperature": 0.8, "topK": 50, "topP": 0.95}),
@@ -56,8 +58,7 @@ SETTINGS = [  # samplingSettings(): the API's values, the vocabulary size, what 
     ({"temperature": 1, "top_p": 0}, None, "RangeError: top_p"),
     ({"temperature": 1, "top_p": 1.5}, None, "RangeError: top_p"),
 ]
-EDGE_US = [0.0, 1 - 2**-53]
-NEAR = 1e-12  # how far "just below/above" a cdf boundary is: far beyond the ~1e-16 by which Math.exp and numpy's exp may differ
+EDGE_US = [0.0, LAST_U]  # the first token kept, and the last
 
 
 def engine_args(top_k: int, top_p: float, vocab_size: int) -> tuple[int | None, float | None]:
@@ -65,37 +66,11 @@ def engine_args(top_k: int, top_p: float, vocab_size: int) -> tuple[int | None, 
     return (None if top_k == 0 or top_k >= vocab_size else top_k), (None if top_p >= 1 else top_p)
 
 
-def synthetic_rows(V: int) -> list[np.ndarray]:
-    """Rows a model rarely gives: exact ties (at the top, at the k-th value, at the top-p cut),
-    near ties one float32 step apart, a flat row, and a short row."""
-    rng = np.random.default_rng(5)
-    rows = []
-    r = np.full(V, -1e4, np.float32)  # ten exact ties, the rest with probability 0
-    r[100:110] = 0.0
-    rows.append(r)
-    r = rng.normal(0, 2, V).astype(np.float32)  # ties at the top and around the 5th and 50th values
-    order = np.argsort(-r)
-    r[order[:3]] = r[order[0]]
-    r[order[3:8]] = r[order[4]]
-    r[order[45:60]] = r[order[50]]
-    rows.append(r)
-    r = rng.normal(0, 1, V).astype(np.float32)  # near ties: each top value followed by its float32 neighbour
-    top = np.argsort(-r)[:40]
-    r[top[1::2]] = np.nextafter(r[top[0::2]], np.float32(-np.inf))
-    rows.append(r)
-    r = np.full(V, -3.0, np.float32)  # a few tiers of equal values
-    r[rng.choice(V, 12, replace=False)] = 2.0
-    r[rng.choice(V, 300, replace=False)] = 0.5
-    rows.append(r)
-    rows.append(np.zeros(V, np.float32))  # flat: every id tied
-    rows.append(rng.normal(0, 3, 300).astype(np.float32))  # short: the whole row sorted for top-p
-    return rows
-
-
 @pytest.fixture(scope="module")
 def model_run():
     """The shipped model's last-position logits for the prompts, and a generation of
-    SEQUENCE_STEPS tokens per sequence setting: its logits rows and the tokens numpy drew."""
+    SEQUENCE_STEPS tokens per sequence setting drawn by the reference rule with the seed's
+    uniforms (token i: uniform(seed, SAMPLING, 1, i, sample)): its logits rows and its tokens."""
     from model import get_tokenizer, load_pretrained
 
     model, enc = load_pretrained(), get_tokenizer()
@@ -110,13 +85,12 @@ def model_run():
 
             prompt_rows = [step(enc.encode(p))[0] for p in PROMPTS]
             sequences = []
-            for seed, t, k, p in SEQUENCES:
-                rng = np.random.default_rng(seed)
+            for seed, lane, t, k, p in SEQUENCES:
                 top_k, top_p = engine_args(k, p, len(prompt_rows[0]))
                 row, past = step(enc.encode(PROMPTS[0]))
                 rows, tokens = [], []
-                for _ in range(SEQUENCE_STEPS):
-                    token = int(sampling.choose(row[None], t, top_k, top_p, rng)[0])  # one draw a token, as the server
+                for i in range(SEQUENCE_STEPS):
+                    token = sample(row, t, top_k, top_p, draws.uniform(seed, draws.SAMPLING, 1, i, lane)[0])
                     rows.append(row)
                     tokens.append(token)
                     row, past = step([token], past)
@@ -126,30 +100,9 @@ def model_run():
     return prompt_rows, sequences
 
 
-def near_boundaries(p: np.ndarray) -> list[float]:
-    """u values just below and above a few of the cdf's steps (where u * total meets a cumulative
-    probability), the first, last and a middle one among those with mass."""
-    cdf = np.cumsum(p)
-    steps = np.flatnonzero(p[:-1] > 0)  # a boundary after each token with probability
-    us = []
-    for i in {int(steps[0]), int(steps[len(steps) // 2]), int(steps[-1])} if len(steps) else ():
-        at = cdf[i] / cdf[-1]
-        us += [at - NEAR, at + NEAR]
-    return [u for u in us if 0 <= u < 1]
-
-
-def far_from_steps(u: float, p: np.ndarray) -> bool:
-    """Whether u * total is clear of every cumulative probability by more than the rounding by
-    which two correct float64 softmaxes may differ (else either side is a right answer)."""
-    cdf = np.cumsum(p)
-    return bool(np.min(np.abs(cdf - u * cdf[-1])) > 1e-13)
-
-
 @pytest.fixture(scope="module")
 def reference(model_run):
-    """Every row and case, and runtime/sampling.py's answers: the candidates of its float64 path
-    ("kept": the fast nucleus path switched off) and of the shipped one ("fast"), the tokens
-    choose_rows picks from the float64 path's candidates, and the top candidates shown."""
+    """Every row and case, and the reference rule's tokens for each uniform."""
     prompt_rows, sequences = model_run
     V = len(prompt_rows[0])
     rows = prompt_rows + synthetic_rows(V)
@@ -157,41 +110,30 @@ def reference(model_run):
     rng = np.random.default_rng(11)
     cases = []
     for r, row in enumerate(rows):
-        for t in TEMPERATURES:
-            for k in TOP_KS:
-                for p in TOP_PS:
-                    top_k, top_p = engine_args(k, p, len(row))
-                    case = {"row": r, "temperature": t, "topK": top_k, "topP": top_p, "kept": None, "fast": None}
-                    if t == 0:
-                        case["us"] = [0.0, 0.5]
-                    else:
-                        with patch.object(sampling, "FAST_NUCLEUS_MIN", 2**62):
-                            kept = case["kept"] = candidates(row, t, top_k, top_p)
-                        case["fast"] = candidates(row, t, top_k, top_p)
-                        us = EDGE_US + near_boundaries(kept[1]) + rng.random(3).tolist()
-                        case["us"] = [u for u in us if u in EDGE_US or far_from_steps(u, kept[1])]
-                    cases.append(case)
-    for c in cases:
-        row, s, n = rows[c["row"]], Settings(c["temperature"], c["topK"], c["topP"]), len(c["us"])
-        # (the candidates are worked out once, above: choose_rows would make them again for every u)
-        with patch.object(sampling, "candidates", lambda *_, kept=c["kept"]: kept):
-            c["tokens"] = choose_rows([row] * n, [s] * n, np.array(c["us"]))[0].tolist()
-
-    shown = []  # top candidates: greedy, sampled with cuts (kept from the case), n beyond the kept
-    for i, c in enumerate(cases):
-        if c["temperature"] in (0.0, 0.7, 1.3) and (c["row"] < real or c["row"] in (real, real + 1, real + 3)):
-            for n in (10, 1) if c["temperature"] else (10,):
-                token = c["tokens"][-1]
-                shown.append({"row": c["row"], "n": n, "token": token, "case": None if c["kept"] is None else i})
-    shown.append({"row": 0, "n": 60_000, "token": 5, "case": None})  # more than the vocabulary
-    shown.append({"row": 0, "n": 0, "token": 5, "case": None})
+        settings = [(t, *engine_args(k, p, len(row))) for t in TEMPERATURES for k in TOP_KS for p in TOP_PS]
+        settings += [(t, None, p) for t in (0.7, 1.0) for p in top_p_boundaries(row, t)]
+        for t, top_k, top_p in settings:
+            us = EDGE_US + rng.random(3).tolist()
+            if t:
+                _, cdf = ranked(row, t, top_k, top_p)
+                us = [u for u in us + steps_near(cdf) if clear_of_steps(cdf, u)]
+            cases.append({"row": r, "temperature": t, "topK": top_k, "topP": top_p, "us": us,
+                          "tokens": np.atleast_1d(sample(row, t, top_k, top_p, np.array(us))).tolist()})
+    shown = []  # top candidates: greedy, sampled with and without cuts, n beyond what a cut keeps
+    for r in [*range(real), real, real + 1, real + 3]:
+        for t, k, p in ((0.0, 0, 1.0), (0.7, 50, 0.95), (1.3, 0, 0.9), (1.0, 5, 1.0), (0.7, 0, 1.0)):
+            top_k, top_p = engine_args(k, p, V)
+            for n in (10, 1):
+                shown.append({"row": r, "n": n, "temperature": t, "topK": top_k, "topP": top_p, "u": 0.3,
+                              "token": sample(rows[r], t, top_k, top_p, 0.3)})
+    shown.append({"row": 0, "n": 60_000, "temperature": 0.7, "topK": None, "topP": 0.9, "u": 0.5, "token": 5})  # more than V
+    shown.append({"row": 0, "n": 0, "temperature": 0.7, "topK": 40, "topP": None, "u": 0.5, "token": 5})
 
     seq_rows, seq_index = [], []
     for rows_, _ in sequences:
         seq_index.append(list(range(len(rows) + len(seq_rows), len(rows) + len(seq_rows) + len(rows_))))
         seq_rows += rows_
-    all_rows = rows + seq_rows
-    return {"rows": all_rows, "cases": cases, "shown": shown, "seq_index": seq_index, "sequences": sequences, "real": real}
+    return {"rows": rows + seq_rows, "cases": cases, "shown": shown, "seq_index": seq_index, "sequences": sequences, "real": real}
 
 
 @pytest.fixture(scope="module")
@@ -204,12 +146,12 @@ def node_answer(reference, tmp_path_factory):
     request = {
         "logits": str(folder / "logits.bin"),
         "rows": [len(r) for r in rows],
-        "rng": {"seeds": [s if s < 2**53 else str(s) for s in SEEDS], "n": DRAWS},
         "cases": [{k: c[k] for k in ("row", "temperature", "topK", "topP", "us")} for c in reference["cases"]],
         "shown": reference["shown"],
         "sequences": [
-            {"rows": index, "seed": seed, "temperature": t, **dict(zip(("topK", "topP"), engine_args(k, p, len(rows[0]))))}
-            for index, (seed, t, k, p) in zip(reference["seq_index"], SEQUENCES)
+            {"rows": index, "seed": seed, "sample": lane, "temperature": t,
+             **dict(zip(("topK", "topP"), engine_args(k, p, len(rows[0]))))}
+            for index, (seed, lane, t, k, p) in zip(reference["seq_index"], SEQUENCES)
         ],
         "bench": {
             "rows": list(range(reference["real"])),
@@ -222,98 +164,51 @@ def node_answer(reference, tmp_path_factory):
             "repeat": 10,
         },
         "settings": [[api, vocab] for api, vocab, _ in SETTINGS],
-        "out": str(folder / "kept"),
     }
     (folder / "request.json").write_text(json.dumps(request))
     result = subprocess.run([node, str(SCRIPT), str(folder / "request.json")], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr
-    answer = json.loads(result.stdout)
-    ids = np.fromfile(folder / "kept.ids", dtype="<i4")
-    probs = np.fromfile(folder / "kept.probs", dtype="<f8")
-    kept, at = [], 0
-    for c in answer["cases"]:
-        kept.append((ids[at : at + c["n"]], probs[at : at + c["n"]]) if c["n"] else None)
-        at += c["n"]
-    assert at == len(ids) == len(probs)
-    answer["kept"] = kept
-    return answer
+    return json.loads(result.stdout)
 
 
-def test_rng_draws_numpys_numbers(node_answer):
-    """The first 1,000 random() of each seed are np.random.default_rng(seed).random(1000), bit
-    for bit (0, 1, 42, 2**32 - 1, random ones, and seeds past 32, 64 and 128 bits)."""
-    for seed, drawn in zip(SEEDS, node_answer["rng"]):
-        expected = np.random.default_rng(seed).random(DRAWS)
-        got = np.array(drawn, dtype=np.float64)
-        differ = np.flatnonzero(got.view(np.uint64) != expected.view(np.uint64))
-        assert not len(differ), f"seed {seed}: {len(differ)} draws differ, the first at {differ[0]}"
-
-
-def test_candidates_are_the_runtimes(reference, node_answer):
-    """candidates(): the same ids, in id order, as runtime.sampling.candidates' float64 path, and
-    probabilities within 1e-12, for real and synthetic rows under every temperature, top-k and top-p."""
-    for c, got in zip(reference["cases"], node_answer["kept"]):
-        where = f"row {c['row']}, T={c['temperature']}, top_k={c['topK']}, top_p={c['topP']}"
-        if c["kept"] is None:
-            assert got is None, where
-            continue
-        ids, p = c["kept"]
-        assert got is not None, f"{where}: kept nothing"
-        assert np.array_equal(got[0], ids), f"{where}: kept {len(got[0])} ids, the runtime {len(ids)}"
-        np.testing.assert_allclose(got[1], p, rtol=0, atol=1e-12, err_msg=where)
-        assert abs(got[1].sum() - 1) < 1e-12, where
-
-
-def test_the_runtimes_fast_path_keeps_the_same_tokens(reference, node_answer):
-    """The server's shipped path (the float32 nucleus search) keeps the engine's tokens on every
-    real row. Only on exact ties whose mass meets p exactly may the two roundings part: ten equal
-    tokens and p = 0.9 keep 9 there (the mass before the 10th counted as whole numbers, 9 of 10)
-    and 10 in the float64 path (its running sum of 0.1s, 0.8999999999999999 < 0.9)."""
-    parted = []
-    for c, got in zip(reference["cases"], node_answer["kept"]):
-        if c["fast"] is None:
-            continue
-        ids, p = c["fast"]
-        if np.array_equal(got[0], ids):
-            np.testing.assert_allclose(got[1], p, rtol=0, atol=1e-12)
-        else:
-            parted.append((c["row"], c["temperature"], c["topK"], c["topP"], len(got[0]), len(ids)))
-    assert not [x for x in parted if x[0] < reference["real"]], parted
-    assert all(x[0] == reference["real"] and x[3] == 0.9 for x in parted), parted  # the ten exact ties alone
-
-
-def test_choose_picks_the_runtimes_token(reference, node_answer):
-    """choose(): the token choose_rows picks for the same u, at u = 0, 1 - 2**-53, just below and
-    above cdf boundaries and at random u; with the candidates given, worked out again, or by sample()."""
+def test_sample_draws_the_reference_rules_token(reference, node_answer):
+    """sample(): the token runtime.sampling.sample draws for the same row, settings and u, on real
+    logits and on ties, near ties and flat rows; at u = 0, just under 1 (the last token kept, so
+    a top-k or top-p cut one token off shows), a hair either side of the steps, and at random; top-p
+    a hair either side of the mass of the 1, 3 and 10 most likely tokens."""
     checked = 0
     for c, got in zip(reference["cases"], node_answer["cases"]):
         where = f"row {c['row']}, T={c['temperature']}, top_k={c['topK']}, top_p={c['topP']}"
-        assert got["tokens"] == c["tokens"], f"{where}: u={c['us']}"
-        assert got["direct"] == got["sampled"] == c["tokens"][0], where
+        assert got == c["tokens"], f"{where}: u={c['us']}"
         checked += len(c["us"])
-    assert checked > 3000
+    assert checked > 2000
 
 
-def test_top_candidates_are_the_runtimes(reference, node_answer):
-    """topCandidates(): top_candidates' ids in its order, and its model and sampling probabilities."""
+def test_top_candidates_are_the_servers(reference, node_answer):
+    """topCandidates(): the ids the server's top_candidates shows, in its order, and its model and
+    sampling probabilities (the server's from its fast path's candidates, the browser's from what
+    sample() kept)."""
     rows = reference["rows"]
     for s, got in zip(reference["shown"], node_answer["shown"]):
-        kept = None if s["case"] is None else reference["cases"][s["case"]]["kept"]
-        ids, probs, sample, p_token, q_token = top_candidates(rows[s["row"]], s["n"], s["token"], kept)
+        row = rows[s["row"]]
+        kept = None if s["temperature"] == 0 else candidates(row, s["temperature"], s["topK"], s["topP"])
+        ids, probs, sampled, p_token, q_token = top_candidates(row, s["n"], s["token"], kept)
         where = f"{s}"
         assert got["ids"] == ids.tolist(), where
         # (the runtime sums float32 exponentials for the softmax's total, the engine float64 ones)
         np.testing.assert_allclose(got["probs"], probs, rtol=1e-6, atol=0, err_msg=where)
         np.testing.assert_allclose(got["tokenProb"], p_token, rtol=1e-6, atol=0, err_msg=where)
-        np.testing.assert_allclose(got["sampleProbs"], sample, rtol=0, atol=1e-12, err_msg=where)
-        assert abs(got["tokenSampleProb"] - q_token) <= 1e-12, where
+        np.testing.assert_allclose(got["sampleProbs"], sampled, rtol=1e-9, atol=1e-15, err_msg=where)
+        assert got["tokenSampleProb"] == pytest.approx(q_token, rel=1e-9, abs=1e-15), where
 
 
-def test_a_seeded_generation_draws_the_servers_tokens(reference, node_answer):
-    """Over the logits of a real generation, the engine seeded as the server (NumpyRandom(seed),
-    one random() a token) draws every token numpy's default_rng(seed) drew."""
-    for (seed, *_), (_, tokens), got in zip(SEQUENCES, reference["sequences"], node_answer["sequences"]):
-        assert got == tokens, f"seed {seed}"
+def test_a_seeded_generation_draws_the_reference_tokens(reference, node_answer):
+    """Over the logits of a real generation, the browser's sampler with the seed's uniforms (token
+    i of sample s: uniform(seed, SAMPLING, 1, i, s)) draws every token the reference rule drew with
+    runtime.draws' uniforms; another sample's lane draws other tokens."""
+    for (seed, lane, *_), (_, tokens), got in zip(SEQUENCES, reference["sequences"], node_answer["sequences"]):
+        assert got == tokens, f"seed {seed}, sample {lane}"
+    assert reference["sequences"][0][1] != reference["sequences"][1][1]  # sample 2's lane is its own
 
 
 def test_sampling_settings_follow_the_apis_conventions(node_answer):

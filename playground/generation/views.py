@@ -40,13 +40,15 @@ def tokens_html(state: GenerationState) -> str:
                 + (f" · sampled p = {percent(step.token.sample_probability)}" if step.token.sample_probability is not None else "")
             )
             spans.append(
-                f'<span class="gen-tok" data-sample="{sample}" data-step="{step.index + 1}" '
+                f'<span class="gen-tok" data-sample="{sample}" data-step="{step.index + 1}" data-id="{step.token.token_id}" '
                 f'style="background: rgba(99, 102, 241, {0.08 + 0.5 * (1 - p):.2f})" '
                 f'tabindex="0" data-tip="{html.escape(title, quote=True)}">{_token_html(step.token.text)}</span>'
             )
         header = f'<div class="gen-sample-title">Sample {sample + 1}</div>' if len(state.steps) > 1 else ""
         parts.append(f'<div class="gen-sample">{header}<span class="gen-prompt">{prompt}</span>{"".join(spans)}</div>')
-    return '<div class="gen-output">' + "".join(parts) + "</div>"
+    # Which file wrote it, and whether it is whole (the page's tests wait for it).
+    marks = f' data-file="{html.escape(state.model_file, quote=True)}"' + (' data-done="true"' if state.finished else "")
+    return f'<div class="gen-output"{marks}>' + "".join(parts) + "</div>"
 
 
 def history_html(state: GenerationState | None) -> str:

@@ -17,13 +17,14 @@ import gradio as gr
 from .. import hub_link, limits
 from .. import next_token as nt
 from ..generation import streaming, views
+from ..generation.browser import from_browser, read_result
 from ..generation.figures import candidates_figure, step_figure
 from ..generation.params import DEFAULT_PRECISION, DEFAULTS, EXAMPLE_PROMPTS, PRECISION_LABELS, PRECISIONS
 from ..generation.state import GenerationState, with_history
 from ..lessons import LESSONS
 from ..memo import Memo
 from ..resources import AUTO_PRECISION, engine_for, get_engine, planned_provider
-from ..tokens import visible_whitespace
+from ..tokens import decode, token_text, visible_whitespace
 from ..validation import InputError, validate_int
 from . import gradio_internals
 from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
@@ -192,7 +193,7 @@ _RUN_ON_MODULE = (
 
 def run_on_js(browser: BrowserFiles) -> dict[str, str]:
     """The page's JavaScript of each browser event: ``mount`` (the panel's ``js_on_load``),
-    ``mode`` (the Run on radio's change), ``generate`` and ``stop``. Where a model repository is
+    ``mode`` (the Run on radio's change), ``generate``, ``next`` and ``stop``. Where a model repository is
     published, the model comes from the Hub, the Space's copy when the Hub cannot give it."""
     repo = hub_link.published_repo()
     hub_model = hub_link.model_address(repo, hub_link.hub_url()) if repo else None
@@ -200,7 +201,7 @@ def run_on_js(browser: BrowserFiles) -> dict[str, str]:
         "prompt_chars": limits.MAX_PROMPT_CHARS, "min_new_tokens": limits.MIN_NEW_TOKENS, "max_new_tokens": limits.MAX_NEW_TOKENS,
         "min_temperature": limits.MIN_TEMPERATURE, "max_temperature": limits.MAX_TEMPERATURE,
         "min_top_k": limits.MIN_TOP_K, "max_top_k": 50257, "min_top_p": limits.MIN_TOP_P, "max_top_p": limits.MAX_TOP_P,
-        "min_seed": limits.MIN_SEED, "max_seed": limits.MAX_SEED,
+        "min_seed": limits.MIN_SEED, "max_seed": limits.MAX_SEED, "min_samples": limits.MIN_SAMPLES, "max_samples": limits.MAX_SAMPLES,
     }})
     module = _RUN_ON_MODULE.format(path=json.dumps(browser.page_config()["runOn"]))
     return {
@@ -208,10 +209,21 @@ def run_on_js(browser: BrowserFiles) -> dict[str, str]:
                  ".catch((e) => { element.textContent = 'Run on this browser could not start: ' + e.message; });",
         "mode": "(mode) => { document.body.classList.toggle('pg-run-browser', mode === 'browser'); "
                 f"{module}.then((m) => m.setMode(mode, {config})); }}",
-        "generate": "async (prompt, max_new_tokens, temperature, top_k, top_p, seed) => "
-                    f"(await {module}).generate({{prompt, max_new_tokens, temperature, top_k, top_p, seed}}, {config})",
+        "generate": "async (prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples) => "
+                    f"(await {module}).generate({{prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples}}, {config})",
+        "next": "async (prompt, temperature, top_k, top_p, seed) => "
+                f"(await {module}).next({{prompt, temperature, top_k, top_p, seed}}, {config})",
         "stop": f"() => {{ {module}.then((m) => m.stop()); }}",
     }
+
+
+# What the precision choice becomes while this browser runs the model (the choice stays in place, off).
+BROWSER_PRECISION = (
+    "**Precision in this browser**: 8 bits, the Hub folder's `model_quantized.onnx` on onnxruntime-web (its weights "
+    "in 8 bits, its activations in float32). Full precision (`model.onnx`) and the server's 8 bits (`model_int8.onnx`) "
+    "run on the server: choose *Run on: the server* for them. A seed writes one text per file: the browser's and "
+    "the server's 8 bits are two quantizations."
+)
 
 
 def run_on_info(browser: BrowserFiles) -> str:
@@ -219,8 +231,8 @@ def run_on_info(browser: BrowserFiles) -> str:
         return browser.problem or ""
     return (
         f"This browser: the model's 8-bit file ({browser.model_mb:.1f} MB, downloaded once, then kept by the browser) runs "
-        "on this device with onnxruntime-web, whatever the server's load. Next token, several samples and the "
-        "candidates chart are the server's."
+        "on this device with onnxruntime-web, whatever the server's load: Generate, Next token, several samples and "
+        "every step's candidates (the server only draws the chart from the browser's numbers). Full precision is the server's."
     )
 
 
@@ -259,6 +271,43 @@ def ui_generated(state: GenerationState | None):
         return (gr.skip(),) * 6
     slider, radio = _picker_updates(state)
     return slider, radio, *_chart(state, 0, 10**9), "", SPEEDS.markdown()
+
+
+def _browser_state(result: Any) -> GenerationState | None:
+    """The browser's generation (run_on.js's JSON text) as a state, its settings checked as the
+    server checks its own; None when the page ran nothing."""
+    data = read_result(result)
+    if data is None:
+        return None
+    s = data.get("settings")
+    if not isinstance(s, dict):
+        raise InputError("a browser generation's result must carry its settings")
+    params = streaming.prepare(s.get("prompt"), s.get("max_new_tokens"), s.get("temperature"), s.get("top_k"), s.get("top_p"),
+                               s.get("seed"), s.get("num_samples"))
+    return from_browser(data, params, vocab_size=get_engine().vocab_size, decode=decode, decode_one=token_text)
+
+
+def ui_browser_generated(result: Any):
+    """After a Generate in this browser: the text, the step pickers and the chart of the last
+    step, drawn by the views the server's generations use from what the browser drew."""
+    state = _browser_state(result)
+    if state is None:
+        return (gr.skip(),) * 7
+    slider, radio = _picker_updates(state)
+    return views.tokens_html(state), state, slider, radio, *_chart(state, 0, 10**9), ""
+
+
+def ui_browser_next(result: Any, previous: GenerationState | None = None):
+    """After a Next token in this browser: the prompt with the token appended, its text, chart and
+    the steps taken before it (``previous``: the session's last result), as ui_next_token's."""
+    state = _browser_state(result)
+    if state is None:
+        return (gr.skip(),) * 8
+    prompt = state.params.prompt
+    state = with_history(state, previous, prompt)
+    slider, radio = _picker_updates(state)
+    return (prompt + state.completions()[0], views.tokens_html(state), state, slider, radio, *_chart(state, 0, 1),
+            views.history_html(state))
 
 
 # Slow motion, in the page alone: the model writes a hundred tokens in a fraction of a second, too
@@ -453,14 +502,19 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
                 RUN_ON_CHOICES, value=SERVER, label="Run on", elem_id="gen-run-on", info=run_on_info(browser),
                 interactive=browser.available,
             )
+            # Each button beside its twin of the other mode (page.css shows one of the two): the
+            # same buttons in the same order whichever runs the model.
             with gr.Row():
                 run = gr.Button("Generate", variant="primary", elem_id="gen-run", min_width=100)
-                step_btn = gr.Button("Next token", elem_id="gen-next", min_width=100)
-                stop = gr.Button("Stop", variant="stop", elem_id="gen-stop", min_width=80)
-                replay = gr.Button("Replay slowly", elem_id="gen-replay", min_width=100)
                 if js:
                     run_here = gr.Button("Generate", variant="primary", elem_id="gen-run-browser", min_width=100)
+                step_btn = gr.Button("Next token", elem_id="gen-next", min_width=100)
+                if js:
+                    step_here = gr.Button("Next token", elem_id="gen-next-browser", min_width=100)
+                stop = gr.Button("Stop", variant="stop", elem_id="gen-stop", min_width=80)
+                if js:
                     stop_here = gr.Button("Stop", variant="stop", elem_id="gen-stop-browser", min_width=80)
+                replay = gr.Button("Replay slowly", elem_id="gen-replay", min_width=100)
             error = error_slot("gen-error")
             max_new = gr.Slider(
                 limits.MIN_NEW_TOKENS, limits.MAX_NEW_TOKENS, value=d["max_new_tokens"], step=1, label="Max new tokens",
@@ -482,12 +536,15 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
             with gr.Row():
                 seed = gr.Number(
                     value=d["seed"], precision=0, minimum=limits.MIN_SEED, maximum=limits.MAX_SEED, label="Seed", min_width=120,
+                    elem_id="gen-seed",
                 )
                 samples = gr.Slider(limits.MIN_SAMPLES, limits.MAX_SAMPLES, value=1, step=1, label="Samples", elem_id="gen-samples")
             precision = gr.Radio(
                 [(PRECISION_LABELS[p], p) for p in PRECISIONS], value=DEFAULT_PRECISION, label="Precision",
                 elem_id="gen-precision",
             )
+            if js:  # in place of the choice while this browser runs the model (page.css)
+                note(BROWSER_PRECISION, elem_id="gen-precision-browser")
             speeds = note(SPEEDS.markdown(), elem_id="gen-speeds", result=True)
             note(LESSON.notes["precision"], elem_id="gen-precision-info")
             live_error = error_slot("gen-live-error")
@@ -579,10 +636,26 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
         api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     if js:
+        # The browser's events: the page generates, then hands what it drew (JSON, through a hidden
+        # box) to the server's views, which draw the text, the chart, the pickers and the steps.
+        drawn = gr.Textbox(visible=False, elem_id="gen-browser-result")
         run_on.change(None, inputs=[run_on], js=js["mode"], api_visibility="private", queue=False)
         run_here.click(
-            None, inputs=[prompt, max_new, temperature, top_k, top_p, seed], outputs=[output], js=js["generate"],
+            None, inputs=[prompt, max_new, temperature, top_k, top_p, seed, samples], outputs=[drawn], js=js["generate"],
             api_visibility="private", queue=False, show_progress="hidden",
+        ).then(
+            *RESULTS.through(user_errors(ui_browser_generated), inputs=[drawn, state],
+                             outputs=[output, state, step_pick, sample_pick, chart, caption, history], state=state),
+            api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
+        )
+        step_here.click(
+            None, inputs=[prompt, temperature, top_k, top_p, seed], outputs=[drawn], js=js["next"],
+            api_visibility="private", queue=False, show_progress="hidden",
+        ).then(
+            *RESULTS.through(user_errors(ui_browser_next), inputs=[drawn, state],
+                             outputs=[prompt, output, state, step_pick, sample_pick, chart, caption, history], state=state,
+                             read="previous"),
+            api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
         )
         stop_here.click(None, js=js["stop"], api_visibility="private", queue=False)
     gr.api(

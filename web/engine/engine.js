@@ -1,11 +1,11 @@
 // The browser engine: the project's ONNX decoder run by onnxruntime-web in the learner's own
-// browser, with the key/value cache, the server's sampling (runtime/sampling.py) and its seeded
-// random numbers (numpy's default_rng), so a seeded generation writes in the browser what it
-// writes on the server. The app's Text generation tab ("Run on: this browser") and the static
-// edition both use it.
+// browser, with the key/value cache, the server's sampling rule (sampling.js, runtime/sampling.py's
+// sample()) and its uniforms (draws.js: token i of sample s draws uniform(seed, SAMPLING, 1, i, s)),
+// so a seeded generation writes in the browser what the server writes from the same logits. The
+// app's Text generation tab ("Run on: this browser") and the static edition both use it.
 
 import { fetchBytes, fetchJSON, fetchVerified } from "./fetch.js";
-import { NumpyRandom } from "./rng.js";
+import { STREAMS, uniform } from "./draws.js";
 import { sample, topCandidates } from "./sampling.js";
 import { Tokenizer } from "./tokenizer.js";
 
@@ -32,18 +32,38 @@ export async function loadOrt(base, { threads = 1, wasm = null, onProgress = () 
   return ort;
 }
 
-/** The settings of one generation, by the API's names and conventions (0 = greedy / no cut). */
-export function generationSettings({ max_new_tokens = 64, temperature = 0.8, top_k = 50, top_p = 0.95, seed = 0, n_candidates = 10, stop_at_eot = true } = {}) {
+/**
+ * The settings of one generation, by the API's names and conventions (0 = greedy / no cut);
+ * `sample`: which of several samples (its uniforms' lane: sample 0 is the generation alone).
+ */
+export function generationSettings({ max_new_tokens = 64, temperature = 0.8, top_k = 50, top_p = 0.95, seed = 0, sample = 0, n_candidates = 10, stop_at_eot = true } = {}) {
   return {
     maxNewTokens: max_new_tokens,
     temperature,
     topK: top_k > 0 ? top_k : null,
     topP: top_p < 1 ? top_p : null,
     seed,
+    sample,
     nCandidates: n_candidates,
     stopAtEot: stop_at_eot,
   };
 }
+
+/**
+ * A prompt's ids as the app's tab keeps them (playground/generation/params.py's validate_params):
+ * the last blockSize - 1, room for one new token, and the sentence saying so when some were cut.
+ */
+export function keptPrompt(ids, blockSize) {
+  const keep = blockSize - 1;
+  if (ids.length <= keep) return { ids, notice: null };
+  return { ids: ids.slice(-keep), notice: `The prompt was ${ids.length} tokens long; only its last ${keep} were kept (${ids.length - keep} cut from the start).` };
+}
+
+/**
+ * The seed of one "Next token" draw, as the app's (playground/ui/generation.py's step_seed): the
+ * seed plus the prompt's length in tokens, so each step draws afresh and the same prompt repeats.
+ */
+export const stepSeed = (seed, promptTokens) => (seed + promptTokens) % 2 ** 32;
 
 export class Engine {
   /**
@@ -158,7 +178,6 @@ export class Engine {
     const s = { ...generationSettings(), ...settings };
     if (!promptIds.length) throw new Error("the prompt is empty: give at least one token");
     const eot = this.tokenizer.eotId;
-    const rng = s.temperature === 0 ? null : new NumpyRandom(s.seed);
     const t0 = performance.now();
     const dropped = Math.max(0, promptIds.length - this.blockSize);
     let notice = dropped ? `The prompt has ${promptIds.length} tokens but the model sees only the last ${this.blockSize}: the first ${dropped} were dropped.` : null;
@@ -174,7 +193,7 @@ export class Engine {
         yield this._step({ index, tokens, text, piece: text.slice(shown.length), finished: true, stopReason: "stopped", t0, firstAt });
         return;
       }
-      const u = rng ? rng.random() : 0;
+      const u = s.temperature === 0 ? 0 : uniform(s.seed, STREAMS.sampling, 1, index, s.sample)[0];
       const { token, kept } = sample(last, { temperature: s.temperature, topK: s.topK, topP: s.topP }, u);
       const listed = s.nCandidates ? topCandidates(last, s.nCandidates, token, kept) : null;
       tokens.push(token);

@@ -1,11 +1,14 @@
 // "Run on: this browser" in the app's Text generation tab: the model runs in the learner's own
-// browser (the engine of web/engine/ on onnxruntime-web), its text written where the server's
-// goes (#gen-output) and its progress and stats in the tab's browser panel (#gen-browser). The
-// app serves this file, the engine, onnxruntime-web and the model under <root>/browser/
-// (playground/ui/serving/browser_files.py); the tab's events call mount, setMode, generate and
-// stop (playground/ui/generation.py). When the server refuses a generation as busy, the message
-// offers to run it here instead; when its expected wait is long, Generate offers it at once
-// (server_wait.js).
+// browser (the engine of web/engine/ on onnxruntime-web), its text streamed where the server's goes
+// (#gen-output) and its progress and stats in the tab's browser panel (#gen-browser). Generate
+// (several samples too) and Next token run here; when one ends, what the engine drew (each step's
+// token, its probabilities and candidates) goes back to the tab as JSON, and the server's own views
+// draw it: the text, the candidates chart and its pickers, the Next token steps
+// (playground/generation/browser.py). The app serves this file, the engine, onnxruntime-web and the
+// model under <root>/browser/ (playground/ui/serving/browser_files.py); the tab's events call mount,
+// setMode, generate, next and stop (playground/ui/generation.py). When the server refuses a
+// generation as busy, the message offers to run it here instead; when its expected wait is long,
+// Generate offers it at once (server_wait.js).
 
 import { watchWait } from "./server_wait.js";
 
@@ -84,13 +87,16 @@ export function mount(element, cfg) {
 }
 
 /**
- * The Run on radio: the controls of the mode chosen show (page.css), and the model starts loading.
- * Back to the server, a generation running here stops: the output is the server's again.
+ * The Run on radio: the controls of the mode chosen show (page.css), the precision choice (the
+ * server's files) is off while this browser runs its own, and the model starts loading. Back to the
+ * server, a generation running here stops: the output is the server's again.
  */
 export function setMode(mode, cfg) {
   config ??= cfg;
-  document.body.classList.toggle("pg-run-browser", mode === "browser");
-  if (mode === "browser") load().catch(() => {}); // the panel says what went wrong
+  const here = mode === "browser";
+  document.body.classList.toggle("pg-run-browser", here);
+  for (const input of document.querySelectorAll("#gen-precision input")) input.disabled = here;
+  if (here) load().catch(() => {}); // the panel says what went wrong
   else stop();
 }
 
@@ -154,7 +160,7 @@ function outputBox() {
   return box;
 }
 
-function problems(s) {
+function problems(s, { oneToken = false } = {}) {
   const L = config.limits;
   const out = [];
   const number = (name, v, lo, hi, { whole = false, openLow = false } = {}) => {
@@ -163,37 +169,50 @@ function problems(s) {
   };
   if (typeof s.prompt !== "string" || !s.prompt.trim()) out.push("the prompt is empty: type some text for the model to continue");
   else if (s.prompt.length > L.prompt_chars) out.push(`the prompt is ${s.prompt.length.toLocaleString("en-US")} characters long; the limit is ${L.prompt_chars.toLocaleString("en-US")}`);
-  number("max_new_tokens", s.max_new_tokens, L.min_new_tokens, L.max_new_tokens, { whole: true });
+  if (!oneToken) number("max_new_tokens", s.max_new_tokens, L.min_new_tokens, L.max_new_tokens, { whole: true });
   number("temperature", s.temperature, L.min_temperature, L.max_temperature);
   number("top_k", s.top_k, L.min_top_k, L.max_top_k, { whole: true });
   number("top_p", s.top_p, L.min_top_p, L.max_top_p, { openLow: true });
   number("seed", s.seed, L.min_seed, L.max_seed, { whole: true });
+  if (!oneToken) number("num_samples", s.num_samples, L.min_samples, L.max_samples, { whole: true });
   return out;
 }
 
 /**
- * Generate in this browser, the text streamed into the tab's output; returns the output's HTML,
- * which becomes the output's value (so the page and Gradio agree on what it shows).
- * `s`: the tab's controls, by the API's names.
+ * Generate in this browser (`s.num_samples` samples, one after the other), the text streamed
+ * into the tab's output; returns what the engine drew as JSON text for the tab's views ("" when
+ * nothing ran). `s`: the tab's controls, by the API's names.
  */
 export async function generate(s, cfg) {
+  return start(s, cfg, {});
+}
+
+/**
+ * Next token in this browser: one token drawn with the settings (seeded as the server's Next
+ * token: the seed plus the prompt's length in tokens), then appended to the prompt by the tab.
+ */
+export async function next(s, cfg) {
+  return start({ ...s, max_new_tokens: 1, num_samples: 1 }, cfg, { oneToken: true });
+}
+
+async function start(s, cfg, how) {
   config ??= cfg;
-  if (running) return outputBox().outerHTML; // one at a time: a second click changes nothing
-  const wrong = problems(s);
+  if (running) return ""; // one at a time: a second click changes nothing
+  const wrong = problems(s, how);
   if (wrong.length) {
     const text = wrong.join("; ");
     showError(text.charAt(0).toUpperCase() + text.slice(1) + ".");
-    return outputBox().outerHTML;
+    return "";
   }
   showError("");
   running = true;
   abort = new AbortController();
   try {
-    return await run(s, abort.signal);
+    return await run(s, abort.signal, how);
   } catch (err) {
     showError(`The model could not run in this browser: ${err.message}`);
     console.error(err);
-    return outputBox().outerHTML;
+    return "";
   } finally {
     running = false;
     abort = null;
@@ -206,59 +225,90 @@ export function stop() {
 }
 
 const percent = (p) => (p >= 0.001 ? `${(100 * p).toFixed(1)} %` : p > 0 ? `${(100 * p).toPrecision(2)} %` : "0 %");
+const digits = (p) => Number(p.toPrecision(4)); // what the views show of a probability, and more
+let runs = 0; // counted in each result, so that two equal generations still send two values
 
-async function run(s, signal) {
+/** One step as the tab's views read it: the token, its two probabilities, then its candidates'. */
+function packed(step) {
+  const c = step.candidates;
+  const out = [step.token, digits(c.tokenProb), digits(c.tokenSampleProb)];
+  for (let i = 0; i < c.ids.length; i++) out.push(c.ids[i], digits(c.probs[i]), digits(c.sampleProbs[i]));
+  return out;
+}
+
+async function run(s, signal, { oneToken = false } = {}) {
   const stats = part("pg-browser-stats");
   if (stats) stats.textContent = loading ? "Starting…" : "Loading the model into this browser…";
   showOutput();
+  const t0 = performance.now();
   const engine = await load();
-  const { generationSettings } = await import(at(config.engine));
-  const ids = engine.tokenizer.encode(s.prompt, { special: true });
-  const settings = generationSettings({ ...s, n_candidates: 1 }); // the chosen token's probability, for its shade
+  const { generationSettings, keptPrompt, stepSeed } = await import(at(config.engine));
+  const { ids, notice } = keptPrompt(engine.tokenizer.encode(s.prompt, { special: true }), engine.blockSize);
+  const notices = notice ? [notice] : [];
+  const seed = oneToken ? stepSeed(s.seed, ids.length) : s.seed;
   const box = outputBox();
   delete box.dataset.done;
+  delete box.dataset.file; // the tab's views name the file once they have drawn the result
   box.className = "gen-output";
   box.dataset.runOn = "browser";
-  const completion = el("span", { class: "gen-completion" });
-  box.replaceChildren(el("div", { class: "gen-sample" }, el("span", { class: "gen-prompt" }, s.prompt), completion));
-  const spans = [];
-  const notices = [];
-  let shown = "";
+  const n = s.num_samples;
+  const completions = Array.from({ length: n }, () => el("span", { class: "gen-completion" }));
+  box.replaceChildren(...completions.map((completion, k) => el("div", { class: "gen-sample" },
+    ...(n > 1 ? [el("div", { class: "gen-sample-title" }, `Sample ${k + 1}`)] : []), el("span", { class: "gen-prompt" }, s.prompt), completion)));
+  const samples = [];
+  let first = null;
   let last = null;
   let statsAt = 0;
   let yieldedAt = performance.now();
-  const pending = document.createDocumentFragment(); // tokens drawn since the last paint (emptied by each append)
-  for await (const step of engine.generate(ids, settings, { signal })) {
-    last = step;
-    if (step.notice) notices.push(step.notice);
-    if (step.token !== null) {
-      const c = step.candidates;
-      const p = c ? (settings.temperature === 0 ? c.tokenProb : c.tokenSampleProb) : 1;
-      const span = el("span", {
-        class: "gen-btok", tabindex: "0", "data-id": String(step.token), "data-step": String(step.index + 1),
-        style: `background: rgba(99, 102, 241, ${(0.08 + 0.5 * (1 - p)).toFixed(2)})`,
-        "data-tip": `step ${step.index + 1} · id ${step.token}${c ? ` · model p = ${percent(c.tokenProb)}` : ""}`,
-      });
-      shown = write(spans, shown, step.text, span);
-      spans.push(span);
-      pending.append(span);
+  for (let k = 0; k < n; k++) {
+    const settings = generationSettings({ ...s, seed, sample: k, n_candidates: 10 });
+    const steps = [];
+    const spans = [];
+    let shown = "";
+    let stop = "stopped";
+    const pending = document.createDocumentFragment(); // tokens drawn since the last paint (emptied by each append)
+    for await (const step of engine.generate(ids, settings, { signal })) {
+      last = step;
+      first ??= step.timeToFirstToken;
+      if (step.notice && !notices.includes(step.notice)) notices.push(step.notice);
+      if (step.finished) stop = step.stopReason;
+      if (step.token !== null) {
+        const c = step.candidates;
+        steps.push(packed(step));
+        const span = el("span", {
+          class: "gen-tok", tabindex: "0", "data-sample": String(k), "data-step": String(step.index + 1), "data-id": String(step.token),
+          style: `background: rgba(99, 102, 241, ${(0.08 + 0.5 * (1 - c.tokenSampleProb)).toFixed(2)})`,
+          "data-tip": `step ${step.index + 1} · id ${step.token} · model p = ${percent(c.tokenProb)} · sampled p = ${percent(c.tokenSampleProb)}`,
+        });
+        shown = write(spans, shown, step.text, span);
+        spans.push(span);
+        pending.append(span);
+      }
+      const now = performance.now();
+      if (step.finished || now - yieldedAt > PAINT_MS) completions[k].append(pending);
+      if (step.finished || now - statsAt > STATS_EVERY_MS) {
+        showStats(step, notices, { sample: k, samples: n, done: step.finished && k === n - 1 });
+        box.scrollTop = box.scrollHeight;
+        statsAt = now;
+      }
+      if (now - yieldedAt > PAINT_MS) {
+        await yieldToPage();
+        yieldedAt = performance.now();
+      }
     }
-    const now = performance.now();
-    if (step.finished || now - yieldedAt > PAINT_MS) completion.append(pending);
-    if (step.finished || now - statsAt > STATS_EVERY_MS) {
-      showStats(step, notices);
-      box.scrollTop = box.scrollHeight;
-      statsAt = now;
-    }
-    if (now - yieldedAt > PAINT_MS) {
-      await yieldToPage();
-      yieldedAt = performance.now();
-    }
+    completions[k].append(pending); // what a stopped generation drew after its last paint
+    samples.push({ steps, stop });
+    if (signal.aborted) break;
   }
-  completion.append(pending); // what a stopped generation drew after its last paint
-  if (last) showStats(last, notices);
+  while (samples.length < n) samples.push({ steps: [], stop: "stopped" }); // the samples Stop kept from starting
+  if (last) showStats(last, notices, { sample: n - 1, samples: n, done: true, stopped: signal.aborted });
+  if (oneToken && last && last.token !== null) showAppended(last.text);
   box.dataset.done = "true";
-  return box.outerHTML;
+  runs += 1;
+  return JSON.stringify({
+    run: runs, samples, notices, ttft_s: first, elapsed_s: (performance.now() - t0) / 1000,
+    settings: { prompt: s.prompt, max_new_tokens: s.max_new_tokens, temperature: s.temperature, top_k: s.top_k, top_p: s.top_p, seed: s.seed, num_samples: n },
+  });
 }
 
 /**
@@ -286,21 +336,29 @@ function write(spans, shown, text, span) {
 
 const STOP_WORDS = { eot: "eot", max_new_tokens: "max_new_tokens", stopped: "stopped" };
 
-function showStats(step, notices) {
+/** The stats line: tokens, speed, time to first token, where and on which file, why it stopped. */
+function showStats(step, notices, { sample, samples, done, stopped = false }) {
   const stats = part("pg-browser-stats");
   if (!stats) return;
   const n = step.ids.length;
   const bits = [
-    [el("b", {}, String(n)), ` new token${n === 1 ? "" : "s"}`],
+    [...(samples > 1 ? [`sample ${sample + 1} of ${samples}: `] : []), el("b", {}, String(n)), ` new token${n === 1 ? "" : "s"}`],
     step.tokensPerS === null ? ["tokens/s –"] : [el("b", {}, step.tokensPerS.toFixed(1)), " tokens/s"],
     step.timeToFirstToken === null ? ["time to first token –"] : ["time to first token ", el("b", {}, `${(1000 * step.timeToFirstToken).toFixed(0)} ms`)],
     ["run on ", el("b", {}, "this browser"), " (", el("code", {}, "model_quantized.onnx"), ", 8-bit, onnxruntime-web)"],
   ];
-  if (step.finished) bits.push([`stopped by: ${STOP_WORDS[step.stopReason] || step.stopReason}`]);
+  if (done) bits.push([`stopped by: ${stopped ? "stopped" : STOP_WORDS[step.stopReason] || step.stopReason}`]);
   const line = el("p", {});
   bits.forEach((b, i) => line.append(...(i ? [" · "] : []), ...b));
   stats.replaceChildren(line, ...notices.map((text) => el("p", {}, `⚠️ ${text}`)));
-  stats.dataset.stopReason = step.finished ? step.stopReason || "" : "";
+  stats.dataset.stopReason = done ? (stopped ? "stopped" : step.stopReason || "") : "";
+}
+
+// The prompt box changes under the learner's eyes: say what joined it (a line break would not show).
+function showAppended(text) {
+  const stats = part("pg-browser-stats");
+  const shown = text.replace(/ /g, "⋅").replace(/\n/g, "↵").replace(/\t/g, "→");
+  stats?.prepend(el("p", { class: "pg-appended" }, el("b", {}, "Next token"), ` appended “${shown}” to the prompt.`));
 }
 
 // On a phone the output is a screen and a half below the Generate button: bring the stats into

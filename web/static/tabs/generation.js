@@ -3,7 +3,7 @@
 // weighed at each step (click a token) from the browser's own logits.
 
 import { pyLength, pyStrip } from "../checks.js";
-import { generationSettings } from "../engine/engine.js";
+import { generationSettings, keptPrompt, stepSeed } from "../engine/engine.js";
 import { isCached } from "../engine/fetch.js";
 
 // A phone's screen, as style.css's phone rules: its download waits for Generate.
@@ -127,8 +127,10 @@ export async function mount(root, ctx) {
     abort = new AbortController();
     try {
       const eng = await ready();
-      const ids = eng.tokenizer.encode(text, { special: true });
-      const s = generationSettings({ ...out, max_new_tokens: oneToken ? 1 : out.max_new_tokens });
+      // The prompt and the seed as the app's tab takes them: the same text for the same seed and file.
+      const { ids, notice: cut } = keptPrompt(eng.tokenizer.encode(text, { special: true }), eng.blockSize);
+      const s = generationSettings({ ...out, max_new_tokens: oneToken ? 1 : out.max_new_tokens, seed: oneToken ? stepSeed(out.seed, ids.length) : out.seed });
+      notice.textContent = cut ?? "";
       const promptSpan = el("span", { class: "gen-prompt" }, text);
       const completion = el("span", { id: "gen-completion" });
       output.replaceChildren(promptSpan, completion);

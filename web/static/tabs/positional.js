@@ -18,6 +18,9 @@ const LEVELS = 256; // colours in the lookup table (playground/image_map.LEVELS)
 /** Python's format(x, ".1e"): the exponent with at least two digits. */
 const pyE = (x) => x.toExponential(1).replace(/e([+-])(\d)$/, "e$10$2");
 const thousands = (n) => n.toLocaleString("en-US");
+// A wavelength as the summary line writes it (and the app's, playground/ui/positional.py): whole
+// positions once it is long, two decimals while it is short (2π = 6.28).
+const positions = (w) => (w < 100 ? w.toFixed(2) : thousands(Math.round(w)));
 
 /** f_i = exp(-2i ln(base) / d_model), i = 0 .. d_model/2 - 1, as model.positional_encoding's div_term. */
 export function frequencies(d, base) {
@@ -295,7 +298,7 @@ export async function mount(root, ctx) {
       rows: n, cols: d, value: at, colours: "RdBu", zmin: -lim, zmax: lim, xName: "dimension", yName: "position",
       height: n > 256 ? n : 320,
       describe: (p, c, v) => `position ${p}, dimension ${c}: ${c % 2 ? "cos" : "sin"}(${p} / ${pyG(base)}^(${c - (c % 2)}/${d})) = ${v.toFixed(4)} `
-        + `(a turn every ${thousands(Number(wavelength(c, d, base).toPrecision(4)))} positions)`,
+        + `(a turn every ${positions(wavelength(c, d, base))} positions)`,
     }));
 
     const m = Math.min(n, MAX_SIMILARITY_POSITIONS);
