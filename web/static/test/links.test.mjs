@@ -89,7 +89,7 @@ test("a query: the tab's settings, the page's and Gradio's parameters left alone
     "'colour' is not a setting of the one tab, left out (it takes text, layer, top_p, special)",
     "top_p must be a number in (0, 1], not 0, so the tab keeps its default (0.9)",
   ]);
-  assert.deepEqual(parseQuery("?tab=server&x=1", SPECS, TABS).messages, ["'x' is not a setting of the server tab, left out (it takes no settings here)"]);
+  assert.deepEqual(parseQuery("?tab=server&x=1", SPECS, TABS).messages, ["'x' is not a setting of the server tab, left out (it takes no settings)"]);
   assert.deepEqual(parseQuery("?layer=2", SPECS, TABS), { tab: null, settings: {},
     messages: ["this link names no tab, so its layer was left out: add tab=one of one, two, server"] });
   assert.deepEqual(parseQuery("?tab=three", SPECS, TABS).messages, ["tab must be one of one, two, server, not 'three': the page opened on its first tab"]);
