@@ -10,7 +10,7 @@
 
 import { STREAMS, integers, uniform } from "./draws.js";
 import { initialWeights } from "./init.js";
-import { choose } from "./sampling.js";
+import { sample } from "./sampling.js";
 import { Trainer } from "./train.js";
 
 /** Where each of the `rows` windows of step `step` starts in a text of `nIds` ids (batches.py's batch_starts). */
@@ -111,7 +111,7 @@ export class LearnModel {
 
   /**
    * `u.length` ids written after `ids` under `params`: id i drawn by the uniform u[i] from the
-   * softmax of the logits for the last block_size ids (sampling.js's choose at temperature 1, as
+   * softmax of the logits for the last block_size ids (sampling.js's sample at temperature 1, as
    * the server's playground.learn.run.draw).
    */
   async draw(ids, u, params) {
@@ -122,7 +122,7 @@ export class LearnModel {
       const window = context.slice(-this.block);
       const idx = new this.ort.Tensor("int64", BigInt64Array.from(window, (v) => BigInt(v)), [1, window.length]);
       const logits = (await this.forward.run({ idx, ...weights })).logits.data;
-      const token = choose(logits.subarray((window.length - 1) * this.V, window.length * this.V), TEMPERATURE_1, u[i]);
+      const token = sample(logits.subarray((window.length - 1) * this.V, window.length * this.V), TEMPERATURE_1, u[i]).token;
       context.push(token);
       out.push(token);
     }

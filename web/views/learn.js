@@ -242,6 +242,12 @@ export async function mount(root, ctx) {
 
   const continued = new Map();
   let nextId = 0;
+  // A worker whose modules fail to load (a missing export, a file not served) posts nothing: its
+  // error event is the only word of it, and without this the page would say "Loading…" for ever.
+  worker.onerror = (event) => {
+    event.preventDefault();
+    worker.onmessage({ data: { type: "error", during: "open", message: `its worker did not start (${event.message || "a module failed to load"})` } });
+  };
   worker.onmessage = ({ data: msg }) => {
     if (msg.type === "progress") {
       const { what, loaded, cached } = msg;
