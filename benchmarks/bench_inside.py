@@ -3,10 +3,11 @@
     python -m benchmarks.bench_inside [--repeats 5]
 
 A new text computes the whole pass (a cache miss: each repeat changes the text's last word) and
-draws every panel; a new layer, head or token only redraws, from the kept pass, the panels it
-changes (a head: the map and the attention panel). The times are
-those of the page's own handlers (``playground.ui.inside``), with PyTorch on the cores the app
-gives it (``resources.budget_cpu``). docs/app.md keeps the measured figures.
+packs what the view draws; a new token packs that token's rows (every layer's, and its logit lens)
+from the kept pass. A new layer or head asks the server nothing: the view both editions share
+(web/views/inside.js) draws it from the rows it holds. The times are those of the page's own
+handlers (``playground.ui.inside``), with PyTorch on the cores the app gives it
+(``resources.budget_cpu``). docs/app.md keeps the measured figures.
 """
 
 from __future__ import annotations
@@ -37,18 +38,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tokens", type=int, default=limits.MAX_INSIDE_TOKENS)
     args = ap.parse_args(argv)
     threads = resources.budget_cpu()
-    from playground.ui.inside import ui_head, ui_layer, ui_run, ui_token
+    from types import SimpleNamespace
+
+    from playground.ui.inside import ui_rows, ui_run
 
     ui_run(text_of(args.tokens, 9), 0, 0)  # load the model and warm up
-    times: dict[str, list[float]] = {"text": [], "layer": [], "head": [], "token": []}
+    times: dict[str, list[float]] = {"text": [], "token": []}
     for r in range(args.repeats):
         text = text_of(args.tokens, r)
         assert len(encode(text)) == args.tokens, len(encode(text))
         steps = [
             ("text", lambda: ui_run(text, 0, 0)),
-            ("layer", lambda: ui_layer(text, 3, 0, args.tokens - 1)),
-            ("head", lambda: ui_head(text, 3, 5, args.tokens - 1)),
-            ("token", lambda: ui_token(text, 3, 5, args.tokens // 2)),
+            ("token", lambda: ui_rows(text, SimpleNamespace(_data={"token": args.tokens // 2}))),
         ]
         for name, step in steps:
             t0 = time.perf_counter()

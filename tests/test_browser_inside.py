@@ -53,7 +53,7 @@ def info(page) -> str:
 
 
 def wait_info(page, fragment: str) -> None:
-    page.wait_for_function("(f) => document.querySelector('#ins-info').innerText.includes(f)", arg=fragment)
+    page.wait_for_function("(f) => (document.querySelector('#ins-info')?.innerText ?? '').includes(f)", arg=fragment)  # (drawn by the view once it has loaded)
 
 
 def arrow(page, elem_id: str, key: str) -> None:
@@ -228,7 +228,7 @@ def drive(page, width: int) -> int:
     textbox(page, "ins-text").fill(TEXT)
     page.locator("#ins-run").click()
     n = len(inside(TEXT).fp.ids)
-    page.wait_for_function(f"() => document.querySelector('#ins-info').innerText.startsWith('{n} tokens; showing layer 0, head 0, token ')")
+    page.wait_for_function(f"() => (document.querySelector('#ins-info')?.innerText ?? '').startsWith('{n} tokens; showing layer 0, head 0, token ')")
     first = opening_token(inside(TEXT).fp)
     assert f"token {first} " in info(page) and first != n - 1  # where the prediction forms, not the last token
     assert page.locator("#ins-token input[type=number]").input_value() == str(first)

@@ -69,6 +69,6 @@ def test_inside_and_compare_register_their_passes_as_gpu_calls(lent):
         with gr.Tab("Compare"):
             compare.build()
     got = sorted(lent)
-    assert got == sorted([(name, zerogpu.INSIDE_GPU_S) for name in ("ui_run", "ui_layer", "ui_head", "ui_token", "api_inside")]
+    assert got == sorted([(name, zerogpu.INSIDE_GPU_S) for name in ("ui_run", "ui_rows", "api_inside")]
                          + [(name, zerogpu.COMPARE_GPU_S) for name in ("ui_compare_next_token", "ui_compare_neighbours",
                                                                         "ui_compare_attention", "api_compare")])

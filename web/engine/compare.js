@@ -25,7 +25,7 @@ export function untrainedInside(trained, drawn) {
     else if (name === "position_table") weights.set(name, { data: given.data, shape: given.dims });
     else throw new Error(`the initialisation spec has no ${name}`);
   }
-  return new Inside(trained.ort, trained.session, weights, trained.index, trained.tokenText);
+  return new Inside(trained.ort, trained.session, trained.lensSession, weights, trained.index, trained.tokenText);
 }
 
 /** The embedding table E [V * C] an Inside runs on. */
