@@ -182,8 +182,8 @@ def compare_attention(text: Any, layer: Any = 0, head: Any = 0) -> list[tuple[st
     out = []
     for label, model in _sides():
         cfg = model.config
-        lay = validate_int(layer, name="layer", minimum=0, maximum=1_000)
-        hd = validate_int(head, name="head", minimum=0, maximum=1_000)
+        lay = validate_int(layer, name="layer", minimum=0, maximum=limits.MAX_COMPARE_INDEX)
+        hd = validate_int(head, name="head", minimum=0, maximum=limits.MAX_COMPARE_INDEX)
         r = attention(text, min(lay, cfg.n_layer - 1), min(hd, cfg.n_head - 1), model=model, step_through=False)
         out.append((label, r))
     return out

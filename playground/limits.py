@@ -83,6 +83,9 @@ MAX_COEFFICIENT = 1_000.0  # |number| in an expression, e.g. 0.5*a
 MAX_WORD_CHARS = 40  # one word (cosine similarity, PCA list)
 MAX_WORD_TOKENS = 8  # GPT-2 tokens one word may split into (averaged)
 MIN_NEIGHBOURS, MAX_NEIGHBOURS = 1, 50  # nearest tokens returned
+# Compare's layer and head: clamped to each model's size (a compared model may have fewer), so only
+# a bound on the number itself.
+MAX_COMPARE_INDEX = 1_000
 MIN_PCA_WORDS, MAX_PCA_WORDS = 3, 60  # words in the projection
 MAX_WORD_LIST_CHARS = 2_000  # the comma-separated word list as typed
 MAX_SENTENCE_CHARS = 1_000  # static vs contextual: each sentence
@@ -110,7 +113,7 @@ MIN_NEW_TOKENS, MAX_NEW_TOKENS = 1, 512
 # The conventions of transformers, OpenAI's API, llama.cpp and Ollama: temperature 0 is greedy
 # (always the most likely token) and top-k 0 keeps every token (no cut).
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.0, 5.0  # 0 = greedy
-MIN_TOP_K = 0  # 0 = no cut; maximum: the vocabulary size (50257)
+MIN_TOP_K, MAX_TOP_K = 0, 50_257  # 0 = no cut; at most the vocabulary's size (GPT-2's tokenizer)
 MIN_TOP_P, MAX_TOP_P = 0.0, 1.0  # top-p in (0, 1]
 MIN_SEED, MAX_SEED = 0, 2**32 - 1
 MIN_SAMPLES, MAX_SAMPLES = 1, 4
@@ -252,6 +255,18 @@ MODEL_STREAMS_PER_VISITOR = env_int("PLAYGROUND_MODEL_STREAMS_PER_VISITOR", 4, 1
 # WebAssembly in 20 s before; now at most 64 + 21 MB. On a Space it is the Space's bandwidth.
 FILE_DOWNLOADS_PER_VISITOR = env_int("PLAYGROUND_FILE_DOWNLOADS_PER_VISITOR", 8, 1, 1_000)
 FILE_MB_PER_MINUTE = env_int("PLAYGROUND_FILE_MB_PER_MINUTE", 64, 20, 100_000)
+
+# --- Watch it learn's settings (playground/learn/run.py) ----------------------------------------
+# A run is a number of steps (the same settings give the same curve however loaded the server);
+# seconds only cap it. How long the page's run takes: docs/training.md, "Watch it learn".
+MIN_LEARN_STEPS, MAX_LEARN_STEPS = 1, 5_000
+MIN_LEARN_SECONDS, MAX_LEARN_SECONDS = 5, 300
+# A run's seed: 31 bits, what a JavaScript number, a link and the browser's worker hold as an
+# integer alike (the generator itself takes 32: runtime.draws).
+MAX_LEARN_SEED = 2**31 - 1
+# The prompt a trained run's model continues: a few lines of the character vocabulary (its model's
+# context is 64 or 128 characters; longer keeps the last of them).
+MAX_LEARN_PROMPT_CHARS = 500
 
 # --- Watch it learn's trainer (playground/learn/scheduler.py) -----------------------------------
 # Runs holding a place at once: they share the trainer's steps, a turn stepping the STEP_RUNS

@@ -141,3 +141,25 @@ def test_the_defaults_hold_together():
     assert limits.MAX_BATCH_ROWS < limits.GENERATION_CONCURRENCY <= limits.MAX_BATCH_ROWS + limits.MAX_WAITING_REQUESTS
     assert limits.MAX_WAITING_GENERATIONS + limits.MAX_WAITING_FORWARD + limits.MAX_WAITING_LEARNERS < limits.QUEUE_MAX_SIZE
     assert 1 <= limits.SESSIONS_PER_VISITOR <= limits.MAX_SESSIONS and 1 <= limits.RESULTS_PER_VISITOR <= limits.MAX_RESULTS
+
+
+def test_every_tabs_input_limit_is_in_limits():
+    """The bounds a tab's checks apply to a learner's input are limits' own (Watch it learn's too):
+    no tab's module spells one out as a number of its own."""
+    from playground import limits
+    from playground.learn import run
+
+    assert (run.MAX_SEED, run.MAX_PROMPT_CHARS) == (limits.MAX_LEARN_SEED, limits.MAX_LEARN_PROMPT_CHARS)
+    assert (run.MIN_STEPS, run.MAX_STEPS, run.MIN_SECONDS, run.MAX_SECONDS) == (
+        limits.MIN_LEARN_STEPS, limits.MAX_LEARN_STEPS, limits.MIN_LEARN_SECONDS, limits.MAX_LEARN_SECONDS)
+    own = {}
+    for path in sorted((ROOT / "playground").rglob("*.py")):
+        if path.name == "limits.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            # validate_int(..., maximum=500) or validate_text(..., max_chars=500): a limit written in place
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")).startswith("validate_"):
+                for kw in node.keywords:
+                    if kw.arg in ("minimum", "maximum", "max_chars") and isinstance(kw.value, ast.Constant) and kw.value.value not in (0, 1):
+                        own.setdefault(path.relative_to(ROOT).as_posix(), []).append(f"{kw.arg}={kw.value.value}")
+    assert own == {}, f"limits written in place of playground/limits.py's: {own}"

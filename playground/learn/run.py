@@ -21,6 +21,7 @@ from runtime.sampling import Settings, choose_rows
 
 from .corpus import Corpus, load_corpus
 from .refs import References
+from .. import limits
 from ..initial import drawn_gpt
 from ..validation import InputError, validate_choice, validate_int, validate_text
 
@@ -63,11 +64,10 @@ BATCH_SIZE = 16  # sequences per step (of block_size characters)
 WARMUP_STEPS = 50  # 20 gave the good learning rate a spike above ln V near step 15 (docs/training.md)
 SAMPLE_EVERY = 50  # steps between samples
 SAMPLE_CHARS = 200  # tokens per sample (characters, for the character vocabulary)
-# A run is a number of steps (the same settings give the same curve however loaded the server);
-# seconds only cap it. How long the page's run takes: docs/training.md, "Watch it learn".
-MIN_STEPS, DEFAULT_STEPS, MAX_STEPS = 1, 500, 5000
-MIN_SECONDS, DEFAULT_SECONDS, MAX_SECONDS = 5, 300, 300
-MAX_SEED = 2**31 - 1
+# A run is a number of steps (its limits: playground/limits.py); seconds only cap it.
+MIN_STEPS, DEFAULT_STEPS, MAX_STEPS = limits.MIN_LEARN_STEPS, 500, limits.MAX_LEARN_STEPS
+MIN_SECONDS, DEFAULT_SECONDS, MAX_SECONDS = limits.MIN_LEARN_SECONDS, 300, limits.MAX_LEARN_SECONDS
+MAX_SEED = limits.MAX_LEARN_SEED
 VAL_WINDOWS = 64  # held-out windows scored at the end of a run (a sample of the held-out plays)
 RECENT_STEPS = 20  # the "loss now" mean
 
@@ -243,7 +243,7 @@ class RunState:
         }
 
 
-MAX_PROMPT_CHARS = 500
+MAX_PROMPT_CHARS = limits.MAX_LEARN_PROMPT_CHARS
 CONTINUE_CHARS = 300
 
 

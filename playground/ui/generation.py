@@ -200,7 +200,7 @@ def run_on_js(browser: BrowserFiles) -> dict[str, str]:
     config = json.dumps({**browser.page_config(hub_model), "limits": {
         "prompt_chars": limits.MAX_PROMPT_CHARS, "min_new_tokens": limits.MIN_NEW_TOKENS, "max_new_tokens": limits.MAX_NEW_TOKENS,
         "min_temperature": limits.MIN_TEMPERATURE, "max_temperature": limits.MAX_TEMPERATURE,
-        "min_top_k": limits.MIN_TOP_K, "max_top_k": 50257, "min_top_p": limits.MIN_TOP_P, "max_top_p": limits.MAX_TOP_P,
+        "min_top_k": limits.MIN_TOP_K, "max_top_k": limits.MAX_TOP_K, "min_top_p": limits.MIN_TOP_P, "max_top_p": limits.MAX_TOP_P,
         "min_seed": limits.MIN_SEED, "max_seed": limits.MAX_SEED, "min_samples": limits.MIN_SAMPLES, "max_samples": limits.MAX_SAMPLES,
     }})
     module = _RUN_ON_MODULE.format(path=json.dumps(browser.page_config()["runOn"]))
@@ -526,7 +526,7 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
             )
             with gr.Row():
                 top_k = gr.Number(
-                    value=d["top_k"], precision=0, minimum=limits.MIN_TOP_K, maximum=50257, label="Top-k",
+                    value=d["top_k"], precision=0, minimum=limits.MIN_TOP_K, maximum=limits.MAX_TOP_K, label="Top-k",
                     info="0 = no cut; 1 = only the most likely", elem_id="gen-topk", min_width=120,
                 )
                 top_p = gr.Slider(
