@@ -373,6 +373,7 @@ def test_inside_the_model_at_390(phone):
     assert not phone.errors, phone.errors
 
 
+@pytest.mark.slow  # 27 s: the benchmark itself
 def test_the_click_to_drawn_benchmark_reads_todays_page(app_server):
     """benchmarks.browser_inside waits on the page's own elements; when the tab's layout moves they
     must move with it, or the benchmark waits two minutes and fails. A change of each kind, each

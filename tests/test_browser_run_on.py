@@ -409,7 +409,8 @@ def chart_bars(page) -> dict[int, float]:
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("viewport", [{"width": 390, "height": 844}, {"width": 1280, "height": 800}], ids=["phone", "laptop"])
+@pytest.mark.parametrize("viewport", [pytest.param({"width": 390, "height": 844}, marks=pytest.mark.slow), {"width": 1280, "height": 800}],
+                         ids=["phone", "laptop"])  # (the phone's layout in the slow run: 36 s)
 def test_this_browser_has_the_servers_buttons_samples_candidates_next_token_and_replay(chromium, app_server, shipped_onnx, viewport):
     """What the server mode offers, in the browser: the same buttons in the same order (a button
     out of place, or one hidden, shows), several samples each drawn by its own lane of the seed,
@@ -482,6 +483,7 @@ def test_this_browser_has_the_servers_buttons_samples_candidates_next_token_and_
 
 
 @pytest.mark.browser
+@pytest.mark.slow  # 27 s; the long expected wait's offer, the same page side, stays in the default run
 def test_a_busy_server_offers_to_run_the_generation_in_this_browser(chromium, app_server):
     """The server's refusals as the page meets them: the queue's 503 (Gradio says "currently busy")
     and the per-visitor cap's 429 with its own message (serving/admission.py)."""

@@ -24,6 +24,7 @@ def _logits(path, ids=(464, 2068, 11, 318)) -> np.ndarray:
     return read(session(path), list(ids))
 
 
+@pytest.mark.slow  # 31 s: a whole build in a child process
 def test_a_build_apart_writes_current_files_and_runs_none_of_the_build_here(tiny_export, tmp_path, monkeypatch, capfd):
     monkeypatch.setattr(export, "build", _here)  # what ensure_onnx calls
     monkeypatch.setattr(export, "ensure_onnx", _here)

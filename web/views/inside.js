@@ -149,8 +149,13 @@ class InsideView {
    */
   update({ key = null, data = null, state = null, note = null } = {}) {
     let redraw = Boolean(state) || (note !== null && note !== this.note) || "pending" in this.root.dataset;
+    // While the view waits for a token's rows, any answer that does not bring them lets it ask
+    // again (a few times at most): the app's queue keeps only the last of an event's waiting
+    // requests, so a request for the token can be replaced by a later one asked ahead, and one
+    // that crossed a new text's pass was answered from the text before.
+    if (data && "pending" in this.root.dataset && (this.reasked = (this.reasked || 0) + 1) <= 5) this.asked = null;
     if (data && key !== this.key && data.ids === undefined) {
-      data = null; // rows of a pass no longer shown (an answer that crossed a new text's): dropped
+      data = null; // rows of a pass no longer shown: dropped
     }
     if (data) {
       if (key !== this.key || !this.data) {
@@ -235,6 +240,7 @@ class InsideView {
       return;
     }
     this.asked = null;
+    this.reasked = 0;
     delete root.dataset.pending;
     const t0 = performance.now();
     const d = new Drawn(this.data, s);

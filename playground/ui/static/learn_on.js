@@ -107,12 +107,15 @@ export function setMode(mode, cfg) {
   config ??= cfg;
   document.body.classList.toggle("pg-learn-browser", mode === "browser");
   if (mode !== "browser" || !panel) return;
-  // Only once the tab is on screen: a page opened on another tab downloads nothing for this one.
+  // Only once the tab is shown: a page opened on another tab downloads nothing for this one. Shown,
+  // not scrolled to: on a phone the panel starts below the first screen, and it must be ready (its
+  // graphs loaded, its first step warm) by the time the learner scrolls down to Start. A hidden
+  // tab's panel has no box and intersects nothing, however far the margin reaches.
   const seen = new IntersectionObserver((entries) => {
     if (!entries.some((e) => e.isIntersecting)) return;
     seen.disconnect();
     load().catch(() => {});
-  });
+  }, { rootMargin: "0px 0px 100000px 0px" });
   seen.observe(panel);
 }
 
