@@ -309,11 +309,12 @@ def _comparison(
 ) -> EncodingComparison:
     eot = {EOT} & set(enc.special_tokens_set)
     ids = enc.encode(text, allowed_special=eot if special_as_token else set(), disallowed_special=())
+    if not with_html:  # the API's answer: the pieces alone, in one call of tiktoken's
+        pieces = [raw.decode("utf-8", errors="replace") for raw in enc.decode_tokens_bytes(ids)]
+        return EncodingComparison(name, used_by, True, ids, len(ids), pieces, note)
     tokens = _generic_token_infos(enc, ids)
-    shown = ""
-    if with_html:
-        spans = _spans(enc, ids) if ids else []
-        shown = _html(spans, _tokens_by_span(tokens, spans), show_whitespace=True)
+    spans = _spans(enc, ids) if ids else []
+    shown = _html(spans, _tokens_by_span(tokens, spans), show_whitespace=True)
     return EncodingComparison(name, used_by, True, ids, len(ids), [t.text for t in tokens], note, shown)
 
 

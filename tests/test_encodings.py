@@ -85,6 +85,20 @@ def test_special_token_switch():
     assert 100257 not in off["cl100k_base"] and len(off["cl100k_base"]) > len(on["cl100k_base"])
 
 
+def test_the_apis_comparison_without_spans_has_the_same_ids_and_pieces():
+    """The API's answer skips the coloured spans (its pieces in one tiktoken call): the same ids
+    and pieces as the tab's, on text whose tokens split characters (emoji, CJK), a special token,
+    a carriage return and an empty text."""
+    for text in ["héllo 🙂🙂 世界\r\n<|endoftext|> x", "\ufeff  tabs\tand  spaces", ""]:
+        for special in (True, False):
+            tab = compare_encodings(text, special, include_gpt2=True)
+            api = compare_encodings(text, special, include_gpt2=True, with_html=False)
+            assert [c.to_dict() for c in api] == [c.to_dict() for c in tab]
+            assert all(c.html == "" for c in api) and all(c.html for c in tab if c.ids)
+    split = compare_encodings("🙂", include_gpt2=True, with_html=False)[0]
+    assert split.pieces and all("\ufffd" in p for p in split.pieces)  # a character cut across tokens shows as U+FFFD
+
+
 def test_every_comparison_decodes_back():
     text = TEXTS[2]
     for c in compare_encodings(text):

@@ -199,3 +199,47 @@ def test_the_served_apps_launch_options_install_the_patient_look(monkeypatch):
         gr.Textbox()
     serving.launch_options(demo)
     assert networking.url_ok is not once and networking.url_ok.__wrapped__ is getattr(once, "__wrapped__", once)
+
+
+def test_gradios_walk_of_an_answer_takes_a_flat_list_whole_and_still_finds_files(monkeypatch):
+    """The big answers (a 1024 x 512 table) are walked by Gradio for files on the event loop: with
+    the patch its file test runs per row, not per value, and a file in the answer is still given
+    its URL, as Gradio's own walk gives it."""
+    import asyncio
+    import copy
+
+    from gradio import processing_utils
+    from gradio_client import utils as client_utils
+
+    monkeypatch.setattr(client_utils, "traverse", client_utils.traverse)  # (put back after the test)
+    monkeypatch.setattr(client_utils, "async_traverse", client_utils.async_traverse)
+    file = {"path": "x.png", "url": "/gradio_api/file=x.png", "meta": {"_type": "gradio.FileData"}}
+    answer = {"table": [[0.5, -1.0, 2] * 100 for _ in range(50)], "pieces": ["a", "b", None], "files": [[file]],
+              "n": 3}
+    before = processing_utils.add_root_url(copy.deepcopy(answer), "https://space.example", None)
+    gradio_internals.flat_lists_unwalked()
+    gradio_internals.flat_lists_unwalked()  # installed twice: still one layer over Gradio's walk
+    asked = []
+    real = client_utils.is_file_obj_with_url
+    monkeypatch.setattr(client_utils, "is_file_obj_with_url", lambda obj: asked.append(obj) or real(obj))
+    after = processing_utils.add_root_url(copy.deepcopy(answer), "https://space.example", None)
+    assert after == before and after["files"][0][0]["url"] == "https://space.example/gradio_api/file=x.png"
+    assert len(asked) < 60, f"Gradio's walk asked {len(asked)} nodes whether they are files: the flat lists were walked"
+    mine = copy.deepcopy(answer)
+    again = processing_utils.add_root_url(mine, "https://space.example", None)
+    assert again["table"] is not mine["table"] and again["table"][0] is not mine["table"][0]  # copies, as Gradio's
+
+    walked = []
+    real_meta = client_utils.is_file_obj_with_meta
+    monkeypatch.setattr(client_utils, "is_file_obj_with_meta", lambda obj: walked.append(obj) or real_meta(obj))
+
+    class Block:
+        proxy_url = None
+
+        async def async_move_resource_to_block_cache(self, path):
+            return f"/cache/{path}"
+
+    moved = asyncio.run(processing_utils.async_move_files_to_cache(copy.deepcopy(answer), Block(), postprocess=True))
+    assert moved["table"] == answer["table"] and moved["pieces"] == answer["pieces"]
+    assert moved["files"][0][0]["path"] == "/cache/x.png", moved["files"]  # the file still found and moved
+    assert len(walked) < 60, f"Gradio's move to its cache asked {len(walked)} nodes: the flat lists were walked"

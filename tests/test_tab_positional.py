@@ -307,8 +307,19 @@ def test_cosine_similarity_of_the_sinusoidal_table_depends_on_offset_only():
     assert c[10, 11] > c[10, 60]
 
 
-def test_to_dict_round_trip():
+def test_the_api_table_is_the_tabs_table_without_its_figures():
     import json
 
-    d = json.loads(json.dumps(positional_encoding(6, 4, 10000).to_dict()))
+    from playground.positional import positional_table
+
+    d = json.loads(json.dumps(positional_table(6, 4, 10000)))
     assert d["table"][1][0] == pytest.approx(0.841471, abs=1e-6)
+    assert d["table_rows"] == 4 and d["n_positions"] == 4 and len(d["frequencies"]) == len(d["wavelengths"]) == 3
+    full = positional_encoding(64, 300, 500.0)
+    cut = positional_table(64, 300, 500.0, max_values=64 * 299 + 63)  # one value short of the last row
+    assert cut["table_rows"] == 299 and len(cut["table"]) == 299
+    np.testing.assert_allclose(cut["table"], full.table[:299], atol=5e-7)
+    np.testing.assert_allclose(cut["wavelengths"], full.wavelengths, rtol=1e-6)
+    assert positional_table(64, 300, 500.0, max_values=64 * 300)["table_rows"] == 300  # exactly the whole table fits
+    with pytest.raises(InputError, match="even"):
+        positional_table(7, 4, 10000)

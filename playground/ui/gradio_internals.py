@@ -63,7 +63,7 @@ __all__ = [
     "Arrival", "Refusal", "gate_pushes", "queue_load", "waiting_events", "reorder_waiting", "fail_waiting", "queue_of", "live", "waiting", "event_known", "session_of_event", "holds_session",
     "unread_results", "drop_results", "forget_read_sessions", "Job", "stoppable_jobs", "stop_job",
     "event_name", "with_trailing_defaults", "on_processing_error", "messages_for_every_error", "server_of", "gradio_folders", "probe_app", "moved", "check",
-    "SELF_CHECK_WAIT_S", "patient_self_check",
+    "SELF_CHECK_WAIT_S", "patient_self_check", "flat_lists_unwalked",
 ]
 
 log = logging.getLogger("playground")
@@ -563,6 +563,45 @@ def patient_self_check(wait_s: float = SELF_CHECK_WAIT_S) -> None:
     networking.url_ok = url_ok
 
 
+# --- answers: Gradio's walk for files --------------------------------------------------------------
+
+# Before an answer goes out, Gradio walks it element by element looking for files to serve
+# (gradio_client.utils.traverse and async_traverse, from processing_utils' move to the cache and
+# add_root_url), on the server's one event loop. A flat list (numbers, text) holds no file, since
+# a file is a dict, yet the walk visits each element: /positional_encoding's 524,288 values held
+# the loop about a second per answer, and every other visitor's /tokenize waited (p95 0.6 s
+# while 4 clients looped every tab's heaviest request).
+FLAT_TYPES = frozenset({int, float, str, bool, type(None)})
+
+
+def _flat(obj: Any) -> bool:
+    return type(obj) is list and FLAT_TYPES.issuperset(map(type, obj))  # map/type/issuperset: C speed
+
+
+def flat_lists_unwalked() -> None:
+    """Make Gradio's walk of an answer take a flat list whole (a copy, as the walk returns) instead
+    of element by element; installed once, the walk is otherwise unchanged (a dict or nested list
+    is walked, a file inside one still found)."""
+    from gradio_client import utils as client_utils
+
+    walk = getattr(client_utils.traverse, "__wrapped__", client_utils.traverse)
+    walk_async = getattr(client_utils.async_traverse, "__wrapped__", client_utils.async_traverse)
+
+    @functools.wraps(walk)
+    def traverse(json_obj: Any, func: Callable, is_root: Callable[..., bool]) -> Any:
+        if _flat(json_obj) and not is_root(json_obj):
+            return json_obj[:]
+        return walk(json_obj, func, is_root)  # its recursion calls the module's name: this one again
+
+    @functools.wraps(walk_async)
+    async def async_traverse(json_obj: Any, func: Callable, is_root: Callable[..., bool]) -> Any:
+        if _flat(json_obj) and not is_root(json_obj):
+            return json_obj[:]
+        return await walk_async(json_obj, func, is_root)
+
+    client_utils.traverse, client_utils.async_traverse = traverse, async_traverse
+
+
 # --- the start-up check ---------------------------------------------------------------------------
 
 # str(inspect.signature(...)) of what is called, overridden or replaced, as in TESTED_GRADIO.
@@ -592,6 +631,10 @@ SIGNATURES: dict[str, str] = {
         "root_path: 'str | None' = None, oauth_token: 'oauth.OAuthToken | None' = None) -> 'dict[str, Any]'"
     ),
     "gradio.networking.url_ok": "(url: 'str') -> 'bool'",
+    "gradio_client.utils.traverse": "(json_obj: 'Any', func: 'Callable', is_root: 'Callable[..., bool]') -> 'Any'",
+    "gradio_client.utils.async_traverse": (
+        "(json_obj: 'Any', func: 'Callable[..., Coroutine[Any, Any, Any]]', is_root: 'Callable[..., bool]') -> 'Any'"
+    ),
     "gradio.utils.get_upload_folder": "() -> str",
     "gradio.utils.get_cache_folder": "() -> pathlib.Path",
 }

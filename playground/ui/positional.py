@@ -46,13 +46,11 @@ def api_positional_encoding(d_model: int, n_positions: int, base: float) -> dict
     `table_rows` (how many), `frequencies`, `wavelengths`, `formula`, and `note` when the table
     was cut. Limits: d_model even, 2-1024; n_positions 1-1024; base 2-1,000,000 (the paper's is
     10000)."""
-    result = pe.positional_encoding(d_model, n_positions, base)
-    rows = min(result.n_positions, limits.MAX_TABLE_VALUES // result.d_model)
-    out = result.to_dict(max_rows=rows)
-    out["table_rows"] = rows
-    if rows < result.n_positions:
+    out = pe.positional_table(d_model, n_positions, base, max_values=limits.MAX_TABLE_VALUES)
+    rows, n_positions = out["table_rows"], out["n_positions"]
+    if rows < n_positions:
         out["note"] = (
-            f"The table holds the first {rows} of {result.n_positions} positions: an answer carries at most "
+            f"The table holds the first {rows} of {n_positions} positions: an answer carries at most "
             f"{limits.MAX_TABLE_VALUES:,} values (the formula above gives any row)."
         )
     return out

@@ -106,7 +106,7 @@ def api_tokenize_encodings(text: str) -> dict:
     p50k_base, cl100k_base, o200k_base; ranks files shipped with the app, checked by sha256).
     Returns `encodings`: one entry per encoding with `encoding`, `used_by`, `n_tokens`, `ids`,
     `pieces` (the text of each token) and a `note`. Text: up to 20,000 characters."""
-    return {"encodings": [c.to_dict() for c in tok.compare_encodings(text, True, include_gpt2=True)]}
+    return {"encodings": [c.to_dict() for c in tok.compare_encodings(text, True, include_gpt2=True, with_html=False)]}
 
 
 def build() -> dict[str, gr.components.Component]:

@@ -133,6 +133,7 @@ def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None, browse
     from starlette.middleware import Middleware
 
     gradio_internals.patient_self_check()  # a busy machine answers launch's look at the page late
+    gradio_internals.flat_lists_unwalked()  # a big answer's values do not hold the event loop
     readers = readers if readers is not None else ResultReaders()
     joins = JoinWatch(demo)  # a gate on the queue: whose each session is, and which have joined
 
