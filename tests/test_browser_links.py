@@ -204,8 +204,6 @@ def copied(page, tab: str) -> str:
     return link
 
 
-@pytest.mark.xfail(strict=False, reason="known: a link's token for a text other than the example's can stay pending in the app's "
-                   "Inside (its rows request, replaced in Gradio's queue by one asked ahead, is not always asked again)")
 def test_copy_link_reopens_what_the_page_shows(page, enc):
     text = "O Romeo, Romeo! wherefore art thou Romeo?"
     n = len(enc.encode(text))

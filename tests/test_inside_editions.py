@@ -44,8 +44,6 @@ def static_tab(page, url: str):
 
 
 @pytest.mark.slow  # a minute: the app's tab and the static edition's side by side
-@pytest.mark.xfail(strict=False, reason="known: a link's token for a text other than the example's can stay pending in the app's "
-                   "Inside (its rows request, replaced in Gradio's queue by one asked ahead, is not always asked again)")
 def test_both_editions_show_the_same_numbers_and_a_link_opens_the_same_state_in_either(page, static_server):  # noqa: F811
     query = L.url("inside", {"text": TEXT, "layer": 2, "head": 3, "token": 4})
     page.goto(page.url.split("?")[0] + query, wait_until="commit")

@@ -113,6 +113,10 @@ def build(tab: gr.Tab, browser: BrowserFiles | None = None) -> dict[str, gr.comp
     for name, control in (("layer", layer), ("head", head), ("token", token)):
         control.input(None, [control], None, js=call_view(VIEW, "set", [name]), queue=False)
     # (a small progress mark, not an overlay over the view for a tenth of a second)
-    view.rows(inline_errors(gpu(ui_rows), 1), [shown], [view, error], api_visibility="private", show_progress="minimal", **events)
+    # Every request of the view runs ("multiple"): under "always_last" Gradio's page sends again
+    # the request that ran, with its own token, in place of the later ones (the view asks one at
+    # a time, web/views/inside.js's ask()).
+    view.rows(inline_errors(gpu(ui_rows), 1), [shown], [view, error], api_visibility="private", show_progress="minimal",
+              **{**events, "trigger_mode": "multiple"})
     gr.api(user_errors(gpu(api_inside)), api_name="inside", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
     return {"text": text, "layer": layer, "head": head, "token": token}  # its controls, by the names of a link's parameters (playground/links.py)

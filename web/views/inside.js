@@ -43,6 +43,8 @@ const MATRIX_LABELS = 32; // token labels per axis at most (every other one past
 const FIRST_FFN_RATIO = 5;
 const FIRST_FFN_COSINE = 0.5;
 const LABEL_CHARS = 16; // playground/tokens.LABEL_CHARS
+const RETRIES = 5; // a lost request for the awaited rows asked again at most so often,
+const RETRY_MS = 2000; // after 2 s, 4 s, 6 s...
 const VISIBLE = { " ": "⋅", "\t": "→", "\n": "↵", "\r": "␍" };
 
 // --- numbers and tokens as the page writes them ---------------------------------------------------
@@ -128,6 +130,8 @@ class InsideView {
     this.open = new Set([OPEN_FIRST]);
     this.fitted = null; // the stage opened from the map: its body sized so that map and stage fit one screen
     this.asked = null; // the token whose rows were asked of the host
+    this.inflight = null; // the one request the host is answering: { ask, at }
+    this.wish = null; // the request to send once it has answered: { token, ahead, key }
     this.ahead = new Set(); // the tokens whose rows were asked ahead (prefetch)
     this.step = 0; // the way the token last moved (+1, -1; 0: not yet)
     this.strips = [];
@@ -153,7 +157,7 @@ class InsideView {
     // again (a few times at most): the app's queue keeps only the last of an event's waiting
     // requests, so a request for the token can be replaced by a later one asked ahead, and one
     // that crossed a new text's pass was answered from the text before.
-    if (data && "pending" in this.root.dataset && (this.reasked = (this.reasked || 0) + 1) <= 5) this.asked = null;
+    if (data && "pending" in this.root.dataset && (this.reasked = (this.reasked || 0) + 1) <= RETRIES) this.asked = null;
     if (data && key !== this.key && data.ids === undefined) {
       data = null; // rows of a pass no longer shown: dropped
     }
@@ -172,7 +176,35 @@ class InsideView {
     }
     if (note !== null) this.note = note;
     if (state) this.move(state);
+    if (data) this.answered();
     if (redraw) this.draw();
+  }
+
+  /**
+   * Asks the host for token `token`'s rows, one request at a time. The app's queue keeps an
+   * event's later requests while one runs, and sends again the one that ran, with its data, not
+   * the later ones' (Gradio's trigger_mode "always_last"): a second request could bring back the
+   * first's token. So the latest wish waits for the answer (a token awaited before one ahead); a
+   * request unanswered after RETRY_MS counts as lost.
+   */
+  ask(token, ahead = false) {
+    const now = performance.now();
+    if (this.inflight && now - this.inflight.at < RETRY_MS) {
+      if (!ahead || !this.wish || this.wish.ahead) this.wish = { token, ahead, key: this.key };
+      return;
+    }
+    this.inflight = { token, at: now };
+    this.host.request("rows", ahead ? { token, ahead: true } : { token });
+  }
+
+  /** An answer came: the waiting wish, if its rows are still missing, is asked now. */
+  answered() {
+    this.inflight = null;
+    const wish = this.wish;
+    this.wish = null;
+    if (wish && wish.key === this.key && this.data?.ids && wish.token < this.data.ids.length && !this.hasRows(wish.token)) {
+      this.ask(wish.token, wish.ahead);
+    }
   }
 
   /** The host's controls moved: redraw at the new layer, head or token from the data held. */
@@ -194,13 +226,34 @@ class InsideView {
    * the host while the learner looks at this one: that step then redraws at once.
    */
   prefetch(t) {
+    // Nothing ahead while a token's rows are awaited: the app's queue keeps only the last of an
+    // event's waiting requests, so a request ahead would replace the one the learner waits for.
+    if ("pending" in this.root.dataset) return;
     // both ways until the learner has moved the token (a new text), then the way they go
     for (const next of this.step ? [t + this.step] : [t + 1, t - 1]) {
       const ask = `${this.key}:${next}`;
       if (next < 0 || next >= this.data.ids.length || this.hasRows(next) || this.asked === ask || this.ahead.has(ask)) continue;
       this.ahead.add(ask);
-      this.host.request("rows", { token: next, ahead: true });
+      this.ask(next, true);
     }
+  }
+
+  /**
+   * A request for the rows the view waits for can be lost with nothing to say so (a connection
+   * that errored out, a request the app's queue replaced while another ran): asked again if
+   * still awaited after a while, a few times at most (2 s, 4 s, 6 s...).
+   */
+  askAgainLater(ask) {
+    const win = this.root.ownerDocument.defaultView;
+    win.clearTimeout(this.retry);
+    if (this.retryAsk !== ask) [this.retryAsk, this.retries] = [ask, 0];
+    const tries = (this.retries = this.retries + 1);
+    if (tries > RETRIES) return;
+    this.retry = win.setTimeout(() => {
+      if (this.asked !== ask || !("pending" in this.root.dataset)) return;
+      this.asked = null;
+      this.draw();
+    }, RETRY_MS * tries);
   }
 
   /** `fn` once the frame drawn is painted: work for later does not hold the paint back. */
@@ -235,12 +288,14 @@ class InsideView {
       const ask = `${this.key}:${s.token}`;
       if (this.asked !== ask) {
         this.asked = ask;
-        this.host.request("rows", { token: s.token });
+        this.ask(s.token);
+        this.askAgainLater(ask);
       }
       return;
     }
     this.asked = null;
     this.reasked = 0;
+    this.retries = 0;
     delete root.dataset.pending;
     const t0 = performance.now();
     const d = new Drawn(this.data, s);
