@@ -18,7 +18,7 @@ import time
 
 T0 = time.perf_counter()
 
-try:  # ZeroGPU (python -m export.space --zerogpu): spaces sets up before torch and gradio, as its docs ask
+try:  # ZeroGPU (python -m deploy.space --zerogpu): spaces sets up before torch and gradio, as its docs ask
     import spaces  # noqa: F401
 except ImportError:  # anywhere else the app needs no spaces (playground/ui/serving/zerogpu.py)
     pass

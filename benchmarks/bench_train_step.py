@@ -19,7 +19,8 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
-from export.train_step import export_step, file_name, learn_model, step_names
+from export.train_step import export_step, file_name, step_names
+from playground.learn.run import learn_model
 from model.train import adamw, get_batch, lr_at, train_step
 from playground.learn.run import POSITIONS, SIZES
 

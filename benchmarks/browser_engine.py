@@ -3,7 +3,7 @@ not a test):
 
     python -m benchmarks.browser_engine [--tokens 64] [--repeats 5] [--threads 1 2] [--out DIR]
 
-Writes the static edition (``python -m export.static``) into a temporary folder (or uses
+Writes the static edition (``python -m deploy.static``) into a temporary folder (or uses
 ``--out``), serves it from a loopback server that also sends the cross-origin isolation headers
 multi-threaded WebAssembly needs, and measures:
 
@@ -95,7 +95,7 @@ def serve(folder: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
 def static_edition(out: Path | None) -> Iterator[tuple[Path, str]]:
     """(folder, address) of a static edition served on loopback: ``out`` as it is, or one written
     anew into a temporary folder (removed afterwards)."""
-    from export.static import write_static
+    from deploy.static import write_static
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = out

@@ -4,7 +4,7 @@
                                         [--url URL] [--static DIR]
 
 The app: launches ``python app.py`` (benchmarks/app_server.py; or uses a running app with
-``--url``). The static edition: writes it (``python -m export.static``; or serves ``--static DIR``)
+``--url``). The static edition: writes it (``python -m deploy.static``; or serves ``--static DIR``)
 and serves it with Python's own HTTP server. In Debian's Chromium at ``--width`` px, with the CPU
 throttled by each of ``--rates`` (4x: a mid-range phone), it times, in the page, from the user's
 action (the key press or click, its event's time stamp) to the next painted frame after the view
@@ -178,7 +178,7 @@ def static_url(folder: Path | None):
 
     with ExitStack() as stack:
         if folder is None:
-            from export.static import write_static
+            from deploy.static import write_static
 
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
             write_static(folder, progress=lambda text: None)

@@ -3,7 +3,7 @@ not a test):
 
     python -m benchmarks.browser_learn [--steps 40] [--rates 1 4] [--threads 1 2] [--full] [--out DIR]
 
-Writes the static edition (``python -m export.static``) into a temporary folder (or uses
+Writes the static edition (``python -m deploy.static``) into a temporary folder (or uses
 ``--out``), serves it from a loopback server that also sends the cross-origin isolation headers
 multi-threaded WebAssembly needs, and measures, for the ``tiny`` and ``small`` sizes:
 
@@ -118,7 +118,7 @@ def native_steps(size: str, steps: int) -> tuple[float, float]:
     import onnxruntime as ort
     import torch
 
-    from export.learn_files import learn_graphs
+    from playground.learn.files import learn_graphs
     from export.train_step import step_names
     from model.train import adamw, lr_at
     from playground.learn import run as learn_run
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    from export.static import write_static
+    from deploy.static import write_static
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.out or Path(tmp)

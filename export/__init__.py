@@ -2,7 +2,7 @@
 
     python -m export          # writes artifacts/hub/ (ONNX fp32 + two 8-bit, config, tokenizer, card), validated
     python -m export --publish USER/NAME    # ... then upload artifacts/hub/ as that model repository
-    python -m export.space USER/SPACE       # the app as a Hugging Face Space (--dry-run DIR: the files into DIR)
+    python -m deploy.space USER/SPACE       # the app as a Hugging Face Space (--dry-run DIR: the files into DIR)
 
 From Python: ``ensure_onnx()`` builds what is missing or stale and returns the ONNX paths
 (``export.apart.ensure_onnx_apart()``: the build in a child process, for a long-lived server),

@@ -3,7 +3,7 @@ inputs and returns every stage of the forward pass as a named output, a second, 
 logit lens at one position (asked for when the learner picks a token), and the weights they run
 on, 8-bit, in a file of their own.
 
-The graphs' math is playground/inside.py's own functions (``block_stages``, ``head_stages``,
+The graphs' math is model/stages.py's functions, the Inside tab's own (``block_stages``, ``head_stages``,
 ``first_ranks_stages``, ``ffn_alone``, ``position_lens``, so ``layer_norm`` and ``gelu_tanh`` too),
 traced by the exporter over plain tensors standing in for the model's modules: what the app shows
 and what the browser shows are the same arithmetic by construction. Weights as inputs (docs/browser.md says why): the graph is a few
@@ -85,7 +85,7 @@ class InsideGraph(torch.nn.Module):
         self.scale = math.sqrt(d_model) if scale_embedding else 1.0
 
     def forward(self, ids: torch.Tensor, weights: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        from playground.inside import block_stages, ffn_alone, first_ranks_stages, head_stages
+        from model.stages import block_stages, ffn_alone, first_ranks_stages, head_stages
 
         w = dict(zip(weight_names(self.n_layer), weights))
         model = _head(w, self.eps)
@@ -109,7 +109,7 @@ class InsideGraph(torch.nn.Module):
 
 
 def _head(w: dict[str, torch.Tensor], eps: float) -> SimpleNamespace:
-    """The weights dressed as the modules playground/inside.py reads by attribute (E, ln_f)."""
+    """The weights dressed as the modules model/stages.py reads by attribute (E, ln_f)."""
     return SimpleNamespace(wte=SimpleNamespace(weight=w["wte.weight"]), ln_f=_ln(w["ln_f.weight"], w["ln_f.bias"], eps))
 
 
@@ -126,14 +126,14 @@ def _block(w: dict[str, torch.Tensor], i: int, eps: float) -> SimpleNamespace:
 
 class LensGraph(torch.nn.Module):
     """(x [L, C] the stream at one position after every layer, target [1], E, ln_f) -> the logit
-    lens there, as ``playground.inside.position_lens`` computes it."""
+    lens there, as ``model.stages.position_lens`` computes it."""
 
     def __init__(self, eps: float) -> None:
         super().__init__()
         self.eps = eps
 
     def forward(self, x: torch.Tensor, target: torch.Tensor, weights: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        from playground.inside import position_lens
+        from model.stages import position_lens
 
         return position_lens(x, _head(dict(zip(LENS_WEIGHTS, weights)), self.eps), target)
 
@@ -284,10 +284,10 @@ def graph_key(model) -> str:
     """What the graph depends on: the model's shape (not its weights) and the code it is traced from."""
     import hashlib
 
-    from playground import inside
+    from model import stages
 
     h = hashlib.sha256(json.dumps(asdict(model.config), sort_keys=True).encode())
-    for source in (Path(inside.__file__), Path(__file__)):
+    for source in (Path(stages.__file__), Path(__file__)):
         h.update(source.read_bytes())
     h.update(torch.__version__.encode())
     return h.hexdigest()[:16]

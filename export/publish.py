@@ -1,5 +1,5 @@
 """Put a folder on the Hugging Face Hub: the Hub folder as a model repository
-(``python -m export --publish USER/NAME``), or the app's files as a Space (``python -m export.space``).
+(``python -m export --publish USER/NAME``), or the app's files as a Space (``python -m deploy.space``).
 
 Both upload an explicit list of files through ``huggingface_hub``'s HTTP API, never with git: the
 Hub stores the binaries (weights, ONNX files, pictures) itself, so this repository's history and
@@ -65,7 +65,7 @@ def upload_failed(repo_id: str, err: Exception, gradio_space: bool = False) -> s
                 "Gradio and Docker Spaces run on the Hub's computers and need a paid plan to create; a static Space is "
                 "free on every account. Deploy the static edition there instead (the model runs in each visitor's "
                 "browser; Watch it learn then links to a Gradio app, if you have one):\n"
-                f"  python -m export.space {repo_id} --static")
+                f"  python -m deploy.space {repo_id} --static")
     return (f"error: uploading to {repo_id} failed: {type(err).__name__}: {err}\n"
             "(it needs a token with write access: `hf auth login` or HF_TOKEN)")
 

@@ -2,11 +2,11 @@
 of one batch, one graph per model size and position kind, for a runtime that cannot train
 (onnxruntime-web lost its training API upstream in 2024) to run as an ordinary graph.
 
-    python -m export.train_step DIR                 # DIR/train_step-tiny-learned.onnx ... (four files)
-    python -m export.train_step DIR --vocab-size 65 --sizes tiny --positions learned
+    python -m playground.learn.step_graphs DIR      # DIR/train_step-tiny-learned.onnx ... (four files)
+    python -m playground.learn.step_graphs DIR --vocab-size 65 --sizes tiny --positions learned
 
 Nothing is written twice: the model is model/gpt.py's ``GPT`` as Watch it learn builds it
-(``playground.learn.run.SIZES``), the loss is model/train.py's ``lm_loss`` and the update its
+(``playground.learn.run.SIZES``; ``learn_model`` there builds it), the loss is model/train.py's ``lm_loss`` and the update its
 ``clipped_adamw`` (``train_step``'s clipping and AdamW, as a pure function). The step is traced
 into aten operators by ``make_fx`` over ``torch.func.grad_and_value``, with PyTorch's core ATen
 decompositions and attention in its math form (the fused CPU kernel's backward has no ONNX
@@ -24,9 +24,7 @@ tests/test_train_step.py runs it against ``train_step``.
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import types
 from pathlib import Path
 
@@ -152,41 +150,3 @@ def eps_adds(proto: onnx.ModelProto) -> int:
                if onnx.numpy_helper.to_array(n.attribute[0].t).size == 1
                and onnx.numpy_helper.to_array(n.attribute[0].t).astype(np.float32).item() == eps}
     return sum(1 for n in proto.graph.node if n.op_type == "Add" and consts.intersection(n.input))
-
-
-def learn_model(size: str, positions: str, vocab_size: int) -> tuple[GPT, TrainConfig]:
-    """Watch it learn's untrained model of that size and position kind, and its run's settings."""
-    from playground.learn.run import build_model, settings, train_config
-
-    s = settings(size=size, positions=positions)
-    return build_model(s, vocab_size), train_config(s)
-
-
-def char_vocab_size() -> int:
-    from playground.learn.corpus import load_corpus
-
-    return load_corpus("char").vocab_size
-
-
-def main(argv: list[str] | None = None) -> int:
-    from playground.learn.run import POSITIONS, SIZES
-
-    ap = argparse.ArgumentParser(prog="python -m export.train_step", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("out", type=Path, help="folder for the ONNX files")
-    ap.add_argument("--vocab-size", type=int, default=0,
-                    help="vocabulary size (default: the character corpus's, read from the Shakespeare texts)")
-    ap.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
-    ap.add_argument("--positions", nargs="+", choices=list(POSITIONS), default=list(POSITIONS))
-    args = ap.parse_args(argv)
-    vocab_size = args.vocab_size or char_vocab_size()
-    for size in args.sizes:
-        for positions in args.positions:
-            model, tc = learn_model(size, positions, vocab_size)
-            path = export_step(model, tc, args.out / file_name(size, positions))
-            print(f"{path}  {path.stat().st_size / 1e6:.2f} MB  ({model.num_parameters():,} parameters, vocabulary {vocab_size})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

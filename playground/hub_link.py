@@ -1,5 +1,5 @@
 """The published model repository, when the ``PLAYGROUND_MODEL_REPO`` setting names one
-(``python -m export --publish USER/NAME`` publishes it; ``python -m export.space --model-repo
+(``python -m export --publish USER/NAME`` publishes it; ``python -m deploy.space --model-repo
 USER/NAME`` sets the setting on a Space): the Model tab's link to it, and the address of its 8-bit
 file, which "Run on: this browser" downloads from the Hub instead of the Space (the same file,
 checked by its digest; the Space's copy when the Hub cannot give it). ``PLAYGROUND_HUB_URL`` moves

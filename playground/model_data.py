@@ -1,5 +1,5 @@
 """The Model tab's data object: what web/views/model.js draws, written by the export for the static
-edition (``data/model.json``, export/static.py) from the same functions the app's tab reads
+edition (``data/model.json``, deploy/static.py) from the same functions the app's tab reads
 (:mod:`playground.model_info`), so that the page shows the app's numbers and nothing is
 recomputed in JavaScript. Its fields: docs/browser.md ("Model and Compare in the browser").
 """

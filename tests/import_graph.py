@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # Everything the project ships; tests/ is left out (nothing imports it, and it runs with its own path).
-PACKAGES = ("model", "export", "runtime", "benchmarks", "playground")
+PACKAGES = ("model", "export", "runtime", "benchmarks", "playground", "deploy")
 SCRIPTS = ("app.py",)
 
 

@@ -1,4 +1,4 @@
-"""The static edition for the tests: ``python -m export.static`` into a temporary folder once per
+"""The static edition for the tests: ``python -m deploy.static`` into a temporary folder once per
 session, served by ``python -m http.server`` (as a teacher would try it) on a free loopback port,
 and headless Chromium pages on it. Import the fixtures by name."""
 
@@ -89,8 +89,8 @@ def serve(folder: Path) -> Served:
 
 @pytest.fixture(scope="session")
 def static_site(tmp_path_factory) -> Path:
-    """The static edition, written once per session by export.static (as `python -m export.static DIR`)."""
-    from export.static import write_static
+    """The static edition, written once per session by deploy.static (as `python -m deploy.static DIR`)."""
+    from deploy.static import write_static
 
     out = tmp_path_factory.mktemp("static")
     write_static(out, app_space="teacher/gpt-playground", progress=lambda text: None)

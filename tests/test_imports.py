@@ -1,6 +1,7 @@
 """Dependencies run one way (a module can be read and changed from the bottom up): no import circle between the project's modules, and the
 folders depend in one order: model/ and runtime/ on nothing of the project, the build (export/)
-on them, the app (playground/, app.py) on those, and the measurements (benchmarks/) on any."""
+on them, the app (playground/, app.py) on those, the deployed editions (deploy/) on the app, and
+the measurements (benchmarks/) on any."""
 
 from __future__ import annotations
 
@@ -11,45 +12,36 @@ ALLOWED = {
     "model": set(),
     "runtime": set(),
     "export": {"model", "runtime"},
-    "benchmarks": {"model", "runtime", "export", "playground"},
     "playground": {"model", "runtime", "export"},
     "app": {"model", "runtime", "export", "playground"},
+    "deploy": {"model", "runtime", "export", "playground"},
+    "benchmarks": {"model", "runtime", "export", "playground", "deploy"},
 }
-# Modules that may import more than their package: the static edition is the app's page written
-# out as files, so its build reads the app's lessons, link parameters and examples (one source for
-# both editions); nothing under playground/ imports it, which the circle check holds.
-# The static edition reads the app's lessons and links; the Inside stage graph is traced from
-# playground.inside's own functions, and Watch it learn's step graph from the runs' own sizes and
-# model builder (playground.learn.run), so that the browser's arithmetic is the app's; the browser's
-# Watch it learn files (export.learn_files) carry the runs' corpus, references and settings.
-MODULE_ALLOWED = {"export.static": {"playground"}, "export.inside_graph": {"playground"},
-                  "export.train_step": {"playground"}, "export.learn_files": {"playground"}}
 
 
 def test_no_import_circle_between_modules():
     assert cycles(import_graph()) == []
 
 
-def test_the_packages_depend_one_way():
+def test_the_packages_depend_one_way_with_no_exception():
     graph = import_graph()
     assert set(ALLOWED) == {name.split(".")[0] for name in module_files()}
     wrong = sorted(
         (module, target)
         for module, targets in graph.items()
         for target in targets
-        if (top := target.split(".")[0]) != module.split(".")[0]
-        and top not in ALLOWED[module.split(".")[0]] | MODULE_ALLOWED.get(module, set())
+        if (top := target.split(".")[0]) != module.split(".")[0] and top not in ALLOWED[module.split(".")[0]]
     )
     assert wrong == []
 
 
-def test_only_the_static_edition_reaches_up_from_the_build():
+def test_the_browsers_graphs_are_built_from_the_models_own_stages_and_the_editions_above_the_app():
+    """The Inside graphs trace model/stages.py, the stage math the app's tab computes with; the
+    static edition reads the app's lessons and links from above it."""
     graph = import_graph()
-    assert any(t.startswith("playground") for t in graph["export.static"])
-    importers = sorted(m for m, targets in graph.items() if "export.static" in targets)
-    assert all(m.startswith(("export.", "tests", "benchmarks")) for m in importers), importers
-    importers = sorted(m for m, targets in graph.items() if "export.inside_graph" in targets)
-    assert all(m.startswith(("export.", "tests", "benchmarks")) for m in importers), importers
+    assert "model.stages" in graph["export.inside_graph"] and "model.stages" in graph["playground.inside"]
+    assert any(t.startswith("playground") for t in graph["deploy.static"])
+    assert not any(t.startswith("deploy") for m, targets in graph.items() if not m.startswith(("deploy", "benchmarks")) for t in targets)
 
 
 def test_the_graph_sees_every_kind_of_import():
@@ -58,7 +50,7 @@ def test_the_graph_sees_every_kind_of_import():
     assert "runtime.sampling" in graph["runtime.batching"]  # from .sampling import ...
     assert "runtime.engine" in graph["export.validate"]  # from runtime.engine import ...
     assert "export.validate" in graph["export"]  # inside ensure_onnx
-    assert "export" in graph["export.space"]  # from . import ensure_onnx, inside a function
+    assert "export" in graph["export.apart"]  # from . import ensure_onnx, inside a function
 
 
 def test_a_circle_is_found_however_it_is_written(tmp_path):

@@ -30,7 +30,7 @@ def test_shipped_files():
     weights = WEIGHTS_DIR / "model.safetensors"
     assert weights.is_file() and (WEIGHTS_DIR / "config.json").is_file()
     # Under GitHub's limits for a file in plain git (a warning past 50 MiB, refused past 100 MiB): this
-    # repository needs no LFS. The Hub takes no binary in plain git at all: export.space uploads by API.
+    # repository needs no LFS. The Hub takes no binary in plain git at all: deploy.space uploads by API.
     assert weights.stat().st_size < 50 * 2**20
     assert (WEIGHTS_DIR / "training_log.json").is_file(), "ship the training log beside the weights"
 

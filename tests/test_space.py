@@ -1,4 +1,4 @@
-"""The hosted Space: the deploy command's file set (export/space.py), the folder it
+"""The hosted Space: the deploy command's file set (deploy/space.py), the folder it
 writes started the way a Space starts it, where the built files live (export/naming.py), the
 published model repository (export/publish.py, playground/hub_link.py), and what the page says
 when CUDA was asked for and cannot be used (runtime/providers.py). No network: nothing is uploaded."""
@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export import naming, publish, space
+from deploy import space
+from export import naming, publish
 from export.naming import FP32_NAME, INT8_NAME, QUANTIZED_NAME
 from export.publish import MODEL_REPO_ENV, check_repo_id, hub_upload_files
 from import_graph import import_graph, module_files, reachable
@@ -200,7 +201,7 @@ def test_an_upload_that_cannot_reach_the_hub_says_so_without_a_traceback():
     import sys
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_TOKEN": ""}
-    run = subprocess.run([sys.executable, "-m", "export.space", "someone/gpt-playground", "--no-artifacts"],
+    run = subprocess.run([sys.executable, "-m", "deploy.space", "someone/gpt-playground", "--no-artifacts"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stderr
     assert "uploading to someone/gpt-playground failed" in run.stderr and "hf auth login" in run.stderr
@@ -454,7 +455,7 @@ def test_a_free_account_refused_a_gradio_space_is_offered_the_static_edition(mon
     err = capsys.readouterr().err
     assert created == ["gradio"]
     assert "402 Payment Required" in err and "paid plan" in err
-    assert "python -m export.space someone/gpt-playground --static" in err
+    assert "python -m deploy.space someone/gpt-playground --static" in err
     assert "Traceback" not in err
     # any other refusal keeps the token hint, and a static Space refused with 402 is not told to try --static
     assert "--static" not in publish.upload_failed("someone/x", payment_required(), gradio_space=False)

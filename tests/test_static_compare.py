@@ -1,4 +1,4 @@
-"""Compare in the static edition (``python -m export.static DIR`` served by ``python -m http.server``,
+"""Compare in the static edition (``python -m deploy.static DIR`` served by ``python -m http.server``,
 headless Chromium): the untrained start the page draws itself is the app's own (the same seed, the
 same float32 weights: its candidates, loss, neighbours and attention equal the app's, computed by
 playground.compare in PyTorch), and the trained side, run on the page's 8-bit weights, is the app's

@@ -1,4 +1,4 @@
-"""The static edition (``python -m export.static DIR``) served by ``python -m http.server`` and
+"""The static edition (``python -m deploy.static DIR``) served by ``python -m http.server`` and
 run in headless Chromium: the tokenizer's ids, the browser engine's greedy and seeded text
 against onnxruntime on the same ONNX file, Stop, links, the page after the server is gone, and
 the folder itself (what a static Space needs, nothing fetched from elsewhere)."""
@@ -256,9 +256,9 @@ def test_the_folder_is_a_static_space_with_nothing_fetched_from_elsewhere(static
 
 def test_a_file_the_page_loads_left_out_of_the_folder_is_named(static_site, tmp_path):
     """A build that leaves out a file the page loads (a library of web/vendor/, a module an import
-    names, a tab's module, a file site.json lists) fails naming it (export.static.missing_files,
+    names, a tab's module, a file site.json lists) fails naming it (deploy.static.missing_files,
     which write_static runs last), where the page would only never get ready."""
-    from export.static import missing_files
+    from deploy.static import missing_files
 
     assert missing_files(static_site) == []
     folder = tmp_path / "site"

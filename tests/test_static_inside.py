@@ -1,4 +1,4 @@
-"""Inside the model in the static edition (``python -m export.static DIR`` served by
+"""Inside the model in the static edition (``python -m deploy.static DIR`` served by
 ``python -m http.server``, headless Chromium): what the tab shows for a link against
 playground.inside.forward_pass in PyTorch on the weights the folder ships (its 8-bit file read back
 by numpy: rounding only, bound 1e-3), every number of every stage (tests/inside_pages.py), and on
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from export.inside_graph import dequantized_model, read_weights
-from export.static import INSIDE_INDEX, INSIDE_WEIGHTS
+from deploy.static import INSIDE_INDEX, INSIDE_WEIGHTS
 from model import get_tokenizer, load_pretrained
 from playground import inside as ins
 from inside_pages import Tolerance, check_against, check_one_screen, shown as shown_numbers

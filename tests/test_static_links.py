@@ -1,6 +1,6 @@
 """The static edition's links (web/static/links.js, under Node.js) read a query as the app does
 (playground/links.py): the same tab, the same settings, the same messages, on a catalogue of good
-and bad links. The parameters come from the same place (export.static.link_params)."""
+and bad links. The parameters come from the same place (deploy.static.link_params)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlencode, quote
 
 import pytest
 
-from export.static import link_params, tabs
+from deploy.static import link_params, tabs
 from playground.links import TABS, parse_query
 
 WEB_TESTS = Path(__file__).resolve().parent / "web"

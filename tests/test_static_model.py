@@ -1,4 +1,4 @@
-"""The Model tab in the static edition (``python -m export.static DIR``, headless Chromium): it shows
+"""The Model tab in the static edition (``python -m deploy.static DIR``, headless Chromium): it shows
 the export's numbers, which are the app's (playground.model_info on the shipped model and its
 training log): the architecture's parameter counts, every row of the parameters per part, the
 training curves with the final whole-split evaluation marked where the app's chart marks it, and
@@ -82,7 +82,7 @@ def test_a_named_model_repository_adds_its_files_from_the_hub(static_site):
     """With --model-repo, the Model tab links the repository's files, sized from the folder that
     python -m export --publish uploads (artifacts/hub/), after the folder's own."""
     from export.naming import hub_dir
-    from export.static import HUB_DOWNLOADS, model_downloads
+    from deploy.static import HUB_DOWNLOADS, model_downloads
     from playground.model_data import model_data
 
     rows = model_downloads(static_site, "teacher/gpt-model")

@@ -422,7 +422,7 @@ def test_each_precision_generates_with_its_own_file_and_the_same_ids_as_that_fil
 def test_the_precision_radio_names_the_file_each_choice_runs_and_the_lesson_ties_a_seed_to_its_file(engine):
     """A seed's text holds for one engine and file: the radio names the file a generation in each
     precision actually ran (its state's model_file), and the lesson names all three files."""
-    from export.static import QUANTIZED_NAME
+    from deploy.static import QUANTIZED_NAME
     from playground.generation.params import PRECISION_LABELS, PRECISIONS
     from playground.lessons import LESSONS
 

@@ -71,7 +71,7 @@ def test_nothing_a_user_runs_looks_for_node_modules():
 
 @pytest.mark.slow  # a whole static edition built in a child process (the Inside graph too): a minute on 2 cores
 def test_the_static_edition_builds_with_node_and_npm_out_of_reach(tmp_path):
-    """`python -m export.static DIR` as README gives it, with a PATH where neither node nor npm is."""
+    """`python -m deploy.static DIR` as README gives it, with a PATH where neither node nor npm is."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("git", "sh"):  # what a bare system has; node and npm left out
@@ -83,7 +83,7 @@ def test_the_static_edition_builds_with_node_and_npm_out_of_reach(tmp_path):
     for tool in ("node", "npm"):
         assert subprocess.run(["sh", "-c", f"command -v {tool}"], env=env, capture_output=True).returncode != 0
     out = tmp_path / "site"
-    proc = subprocess.run([sys.executable, "-m", "export.static", str(out)], cwd=ROOT, env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "deploy.static", str(out)], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (out / "vendor" / "ort" / "ort.wasm.min.mjs").is_file()

@@ -4,7 +4,7 @@ from (the text, the candidates chart and its pickers, the "Next token" steps), s
 show one view. Every token and probability in it is the browser engine's (onnxruntime-web on the
 Hub folder's 8-bit ``model_quantized.onnx``); the server only draws them.
 
-What the page sends (``playground/ui/static/run_on.js``), one JSON object::
+What the page sends (``web/app/run_on.js``), one JSON object::
 
     {"settings": {"prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "num_samples"},
      "samples": [{"steps": [[token, p, q, id_1, p_1, q_1, ..., id_10, p_10, q_10], ...],

@@ -141,6 +141,13 @@ def train_config(s: LearnSettings) -> TrainConfig:
     )
 
 
+def learn_model(size: str, positions: str, vocab_size: int) -> tuple[GPT, TrainConfig]:
+    """Watch it learn's untrained model of that size and position kind (seed 0, the proper start),
+    and its run's settings: what the browser's step graph is traced from (export/train_step.py)."""
+    s = settings(size=size, positions=positions)
+    return build_model(s, vocab_size), train_config(s)
+
+
 TEMPERATURE_1 = Settings(1.0, None, None)  # samples and continuations: the model's own distribution
 
 

@@ -160,12 +160,12 @@ THEME = gr.themes.Soft(
     font_mono=["JetBrains Mono", "ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
 )
 
-STATIC = Path(__file__).with_name("static")
+STATIC = Path(__file__).resolve().parents[2] / "web" / "app"  # the app's page side, beside the other JavaScript
 
 
 def static_text(name: str) -> str:
-    """A file of playground/ui/static/: the page's CSS and JavaScript live in files of their own
-    kind, so that editors, linters and diffs read them as CSS and JavaScript."""
+    """A file of web/app/: the page's CSS and JavaScript live in files of their own kind, so that
+    editors, linters and diffs read them as CSS and JavaScript."""
     return (STATIC / name).read_text(encoding="utf-8")
 
 

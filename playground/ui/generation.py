@@ -178,7 +178,7 @@ SHOW_OUTPUT_JS = """() => {
 }"""
 
 
-# "Run on: this browser": the page runs the model itself (playground/ui/static/run_on.js, which loads
+# "Run on: this browser": the page runs the model itself (web/app/run_on.js, which loads
 # the engine of web/engine/ and the model from the app, serving/browser_files.py). Its events have
 # no Python function: they never reach the server, so they work when the server is busy, which is
 # when the page offers them. Which controls show is the body's pg-run-browser class (page.css).

@@ -1,7 +1,7 @@
 """Watch it learn tab: a small GPT trained from random weights, its loss charted live (the first
 steps magnified) against the reference lines, a sample of its text every few steps beside step 0's,
 the learner's runs in a table, Stop. "Run on: this browser" (the default where the browser can
-train) trains it in the learner's own browser (playground/ui/static/learn_on.js mounting the view
+train) trains it in the learner's own browser (web/app/learn_on.js mounting the view
 both editions share, web/views/learn.js); "the server" on the server's CPU.
 
 Also registers the ``/learn`` API endpoint (streaming JSON; the last update is the ended run).

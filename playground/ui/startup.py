@@ -77,14 +77,14 @@ def warm_up_in_background() -> None:
 
 
 def prepare_learn_in_background(browser) -> None:
-    """Write Watch it learn's browser files (``python -m export.learn_files``, in a child process:
+    """Write Watch it learn's browser files (``python -m playground.learn.files``, in a child process:
     building the step graphs the first time takes minutes and a few hundred MB) while the server
     starts, then serve them (``browser.add_learn``); until then the page's "this browser" waits
     for them and says so. Files already written are served at once and kept where unchanged."""
     import subprocess
     import threading
 
-    from export.learn_files import app_folder
+    from playground.learn.files import app_folder
 
     folder = app_folder()
     if (folder / "learn" / "learn.json").is_file():
@@ -92,7 +92,7 @@ def prepare_learn_in_background(browser) -> None:
 
     def write() -> None:
         root = Path(__file__).resolve().parents[2]
-        child = subprocess.run([sys.executable, "-m", "export.learn_files", str(folder)], cwd=root,
+        child = subprocess.run([sys.executable, "-m", "playground.learn.files", str(folder)], cwd=root,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if child.returncode == 0:
             browser.add_learn(folder)

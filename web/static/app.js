@@ -16,7 +16,7 @@ const TAB_TITLES = {
   inside: "Inside the model", generation: "Text generation", model: "Model", compare: "Compare", learn: "Watch it learn",
 };
 
-// The large libraries, gzipped in the folder (export/static.py), by their keys in site.json's files.
+// The large libraries, gzipped in the folder (deploy/static.py), by their keys in site.json's files.
 const ORT_WASM_FILE = "vendor/ort/ort-wasm-simd-threaded.wasm.gz";
 const PLOTLY_FILE = "vendor/plotly/plotly.min.js.gz";
 

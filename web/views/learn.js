@@ -5,7 +5,7 @@
 // grey, and the trained model continuing a prompt: what playground/learn/view.py draws for the
 // server's runs, drawn here from the run a Web Worker trains (web/engine/learn_worker.js). One
 // module for both editions: the static edition's tab (web/static/tabs/learn.js) and the app's
-// "Run on: this browser" (playground/ui/static/learn_on.js) mount it with their own addresses.
+// "Run on: this browser" (web/app/learn_on.js) mount it with their own addresses.
 //
 // ctx: {el, plotly: () => Promise<Plotly>, learn: {facts, ort, wasm, threads} (addresses: learn.json,
 // onnxruntime-web's folder and its WebAssembly; WebAssembly threads, default 1), progress ({show(text, fraction), hide()}), linked

@@ -3,7 +3,7 @@ tab), served from the app under :data:`PREFIX`, from a fixed list (:class:`Brows
 
 - ``/browser/engine/<module>.js``: the browser engine (``web/engine/``), and
   ``/browser/run_on.js`` with ``/browser/server_wait.js``: the tab's page side
-  (``playground/ui/static/``). Their imports
+  (``web/app/``). Their imports
   of each other carry no hash, so they are revalidated: ``Cache-Control: no-cache`` with an
   ``ETag`` (a reload costs a 304 each);
 - ``/browser/views/<file>``: the views both editions draw with (``web/views/*.js`` and ``*.css``,
@@ -17,7 +17,7 @@ tab), served from the app under :data:`PREFIX`, from a fixed list (:class:`Brows
   other address (never kept for a year under a name that is not theirs).
 
 Watch it learn's "Run on: this browser" adds, when the app has written its files
-(export/learn_files.py, ``learn_dir``): the engine's training modules (``LEARN_MODULES``) and the
+(playground/learn/files.py, ``learn_dir``): the engine's training modules (``LEARN_MODULES``) and the
 tab's page side ``/browser/learn_on.js`` (revalidated; its view, ``/browser/views/learn.js``, is
 one of the views), plotly.js under its hash (immutable), and ``/browser/learn/<file>`` (the step and forward graphs,
 the training text, the held-out windows: immutable under their ``?v=``; ``learn.json`` names them
@@ -73,17 +73,18 @@ ENGINE_DIR = ROOT / "web" / "engine"
 ENGINE_MODULES = ("draws.js", "engine.js", "fetch.js", "sampling.js", "tokenizer.js")
 VIEWS_DIR = ROOT / "web" / "views"
 VIEW_SUFFIXES = (".js", ".css")
-PAGE_MODULE = Path(__file__).resolve().parents[1] / "static" / "run_on.js"
+PAGE_MODULE = ROOT / "web" / "app" / "run_on.js"
 # Watch it learn in the browser: the engine's training modules, the view both editions mount, its page side here.
 LEARN_MODULES = ("draws.js", "init.js", "train.js", "learn.js", "learn_worker.js")
 LEARN_VIEW = ROOT / "web" / "views" / "learn.js"  # served as one of the views (VIEWS_DIR)
-LEARN_PAGE_MODULE = Path(__file__).resolve().parents[1] / "static" / "learn_on.js"
+LEARN_PAGE_MODULE = ROOT / "web" / "app" / "learn_on.js"
 LEARN_FILES_MISSING = ("Run on this browser needs Watch it learn's browser files (the step graphs and the training text), "
                        "which the app writes when it starts: {why}")
 LEARN_PREPARING = ("Watch it learn's browser files (the step graphs and the training text) are being written by the "
                    "server (a few seconds; minutes on a first start, which builds the graphs)")
 LEARN_FACTS = f"{PREFIX}learn/learn.json"
-PAGE_IMPORTS = ("server_wait.js",)  # what run_on.js imports from beside it
+PAGE_IMPORTS = ("server_wait.js", "panel.js")  # what run_on.js imports from beside it
+LEARN_IMPORTS = ("panel.js",)  # what learn_on.js imports from beside it
 ORT_FILES = vendor.ORT_FILES
 # The Hub folder's browser-sized model, and what the engine reads beside it.
 MODEL_FILES = ("onnx/model_quantized.onnx", "tokenizer.json", "config.json")
@@ -179,7 +180,7 @@ class BrowserFiles:
         as app.py has them): its Hub folder's 8-bit file and the tokenizer and config beside it.
         ``ort_dir``: onnxruntime-web's files (default: the repository's, :func:`export.vendor.ort_dir`).
         The views of ``views_dir`` are served in any case (:attr:`problem` is about running the model);
-        ``learn_dir``: the folder export.learn_files wrote for Watch it learn (None: none yet)."""
+        ``learn_dir``: the folder playground.learn.files wrote for Watch it learn (None: none yet)."""
         views = {f.route: f for f in view_files(views_dir)}  # the app's own views: served whatever follows
 
         def without(problem: str) -> BrowserFiles:
@@ -258,7 +259,7 @@ class BrowserFiles:
 
 
     def add_learn(self, learn_dir: Path) -> None:
-        """Serve Watch it learn's data files from ``learn_dir`` (export.learn_files' folder, written
+        """Serve Watch it learn's data files from ``learn_dir`` (playground.learn.files' folder, written
         in the background while the app starts: :func:`playground.ui.startup.prepare_learn_in_background`)."""
         if not self.learn_code:
             return  # the page side itself is missing: nothing to serve it with
@@ -297,10 +298,11 @@ def _learn_code(engine_dir: Path) -> tuple[list[Served], str | None]:
     except (vendor.VendorError, OSError) as err:
         return [], LEARN_FILES_MISSING.format(why=f"plotly.js is missing ({err})")
     modules = [engine_dir / name for name in LEARN_MODULES]
-    if missing := [str(p) for p in [*modules, LEARN_VIEW, LEARN_PAGE_MODULE] if not p.is_file()]:
+    page = [LEARN_PAGE_MODULE, *(LEARN_PAGE_MODULE.parent / name for name in LEARN_IMPORTS)]
+    if missing := [str(p) for p in [*modules, LEARN_VIEW, *page] if not p.is_file()]:
         return [], LEARN_FILES_MISSING.format(why=f"{', '.join(missing)} is missing")
     files = [Served(f"{PREFIX}engine/{p.name}", p, file_digest(p)) for p in modules]
-    files.append(Served(f"{PREFIX}{LEARN_PAGE_MODULE.name}", LEARN_PAGE_MODULE, file_digest(LEARN_PAGE_MODULE)))
+    files += [Served(f"{PREFIX}{p.name}", p, file_digest(p)) for p in page]
     digest = file_digest(plotly)
     files.append(Served(f"{PREFIX}plotly/{digest[:HASH_CHARS]}/{plotly.name}", plotly, digest, immutable=True))
     return files, LEARN_PREPARING

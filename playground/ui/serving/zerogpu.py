@@ -1,4 +1,4 @@
-"""ZeroGPU (``python -m export.space --zerogpu``): the app's PyTorch passes as ``@spaces.GPU`` calls.
+"""ZeroGPU (``python -m deploy.space --zerogpu``): the app's PyTorch passes as ``@spaces.GPU`` calls.
 
 On a ZeroGPU Space, a function decorated with ``spaces.GPU(duration=...)`` runs in a worker that
 alone sees the GPU, charged to the visitor's daily quota (the Hub's ZeroGPU page, read 2026-11-28:

@@ -1,6 +1,6 @@
 // Watch it learn in the static edition: the settings' controls, Start, Stop and "Continue with
 // your model" around the view that trains in this browser (web/views/learn.js), given the
-// folder's addresses: learn/learn.json (export/learn_files.py) and onnxruntime-web.
+// folder's addresses: learn/learn.json (playground/learn/files.py) and onnxruntime-web.
 
 import { facts as learnFacts, mount as mountView } from "../views/learn.js";
 

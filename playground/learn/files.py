@@ -27,18 +27,18 @@ from pathlib import Path
 
 import numpy as np
 
-from .naming import ARTIFACTS_DIR
+from export.naming import ARTIFACTS_DIR
 
 __all__ = ["GRAPH_DIR", "LEARN_DIR", "APP_DIR", "app_folder", "learn_graphs", "write_learn"]
 
 GRAPH_DIR = "learn"  # under artifacts/
 LEARN_DIR = "learn"  # in the static folder
 APP_DIR = "browser-learn"  # under artifacts/: the folder the app writes and serves (its learn/ inside)
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _models() -> list[tuple[str, str]]:
-    from playground.learn.run import POSITIONS, SIZES
+    from .run import POSITIONS, SIZES
 
     return [(size, positions) for size in SIZES for positions in POSITIONS]
 
@@ -61,8 +61,10 @@ def _key(kind: str, config, tc) -> str:
 def learn_graphs(vocab_size: int, out_dir: Path | None = None, progress: Callable[[str], None] = print) -> dict[tuple[str, str, str], Path]:
     """Every size and position kind's step and forward graph for a vocabulary of ``vocab_size``,
     under ``out_dir`` (default artifacts/)/learn/, exported when missing: {(kind, size, positions): path}."""
-    from .forward_graph import export_forward
-    from .train_step import export_step, learn_model
+    from export.forward_graph import export_forward
+    from export.train_step import export_step
+
+    from .run import learn_model
 
     folder = (Path(out_dir) if out_dir is not None else ARTIFACTS_DIR) / GRAPH_DIR
     paths, wanted = {}, set()
@@ -109,12 +111,12 @@ def write_learn(out: Path, progress: Callable[[str], None] = print, graphs_dir: 
     ?v=<content hash>}, relative to ``out``. Raises :class:`playground.resources.ResourceError` when
     the Shakespeare texts are missing and cannot be downloaded."""
     from model.evaluate import window_batches
-    from playground.initial import init_spec
-    from playground.learn import run
-    from playground.learn.view import READING_WORDS, intro_words
-    from playground.lessons import markdown_html
-    from playground.learn.corpus import load_corpus
-    from playground.learn.refs import references
+    from ..initial import init_spec
+    from ..lessons import markdown_html
+    from . import run
+    from .corpus import load_corpus
+    from .refs import references
+    from .view import READING_WORDS, intro_words
 
     corpus = load_corpus("char", progress=progress)
     if corpus.vocab_size > 256:
@@ -173,14 +175,14 @@ def write_learn(out: Path, progress: Callable[[str], None] = print, graphs_dir: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m export.learn_files DIR``: write DIR/learn/ (the app runs this in a child process at
+    """``python -m playground.learn.files DIR``: write DIR/learn/ (the app runs this in a child process at
     every start, so that building the graphs, the first time, leaves the server's memory as it was)."""
     import argparse
     import sys
 
-    from playground.resources import ResourceError
+    from ..resources import ResourceError
 
-    ap = argparse.ArgumentParser(prog="python -m export.learn_files", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m playground.learn.files", description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, nargs="?", default=None, help="the folder (default: the app's, artifacts/browser-learn)")
     args = ap.parse_args(argv)
     out = args.out or app_folder()

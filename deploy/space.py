@@ -1,11 +1,11 @@
-"""python -m export.space USER/SPACE: deploy the app as a Hugging Face Space, in one command.
+"""python -m deploy.space USER/SPACE: deploy the app as a Hugging Face Space, in one command.
 
-    python -m export.space USER/SPACE                  # create the Space if needed and upload the app
-    python -m export.space USER/SPACE --dry-run DIR    # write exactly the same files into DIR instead
-    python -m export.space USER/SPACE --no-artifacts   # leave the built ONNX files out (the Space builds them)
-    python -m export.space USER/SPACE --gpu            # for GPU hardware: CUDA torch and onnxruntime-gpu
-    python -m export.space USER/SPACE --zerogpu        # for ZeroGPU hardware (free on a personal account, 2 Spaces)
-    python -m export.space USER/SPACE --static         # the static edition (export/static.py): free on every account
+    python -m deploy.space USER/SPACE                  # create the Space if needed and upload the app
+    python -m deploy.space USER/SPACE --dry-run DIR    # write exactly the same files into DIR instead
+    python -m deploy.space USER/SPACE --no-artifacts   # leave the built ONNX files out (the Space builds them)
+    python -m deploy.space USER/SPACE --gpu            # for GPU hardware: CUDA torch and onnxruntime-gpu
+    python -m deploy.space USER/SPACE --zerogpu        # for ZeroGPU hardware (free on a personal account, 2 Spaces)
+    python -m deploy.space USER/SPACE --static         # the static edition (deploy/static.py): free on every account
 
 What goes up is an explicit list (:data:`SPACE_FILES`, matched against the files git tracks), the
 README and what it links to, and the built Hub folder (``artifacts/hub/``, built first if missing
@@ -17,7 +17,7 @@ wheels of torch and onnxruntime (:func:`space_requirements`, also the repository
 PyTorch and a Python that ZeroGPU supports and the ``spaces`` package, whose ``@spaces.GPU`` the app
 applies to its PyTorch passes (playground/ui/serving/zerogpu.py).
 
-With ``--static`` the Space is the static edition instead (``python -m export.static``): a static
+With ``--static`` the Space is the static edition instead (``python -m deploy.static``): a static
 Space, which the Hub hosts free on every account, where Gradio Spaces need a paid plan to create.
 """
 
@@ -31,8 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .naming import HUB_DIRNAME, ROOT
-from .publish import MODEL_REPO_ENV, check_repo_id, upload, upload_failed
+from export.naming import HUB_DIRNAME, ROOT
+from export.publish import MODEL_REPO_ENV, check_repo_id, upload, upload_failed
 
 # What the app imports and reads at run time, as globs relative to the repository root.
 SPACE_FILES = (
@@ -40,7 +40,6 @@ SPACE_FILES = (
     "requirements.txt",
     "playground/**/*.py",
     "playground/assets/*.npz",
-    "playground/ui/static/*",
     "model/**/*.py",
     "model/gpt2.tiktoken",
     "model/ranks/*.tiktoken",
@@ -50,6 +49,7 @@ SPACE_FILES = (
     "model/weights/evaluation.json",  # the ONNX files' measured losses, for the model card of a --no-artifacts build
     "export/**/*.py",
     "runtime/**/*.py",
+    "web/app/*",  # the page's own scripts and style
     "web/engine/*.js",  # Text generation's "Run on: this browser", with onnxruntime-web (export/vendor.py)
     "web/views/*",  # the views both editions mount (Watch it learn's "this browser" among them)
     "web/vendor/vendor.json",
@@ -90,7 +90,7 @@ def space_requirements(text: str, gpu: bool = False) -> str:
         raise ValueError(f"{REQUIREMENTS} pins no {', '.join(missing)}: cannot swap in the CPU wheels (or use --gpu)")
     # An extra index, not --index-url: that would apply to every line, and PyTorch's index has no gradio.
     # The +cpu pin is on no other index, so a build fails rather than fall back to PyPI's CUDA wheel.
-    header = ["# requirements.txt with the CPU wheels of torch and onnxruntime: a CPU Space's (python -m export.space)",
+    header = ["# requirements.txt with the CPU wheels of torch and onnxruntime: a CPU Space's (python -m deploy.space)",
               "# and README's CPU install line (requirements-cpu.txt); --gpu keeps onnxruntime-gpu and the CUDA torch.",
               f"--extra-index-url {TORCH_CPU_INDEX}"]
     return "\n".join(header + lines) + "\n"
@@ -111,7 +111,7 @@ def zerogpu_requirements(text: str) -> str:
         lines.append(line)
     if missing := sorted({"torch", "onnxruntime-gpu"} - swapped):
         raise ValueError(f"{REQUIREMENTS} pins no {', '.join(missing)}: cannot write ZeroGPU's requirements")
-    header = [f"# requirements.txt for ZeroGPU (python -m export.space --zerogpu): torch {ZEROGPU_TORCH}, the newest",
+    header = [f"# requirements.txt for ZeroGPU (python -m deploy.space --zerogpu): torch {ZEROGPU_TORCH}, the newest",
               "# ZeroGPU runs; onnxruntime's CPU package (generation runs in the Space's process); spaces."]
     return "\n".join(header + lines + [SPACES_PIN]) + "\n"
 
@@ -177,8 +177,8 @@ def stage(out: Path, artifacts: bool = True, root: Path = ROOT, gpu: bool = Fals
     files = app_files(root)
     sources = {name: root / name for name in files}
     if artifacts:
-        from . import ensure_onnx, hub_dir, stale_files
-        from .publish import hub_upload_files
+        from export import ensure_onnx, hub_dir, stale_files
+        from export.publish import hub_upload_files
 
         if stale_files():
             print(f"building {hub_dir()} first (python -m export's build and checks, a minute or two) ...", flush=True)
@@ -214,7 +214,7 @@ def folder_size(folder: Path, files: list[str]) -> int:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m export.space", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m deploy.space", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("space", help="the Space, USER/SPACE (created as a Gradio Space if it does not exist)")
     ap.add_argument("--dry-run", metavar="DIR", type=Path, help="write the files into DIR (new or empty) instead of uploading")
     ap.add_argument("--no-artifacts", action="store_true",
@@ -230,7 +230,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                          f"Python {ZEROGPU_PYTHON}, the spaces package; Inside the model and Compare run in @spaces.GPU calls "
                          "(each visitor has a daily GPU quota), generation on the Space's CPU")
     ap.add_argument("--static", action="store_true",
-                    help="deploy the static edition (python -m export.static) as a static Space, free on every account: "
+                    help="deploy the static edition (python -m deploy.static) as a static Space, free on every account: "
                          "the model runs in each visitor's browser; Watch it learn, which needs a server, links to --app-space")
     ap.add_argument("--app-space", metavar="USER/NAME", help="with --static: the Gradio Space its server tab links to")
     ap.add_argument("--threads", action="store_true", help="with --static: the card asks for cross-origin isolation (docs/browser.md)")

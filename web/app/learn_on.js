@@ -6,6 +6,8 @@
 // continueText (playground/ui/learn.py). The page chooses this browser by default where it can
 // train (canTrain); where it cannot, it moves the choice to the server and says why.
 
+import { el, hideProgress, panelBody, showError as showPanelError, showProgress } from "./panel.js";
+
 let config = null;
 let panel = null;
 let view = null; // Promise of the mounted view
@@ -14,41 +16,12 @@ const at = (path) => new URL(path, ROOT).href;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const MAX_TRIES = 120; // learn.json not written yet (a first start builds the graphs): asked again every retryAfterS
 
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "html") node.innerHTML = v;
-    else if (v !== false && v !== null && v !== undefined) node.setAttribute(k, v === true ? "" : v);
-  }
-  node.append(...children);
-  return node;
-}
-
 const part = (cls) => panel && panel.querySelector(`.${cls}`);
-
 const progress = {
-  show(text, fraction) {
-    const box = part("pg-browser-progress");
-    if (!box) return;
-    box.hidden = false;
-    box.querySelector(".pg-browser-progress-text").textContent = text;
-    const bar = box.querySelector("progress");
-    if (fraction === null) bar.removeAttribute("value");
-    else bar.value = fraction;
-  },
-  hide() {
-    const box = part("pg-browser-progress");
-    if (box) box.hidden = true;
-  },
+  show: (text, fraction) => showProgress(panel, text, fraction),
+  hide: () => hideProgress(panel),
 };
-
-function showError(text) {
-  const box = part("pg-browser-error");
-  if (box) {
-    box.hidden = !text;
-    box.textContent = text ? `⚠ ${text}` : "";
-  }
-}
+const showError = (text) => showPanelError(panel, text);
 
 /** Why this browser cannot train (a sentence), or null: a module Web Worker and WebAssembly with SIMD. */
 export function cannotTrain() {
@@ -89,10 +62,7 @@ function chooseServer(why) {
 export function mount(element, cfg) {
   config = cfg;
   panel = element;
-  panel.replaceChildren(el("div", { class: "pg-browser-panel" },
-    el("div", { class: "pg-browser-progress", hidden: true }, el("progress", { max: "1" }), el("span", { class: "pg-browser-progress-text" })),
-    el("div", { class: "pg-browser-error", role: "alert", hidden: true }),
-    el("div", { class: "learn-browser-view" })));
+  panel.replaceChildren(panelBody(el("div", { class: "learn-browser-view" })));
   const why = cannotTrain();
   if (why) return chooseServer(why);
   // A link's run_on (?tab=learn&run_on=server) before Gradio's own update of the radio arrives:

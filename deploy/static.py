@@ -1,4 +1,4 @@
-"""python -m export.static DIR: the static edition, a folder any plain web server (or a static
+"""python -m deploy.static DIR: the static edition, a folder any plain web server (or a static
 Hugging Face Space, free on every account) serves with no Python behind it.
 
 The page runs the model in the learner's browser (onnxruntime-web, WebAssembly) with the project's
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import vendor
-from .naming import QUANTIZED_NAME, ROOT, hub_dir
+from export import vendor
+from export.naming import QUANTIZED_NAME, ROOT, hub_dir
 
 WEB = ROOT / "web"
 # The large libraries go gzipped (the wasm 14.3 -> 3.7 MB, plotly.js 4.8 -> 1.4 MB), whatever the
@@ -297,7 +297,7 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     from model import load_pretrained
     from playground.lessons import lessons_json
 
-    from .build import build, stale_files
+    from export.build import build, stale_files
 
     try:
         ort, plotly = vendor.ort_dir(), vendor.plotly_js()
@@ -328,7 +328,7 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
         shutil.copy2(hub / name, out / "model" / name)
 
     progress("Inside the model: the stage graph and its 8-bit weights")
-    from .inside_graph import built_graphs, write_weights
+    from export.inside_graph import built_graphs, write_weights
 
     (out / "inside").mkdir(exist_ok=True)
     graph, lens = built_graphs(model)
@@ -339,7 +339,7 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
     progress("Watch it learn: its step and forward graphs, the training text")
     from playground.resources import ResourceError
 
-    from .learn_files import write_learn
+    from playground.learn.files import write_learn
 
     try:
         learn_files = write_learn(out, progress=progress)
@@ -375,7 +375,7 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m export.static", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m deploy.static", description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, help="the folder to write (serve it with any web server, e.g. python -m http.server -d DIR)")
     ap.add_argument("--app-space", metavar="USER/NAME", help="a Gradio Space with the tab that needs a server (Watch it learn), linked from it")
     ap.add_argument("--model-repo", metavar="USER/NAME",
@@ -388,7 +388,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from .publish import check_repo_id
+    from export.publish import check_repo_id
 
     for repo in (args.app_space, args.model_repo):
         if repo:

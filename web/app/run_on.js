@@ -10,6 +10,7 @@
 // generation as busy, the message offers to run it here instead; when its expected wait is long,
 // Generate offers it at once (server_wait.js).
 
+import { el, hideProgress, panelBody, showError as showPanelError, showProgress as showPanelProgress } from "./panel.js";
 import { watchWait } from "./server_wait.js";
 
 const ROOT = new URL("../", import.meta.url); // this file is <root>/browser/run_on.js
@@ -42,31 +43,11 @@ let running = false;
 let watching = false;
 let askedServerAt = -Infinity;
 
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  node.append(...children);
-  return node;
-}
-
 const part = (cls) => panel && panel.querySelector(`.${cls}`);
-
-function showProgress(text, fraction) {
-  const box = part("pg-browser-progress");
-  if (!box) return;
-  box.hidden = false;
-  box.querySelector(".pg-browser-progress-text").textContent = text;
-  const bar = box.querySelector("progress");
-  if (fraction === null) bar.removeAttribute("value");
-  else bar.value = fraction;
-}
+const showProgress = (text, fraction) => showPanelProgress(panel, text, fraction);
 
 function showError(text) {
-  const box = part("pg-browser-error");
-  if (box) {
-    box.hidden = !text;
-    box.textContent = text ? `⚠ ${text}` : "";
-  }
+  showPanelError(panel, text);
   outputBox().classList.toggle("pg-stale", Boolean(text));
 }
 
@@ -74,9 +55,7 @@ function showError(text) {
 export function mount(element, cfg) {
   config = cfg;
   panel = element;
-  panel.replaceChildren(el("div", { class: "pg-browser-panel" },
-    el("div", { class: "pg-browser-progress", hidden: "" }, el("progress", { max: "1" }), el("span", { class: "pg-browser-progress-text" })),
-    el("div", { class: "pg-browser-error", role: "alert", hidden: "" }),
+  panel.replaceChildren(panelBody(
     el("div", { class: "pg-browser-stats", id: "gen-browser-stats" }, "Press ", el("b", {}, "Generate"), ": the model runs in this browser.")));
   if (loading) loading.then((engine) => ready(engine), () => {});
   if (!watching) {
@@ -104,7 +83,7 @@ function load() {
   loading ??= loadEngine().catch((err) => {
     loading = null; // the next Generate tries again
     showProgress("", 0);
-    part("pg-browser-progress")?.setAttribute("hidden", "");
+    hideProgress(panel);
     showError(`The model could not be loaded in this browser: ${err.message}`);
     throw err;
   });
