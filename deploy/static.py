@@ -182,8 +182,7 @@ def site(app_space: str | None, files: dict[str, str], model, learn: bool = Fals
         "server_tabs": list(server_tabs),
         "links": link_params(browser_tabs),
         **examples_and_defaults(model),
-        "limits": {name: getattr(limits, name) for name in dir(limits) if name.isupper()
-                   and isinstance(getattr(limits, name), (int, float))},
+        "limits": limits.for_browser(),
     }
 
 

@@ -291,3 +291,12 @@ FAIR_SECONDS = env_int("PLAYGROUND_LEARN_FAIR_SECONDS", 120, 5, 300)
 # for the handlers without a group.
 WORKER_THREADS = (GENERATION_CONCURRENCY + FORWARD_CONCURRENCY + LIGHT_CONCURRENCY + EXPENSIVE_CONCURRENCY
                   + MAX_RUNNING + MAX_LINE + 8)
+
+
+def for_browser() -> dict[str, int | float]:
+    """Every limit by its name here (``MAX_PROMPT_CHARS``...): what a page checks in the browser
+    before it runs anything, the one route by which limits reach both editions (the static
+    edition's site.json, the app's Run on: this browser)."""
+    names = globals()
+    return {name: value for name, value in sorted(names.items())
+            if name.isupper() and isinstance(value, (int, float)) and not isinstance(value, bool)}

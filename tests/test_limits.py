@@ -163,3 +163,26 @@ def test_every_tabs_input_limit_is_in_limits():
                     if kw.arg in ("minimum", "maximum", "max_chars") and isinstance(kw.value, ast.Constant) and kw.value.value not in (0, 1):
                         own.setdefault(path.relative_to(ROOT).as_posix(), []).append(f"{kw.arg}={kw.value.value}")
     assert own == {}, f"limits written in place of playground/limits.py's: {own}"
+
+
+def test_limits_reach_the_browser_by_one_route_with_their_own_names(monkeypatch):
+    """limits.for_browser() is every numeric limit by its name here (no flag, no function), and it
+    is what the app's Run on: this browser carries. Watch it learn's learn.json and the static
+    edition's site.json carry the same dict, whose names their pages read (in Chromium:
+    tests/test_browser_learn.py, tests/test_static_edition.py)."""
+    import json
+    import re
+
+    from playground.ui import generation
+    from playground.ui.serving.browser_files import BrowserFiles
+
+    shown = limits.for_browser()
+    assert shown["MAX_PROMPT_CHARS"] == limits.MAX_PROMPT_CHARS and shown["MAX_LEARN_SEED"] == limits.MAX_LEARN_SEED
+    assert shown["MAX_TOP_K"] == limits.MAX_TOP_K and shown["MIN_TOP_P"] == limits.MIN_TOP_P
+    assert all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in shown.values())
+    assert not any(callable(getattr(limits, name)) for name in shown)
+    files = BrowserFiles.for_model({})
+    monkeypatch.setattr(BrowserFiles, "page_config", lambda self, hub_model=None: {"runOn": "browser/run_on.js"})
+    mount = generation.run_on_js(files)["mount"]
+    config = json.loads(re.search(r"m\.mount\(element, (\{.*\})\)\)", mount).group(1))
+    assert config["limits"] == shown

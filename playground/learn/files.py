@@ -111,6 +111,7 @@ def write_learn(out: Path, progress: Callable[[str], None] = print, graphs_dir: 
     ?v=<content hash>}, relative to ``out``. Raises :class:`playground.resources.ResourceError` when
     the Shakespeare texts are missing and cannot be downloaded."""
     from model.evaluate import window_batches
+    from .. import limits
     from ..initial import init_spec
     from ..lessons import markdown_html
     from . import run
@@ -158,14 +159,15 @@ def write_learn(out: Path, progress: Callable[[str], None] = print, graphs_dir: 
         "settings": {
             "inits": list(run.INITS), "learning_rates": run.LEARNING_RATES, "sizes": list(run.SIZES),
             "positions": list(run.POSITIONS), "defaults": {k: v for k, v in asdict(d).items() if k != "seconds"},
-            "min_steps": run.MIN_STEPS, "max_steps": run.MAX_STEPS, "max_seed": run.MAX_SEED,
+            "min_steps": run.MIN_STEPS, "max_steps": run.MAX_STEPS,
         },
+        "limits": limits.for_browser(),  # the one route of limits into a page (the seed's, the prompt's...)
         "words": {"intro": markdown_html(intro_words("in this browser")), "reading": markdown_html(READING_WORDS)},
         "why": {"init": run.INIT_WHY, "learning_rate": run.LR_WHY, "size": run.SIZE_WHY, "positions": run.POSITION_WHY},
         "training": {
             "batch_size": run.BATCH_SIZE, "warmup_steps": run.WARMUP_STEPS, "skew": run.SKEW, "sample_every": run.SAMPLE_EVERY,
             "sample_chars": run.SAMPLE_CHARS, "recent_steps": run.RECENT_STEPS, "val_windows": run.VAL_WINDOWS,
-            "continue_chars": run.CONTINUE_CHARS, "max_prompt_chars": run.MAX_PROMPT_CHARS,
+            "continue_chars": run.CONTINUE_CHARS,
         },
         "models": models,
     }

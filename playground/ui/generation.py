@@ -197,12 +197,7 @@ def run_on_js(browser: BrowserFiles) -> dict[str, str]:
     published, the model comes from the Hub, the Space's copy when the Hub cannot give it."""
     repo = hub_link.published_repo()
     hub_model = hub_link.model_address(repo, hub_link.hub_url()) if repo else None
-    config = json.dumps({**browser.page_config(hub_model), "limits": {
-        "prompt_chars": limits.MAX_PROMPT_CHARS, "min_new_tokens": limits.MIN_NEW_TOKENS, "max_new_tokens": limits.MAX_NEW_TOKENS,
-        "min_temperature": limits.MIN_TEMPERATURE, "max_temperature": limits.MAX_TEMPERATURE,
-        "min_top_k": limits.MIN_TOP_K, "max_top_k": limits.MAX_TOP_K, "min_top_p": limits.MIN_TOP_P, "max_top_p": limits.MAX_TOP_P,
-        "min_seed": limits.MIN_SEED, "max_seed": limits.MAX_SEED, "min_samples": limits.MIN_SAMPLES, "max_samples": limits.MAX_SAMPLES,
-    }})
+    config = json.dumps({**browser.page_config(hub_model), "limits": limits.for_browser()})
     module = _RUN_ON_MODULE.format(path=json.dumps(browser.page_config()["runOn"]))
     return {
         "mount": f"{module}.then((m) => m.mount(element, {config}))"

@@ -140,20 +140,20 @@ function outputBox() {
 }
 
 function problems(s, { oneToken = false } = {}) {
-  const L = config.limits;
+  const L = config.limits; // playground/limits.py's names (limits.for_browser)
   const out = [];
   const number = (name, v, lo, hi, { whole = false, openLow = false } = {}) => {
     const ok = typeof v === "number" && Number.isFinite(v) && (!whole || Number.isInteger(v)) && v <= hi && (openLow ? v > lo : v >= lo);
     if (!ok) out.push(`${name} must be ${whole ? "a whole number" : "a number"} ${openLow ? `above ${lo} and up to` : `from ${lo} to`} ${hi}, not ${v === null || v === undefined ? "empty" : v}`);
   };
   if (typeof s.prompt !== "string" || !s.prompt.trim()) out.push("the prompt is empty: type some text for the model to continue");
-  else if (s.prompt.length > L.prompt_chars) out.push(`the prompt is ${s.prompt.length.toLocaleString("en-US")} characters long; the limit is ${L.prompt_chars.toLocaleString("en-US")}`);
-  if (!oneToken) number("max_new_tokens", s.max_new_tokens, L.min_new_tokens, L.max_new_tokens, { whole: true });
-  number("temperature", s.temperature, L.min_temperature, L.max_temperature);
-  number("top_k", s.top_k, L.min_top_k, L.max_top_k, { whole: true });
-  number("top_p", s.top_p, L.min_top_p, L.max_top_p, { openLow: true });
-  number("seed", s.seed, L.min_seed, L.max_seed, { whole: true });
-  if (!oneToken) number("num_samples", s.num_samples, L.min_samples, L.max_samples, { whole: true });
+  else if (s.prompt.length > L.MAX_PROMPT_CHARS) out.push(`the prompt is ${s.prompt.length.toLocaleString("en-US")} characters long; the limit is ${L.MAX_PROMPT_CHARS.toLocaleString("en-US")}`);
+  if (!oneToken) number("max_new_tokens", s.max_new_tokens, L.MIN_NEW_TOKENS, L.MAX_NEW_TOKENS, { whole: true });
+  number("temperature", s.temperature, L.MIN_TEMPERATURE, L.MAX_TEMPERATURE);
+  number("top_k", s.top_k, L.MIN_TOP_K, L.MAX_TOP_K, { whole: true });
+  number("top_p", s.top_p, L.MIN_TOP_P, L.MAX_TOP_P, { openLow: true });
+  number("seed", s.seed, L.MIN_SEED, L.MAX_SEED, { whole: true });
+  if (!oneToken) number("num_samples", s.num_samples, L.MIN_SAMPLES, L.MAX_SAMPLES, { whole: true });
   return out;
 }
 

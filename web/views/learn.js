@@ -121,8 +121,9 @@ export function facts(ctx) {
 /** Problems with settings `s` ({seed, init, learning_rate, size, positions}), as the server's checks word them. */
 export function problems(s, f) {
   const out = [];
-  if (!Number.isInteger(s.seed) || s.seed < 0 || s.seed > f.settings.max_seed) {
-    out.push(`seed must be a whole number from 0 to ${int(f.settings.max_seed)}, not ${Number.isNaN(s.seed) || s.seed === null ? "empty" : s.seed}`);
+  const maxSeed = f.limits.MAX_LEARN_SEED;
+  if (!Number.isInteger(s.seed) || s.seed < 0 || s.seed > maxSeed) {
+    out.push(`seed must be a whole number from 0 to ${int(maxSeed)}, not ${Number.isNaN(s.seed) || s.seed === null ? "empty" : s.seed}`);
   }
   const choices = { init: f.settings.inits, learning_rate: Object.keys(f.settings.learning_rates), size: f.settings.sizes, positions: f.settings.positions };
   for (const [name, accepted] of Object.entries(choices)) {
@@ -317,7 +318,8 @@ export async function mount(root, ctx) {
   /** `prompt` continued by the last run's model (the seed picks the draws): resolves to its text, shown under the runs. */
   async function continueText(prompt, seed) {
     if (!prompt) throw new Error("The prompt is empty: type a few characters for your model to continue.");
-    if (prompt.length > t.max_prompt_chars) throw new Error(`The prompt is ${int(prompt.length)} characters long; the limit is ${t.max_prompt_chars}.`);
+    const maxChars = f.limits.MAX_LEARN_PROMPT_CHARS;
+    if (prompt.length > maxChars) throw new Error(`The prompt is ${int(prompt.length)} characters long; the limit is ${int(maxChars)}.`);
     const id = nextId++;
     const done = new Promise((resolve, reject) => continued.set(id, { resolve, reject }));
     worker.postMessage({ type: "continue", id, prompt, seed: Number.isInteger(seed) ? seed : 0 });

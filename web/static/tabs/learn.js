@@ -26,7 +26,7 @@ export async function mount(root, ctx) {
     size: radio("size", "Model size", f.settings.sizes, f.why.size),
     positions: radio("positions", "Positions", f.settings.positions, f.why.positions),
   };
-  const seed = el("input", { type: "number", id: "lrn-seed", min: 0, max: f.settings.max_seed, step: 1, value: d.seed });
+  const seed = el("input", { type: "number", id: "lrn-seed", min: 0, max: f.limits.MAX_LEARN_SEED, step: 1, value: d.seed });
   const start = el("button", { class: "pg-btn primary", type: "button", id: "lrn-start", disabled: true }, `Start (${d.steps.toLocaleString("en-US")} steps)`);
   const stop = el("button", { class: "pg-btn", type: "button", id: "lrn-stop", disabled: true }, "Stop");
   const error = el("div", { class: "pg-error", id: "lrn-start-error", role: "alert", hidden: true });
