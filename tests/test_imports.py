@@ -70,3 +70,19 @@ def test_a_circle_is_found_however_it_is_written(tmp_path):
     found = cycles(import_graph(tmp_path))
     # playground.tabs -> export.naming runs export/__init__, which reaches playground.tabs again.
     assert found == [["export", "export.build", "playground.tabs"], ["runtime.batching", "runtime.engine"]]
+
+
+def test_the_editions_commands_answer_by_their_first_names_too():
+    """``python -m export.static DIR`` and ``python -m export.space USER/SPACE`` (the names earlier
+    docs and scripts use) run deploy/'s modules, which nothing in export/ imports."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for name in ("static", "space"):
+        proc = subprocess.run([sys.executable, "-m", f"export.{name}", "--help"], cwd=root, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0 and f"usage: python -m deploy.{name}" in proc.stdout, proc.stdout + proc.stderr
+    graph = import_graph()
+    assert not any(t.startswith("deploy") for t in graph["export.static"] | graph["export.space"])
