@@ -614,11 +614,14 @@ def test_a_learner_who_leaves_frees_their_place(app_server):
     print(f"the visitor trained again {time.perf_counter() - t0:.1f} s after leaving a run")
 
 
+ALONE_AGAIN = (0, 2, 5, 7)  # the seeds trained again alone in the test's process: the first, the last, two between
+
+
 @pytest.mark.slow
 def test_eight_learners_at_eight_addresses_at_once(app_server, corpus):
     """8 learners call /learn(120, seed_i, "proper", 300) at once: all reach step 300, none is
-    refused or waits in line, each curve is its seed's curve trained alone within 1e-3 at every
-    step, and they train together: the slowest takes well under the 8x of one run after another
+    refused or waits in line, each curve of four of them (:data:`ALONE_AGAIN`) is its seed's curve
+    trained alone within 1e-3 at every step, and they train together: the slowest takes well under the 8x of one run after another
     (one such run alone measured here first; the ratio is printed, and docs/training.md has it
     measured by ``python -m playground.learn --learners 8``)."""
     url = app_server.url
@@ -646,6 +649,8 @@ def test_eight_learners_at_eight_addresses_at_once(app_server, corpus):
         last = updates[-1]
         assert last["status"] == "finished" and last["step"] == 300 and last["stop_reason"] == "steps", last
         assert not any(u["status"] == "waiting" for u in updates)
+        if i not in ALONE_AGAIN:
+            continue
         own = run(learn_run.settings(120, i, "proper", steps=300))  # the seed alone, in this process
         diffs = [abs(a[1] - b) for a, b in zip(last["losses"], curve(own))]
         assert len(diffs) == 300
