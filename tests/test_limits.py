@@ -186,3 +186,55 @@ def test_limits_reach_the_browser_by_one_route_with_their_own_names(monkeypatch)
     mount = generation.run_on_js(files)["mount"]
     config = json.loads(re.search(r"m\.mount\(element, (\{.*\})\)\)", mount).group(1))
     assert config["limits"] == shown
+
+
+def test_the_browsers_generation_checks_accept_and_refuse_what_the_servers_do_at_every_bound():
+    """Run on: this browser's settings check (web/app/settings_checks.js) fed limits.for_browser(),
+    under Node.js, and the server's (playground.generation.params.validate_params), on each
+    setting exactly at its bounds (accepted), one step past them (refused), and the prompt at its
+    length limit and one character over: the same verdict for every case."""
+    import json
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from playground.generation.params import DEFAULTS, validate_params
+    from playground.validation import InputError
+
+    L = limits.for_browser()
+    base = {"prompt": "Romeo", **{k: DEFAULTS[k] for k in ("max_new_tokens", "temperature", "top_k", "top_p", "seed")},
+            "num_samples": 1}
+    cases = [("prompt", "x" * L["MAX_PROMPT_CHARS"], True), ("prompt", "x" * (L["MAX_PROMPT_CHARS"] + 1), False)]
+    for name, lo, hi, step, open_low in [("max_new_tokens", L["MIN_NEW_TOKENS"], L["MAX_NEW_TOKENS"], 1, False),
+                                          ("temperature", L["MIN_TEMPERATURE"], L["MAX_TEMPERATURE"], 0.01, False),
+                                          ("top_k", L["MIN_TOP_K"], L["MAX_TOP_K"], 1, False),
+                                          ("top_p", L["MIN_TOP_P"], L["MAX_TOP_P"], 0.01, True),
+                                          ("seed", L["MIN_SEED"], L["MAX_SEED"], 1, False),
+                                          ("num_samples", L["MIN_SAMPLES"], L["MAX_SAMPLES"], 1, False)]:
+        cases += [(name, lo, not open_low), (name, hi, True), (name, lo - step if not open_low else lo, False),
+                  (name, hi + step, False)]
+        if open_low:
+            cases.append((name, lo + step, True))
+    settings = [{**base, name: value} for name, value, _ in cases]
+    script = ("import { settingsProblems } from './web/app/settings_checks.js';"
+              "const { L, settings } = JSON.parse(process.argv[1]);"
+              "console.log(JSON.stringify(settings.map((s) => settingsProblems(s, L))));")
+    node = shutil.which("node")
+    assert node, "node not found: the browser modules' tests need Node.js 20"
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([node, "--input-type=module", "-e", script, json.dumps({"L": L, "settings": settings})],
+                          cwd=root, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    browser = json.loads(proc.stdout)
+
+    def server_accepts(s: dict) -> bool:
+        try:
+            validate_params(**s, encode=lambda text: [1] * len(text), block_size=256, vocab_size=L["MAX_TOP_K"])
+        except InputError:
+            return False
+        return True
+
+    for (name, value, accepted), s, problems in zip(cases, settings, browser):
+        shown = value if name != "prompt" else f"{len(value)} characters"
+        assert server_accepts(s) is accepted, f"the server on {name} = {shown}"
+        assert (problems == []) is accepted, f"the browser on {name} = {shown}: {problems}"

@@ -11,6 +11,7 @@
 // Generate offers it at once (server_wait.js).
 
 import { el, hideProgress, panelBody, showError as showPanelError, showProgress as showPanelProgress } from "./panel.js";
+import { settingsProblems } from "./settings_checks.js";
 import { watchWait } from "./server_wait.js";
 
 const ROOT = new URL("../", import.meta.url); // this file is <root>/browser/run_on.js
@@ -139,24 +140,6 @@ function outputBox() {
   return box;
 }
 
-function problems(s, { oneToken = false } = {}) {
-  const L = config.limits; // playground/limits.py's names (limits.for_browser)
-  const out = [];
-  const number = (name, v, lo, hi, { whole = false, openLow = false } = {}) => {
-    const ok = typeof v === "number" && Number.isFinite(v) && (!whole || Number.isInteger(v)) && v <= hi && (openLow ? v > lo : v >= lo);
-    if (!ok) out.push(`${name} must be ${whole ? "a whole number" : "a number"} ${openLow ? `above ${lo} and up to` : `from ${lo} to`} ${hi}, not ${v === null || v === undefined ? "empty" : v}`);
-  };
-  if (typeof s.prompt !== "string" || !s.prompt.trim()) out.push("the prompt is empty: type some text for the model to continue");
-  else if (s.prompt.length > L.MAX_PROMPT_CHARS) out.push(`the prompt is ${s.prompt.length.toLocaleString("en-US")} characters long; the limit is ${L.MAX_PROMPT_CHARS.toLocaleString("en-US")}`);
-  if (!oneToken) number("max_new_tokens", s.max_new_tokens, L.MIN_NEW_TOKENS, L.MAX_NEW_TOKENS, { whole: true });
-  number("temperature", s.temperature, L.MIN_TEMPERATURE, L.MAX_TEMPERATURE);
-  number("top_k", s.top_k, L.MIN_TOP_K, L.MAX_TOP_K, { whole: true });
-  number("top_p", s.top_p, L.MIN_TOP_P, L.MAX_TOP_P, { openLow: true });
-  number("seed", s.seed, L.MIN_SEED, L.MAX_SEED, { whole: true });
-  if (!oneToken) number("num_samples", s.num_samples, L.MIN_SAMPLES, L.MAX_SAMPLES, { whole: true });
-  return out;
-}
-
 /**
  * Generate in this browser (`s.num_samples` samples, one after the other), the text streamed
  * into the tab's output; returns what the engine drew as JSON text for the tab's views ("" when
@@ -177,7 +160,7 @@ export async function next(s, cfg) {
 async function start(s, cfg, how) {
   config ??= cfg;
   if (running) return ""; // one at a time: a second click changes nothing
-  const wrong = problems(s, how);
+  const wrong = settingsProblems(s, config.limits, how);
   if (wrong.length) {
     const text = wrong.join("; ");
     showError(text.charAt(0).toUpperCase() + text.slice(1) + ".");
