@@ -28,6 +28,7 @@ from playground.ui import attention, common, embeddings, generation, model, posi
 from playground.ui import compare, inside, learn, links  # noqa: E402
 from playground.model_source import ModelSource, ModelSourceError, describe, resolve, shipped  # noqa: E402
 from playground import limits, resources  # noqa: E402
+from playground.compare import TRAINED, Comparison  # noqa: E402
 from playground.ui.startup import prepare_learn_in_background, prepare_model, warm_up_in_background  # noqa: E402
 
 TITLE = "GPT Playground"
@@ -49,12 +50,10 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
     of ``onnx_files``, which ``serving.launch_options`` must then be given too)."""
     source = source or shipped()
     browser = browser if browser is not None else serving.BrowserFiles.for_model(onnx_files)
-    from playground.compare import set_comparison
-
-    set_comparison(
+    comparison = Comparison(  # what the Compare tab sets beside the model
         None if compare_with is None else compare_with.weights_dir,
         None if compare_with is None else compare_with.name,
-        "trained model" if source.kind == "shipped" else source.name,
+        TRAINED if source.kind == "shipped" else source.name,
     )
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         gr.Markdown(HEADER, elem_id="pg-header")
@@ -76,7 +75,7 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
             with gr.Tab("7 · Model", id="model"):
                 link.tab("model", lambda: model.build(onnx_files, training_log=source.weights_dir / "training_log.json", browser=browser))
             with gr.Tab("8 · Compare", id="compare"):
-                link.tab("compare", lambda: compare.build(browser))
+                link.tab("compare", lambda: compare.build(browser, comparison))
             with gr.Tab("9 · Watch it learn", id="learn"):
                 link.tab("learn", lambda: learn.build(browser))
         link.wire(demo, tabs)  # a page opened from a link (/?tab=inside&text=...&layer=2) opens on that tab, so set

@@ -61,9 +61,11 @@ def actions() -> list[Action]:
     from playground.generation.params import EXAMPLE_PROMPTS as PROMPTS
     from playground.resources import get_model
     from .bench_inside import text_of
+    from playground.compare import Comparison
     from playground.ui import attention, compare, embeddings, generation, inside, positional, tokenization
 
     cfg = get_model().config
+    comparing = compare.Handlers(Comparison())  # the app's default: the model beside its untrained start
     fresh = itertools.count()  # Inside keeps its last passes: each run a new text, as a learner typing
     long_text = ("Romeo.\nBut soft! what light through yonder window breaks?\n" * 400)[: limits.MAX_TEXT_CHARS]
     return [
@@ -83,9 +85,9 @@ def actions() -> list[Action]:
         Action("Text generation", "Next token (one step)",
                lambda: generation.ui_next_token(PROMPTS[0], 0.8, 50, 0.95, 42)),
         Action("Compare", "next tokens, both models",
-               lambda: compare.ui_compare_next_token(compare.PROMPT)),
+               lambda: comparing.ui_compare_next_token(compare.PROMPT)),
         Action("Compare", "attention, both models",
-               lambda: compare.ui_compare_attention(compare.SENTENCE, cfg.n_layer - 1, 0)),
+               lambda: comparing.ui_compare_attention(compare.SENTENCE, cfg.n_layer - 1, 0)),
     ]
 
 

@@ -44,9 +44,7 @@ __all__ = [
     "EXAMPLE_PROMPT",
     "EXAMPLE_WORD",
     "EXAMPLE_SENTENCE",
-    "set_comparison",
-    "comparison_model",
-    "labels",
+    "Comparison",
     "untrained_like",
     "NextToken",
     "next_token",
@@ -66,28 +64,8 @@ EXAMPLE_PROMPT = "Romeo.\nWhat say you to"  # in the corpus's style (see generat
 EXAMPLE_WORD = "king"
 EXAMPLE_SENTENCE = "The king is dead, long live the king"
 
-_compare_dir: Path | None = None
-_compare_label: str | None = None
-_shown_label = TRAINED
-# The second side, loaded on first use. One model at a time: choosing another folder lets the
-# old one go rather than keeping every model ever compared in memory.
-_other: Memo[tuple[Path | None, str | None], tuple[str, GPT]] = Memo(size=1)
-
-
-def set_comparison(weights_dir: str | Path | None, label: str | None = None, shown_label: str | None = None) -> None:
-    """Compare with the model folder ``weights_dir`` (config.json + model.safetensors), named
-    ``label`` on the page; None: the untrained initialisation of the model shown (named
-    ``shown_label``)."""
-    global _compare_dir, _compare_label, _shown_label
-    with _other.lock:
-        _compare_dir = None if weights_dir is None else Path(weights_dir)
-        _compare_label = label
-        _shown_label = shown_label or TRAINED
-        _other.clear()  # even the same folder is read again: its files may have been rewritten
-
-
 # The untrained start of the model shown, drawn once: a pure function of (config, seed), kept apart
-# from the second side's cache, which set_comparison clears (a folder may have been rewritten).
+# from each comparison's second side (a folder may have been rewritten between two comparisons).
 _untrained: Memo[tuple[tuple[tuple[str, Any], ...], int], GPT] = Memo(size=1)
 
 
@@ -100,28 +78,44 @@ def untrained_like(model: GPT, seed: int = INIT_SEED) -> GPT:
     return _untrained.get((tuple(asdict(config).items()), seed), lambda key: drawn_gpt(config, seed))
 
 
-def _load_other(key: tuple[Path | None, str | None]) -> tuple[str, GPT]:
-    folder, label = key
-    if folder is None:
-        return UNTRAINED, untrained_like(get_model())
-    from model import load_pretrained
+class Comparison:
+    """The two sides the Compare tab sets beside each other: the model shown (the app's shared
+    model), named ``shown_label``, and the model folder ``weights_dir`` (config.json +
+    model.safetensors), named ``label`` (default: the folder's name); None: the untrained
+    initialisation of the model shown. The app makes one (``--compare DIR``) and hands it to the
+    tab; the second side is read from its folder once, on first use, and kept while the
+    comparison lives (a new Comparison reads the folder again: its files may have been rewritten)."""
 
-    return label or folder.name, load_pretrained(folder)
+    def __init__(self, weights_dir: str | Path | None = None, label: str | None = None, shown_label: str | None = None):
+        self.weights_dir = None if weights_dir is None else Path(weights_dir)
+        self.label = label
+        self.shown_label = shown_label or TRAINED
+        self._other: Memo[Path | None, tuple[str, GPT]] = Memo(size=1)
+
+    def _load_other(self, folder: Path | None) -> tuple[str, GPT]:
+        if folder is None:
+            return UNTRAINED, untrained_like(get_model())
+        from model import load_pretrained
+
+        return self.label or folder.name, load_pretrained(folder)
+
+    def other(self) -> tuple[str, GPT]:
+        """(label, model) of the second side, loaded once."""
+        return self._other.get(self.weights_dir, self._load_other)
+
+    def sides(self) -> list[tuple[str, GPT]]:
+        """(label, model) of the model shown, then of the second side."""
+        return [(self.shown_label, get_model()), self.other()]
+
+    def labels(self) -> tuple[str, str]:
+        """The names of the two sides, as the page shows them."""
+        return self.shown_label, self.other()[0]
 
 
-def comparison_model() -> tuple[str, GPT]:
-    """(label, model) of the second side, loaded once."""
-    with _other.lock:  # the folder and its label are read together with what was loaded for them
-        return _other.get((_compare_dir, _compare_label), _load_other)
-
-
-def _sides() -> list[tuple[str, GPT]]:
-    return [(_shown_label, get_model()), comparison_model()]
-
-
-def labels() -> tuple[str, str]:
-    """The names of the two sides, as the page shows them."""
-    return _shown_label, comparison_model()[0]
+def _sides(comparison: Comparison | None) -> list[tuple[str, GPT]]:
+    """The sides of ``comparison``; None: the model shown beside its untrained initialisation
+    (drawn once for every such comparison, so a fresh one costs nothing)."""
+    return (comparison or Comparison()).sides()
 
 
 # --- next-token candidates ---------------------------------------------------------------------
@@ -161,26 +155,27 @@ def next_token(prompt: Any, model: GPT, label: str, top_k: int = TOP_K) -> NextT
     return NextToken(label, ids, step, loss, entropy)
 
 
-def compare_next_token(prompt: Any, top_k: Any = TOP_K) -> list[NextToken]:
-    """Both models' next-token candidates (web/views/compare.js charts them on one log-scale axis)."""
+def compare_next_token(prompt: Any, top_k: Any = TOP_K, comparison: Comparison | None = None) -> list[NextToken]:
+    """Both models' next-token candidates (web/views/compare.js charts them on one log-scale axis);
+    ``comparison``: which two (None: the model shown beside its untrained initialisation), as below."""
     top_k = validate_int(top_k, name="top_k", minimum=1, maximum=limits.MAX_NEIGHBOURS)
-    return [next_token(prompt, model, label, top_k) for label, model in _sides()]
+    return [next_token(prompt, model, label, top_k) for label, model in _sides(comparison)]
 
 
 # --- nearest neighbours and attention, through the other tabs' functions -----------------------
 
 
-def compare_neighbours(word: Any, top_k: Any = NEIGHBOURS_K) -> list[tuple[str, ArithmeticResult]]:
+def compare_neighbours(word: Any, top_k: Any = NEIGHBOURS_K, comparison: Comparison | None = None) -> list[tuple[str, ArithmeticResult]]:
     """The nearest tokens of ``word`` (or any expression of the Embeddings tab) in each model's
     embedding table."""
-    return [(label, embedding_arithmetic(word, top_k, model=model)) for label, model in _sides()]
+    return [(label, embedding_arithmetic(word, top_k, model=model)) for label, model in _sides(comparison)]
 
 
-def compare_attention(text: Any, layer: Any = 0, head: Any = 0) -> list[tuple[str, AttentionResult]]:
+def compare_attention(text: Any, layer: Any = 0, head: Any = 0, comparison: Comparison | None = None) -> list[tuple[str, AttentionResult]]:
     """Each model's attention on ``text`` at ``layer``/``head``, clamped to each model's size (a
     compared model may have fewer layers or heads)."""
     out = []
-    for label, model in _sides():
+    for label, model in _sides(comparison):
         cfg = model.config
         lay = validate_int(layer, name="layer", minimum=0, maximum=limits.MAX_COMPARE_INDEX)
         hd = validate_int(head, name="head", minimum=0, maximum=limits.MAX_COMPARE_INDEX)
@@ -189,24 +184,24 @@ def compare_attention(text: Any, layer: Any = 0, head: Any = 0) -> list[tuple[st
     return out
 
 
-def opening_head(text: Any) -> SalientHead:
+def opening_head(text: Any, comparison: Comparison | None = None) -> SalientHead:
     """The shown model's clearest head on ``text`` (:func:`.attention.salient_head`): where the
     page opens, so that the first view shows a pattern training made (layer 0, head 0 of a
     trained model is a blur much like the untrained one's)."""
-    r = attention(text, 0, 0, model=_sides()[0][1], step_through=False)
+    r = attention(text, 0, 0, model=_sides(comparison)[0][1], step_through=False)
     return salient_head(r.weights, r.ids)
 
 
-def compare_all(prompt: Any, word: Any, sentence: Any) -> dict[str, Any]:
+def compare_all(prompt: Any, word: Any, sentence: Any, comparison: Comparison | None = None) -> dict[str, Any]:
     """The three comparisons as JSON (the ``/compare`` endpoint): for each model, the prompt's
     top next tokens and loss, the word's nearest tokens, the sentence's attention (layer 0, head
     0, and the mean over layer 0's heads)."""
-    tokens = compare_next_token(prompt)
+    tokens = compare_next_token(prompt, comparison=comparison)
     try:
-        neighbours = compare_neighbours(word)
+        neighbours = compare_neighbours(word, comparison=comparison)
     except InputError as err:
         raise InputError(f"word: {err}") from None
-    atts = compare_attention(sentence)
+    atts = compare_attention(sentence, comparison=comparison)
     models = []
     for t, (_, n), (_, a) in zip(tokens, neighbours, atts):
         models.append(

@@ -61,17 +61,19 @@ def attention_data(sentence: str, sides: list[tuple[str, AttentionResult]]) -> d
 
 
 def compare_data(prompt: Any = cmp.EXAMPLE_PROMPT, word: Any = cmp.EXAMPLE_WORD, sentence: Any = cmp.EXAMPLE_SENTENCE,
-                 layer: Any = None, head: Any = None) -> dict[str, Any]:
-    """The three comparisons as the tab shows them: attention at ``layer`` and ``head``, each by
-    default where the tab opens (the shown model's clearest head on the tab's own sentence,
+                 layer: Any = None, head: Any = None, comparison: cmp.Comparison | None = None) -> dict[str, Any]:
+    """The three comparisons of ``comparison`` (default: the model shown beside its untrained
+    initialisation) as the tab shows them: attention at ``layer`` and ``head``, each by default
+    where the tab opens (the shown model's clearest head on the tab's own sentence,
     :func:`compare.opening_head`, whatever the sentence compared)."""
+    comparison = comparison or cmp.Comparison()
     if layer is None or head is None:
-        opening = cmp.opening_head(cmp.EXAMPLE_SENTENCE)
+        opening = cmp.opening_head(cmp.EXAMPLE_SENTENCE, comparison)
         layer = opening.layer if layer is None else layer
         head = opening.head if head is None else head
     return {
-        "labels": list(cmp.labels()),
-        "next": next_data(prompt, cmp.compare_next_token(prompt)),
-        "neighbours": neighbours_data(word, cmp.compare_neighbours(word)),
-        "attention": attention_data(sentence, cmp.compare_attention(sentence, layer, head)),
+        "labels": list(comparison.labels()),
+        "next": next_data(prompt, cmp.compare_next_token(prompt, comparison=comparison)),
+        "neighbours": neighbours_data(word, cmp.compare_neighbours(word, comparison=comparison)),
+        "attention": attention_data(sentence, cmp.compare_attention(sentence, layer, head, comparison)),
     }

@@ -100,6 +100,30 @@ def shipped_onnx() -> dict[str, Path]:
     return ensure_onnx()
 
 
+@pytest.fixture(scope="session")
+def built_app(shipped_onnx):
+    """The app's page as ``python app.py`` builds it (``app.build_app``), not launched: built once
+    for every test that reads its tabs or calls its events' functions in-process."""
+    import app
+
+    return app.build_app(shipped_onnx)
+
+
+@pytest.fixture(scope="session")
+def wired(built_app) -> dict:
+    """{handler: the function the page really calls for it} (its inline_errors or user_errors
+    wrapper, around the result store's where the handler reads or keeps a result, found through
+    ``__wrapped__`` in the built app's events). A handler that is a method of a tab's object
+    (e.g. ``generation.Generations.ui_generate``) is found by its class's function."""
+    import inspect
+
+    def handler(fn):
+        fn = inspect.unwrap(fn)
+        return getattr(fn, "__func__", fn)
+
+    return {handler(fn.fn): fn.fn for fn in built_app.fns.values() if fn.fn is not None}
+
+
 # The session's launched app and the last test that uses it: the app (over 1 GB) is stopped after
 # that test rather than at the session's end, so later tests' memory does not add to it.
 _APP: dict = {}

@@ -18,13 +18,6 @@ PROMPT = "ROMEO: What say you to"
 LN_V = math.log(50257)
 
 
-@pytest.fixture(autouse=True)
-def _default_comparison():
-    cmp.set_comparison(None)
-    yield
-    cmp.set_comparison(None)
-
-
 def test_untrained_initialisation_scores_about_ln_vocab():
     trained, untrained = cmp.compare_next_token(PROMPT)
     assert untrained.label == cmp.UNTRAINED
@@ -115,9 +108,9 @@ def test_compare_with_another_folder_clamps_layers_and_heads(tmp_path):
     torch.manual_seed(3)
     small = GPT(GPTConfig(block_size=32, n_layer=1, n_head=2, d_model=32)).eval()
     save_pretrained(small, tmp_path)
-    cmp.set_comparison(tmp_path, "tiny", "shipped")
-    assert cmp.labels() == ("shipped", "tiny")
-    (_, a), (_, b) = cmp.compare_attention("hello everyone there", 3, 3)
+    tiny = cmp.Comparison(tmp_path, "tiny", "shipped")
+    assert tiny.labels() == ("shipped", "tiny")
+    (_, a), (_, b) = cmp.compare_attention("hello everyone there", 3, 3, tiny)
     assert (a.layer, a.head) == (3, 3) and (b.layer, b.head) == (0, 1)  # clamped to the small model
 
 
@@ -131,17 +124,17 @@ def test_choosing_another_comparison_lets_the_old_model_go(tmp_path):
     for n_layer in (1, 2):
         torch.manual_seed(n_layer)
         save_pretrained(GPT(GPTConfig(block_size=32, n_layer=n_layer, n_head=2, d_model=32)).eval(), tmp_path / str(n_layer))
-    cmp.set_comparison(tmp_path / "1", "one")
-    first = cmp.comparison_model()[1]
-    assert cmp.comparison_model()[1] is first and first.config.n_layer == 1  # loaded once
-    cmp.set_comparison(tmp_path / "1", "one")
-    assert cmp.comparison_model()[1] is not first  # the same folder is read again: it may have been rewritten
-    cmp.set_comparison(tmp_path / "2", "two")
-    assert cmp.labels()[1] == "two" and cmp.comparison_model()[1].config.n_layer == 2
+    one = cmp.Comparison(tmp_path / "1", "one")
+    first = one.other()[1]
+    assert one.other()[1] is first and first.config.n_layer == 1  # loaded once
+    assert cmp.Comparison(tmp_path / "1", "one").other()[1] is not first  # a new comparison reads the folder again
+    two = cmp.Comparison(tmp_path / "2", "two")
+    assert two.labels()[1] == "two" and two.other()[1].config.n_layer == 2
+    assert [t.label for t in cmp.compare_next_token(PROMPT, comparison=two)] == [cmp.TRAINED, "two"]
     gone = weakref.ref(first)
-    del first
+    del first, one
     gc.collect()
-    assert gone() is None and len(cmp._other) == 1  # nothing keeps an earlier comparison alive
+    assert gone() is None  # nothing outside a comparison keeps its model alive
 
 
 def test_compare_all_is_json_ready():
@@ -155,3 +148,30 @@ def test_compare_all_is_json_ready():
 def test_bad_input_says_which(args, fragment):
     with pytest.raises(InputError, match=fragment):
         cmp.compare_all(*args)
+
+
+def test_each_app_compares_what_it_was_given(tmp_path):
+    """``build_app(..., compare_with=...)`` hands its comparison to its own Compare tab: an app and
+    a tab built after it in one process (as a test suite or a notebook does) each answer
+    ``/compare`` with their own second side, the later one leaving the earlier one's as it was."""
+    import gradio as gr
+
+    import app
+    from export import ensure_onnx
+    from model import save_pretrained
+    from model.gpt import GPT, GPTConfig
+    from playground.model_source import resolve
+    from playground.ui import compare
+
+    torch.manual_seed(5)
+    save_pretrained(GPT(GPTConfig(block_size=32, n_layer=1, n_head=2, d_model=32)).eval(), tmp_path / "tiny")
+    beside_tiny = app.build_app(ensure_onnx(), compare_with=resolve(tmp_path / "tiny"))
+    with gr.Blocks() as beside_untrained:
+        compare.build()
+
+    def compared(demo) -> list[str]:
+        api = next(fn.fn for fn in demo.fns.values() if fn.api_name == "compare")
+        return [m["model"] for m in api(PROMPT, "king", "hello everyone there")["models"]]
+
+    assert compared(beside_untrained) == [cmp.TRAINED, cmp.UNTRAINED]
+    assert compared(beside_tiny) == [cmp.TRAINED, "tiny"]

@@ -218,14 +218,11 @@ def test_lessons_json_has_every_tab_rendered():
 
 
 @pytest.fixture(scope="module")
-def app_tabs(shipped_onnx) -> dict:
+def app_tabs(built_app) -> dict:
     """{tab id: its gr.Tab} of the app's own page."""
     import gradio as gr
 
-    import app
-
-    demo = app.build_app(shipped_onnx)
-    return {b.id: b for b in demo.blocks.values() if isinstance(b, gr.Tab)}
+    return {b.id: b for b in built_app.blocks.values() if isinstance(b, gr.Tab)}
 
 
 def test_the_app_shows_the_lessons(app_tabs):

@@ -52,7 +52,6 @@ def page(static_server):
 @pytest.fixture(scope="module")
 def app():
     """What the app's Compare computes for the same settings (PyTorch, its untrained start)."""
-    cmp.set_comparison(None)
     return compare_data(TEXT, WORD, cmp.EXAMPLE_SENTENCE)
 
 

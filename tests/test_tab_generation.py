@@ -158,8 +158,9 @@ def test_closing_the_stream_stops_generation(engine):
 
 
 def test_the_stop_button_shows_the_tokens_so_far_and_says_stopped(engine):
-    from playground.ui.generation import ui_stopped
+    from playground.ui.generation import Generations
 
+    ui_stopped = Generations().ui_stopped
     stream = streaming.run(streaming.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
     for state in stream:
         if state.new_tokens >= 4:
@@ -179,8 +180,9 @@ def test_the_stop_button_answers_after_the_stream_closed(engine):
     it, so no update of the stream can arrive after the view and overwrite it."""
     import threading
 
-    from playground.ui.generation import ui_stopped
+    from playground.ui.generation import Generations
 
+    ui_stopped = Generations().ui_stopped
     stream = streaming.run(streaming.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
     for state in stream:
         if state.new_tokens >= 2:
@@ -467,31 +469,19 @@ def test_the_live_chart_and_a_picked_step_use_the_precision_chosen(engine):
 # --- the page's own events, through the wiring the page uses ------------------------------------
 
 
-@pytest.fixture(scope="module")
-def wired(engine) -> dict:
-    """{handler: the function the page really calls for it} (tests/test_ui_handlers.py)."""
-    import inspect
-
-    import app
-    from export import ensure_onnx
-
-    demo = app.build_app(ensure_onnx())
-    return {inspect.unwrap(fn.fn): fn.fn for fn in demo.fns.values() if fn.fn is not None}
-
-
 def test_the_page_streams_text_and_stats_only_then_fills_the_chart_once(wired):
     """Generate's streamed updates carry the text, the stats and the result key (written once),
     nothing else; the event the page runs after it draws the chart of the last step and the
     pickers from that key."""
-    from playground.ui.generation import ui_generate, ui_generated
+    from playground.ui.generation import Generations
 
-    updates = list(wired[ui_generate]("ROMEO:", 12, 0.8, 50, 0.95, 3, 1, "full", None, None))
+    updates = list(wired[Generations.ui_generate]("ROMEO:", 12, 0.8, 50, 0.95, 3, 1, "full", None, None))
     assert all(len(u) == 4 and u[-1] == "" for u in updates)  # text, stats, key, the error slot (empty)
     keys = [u[2] for u in updates]
     assert isinstance(keys[0], int) and all(k == keys[0] or k == {"__type__": "update"} for k in keys[1:])
     final_html, final_stats = updates[-1][:2]
     assert "**12** new tokens" in final_stats and final_html.count('class="gen-tok"') == 12
-    slider, radio, chart, caption, history, speeds = wired[ui_generated](keys[0])
+    slider, radio, chart, caption, history, speeds = wired[Generations.ui_generated](keys[0])
     assert chart.layout.title.text.startswith("Step 12:") and slider["value"] == 12 and history == ""
     assert "full precision **" in speeds  # the speed of the generation just run
 

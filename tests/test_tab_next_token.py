@@ -290,18 +290,6 @@ def test_the_candidates_chart_has_the_look_of_every_chart():
         assert ours[key] == reference[key], key
 
 
-@pytest.fixture(scope="module")
-def wired(engine) -> dict:
-    """{handler: the function the page really calls for it} (tests/test_ui_handlers.py)."""
-    import inspect
-
-    import app
-    from export import ensure_onnx
-
-    demo = app.build_app(ensure_onnx())
-    return {inspect.unwrap(fn.fn): fn.fn for fn in demo.fns.values() if fn.fn is not None}
-
-
 def test_next_token_keeps_the_earlier_steps_newest_first_and_bounded(wired, monkeypatch):
     """Each "Next token" click through the page's own wiring (the session's result key carried
     from click to click): the steps so far stay listed under the chart, newest first, each with

@@ -120,7 +120,7 @@ def test_the_pages_and_the_apis_generations_reach_the_loop_as_their_visitors(mon
     token = LocalContext.request.set(gr.Request(request=HttpRequest(scope)))
     try:
         list(generation.api_generate("Hello", 4, 0.8, 40, 0.9, 1))
-        list(generation.ui_generate("Hello", 4, 0.8, 40, 0.9, 1, 1, "full"))
+        list(generation.Generations().ui_generate("Hello", 4, 0.8, 40, 0.9, 1, 1, "full"))
     finally:
         LocalContext.request.reset(token)
     assert seen == ["10.1.2.3", "10.1.2.3"]

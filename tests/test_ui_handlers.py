@@ -26,27 +26,15 @@ CASES = [
     (positional.ui_positional, (21, 10, 10000, "2, 4"), "even"),
     (positional.ui_positional, (20, 10, 10000, "2, x"), "not a whole number"),
     (positional.ui_positional, (20, 10, float("nan"), "2"), "base"),
-    (generation.ui_generate, ("ROMEO:", 10, -1.0, 50, 0.95, 1, 1), "temperature"),
-    (generation.ui_generate, ("ROMEO:", 10, 0.8, 50, 0.95, 1, 9), "num_samples must be from 1 to 4"),
-    (generation.ui_generate, ("", 10, 0.8, 50, 0.95, 1, 1), "prompt is empty"),
+    (generation.Generations.ui_generate, ("ROMEO:", 10, -1.0, 50, 0.95, 1, 1), "temperature"),
+    (generation.Generations.ui_generate, ("ROMEO:", 10, 0.8, 50, 0.95, 1, 9), "num_samples must be from 1 to 4"),
+    (generation.Generations.ui_generate, ("", 10, 0.8, 50, 0.95, 1, 1), "prompt is empty"),
     (attention.ui_attention, ("hello", 99, 0), "layer must be from 0 to 5"),
     (attention.ui_attention, ("hello", 0, 0.5), "whole number"),
     (learn.ui_learn, (-1, "proper", "good", "tiny", "learned", None), "seed must be"),
     (learn.ui_learn, (0, "hot", "good", "tiny", "learned", None), "init must be one of"),
     (learn.ui_continue, ("ROMEO:", 0, None), "no trained model yet"),
 ]
-
-
-@pytest.fixture(scope="module")
-def wired(shipped_onnx) -> dict:
-    """{handler: the function the page really calls for it} (its inline_errors or user_errors
-    wrapper, around the result store's where the handler reads or keeps a result, found through
-    ``__wrapped__`` in the built app's events). Built on the shipped ONNX files: the generation
-    handler's checks need the engine's context."""
-    import app
-
-    demo = app.build_app(shipped_onnx)
-    return {inspect.unwrap(fn.fn): fn.fn for fn in demo.fns.values() if fn.fn is not None}
 
 
 def _message(fn, args) -> str:
@@ -73,15 +61,12 @@ def test_ui_handler_answers_bad_input_with_a_message(wired, handler, args, says)
     assert "Traceback" not in shown
 
 
-def test_every_ui_event_goes_through_user_errors(shipped_onnx):
+def test_every_ui_event_goes_through_user_errors(built_app):
     """So no handler can show a stack trace: each event's function is a ``user_errors`` wrapper
     (functools.wraps leaves ``__wrapped__``), except Gradio's own (gr.Examples filling a box) and
     the Model tab's lookup in a fixed dict."""
-    import app
-
-    demo = app.build_app(shipped_onnx)
     unwrapped = [
-        fn.name for fn in demo.fns.values()
+        fn.name for fn in built_app.fns.values()
         if fn.fn is not None and not hasattr(fn.fn, "__wrapped__") and fn.fn.__module__.split(".")[0] != "gradio" and fn.fn.__module__ != "playground.ui.model"
     ]
     assert not unwrapped, unwrapped

@@ -67,9 +67,6 @@ def api_attention(text: str, layer: int, head: int) -> dict:
     return att.attention(text, layer, head).to_dict()
 
 
-# The step-through stages the stage picker reads back (~1 MB a text), the most recent 32.
-RESULTS = ResultStore()
-
 # The tokens' boxes are drawn inside their edges: the list scrolls, and a scrolling box clips what
 # overflows it, so an outline drawn outside lost its left side (a query, flush with the list's left
 # edge) and the first and last tokens' top and bottom. The chosen rule last: a hovered chosen token
@@ -195,6 +192,7 @@ watch('value', draw);
 def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     """The tab's content; its figures are drawn when ``tab`` is first opened (out of the first page load)."""
     cfg = get_model().config
+    results = ResultStore()  # the step-through stages the stage picker reads back (~1 MB a text), the most recent 32
     note(LESSON.intro)
     # The page opens on the example's clearest head, found from the model's weights (layer 0,
     # head 0 is nearly uniform: a pale square that taught nothing; heads that look at the first
@@ -229,13 +227,13 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     )
     stage_md = gr.Markdown(elem_id="att-stage-md")
     stage_fig = gr.Plot(label="Stage", show_label=False, elem_id="att-stage-fig")
-    stages = RESULTS.state(first[4])  # the example's, pinned: every new session starts from them
+    stages = results.state(first[4])  # the example's, pinned: every new session starts from them
     on_tab_open(tab, lambda: (first[5], first[0], first[1], first[2], first[3], first_md, first_fig),
                 [info, lines, head_fig, mean_fig, heads_fig, stage_md, stage_fig], concurrency_id=LIGHT)
     next_tab(LESSON.next_sentence, LESSON.next_tab)
 
     show_stage = dict(
-        RESULTS.through(
+        results.through(
             user_errors(ui_stage), inputs=[stages, stage_pick], outputs=[stage_md, stage_fig], state=stages, read="stages",
         )._asdict(),
         api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
@@ -244,7 +242,7 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     # (common.JS turns that Enter into the same "release").
     on_input(
         [run.click, text.submit, layer.release, head.release],
-        *RESULTS.through(
+        *results.through(
             ui_attention, inputs=[text, layer, head, stages], outputs=[lines, head_fig, mean_fig, heads_fig, stages, info],
             state=stages,
         ),

@@ -51,8 +51,6 @@ UI_CROWD = 4
 API_EVERY_S = 0.25
 STOP_WAIT_S = 5.0  # the most the Stop button waits for the stopped stream to close
 STOP_GRACE_S = 1.0  # ... and for a generation clicked just before it to begin
-# The generations the token and step pickers read back (~5 MB for 4 x 512 tokens), the most recent 32.
-RESULTS = ResultStore()
 
 
 class Stop(threading.Event):
@@ -108,9 +106,6 @@ class RunningGenerations:
     def get(self, session: str | None) -> Running | None:
         with self._lock:
             return self._running.get(session) if session else None
-
-
-RUNNING = RunningGenerations()
 
 
 def ui_every_s(running: int) -> float:
@@ -229,43 +224,6 @@ def run_on_info(browser: BrowserFiles) -> str:
         "on this device with onnxruntime-web, whatever the server's load: Generate, Next token, several samples and "
         "every step's candidates (the server only draws the chart from the browser's numbers). Full precision is the server's."
     )
-
-
-def ui_generate(
-    prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, precision, request: gr.Request | None = None,
-):
-    """The Generate button: the text and the stats streamed (at most every UI_EVERY_S), then,
-    once, the chart of the last step and the pickers. The session's result key is written with
-    the first update (the state is then filled in place)."""
-    session = _session(request)
-    running = RUNNING.begin(session)  # first: a Stop from here on reaches it
-    skip = gr.skip()
-    try:
-        params = streaming.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, _precision(precision))
-        state = streaming.new_state(params)
-        state.stop_requested = running.stop
-        running.state = state
-        last_ui, first = 0.0, True
-        for state in streaming.run(params, state=state, visitor=current_visitor()):
-            now = time.perf_counter()
-            if state.finished:
-                SPEEDS.record(params.precision, state)
-                yield views.tokens_html(state), views.stats_markdown(state), state
-            elif first or now - last_ui >= ui_every_s(len(RUNNING)):
-                last_ui = now
-                yield views.tokens_html(state), views.stats_markdown(state), state if first else skip
-                first = False
-    finally:
-        RUNNING.end(session, running)
-
-
-def ui_generated(state: GenerationState | None):
-    """After a generation (the Generate event's own follow-up): the step pickers, the chart of
-    its last step, no "Next token" history, and the speeds note, built once."""
-    if state is None or not state.finished:
-        return (gr.skip(),) * 6
-    slider, radio = _picker_updates(state)
-    return slider, radio, *_chart(state, 0, 10**9), "", SPEEDS.markdown()
 
 
 def _browser_state(result: Any) -> GenerationState | None:
@@ -416,44 +374,86 @@ class Speeds:
         )
 
 
-SPEEDS = Speeds()
+class Generations:
+    """The page's generations in one app: those running now, by session (what its Stop reaches),
+    and the last speed in each precision (the note beside the choice). Made by :func:`build`, one
+    per page built: nothing of it is the module's."""
+
+    def __init__(self) -> None:
+        self.running = RunningGenerations()
+        self.speeds = Speeds()
+
+    def ui_generate(
+        self, prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, precision, request: gr.Request | None = None,
+    ):
+        """The Generate button: the text and the stats streamed (at most every UI_EVERY_S), then,
+        once, the chart of the last step and the pickers. The session's result key is written with
+        the first update (the state is then filled in place)."""
+        session = _session(request)
+        running = self.running.begin(session)  # first: a Stop from here on reaches it
+        skip = gr.skip()
+        try:
+            params = streaming.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, _precision(precision))
+            state = streaming.new_state(params)
+            state.stop_requested = running.stop
+            running.state = state
+            last_ui, first = 0.0, True
+            for state in streaming.run(params, state=state, visitor=current_visitor()):
+                now = time.perf_counter()
+                if state.finished:
+                    self.speeds.record(params.precision, state)
+                    yield views.tokens_html(state), views.stats_markdown(state), state
+                elif first or now - last_ui >= ui_every_s(len(self.running)):
+                    last_ui = now
+                    yield views.tokens_html(state), views.stats_markdown(state), state if first else skip
+                    first = False
+        finally:
+            self.running.end(session, running)
 
 
-def ui_stopped(state: GenerationState | None, request: gr.Request | None = None):
-    """The Stop button: the session's running generation is told to stop (it ends within
-    runtime.batching.STOP_POLL_S, even before its first token), then the page shows every token
-    generated up to there and that the user stopped it. A generation that already ended keeps
-    its own stop reason.
+    def ui_generated(self, state: GenerationState | None):
+        """After a generation (the Generate event's own follow-up): the step pickers, the chart of
+        its last step, no "Next token" history, and the speeds note, built once."""
+        if state is None or not state.finished:
+            return (gr.skip(),) * 6
+        slider, radio = _picker_updates(state)
+        return slider, radio, *_chart(state, 0, 10**9), "", self.speeds.markdown()
 
-    A Stop clicked a moment after Generate can arrive before the generation's handler began:
-    it waits up to STOP_GRACE_S for one to begin. It then waits for the stream to close: updates
-    the stream sent before that could otherwise reach the page after this answer and overwrite it."""
-    session = _session(request)
-    running = RUNNING.get(session)
-    if running is None and session:
-        deadline = time.monotonic() + STOP_GRACE_S
-        while running is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-            running = RUNNING.get(session)
-    if running is not None:
-        running.stop.set()  # before its state exists, too: the state takes this very signal
-        deadline = time.monotonic() + STOP_WAIT_S
-        while running.state is None and not running.ended.is_set() and time.monotonic() < deadline:
-            time.sleep(0.01)  # its settings are being checked: a moment
-        state = running.state
-    # A generation that ended by itself says so in its own final update (a stopped one ends only
-    # after its stream closed, which the wait below covers).
-    if state is None or (state.finished and not state.stop_requested.is_set()):
-        return gr.skip(), gr.skip()
-    state.stop_requested.set()
-    state.stream_closed.wait(timeout=STOP_WAIT_S)
-    # A snapshot: the stream may still be appending its last step, and the text and the stats
-    # must count the same tokens. Unfinished samples' reason is "stopped"; a sample that ended by
-    # itself meanwhile keeps its own (Gradio's cancel may have kept the stream's final update off
-    # the page, so this answer is the one the page shows).
-    steps, reasons = [list(s) for s in state.steps], list(state.stop_reasons)
-    stopped = dataclasses.replace(state, steps=steps, stop_reasons=reasons, notices=list(state.notices), finished=True)
-    return views.tokens_html(stopped), views.stats_markdown(stopped)
+    def ui_stopped(self, state: GenerationState | None, request: gr.Request | None = None):
+        """The Stop button: the session's running generation is told to stop (it ends within
+        runtime.batching.STOP_POLL_S, even before its first token), then the page shows every token
+        generated up to there and that the user stopped it. A generation that already ended keeps
+        its own stop reason.
+
+        A Stop clicked a moment after Generate can arrive before the generation's handler began:
+        it waits up to STOP_GRACE_S for one to begin. It then waits for the stream to close: updates
+        the stream sent before that could otherwise reach the page after this answer and overwrite it."""
+        session = _session(request)
+        running = self.running.get(session)
+        if running is None and session:
+            deadline = time.monotonic() + STOP_GRACE_S
+            while running is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+                running = self.running.get(session)
+        if running is not None:
+            running.stop.set()  # before its state exists, too: the state takes this very signal
+            deadline = time.monotonic() + STOP_WAIT_S
+            while running.state is None and not running.ended.is_set() and time.monotonic() < deadline:
+                time.sleep(0.01)  # its settings are being checked: a moment
+            state = running.state
+        # A generation that ended by itself says so in its own final update (a stopped one ends only
+        # after its stream closed, which the wait below covers).
+        if state is None or (state.finished and not state.stop_requested.is_set()):
+            return gr.skip(), gr.skip()
+        state.stop_requested.set()
+        state.stream_closed.wait(timeout=STOP_WAIT_S)
+        # A snapshot: the stream may still be appending its last step, and the text and the stats
+        # must count the same tokens. Unfinished samples' reason is "stopped"; a sample that ended by
+        # itself meanwhile keeps its own (Gradio's cancel may have kept the stream's final update off
+        # the page, so this answer is the one the page shows).
+        steps, reasons = [list(s) for s in state.steps], list(state.stop_reasons)
+        stopped = dataclasses.replace(state, steps=steps, stop_reasons=reasons, notices=list(state.notices), finished=True)
+        return views.tokens_html(stopped), views.stats_markdown(stopped)
 
 
 def api_generate(
@@ -485,6 +485,9 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
     this browser" loads (without them the choice is off and says why)."""
     d = DEFAULTS
     browser = browser if browser is not None else BrowserFiles(problem="Run on this browser is not set up in this app.")
+    gen = Generations()
+    # The generations the token and step pickers read back (~5 MB for 4 x 512 tokens), the most recent 32.
+    results = ResultStore()
     js = run_on_js(browser) if browser.available else None
     note(LESSON.intro)
     with gr.Row(equal_height=False, elem_classes=SECTION):
@@ -540,7 +543,7 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
             )
             if js:  # in place of the choice while this browser runs the model (page.css)
                 note(BROWSER_PRECISION, elem_id="gen-precision-browser")
-            speeds = note(SPEEDS.markdown(), elem_id="gen-speeds", result=True)
+            speeds = note(gen.speeds.markdown(), elem_id="gen-speeds", result=True)
             note(LESSON.notes["precision"], elem_id="gen-precision-info")
             live_error = error_slot("gen-live-error")
             live = gr.Plot(label="Next token at these settings", show_label=False, elem_id="gen-live", elem_classes=RESULT)
@@ -572,7 +575,7 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
             caption = note(elem_id="gen-caption", result=True)
             history = gr.HTML("", elem_id="gen-history", elem_classes=RESULT)
     next_tab(LESSON.next_sentence, LESSON.next_tab)
-    state = RESULTS.state()
+    state = results.state()
 
     # What Generate streams (few outputs: each update is cheap, see UI_EVERY_S), and what is
     # filled once a generation has ended; Next token fills both at once.
@@ -580,8 +583,8 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
     ended = [step_pick, sample_pick, chart, caption, history, speeds]
     event = on_input(
         run.click,
-        *RESULTS.through(
-            ui_generate, inputs=[prompt, max_new, temperature, top_k, top_p, seed, samples, precision, state],
+        *results.through(
+            gen.ui_generate, inputs=[prompt, max_new, temperature, top_k, top_p, seed, samples, precision, state],
             outputs=streamed, state=state,
         ),
         error=error,
@@ -590,12 +593,12 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
         show_progress="minimal",
     )
     event.then(
-        *RESULTS.through(user_errors(ui_generated), inputs=[state], outputs=ended, state=state, read="state"),
+        *results.through(user_errors(gen.ui_generated), inputs=[state], outputs=ended, state=state, read="state"),
         api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     on_input(
         step_btn.click,
-        *RESULTS.through(
+        *results.through(
             ui_next_token, inputs=[prompt, temperature, top_k, top_p, seed, precision, state], outputs=[prompt, *streamed, *ended],
             state=state, read="previous",
         ),
@@ -614,18 +617,18 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
     replay.click(None, None, None, js=REPLAY_JS)
     stop.click(None, cancels=[event], api_visibility="private")
     stop.click(
-        *RESULTS.through(user_errors(ui_stopped), inputs=[state], outputs=[output, stats], state=state, read="state"),
+        *results.through(user_errors(gen.ui_stopped), inputs=[state], outputs=[output, stats], state=state, read="state"),
         api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     for trigger in (step_pick.release, sample_pick.change):
         trigger(
-            *RESULTS.through(
+            *results.through(
                 user_errors(_chart), inputs=[state, sample_pick, step_pick], outputs=[chart, caption], state=state, read="state",
             ),
             api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
         )
     output.click(
-        *RESULTS.through(
+        *results.through(
             user_errors(ui_pick_token), inputs=[state], outputs=[step_pick, sample_pick, chart, caption], state=state, read="state",
         ),
         api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
@@ -639,7 +642,7 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
             None, inputs=[prompt, max_new, temperature, top_k, top_p, seed, samples], outputs=[drawn], js=js["generate"],
             api_visibility="private", queue=False, show_progress="hidden",
         ).then(
-            *RESULTS.through(user_errors(ui_browser_generated), inputs=[drawn, state],
+            *results.through(user_errors(ui_browser_generated), inputs=[drawn, state],
                              outputs=[output, state, step_pick, sample_pick, chart, caption, history], state=state),
             api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
         )
@@ -647,7 +650,7 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
             None, inputs=[prompt, temperature, top_k, top_p, seed], outputs=[drawn], js=js["next"],
             api_visibility="private", queue=False, show_progress="hidden",
         ).then(
-            *RESULTS.through(user_errors(ui_browser_next), inputs=[drawn, state],
+            *results.through(user_errors(ui_browser_next), inputs=[drawn, state],
                              outputs=[prompt, output, state, step_pick, sample_pick, chart, caption, history], state=state,
                              read="previous"),
             api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",

@@ -43,9 +43,6 @@ UI_EVERY_S = 0.5  # page updates while a run trains
 API_EVERY_S = 1.0
 STOP_WAIT_S = 5.0  # the most the Stop view waits for the run to end
 MAX_HISTORY = 8  # earlier runs a page keeps (their curves and table rows, not their models)
-# The runs the Stop view, the table, the grey curves and "Continue with your model" read back (a
-# run holds the model it trained: ~3 MB at the "small" size), the most recent 32.
-RESULTS = ResultStore()
 
 PROMPT = "Romeo.\n"  # a speaker as the training text writes one: the run has seen this layout
 
@@ -216,6 +213,9 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
     browser" loads (without them the server trains and the choice says why)."""
     threading.Thread(target=_warm_references, name="learn-references", daemon=True).start()
     d = LearnSettings()
+    # The runs the Stop view, the table, the grey curves and "Continue with your model" read back (a
+    # run holds the model it trained: ~3 MB at the "small" size), the most recent 32.
+    results = ResultStore()
     js = learn_on_js(browser) if browser is not None and browser.available and browser.learn_code else None
     note(learn_view.intro_words("in this browser or on this server's CPU", "half a minute on the server"))
     with gr.Row(equal_height=False, elem_classes=SECTION):
@@ -273,16 +273,16 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
                 try_error = error_slot("learn-try-error")
                 try_output = gr.HTML("", elem_id="learn-try-out", elem_classes=RESULT)
     note(learn_view.READING_WORDS)
-    state = RESULTS.state()
+    state = results.state()
     # The reference lines, drawn before Start once computed (a second or two after the app starts).
     lines_timer = gr.Timer(0.5)
     lines_timer.tick(
-        *RESULTS.through(user_errors(ui_reference_lines), inputs=[state], outputs=[chart, lines_timer], state=state, read="state"),
+        *results.through(user_errors(ui_reference_lines), inputs=[state], outputs=[chart, lines_timer], state=state, read="state"),
         api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     event = on_input(
         start.click,
-        *RESULTS.through(
+        *results.through(
             ui_learn, inputs=[seed, init, lr, size, positions, state], outputs=[status, stats, chart, samples, runs, start, state],
             state=state, read="previous",
         ),
@@ -291,13 +291,13 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
     # As in Text generation: the cancel first, then the view of the run as it stopped.
     stop.click(None, cancels=[event], api_visibility="private")
     stop.click(
-        *RESULTS.through(
+        *results.through(
             user_errors(ui_stopped), inputs=[state], outputs=[status, stats, chart, samples, runs, start], state=state, read="state",
         ),
         api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
     )
     on_input(
-        try_button.click, *RESULTS.through(ui_continue, inputs=[prompt, seed, state], outputs=[try_output], state=state, read="state"),
+        try_button.click, *results.through(ui_continue, inputs=[prompt, seed, state], outputs=[try_output], state=state, read="state"),
         error=try_error,
         concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, show_progress="minimal",
     )
