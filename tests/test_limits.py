@@ -238,3 +238,57 @@ def test_the_browsers_generation_checks_accept_and_refuse_what_the_servers_do_at
         shown = value if name != "prompt" else f"{len(value)} characters"
         assert server_accepts(s) is accepted, f"the server on {name} = {shown}"
         assert (problems == []) is accepted, f"the browser on {name} = {shown}: {problems}"
+
+
+def test_the_browsers_watch_it_learn_checks_accept_and_refuse_what_the_servers_do_at_every_bound():
+    """Watch it learn's checks in the browser (web/views/learn.js: ``problems`` on a run's settings,
+    ``promptProblem`` on "Continue with your model"'s prompt), fed learn.json's limits and choices,
+    under Node.js, and the server's (playground.learn.run.settings, and continue_text's text check):
+    the seed at 0 and at its limit accepted, one past either refused; the prompt at its length limit
+    accepted and one over refused, counted in code points as Python counts them (an emoji is one
+    character); a whitespace-only prompt refused by both."""
+    import json
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from playground.learn import run
+    from playground.validation import InputError, validate_text
+
+    L = limits.for_browser()
+    f = {"limits": L, "settings": {"inits": list(run.INITS), "learning_rates": run.LEARNING_RATES, "sizes": list(run.SIZES),
+                                   "positions": list(run.POSITIONS)}}
+    base = {"seed": 0, "init": run.INITS[0], "learning_rate": next(iter(run.LEARNING_RATES)), "size": next(iter(run.SIZES)),
+            "positions": run.POSITIONS[0]}
+    seeds = [0, L["MAX_LEARN_SEED"], -1, L["MAX_LEARN_SEED"] + 1]
+    n = L["MAX_LEARN_PROMPT_CHARS"]
+    prompts = ["x" * n, "x" * (n + 1), "x" * (n // 2) + "\N{GRINNING FACE}" * (n - n // 2),
+               "x" * (n // 2) + "\N{GRINNING FACE}" * (n - n // 2 + 1), "  \n\t "]
+    script = ("import { problems, promptProblem } from './web/views/learn.js';"
+              "const { f, settings, prompts } = JSON.parse(process.argv[1]);"
+              "console.log(JSON.stringify({ settings: settings.map((s) => problems(s, f)),"
+              " prompts: prompts.map((p) => promptProblem(p, f)) }));")
+    node = shutil.which("node")
+    assert node, "node not found: the browser modules' tests need Node.js 20"
+    root = Path(__file__).resolve().parent.parent
+    settings = [{**base, "seed": seed} for seed in seeds]
+    proc = subprocess.run([node, "--input-type=module", "-e", script, json.dumps({"f": f, "settings": settings, "prompts": prompts})],
+                          cwd=root, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    browser = json.loads(proc.stdout)
+
+    def accepts(check, *args) -> bool:
+        try:
+            check(*args)
+        except InputError:
+            return False
+        return True
+
+    for seed, problems in zip(seeds, browser["settings"]):
+        server = accepts(lambda s: run.settings(seed=s, **{k: v for k, v in base.items() if k != "seed"}), seed)
+        assert (problems == []) is server, f"seed {seed}: the server {'accepts' if server else 'refuses'}, the browser says {problems}"
+    assert [accepts(lambda s: run.settings(seed=s), s) for s in seeds] == [True, True, False, False]
+    for prompt, problem in zip(prompts, browser["prompts"]):
+        server = accepts(lambda p: validate_text(p, name="prompt", max_chars=run.MAX_PROMPT_CHARS), prompt)
+        assert (problem is None) is server, f"a prompt of {len(prompt)} characters: the browser says {problem}"
+    assert [p is None for p in browser["prompts"]] == [True, False, True, False, False]

@@ -133,6 +133,18 @@ export function problems(s, f) {
 }
 
 /**
+ * The problem with a prompt for "Continue with your model", as the server's check words it
+ * (validate_text: empty, or longer than MAX_LEARN_PROMPT_CHARS counted in code points as Python
+ * counts them, an emoji one character), or null; the worker then checks its characters.
+ */
+export function promptProblem(prompt, f) {
+  if (typeof prompt !== "string" || !prompt.trim()) return "The prompt is empty: type a few characters for your model to continue.";
+  const maxChars = f.limits.MAX_LEARN_PROMPT_CHARS;
+  const length = [...prompt].length;
+  return length > maxChars ? `The prompt is ${int(length)} characters long; the limit is ${int(maxChars)}.` : null;
+}
+
+/**
  * Draws the outputs into `root` and opens the worker; returns {start(settings), stop(),
  * continueText(prompt, seed), state()}. start() and continueText() throw an Error whose message
  * says what was wrong (the page shows it beside its button).
@@ -317,9 +329,8 @@ export async function mount(root, ctx) {
 
   /** `prompt` continued by the last run's model (the seed picks the draws): resolves to its text, shown under the runs. */
   async function continueText(prompt, seed) {
-    if (!prompt) throw new Error("The prompt is empty: type a few characters for your model to continue.");
-    const maxChars = f.limits.MAX_LEARN_PROMPT_CHARS;
-    if (prompt.length > maxChars) throw new Error(`The prompt is ${int(prompt.length)} characters long; the limit is ${int(maxChars)}.`);
+    const problem = promptProblem(prompt, f);
+    if (problem) throw new Error(problem);
     const id = nextId++;
     const done = new Promise((resolve, reject) => continued.set(id, { resolve, reject }));
     worker.postMessage({ type: "continue", id, prompt, seed: Number.isInteger(seed) ? seed : 0 });
