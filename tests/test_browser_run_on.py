@@ -372,6 +372,39 @@ BUTTONS = ["Generate", "Next token", "Stop", "Replay slowly"]
 SEED, SAMPLED = 42, dict(temperature=0.8, top_k=50, top_p=0.95)
 
 
+@pytest.mark.browser
+def test_a_page_whose_paints_are_dear_paints_less_often(chromium, app_server):
+    """The page adds the tokens drawn since its last paint every 100 ms, and where a paint costs
+    more (a slow phone, the app's large page), PAINT_SHARE (6) times what the last one took, at most
+    a second (web/app/paint.js): here each addition to the text is made to cost 150 ms (an observer
+    that holds the page), so additions come about a second apart, where every 100 ms would be about
+    250 ms; the text is still whole."""
+    with generation_tab(chromium, app_server) as page:
+        run_on(page, "this browser")
+        page.wait_for_selector("#gen-browser [data-ready=true]", state="attached", timeout=180_000)
+        page.locator("#gen-prompt textarea").fill(PROMPT)
+        set_number(page, "gen-temp", 0)
+        set_number(page, "gen-max", 160)
+        page.evaluate("""() => {
+          window.pgAdds = [];
+          const dear = new MutationObserver((records) => {
+            const added = records.some((r) => r.target.classList && r.target.classList.contains('gen-completion') && r.addedNodes.length);
+            if (!added) return;
+            window.pgAdds.push(performance.now());
+            const t = performance.now();
+            while (performance.now() - t < 150) {}  // the paint's cost, made dear
+          });
+          dear.observe(document.querySelector('#gen-output'), { childList: true, subtree: true });
+          window.pgDear = dear;
+        }""")
+        generate_here(page)
+        adds = page.evaluate("() => { window.pgDear.disconnect(); return window.pgAdds; }")
+        gaps = [b - a for a, b in zip(adds[:-2], adds[1:-1])]  # the last addition, at the end, may come sooner
+        assert len(adds) >= 3 and gaps and min(gaps) >= 450, f"{len(adds)} additions, gaps {[round(g) for g in gaps]} ms"
+        assert len(shown_ids(page)) == 160
+        assert not page.errors, page.errors
+
+
 def visible_buttons(page) -> list[str]:
     """The texts of the Generate row's buttons a learner sees, in reading order (top to bottom,
     left to right)."""

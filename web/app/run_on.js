@@ -11,18 +11,15 @@
 // Generate offers it at once (server_wait.js).
 
 import { el, hideProgress, panelBody, showError as showPanelError, showProgress as showPanelProgress } from "./panel.js";
+import { PAINT_MS, nextPaintAfter } from "./paint.js";
 import { settingsProblems } from "./settings_checks.js";
 import { watchWait } from "./server_wait.js";
 
 const ROOT = new URL("../", import.meta.url); // this file is <root>/browser/run_on.js
 const at = (path) => new URL(path, ROOT).href;
 
-// The page is given back to the browser (to paint, to take a click on Stop) every PAINT_MS, and
-// the tokens drawn meanwhile join the page in one piece then: a paint and its layout cost more
-// than a token at this model's size, so painting at the frame rate (33 ms) held the page to a
-// fraction of the engine's speed alone (docs/browser.md). Ten paints a second still show the
-// text growing. A message, not setTimeout(0), which browsers clamp and throttle.
-const PAINT_MS = 100;
+// When the page paints while it generates: web/app/paint.js. A message, not setTimeout(0), which
+// browsers clamp and throttle, gives the page back.
 const STATS_EVERY_MS = 100; // the stats line is a layout: a few times a second is enough
 const channel = new MessageChannel();
 const waiting = [];
@@ -222,6 +219,7 @@ async function run(s, signal, { oneToken = false } = {}) {
   let last = null;
   let statsAt = 0;
   let yieldedAt = performance.now();
+  let paintEvery = PAINT_MS;
   for (let k = 0; k < n; k++) {
     const settings = generationSettings({ ...s, seed, sample: k, n_candidates: 10 });
     const steps = [];
@@ -247,15 +245,19 @@ async function run(s, signal, { oneToken = false } = {}) {
         pending.append(span);
       }
       const now = performance.now();
-      if (step.finished || now - yieldedAt > PAINT_MS) completions[k].append(pending);
-      if (step.finished || now - statsAt > STATS_EVERY_MS) {
+      const paint = now - yieldedAt > paintEvery;
+      if (step.finished || paint) completions[k].append(pending);
+      if (step.finished || (paint && now - statsAt > STATS_EVERY_MS)) {
         showStats(step, notices, { sample: k, samples: n, done: step.finished && k === n - 1 });
         box.scrollTop = box.scrollHeight;
         statsAt = now;
       }
-      if (now - yieldedAt > PAINT_MS) {
+      if (paint) {
         await yieldToPage();
         yieldedAt = performance.now();
+        // what the page was given back for: the tokens' append and stats, the observers and the
+        // browser's rendering of them (measured up to the loop's return, never past it)
+        paintEvery = nextPaintAfter(yieldedAt - now);
       }
     }
     completions[k].append(pending); // what a stopped generation drew after its last paint

@@ -83,7 +83,7 @@ LEARN_FILES_MISSING = ("Run on this browser needs Watch it learn's browser files
 LEARN_PREPARING = ("Watch it learn's browser files (the step graphs and the training text) are being written by the "
                    "server (a few seconds; minutes on a first start, which builds the graphs)")
 LEARN_FACTS = f"{PREFIX}learn/learn.json"
-PAGE_IMPORTS = ("server_wait.js", "panel.js", "settings_checks.js")  # what run_on.js imports from beside it
+PAGE_IMPORTS = ("server_wait.js", "panel.js", "settings_checks.js", "paint.js")  # what run_on.js imports from beside it
 LEARN_IMPORTS = ("panel.js",)  # what learn_on.js imports from beside it
 ORT_FILES = vendor.ORT_FILES
 # The Hub folder's browser-sized model, and what the engine reads beside it.
