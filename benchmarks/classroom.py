@@ -27,7 +27,7 @@ at once, the rest told to try again), so a remote class measures one visitor's s
 class. ``--abuse``, ``--siege`` and ``--soak`` run against loopback only.
 
 Bounded in count (at most 200 learners, 60 abusive requests, 250 siege addresses) and time
-(every action at most ``--timeout`` seconds, a siege ``--siege-for`` seconds). tests/test_classroom.py
+(every action at most ``--timeout`` seconds, a siege ``--siege-for`` seconds). tests/serving/test_classroom.py
 runs its bars.
 """
 

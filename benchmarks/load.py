@@ -15,7 +15,7 @@ generations and heavy passes at once (serving/admission.py): the app it launches
 shares raised (:data:`LOAD_ENV`); against a running app (``--url``), start it with the same
 environment. ``python -m benchmarks.classroom`` is the class of distinct visitors.
 
-``tests/test_load.py`` runs the same thing (marked slow) against an app launched so. A "busy"
+``tests/serving/test_load.py`` runs the same thing (marked slow) against an app launched so. A "busy"
 answer (Gradio's full queue: gradio_client's QueueError "Queue is full! Please try again.") is a
 documented outcome, counted apart; anything else that fails is a failure.
 """

@@ -11,7 +11,7 @@ running: every pytest the command starts, however deep (CI's script runs two), l
 as a plugin (``PYTEST_PLUGINS``) that notes each test's start. Linux only: it reads /proc.
 
     python -m benchmarks.peak_memory                                  # the default test run
-    python -m benchmarks.peak_memory --timeline mem.csv -- python -m pytest tests/test_app_api.py
+    python -m benchmarks.peak_memory --timeline mem.csv -- python -m pytest tests/serving/test_app_api.py
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ printable strings and the ordered list of merges. Both come from the ranks:
   leaves of its bytes (as transformers' ``TikTokenConverter`` recovers them), and merges apply
   in rank order.
 
-The result tokenizes exactly as tiktoken does (tests/test_hf_tokenizer.py checks long, varied
+The result tokenizes exactly as tiktoken does (tests/export/test_hf_tokenizer.py checks long, varied
 text). Needs only the standard library and tiktoken: the app's requirements have no transformers.
 """
 

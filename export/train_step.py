@@ -19,7 +19,7 @@ The graph's interface (``step_names``): inputs each parameter by its ``named_par
 cross-entropy before the update, as ``train_step`` returns it), ``grad_norm`` (before clipping),
 then ``new.<name>``, ``new.m.<name>``, ``new.v.<name>``: fed back as the next step's inputs.
 Shapes are fixed (the tab's batch of 16 x 64 characters and the vocabulary's size).
-tests/test_train_step.py runs it against ``train_step``.
+tests/export/test_train_step.py runs it against ``train_step``.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def cpu_has_native_bf16() -> bool:
     autocast to bfloat16 runs several times slower than float32 (see docs/training.md).
 
     torch has no public query for this: the two private checks of ``torch.cpu`` are read here
-    only, and tests/test_train.py fails if they move."""
+    only, and tests/model/test_train.py fails if they move."""
     checks = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
     return any(check() for check in checks if check is not None)
 

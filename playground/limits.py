@@ -8,7 +8,7 @@ connections, downloads, Watch it learn's runs). Those an operator may change nam
 environment variable beside them, and are read once, at import, by :func:`env_int` or
 :func:`env_float`: a value that is not a number in the accepted range keeps the default, with a
 warning naming the variable. No other module reads the environment for a limit
-(tests/test_limits.py holds that).
+(tests/lessons/test_limits.py holds that).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Draw ``j`` of a stream is a pure function of ``(seed, stream, lane, j)``: no sta
 one draw to the next, so the i-th token of a seeded generation, the i-th batch of a training run or
 the k-th weight of an initialisation is the same number whichever engine asks, in whatever order.
 Both implementations are checked against the generator's published known-answer vectors
-(Random123's ``tests/kat_vectors``) and against each other (``tests/test_draws.py``).
+(Random123's ``tests/kat_vectors``) and against each other (``tests/runtime/test_draws.py``).
 
 The specification:
 
@@ -27,7 +27,7 @@ import numpy as np
 __all__ = ["SAMPLING", "INIT", "BATCHES", "SAMPLES", "STREAMS", "philox4x32", "uniform", "normal", "integers"]
 
 # The streams: one per use, so two uses of one seed never share numbers. web/engine/draws.js has
-# the same table (tests/test_draws.py holds them equal).
+# the same table (tests/runtime/test_draws.py holds them equal).
 SAMPLING = 1  # the tokens of a seeded generation: uniform i draws token i
 INIT = 2  # a model's initial weights: lane = the parameter's index
 BATCHES = 3  # a training run's batches: lane = the step

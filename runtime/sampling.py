@@ -7,7 +7,7 @@ draws.SAMPLING, 1, start=i, lane=sample)`` (sample 0 of several is the generatio
 
 The rest of this module is the fast path the decoding loop runs (:func:`choose_rows`): it sorts
 no more of the vocabulary than the cut and the draw need, and is tested against :func:`sample`
-(``tests/test_sampling.py``) on real logits, ties and near ties, at the top-k and top-p boundaries.
+(``tests/runtime/test_sampling.py``) on real logits, ties and near ties, at the top-k and top-p boundaries.
 Both work in float64; they may part only where a uniform or p falls within the rounding of a sum
 (about 1e-16 of it) from a boundary between two tokens.
 """

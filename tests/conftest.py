@@ -144,7 +144,7 @@ def app_server(request, tmp_path_factory):
     from benchmarks.app_server import launch
 
     # Every test is one visitor (127.0.0.1) that downloads the browser files dozens of times: the
-    # byte budget per visitor is tested in-process (tests/test_byte_budget.py), not here.
+    # byte budget per visitor is tested in-process (tests/serving/test_byte_budget.py), not here.
     server = launch(tmp_path_factory.mktemp("app") / "app.log",
                     extra_env={"PLAYGROUND_FILE_MB_PER_MINUTE": "100000", "PLAYGROUND_FILE_DOWNLOADS_PER_VISITOR": "64"})
     users = [item.nodeid for item in request.session.items if "app_server" in item.fixturenames]

@@ -5,8 +5,8 @@ against a PyTorch forward pass (playground.inside.forward_pass) on the weights t
 ``shown(page)`` returns the numbers; ``check_against(numbers, fp, ...)`` compares them stage by
 stage with ``fp``, the reference; ``compare_editions(a, b, ...)`` holds two pages' numbers together
 (the app's, PyTorch on the fp32 weights, beside the static edition's, onnxruntime-web on the 8-bit
-ones). Tolerances are the callers'. Used by tests/test_browser_inside.py, tests/test_static_inside.py
-and tests/test_inside_editions.py."""
+ones). Tolerances are the callers'. Used by tests/browser/test_browser_inside.py, tests/browser/test_static_inside.py
+and tests/browser/test_inside_editions.py."""
 
 from __future__ import annotations
 

@@ -82,7 +82,7 @@ def candidates_figure(step: GeneratedStep | None, *, settings: SamplingSettings 
         xaxis={**axis, "title": {"text": axis["title"]}},  # the title as plotly writes it, not its shorthand
         yaxis={**_TOKEN_AXIS, "categoryarray": labels},
     )
-    # Plotly's JSON as plotly itself writes it (tests/test_tab_next_token.py compares), without
+    # Plotly's JSON as plotly itself writes it (tests/lessons/test_tab_next_token.py compares), without
     # its validating setters: many learners' generations end together, each drawing this chart.
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 

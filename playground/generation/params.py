@@ -33,7 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "num_samples": 1,
 }
 
-# In the corpus's own style (tests/test_prompts.py checks them against the training text): the
+# In the corpus's own style (tests/lessons/test_prompts.py checks them against the training text): the
 # speaker's name as the edition writes it, a full stop, alone on its line, then the speech. A
 # "ROMEO:" the model never saw costs it ~2 nats on the next words and starts it on blank space.
 EXAMPLE_PROMPTS: list[str] = [

@@ -5,7 +5,7 @@ forward and backward passes run as one batched computation (``torch.func.functio
 The math is :func:`model.train.train_step`'s, reused where it lives: each model's learning rate
 (``lr_at``) and its batch (:func:`.batches.batch`, the rule the browser shares), the loss (``lm_loss``), ``clip_grad_norm_`` and its own
 ``torch.optim.AdamW``. Only the forward and backward passes are batched, so each model's settings
-(seed, learning rate, init, step) stay its own. tests/test_learn.py checks the step
+(seed, learning rate, init, step) stay its own. tests/lessons/test_learn.py checks the step
 against ``train_step``.
 """
 

@@ -29,7 +29,7 @@ It was written against :data:`TESTED_GRADIO` (requirements.txt pins it, README.m
 ``sdk_version`` too). :func:`check` runs at start-up: if any name or signature used here has moved
 (:func:`moved`), the app refuses to start and names them: each patch would otherwise fail in the
 middle of a request, or silently stop bounding memory on a public server. On another version whose
-shapes still match, it starts and warns once, naming both versions. tests/test_gradio_internals.py
+shapes still match, it starts and warns once, naming both versions. tests/serving/test_gradio_internals.py
 fails when any of them changes; to move to a new Gradio, run it and the memory and abuse tests
 (test_abuse, test_security, test_resources, test_orphaned_work, test_public_load), then update
 :data:`TESTED_GRADIO` with the pin.
@@ -737,13 +737,13 @@ def check(demo: gr.Blocks) -> None:
             f"(playground/ui/gradio_internals.py), and Gradio {gr.__version__} moved them:\n  - "
             + "\n  - ".join(problems)
             + f"\nInstall gradio=={TESTED_GRADIO} (requirements.txt), or port gradio_internals.py to this version "
-            "(tests/test_gradio_internals.py shows what moved)."
+            "(tests/serving/test_gradio_internals.py shows what moved)."
         )
     if gr.__version__ != TESTED_GRADIO:
         log.warning(
             "Gradio %s: GPT Playground's serving was tested with Gradio %s (playground/ui/gradio_internals.py); the "
             "internals it uses still have the same shape, so it starts, but its memory and abuse bounds are untested "
-            "here: run tests/test_gradio_internals.py and the abuse tests, or install gradio==%s",
+            "here: run tests/serving/test_gradio_internals.py and the abuse tests, or install gradio==%s",
             gr.__version__, TESTED_GRADIO, TESTED_GRADIO,
         )
 

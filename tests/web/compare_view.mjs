@@ -1,4 +1,4 @@
-// Answers tests/test_compare_view.py: Compare's view's own numbers and sentences
+// Answers tests/browser/test_compare_view.py: Compare's view's own numbers and sentences
 // (web/views/compare.js, pure functions) for the requests on stdin.
 import { readFileSync } from "node:fs";
 import { headSpread, headSummary, lossSummary, percent, sharedAxis, uniformSpread } from "../../web/views/compare.js";

@@ -1,4 +1,4 @@
-// Answers tests/test_draws.py: the browser's generator (web/engine/draws.js) on the cases it is
+// Answers tests/runtime/test_draws.py: the browser's generator (web/engine/draws.js) on the cases it is
 // sent, as JSON on stdout.
 import { readFileSync } from "node:fs";
 import { STREAMS, integers, normal, philox4x32, uniform } from "../../web/engine/draws.js";

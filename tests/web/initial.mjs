@@ -1,4 +1,4 @@
-// Answers tests/test_initial.py: the browser's initial weights (web/engine/init.js) for a spec and
+// Answers tests/model/test_initial.py: the browser's initial weights (web/engine/init.js) for a spec and
 // seed, each parameter as little-endian float32 bytes in base64.
 import { readFileSync } from "node:fs";
 import { initialWeights } from "../../web/engine/init.js";

@@ -1,4 +1,4 @@
-// Answers tests/test_web_learn.py: what the browser's Watch it learn draws (web/engine/learn.js)
+// Answers tests/browser/test_web_learn.py: what the browser's Watch it learn draws (web/engine/learn.js)
 // for a request {data, batches: [{seed, step, rows, block}], weights: [{spec, seed, init, skew}],
 // lr: [{step, lr, warmup}], entropy: {logits, targets, V}}: each batch's starts, inputs and
 // targets, each start's weights as little-endian float32 bytes in base64, the learning rates and

@@ -1,4 +1,4 @@
-// Runs web/engine/sampling.js (with web/engine/draws.js) under Node.js for tests/test_web_sampling.py.
+// Runs web/engine/sampling.js (with web/engine/draws.js) under Node.js for tests/browser/test_web_sampling.py.
 //
 //   node tests/web/sampling.mjs request.json > answer.json
 //

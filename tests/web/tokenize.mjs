@@ -1,4 +1,4 @@
-// Runs web/engine/tokenizer.js under Node.js for tests/test_web_tokenizer.py.
+// Runs web/engine/tokenizer.js under Node.js for tests/browser/test_web_tokenizer.py.
 //
 //   node tests/web/tokenize.mjs path/to/tokenizer.json < request.json
 //

@@ -1,7 +1,7 @@
 // Text generation's settings checked in the browser before "Run on: this browser" runs anything,
 // against the server's limits by their own names (`L`: playground/limits.py's for_browser(), the
 // page's config): each problem a sentence, as the server's checks word it (an empty list: none).
-// A module of its own, so that tests/test_limits.py holds it against the server's check at every
+// A module of its own, so that tests/lessons/test_limits.py holds it against the server's check at every
 // bound.
 
 /** Problems with settings `s` (the API's names; `oneToken`: Next token, which draws one). */

@@ -2,7 +2,7 @@
 // generator, specified in runtime/draws.py and written here line for line. Draw j of a stream is
 // a pure function of (seed, stream, lane, j), so the i-th token of a seeded generation, the i-th
 // batch of a training run or the k-th initial weight is the same number in both engines.
-// Checked against Random123's known-answer vectors and against the Python (tests/test_draws.py).
+// Checked against Random123's known-answer vectors and against the Python (tests/runtime/test_draws.py).
 
 export const STREAMS = { sampling: 1, init: 2, batches: 3, samples: 4 };
 

@@ -32,7 +32,7 @@ the environment of :func:`before_queue`); what it has not goes through
 tested with. Below HTTP, connections are bounded by :mod:`playground.ui.serving.connections`.
 
 app.py calls :func:`before_queue`, ``demo.queue(...)``, :func:`harden`, then
-``demo.launch(**launch_options(demo))``; tests/test_abuse.py, test_security.py,
+``demo.launch(**launch_options(demo))``; tests/serving/test_abuse.py, test_security.py,
 test_orphaned_work.py and test_public_load.py check the behaviour on launched apps.
 """
 

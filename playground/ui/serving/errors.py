@@ -4,7 +4,7 @@ Gradio's own message, and the log as one line (:func:`explain_errors`).
 
 Left alone, Gradio answers most of them ``{"error": null}`` and prints each with its traceback
 straight to stderr, past the log's rate limit (playground/ui/serving/connections.py): a flood of malformed
-requests grew the log by a traceback each (the soak test of tests/test_abuse.py checks the log
+requests grew the log by a traceback each (the soak test of tests/serving/test_abuse.py checks the log
 has none). The app's handlers answer with their own ``gr.Error`` (common.user_errors): those pass
 as they are. Extra arguments are ignored, as Gradio does.
 """

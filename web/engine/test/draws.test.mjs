@@ -1,6 +1,6 @@
 // web/engine/draws.js on its own edges: slices of a stream, the seed's 32 bits, the limits of
 // every argument. (The published vectors and the agreement with runtime/draws.py are
-// tests/test_draws.py's.)
+// tests/runtime/test_draws.py's.)
 import assert from "node:assert/strict";
 import { test } from "node:test";
 

@@ -1,7 +1,7 @@
 // web/engine/tokenizer.js on a vocabulary small enough to work out by hand: the order of its
 // merges (lowest rank first, the leftmost among equals) on both of its merge paths, short pieces
 // and long ones (a heap past LONG_PIECE bytes), special tokens, and the bytes behind each id.
-// (The same ids as tiktoken on GPT-2's own vocabulary: tests/test_web_tokenizer.py.)
+// (The same ids as tiktoken on GPT-2's own vocabulary: tests/browser/test_web_tokenizer.py.)
 import assert from "node:assert/strict";
 import { test } from "node:test";
 

@@ -1,7 +1,7 @@
 // web/static/links.js at its edges: every kind of parameter at the ends of its range and one step
 // past them, the parameters a link may carry that are no tab's, and a link written by linkTo read
 // back by parseQuery. The specs are site.json's shape (deploy/static.py's link_params); the app's
-// own reading of the same links is tests/test_links.py's, and both together tests/test_static_links.py's.
+// own reading of the same links is tests/lessons/test_links.py's, and both together tests/browser/test_static_links.py's.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 

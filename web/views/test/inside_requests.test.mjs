@@ -1,7 +1,7 @@
 // web/views/inside.js's requests for a token's rows, on their own: one at a time, the latest wish
 // sent when the answer comes, nothing asked ahead while a token is awaited, and a request that
 // is never answered asked again after a while. (What the view draws is checked in Chromium, by
-// tests/test_browser_inside.py and the static edition's tests.) The view runs on a stand-in
+// tests/browser/test_browser_inside.py and the static edition's tests.) The view runs on a stand-in
 // element: the pending branch of its draw touches nothing else.
 import assert from "node:assert/strict";
 import { test } from "node:test";
