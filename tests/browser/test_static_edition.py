@@ -63,6 +63,51 @@ def test_a_tokenization_link_shows_the_ids(static_server):
         assert not page.errors
 
 
+# Texts that tell two implementations of text handling apart: blank ones, a carriage return, a
+# byte-order mark (JavaScript's trim() strips it, Python's strip() does not), right-to-left
+# scripts, a combining accent, a ZWJ emoji sequence, the special token's text, a zero-width space,
+# the line separator, and what the app refuses: control characters and a lone surrogate.
+TEXT_CATALOGUE = ["hello everyone", "", "   \t\n", "a\rb\r\n", "\ufeff", "\ufeffhello", "שלום עולם", "مرحبا بالعالم",
+                  "e\u0301 café", "\U0001f469\u200d\U0001f469\u200d\U0001f467 family", "<|endoftext|> and after",
+                  "x\u200by", "\u2028line", "tab\there", "\x00null", "\x1c\x85", "\x7f", "lone \ud800 surrogate"]
+
+
+def test_the_static_tokenization_gives_the_apps_ids_counts_and_messages_on_a_catalogue(static_server):
+    """Each text of the catalogue typed into the static edition's Tokenization, in Chromium, gives
+    what the app's Tokenization gives for it (playground.tokenization.tokenize, the function behind
+    the app's tab and /tokenize): the same ids and counts, or the same message where the app refuses
+    the text (a control character, a lone surrogate: the page tokenized them until 2026-12-02)."""
+    from playground import tokenization as tok
+    from playground.validation import InputError
+
+    with static_page(static_server.url + "?tab=tokenization", viewport=LAPTOP) as page:
+        ready(page)
+        page.wait_for_function("document.querySelector('#tok-ids')?.textContent.startsWith('[')")
+        for text in TEXT_CATALOGUE:
+            # (as JSON text: a lone surrogate cannot cross to the page as UTF-8)
+            held, *shown = page.evaluate("""(json) => {
+              const t = document.querySelector('#tok-text');
+              t.value = JSON.parse(json);
+              t.dispatchEvent(new Event('input', { bubbles: true }));
+              const error = document.querySelector('#tok-error');
+              if (!error.hidden) return [JSON.stringify(t.value), 'error', error.textContent];
+              const cards = Object.fromEntries([...document.querySelectorAll('#tok-counts .pg-card')]
+                .map((c) => [c.querySelector('span').innerText, Number(c.querySelector('b').innerText.replace(/,/g, ''))]));
+              return [JSON.stringify(t.value), 'ok', JSON.parse(document.querySelector('#tok-ids').textContent), cards.tokens,
+                      cards.characters, cards['UTF-8 bytes']];
+            }""", json.dumps(text))
+            held = json.loads(held)
+            # A text box holds line breaks as \n, whatever was put in it (the app's box too): compared on what it holds.
+            assert held == text.replace("\r\n", "\n").replace("\r", "\n"), (text, held)
+            try:
+                r = tok.tokenize(held, True, False)
+                app = ["ok", r.ids, r.n_tokens, r.n_characters, r.n_bytes]
+            except InputError as err:
+                app = ["error", str(err)]
+            assert shown == app, f"{text!r}: the static edition {shown}, the app {app}"
+        assert not page.errors
+
+
 def test_greedy_generation_matches_onnxruntime_and_goes_on_without_the_server(static_site, shipped_onnx):
     """The issue's check, as a teacher would do it: a link, Generate, then the server stopped."""
     served = serve(static_site)

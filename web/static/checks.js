@@ -57,9 +57,9 @@ const PY_STRIP = new RegExp(`^[${PY_SPACE}]+|[${PY_SPACE}]+$`, "g");
 /** Python's str.strip(). */
 export const pyStrip = (text) => text.replace(PY_STRIP, "");
 
-/** playground/validation.validate_text: the app's checks of typed text. */
-export function validateText(text, name, maxChars) {
-  if (!pyStrip(text)) throw new InputError(`${name} is empty: type some text (1 to ${thousands(maxChars)} characters)`);
+/** playground/validation.validate_text: the app's checks of typed text (`allowEmpty`: an empty or blank text is taken). */
+export function validateText(text, name, maxChars, { allowEmpty = false } = {}) {
+  if (!allowEmpty && !pyStrip(text)) throw new InputError(`${name} is empty: type some text (1 to ${thousands(maxChars)} characters)`);
   const length = pyLength(text);
   if (length > maxChars) throw new InputError(`${name} is ${thousands(length)} characters long; the limit is ${thousands(maxChars)} characters`);
   let i = 0;

@@ -1,6 +1,6 @@
 // Tokenization, in the browser: the text's GPT-2 tokens coloured with their ids, the counts, and
 // ids back to text, from the same tokenizer.json the model was exported with.
-import { pyLength } from "../checks.js";
+import { pyLength, validateText } from "../checks.js";
 
 const PALETTE = ["#fde68a", "#bbf7d0", "#bfdbfe", "#fbcfe8", "#ddd6fe", "#fed7aa", "#99f6e4", "#e5e7eb"]; // playground/plots.PALETTE
 const MAX_COLOURED_TOKENS = 4000; // past a few thousand spans the page only gets slower
@@ -70,9 +70,11 @@ export async function mount(root, ctx) {
   function run() {
     const value = text.value;
     const length = pyLength(value); // characters as the app counts them: an emoji is one
-    if (length > limit) {
+    try {
+      validateText(value, "text", limit, { allowEmpty: true }); // as the app's Tokenization checks it
+    } catch (err) {
       error.hidden = false;
-      error.textContent = `text is ${length.toLocaleString("en-US")} characters long; the limit is ${limit.toLocaleString("en-US")} characters`;
+      error.textContent = err.message;
       results.classList.add("pg-stale");
       return;
     }
