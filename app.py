@@ -29,7 +29,7 @@ from playground.ui import compare, inside, learn, links  # noqa: E402
 from playground.model_source import ModelSource, ModelSourceError, describe, resolve, shipped  # noqa: E402
 from playground import limits, resources  # noqa: E402
 from playground.compare import TRAINED, Comparison  # noqa: E402
-from playground.ui.startup import prepare_learn_in_background, prepare_model, warm_up_in_background  # noqa: E402
+from playground.ui.startup import prepare_browser_files_in_background, prepare_model, warm_up_in_background  # noqa: E402
 
 TITLE = "GPT Playground"
 HEADER = (
@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     onnx_files = prepare_model(source)  # builds the ONNX files on the first start, with progress
     resources.budget_cpu()  # after the export, which may use every core
     browser = serving.BrowserFiles.for_model(onnx_files)  # the engine, onnxruntime-web and the 8-bit model, by hash
-    prepare_learn_in_background(browser)  # Watch it learn's step graphs and text for "this browser", written meanwhile
+    # Inside the model's stage graph and Watch it learn's step graphs for "this browser", written meanwhile
+    prepare_browser_files_in_background(browser, None if source.kind == "shipped" else source.weights_dir)
     demo = build_app(onnx_files, source, compare_with, browser)
     warm_up_in_background()  # the ONNX session opens while the server starts
     print(f"GPT Playground built in {time.perf_counter() - T0:.1f} s; starting the server", flush=True)

@@ -327,13 +327,9 @@ def write_static(out: Path, app_space: str | None = None, threads: bool = False,
         shutil.copy2(hub / name, out / "model" / name)
 
     progress("Inside the model: the stage graph and its 8-bit weights")
-    from export.inside_graph import built_graphs, write_weights
+    from export.inside_graph import write_browser_files
 
-    (out / "inside").mkdir(exist_ok=True)
-    graph, lens = built_graphs(model)
-    shutil.copy2(graph, out / INSIDE_GRAPH)
-    shutil.copy2(lens, out / INSIDE_LENS)
-    write_weights(model, out / INSIDE_WEIGHTS, out / INSIDE_INDEX)
+    write_browser_files(model, out / "inside")  # the app's "Run on: this browser" serves the same four files
 
     progress("Watch it learn: its step and forward graphs, the training text")
     from playground.resources import ResourceError

@@ -6,7 +6,6 @@ Also registers the ``/generate`` API endpoint (streaming JSON)."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from ..resources import AUTO_PRECISION, engine_for, get_engine, planned_provider
 from ..tokens import decode, token_text, visible_whitespace
 from ..validation import InputError, validate_int
 from . import gradio_internals
+from .page_side import page_side_js
 from .common import GENERATE, GENERATION_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, user_errors
 from .serving.browser_files import BrowserFiles
 from .serving.sessions import ResultStore, current_visitor
@@ -179,11 +179,6 @@ SHOW_OUTPUT_JS = """() => {
 # when the page offers them. Which controls show is the body's pg-run-browser class (page.css).
 SERVER, BROWSER = "server", "browser"
 RUN_ON_CHOICES = [("the server", SERVER), ("this browser", BROWSER)]
-# run_on.js sits at <root>/browser/run_on.js: the app's root, as Gradio reports it (a proxy may move it).
-_RUN_ON_MODULE = (
-    "import(new URL({path}, (window.gradio_config && window.gradio_config.root"
-    " ? window.gradio_config.root.replace(/\\/?$/, '/') : new URL('.', location.href).href)).href)"
-)
 
 
 def run_on_js(browser: BrowserFiles) -> dict[str, str]:
@@ -192,13 +187,12 @@ def run_on_js(browser: BrowserFiles) -> dict[str, str]:
     published, the model comes from the Hub, the Space's copy when the Hub cannot give it."""
     repo = hub_link.published_repo()
     hub_model = hub_link.model_address(repo, hub_link.hub_url()) if repo else None
-    config = json.dumps({**browser.page_config(hub_model), "limits": limits.for_browser()})
-    module = _RUN_ON_MODULE.format(path=json.dumps(browser.page_config()["runOn"]))
+    js = page_side_js(browser.page_config()["runOn"], {**browser.page_config(hub_model), "limits": limits.for_browser()},
+                      "pg-run-browser", "Run on this browser")
+    module, config = js["module"], js["config"]
     return {
-        "mount": f"{module}.then((m) => m.mount(element, {config}))"
-                 ".catch((e) => { element.textContent = 'Run on this browser could not start: ' + e.message; });",
-        "mode": "(mode) => { document.body.classList.toggle('pg-run-browser', mode === 'browser'); "
-                f"{module}.then((m) => m.setMode(mode, {config})); }}",
+        "mount": js["mount"],
+        "mode": js["mode"],
         "generate": "async (prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples) => "
                     f"(await {module}).generate({{prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples}}, {config})",
         "next": "async (prompt, temperature, top_k, top_p, seed) => "

@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 from gradio.context import LocalContext
-from gradio.queueing import Event, EventQueue, Queue
+from gradio.queueing import Event, EventQueue, ProcessTime, Queue
 from gradio.server_messages import ProcessCompletedMessage
 from gradio.state_holder import SessionState, StateHolder
 
@@ -353,6 +353,16 @@ def group_load(demo: gr.Blocks, concurrency_id: str) -> tuple[int, int | None, i
     return group.current_concurrency, group.concurrency_limit, len(group.queue)
 
 
+def group_pass_s(demo: gr.Blocks, concurrency_id: str) -> float | None:
+    """The mean seconds an event of a concurrency group has taken to run (Gradio's own timing of
+    each function, the ETA it sends; weighted by runs), or None when none has run."""
+    total = runs = 0.0
+    for fn, timing in list(demo._queue.process_time_per_fn.items()):
+        if getattr(fn, "concurrency_id", None) == concurrency_id and timing.count:
+            total, runs = total + timing.process_time, runs + timing.count
+    return total / runs if runs else None
+
+
 def event_known(demo: gr.Blocks, event_id: str) -> bool:
     """Whether the queue holds event ``event_id``: waiting, running, or its results unread."""
     queue = demo._queue
@@ -640,7 +650,7 @@ SIGNATURES: dict[str, str] = {
 }
 # Attributes read or written, on instances made as Gradio makes them.
 QUEUE_ATTRIBUTES = ("pending_messages_per_session", "pending_event_ids_session", "event_ids_to_events",
-                    "event_queue_per_concurrency_id", "active_jobs")
+                    "event_queue_per_concurrency_id", "active_jobs", "process_time_per_fn")
 EVENT_ATTRIBUTES = ("_id", "session_hash", "enqueue_time", "alive", "fn")
 EVENT_QUEUE_ATTRIBUTES = ("queue", "current_concurrency", "concurrency_limit")
 FN_ATTRIBUTES = ("concurrency_id", "types_generator", "api_name", "api_visibility", "name", "_id")
@@ -705,6 +715,8 @@ def moved(demo: gr.Blocks | None = None) -> list[str]:
         found += [f"gradio.queueing.Event.{name}: missing" for name in EVENT_ATTRIBUTES if not hasattr(event, name)]
         group = EventQueue("x", None)
         found += [f"gradio.queueing.EventQueue.{name}: missing" for name in EVENT_QUEUE_ATTRIBUTES if not hasattr(group, name)]
+        timing = ProcessTime()
+        found += [f"gradio.queueing.ProcessTime.{name}: missing" for name in ("process_time", "count") if not hasattr(timing, name)]
     except Exception as err:  # noqa: BLE001
         found.append(f"gradio.queueing.Event(...): {type(err).__name__}: {err}")
     holder = StateHolder()

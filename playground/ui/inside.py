@@ -8,21 +8,28 @@ A new text computes the pass in PyTorch (kept in ``playground.inside``'s small c
 the token whose prediction forms most visibly through the layers; the view is handed that token's
 rows of every layer (playground/inside_data.py's ``view_answer``, packed by playground/wire.py), so
 the layer and head sliders and the map's chips redraw in the page alone. Another token asks the
-server for its rows (the view's ``rows`` event), read from the kept pass."""
+server for its rows (the view's ``rows`` event), read from the kept pass.
+
+"Run on: this browser" computes the pass in the learner's browser instead (web/app/inside_on.js:
+the static edition's stage graph and 8-bit weights, which the app writes while it starts), drawn by
+the same view; the server then only sets the token slider's range. The server's Run is offered
+this browser at once when the server's line for heavy passes is long (``/expected-wait?tab=inside``)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import gradio as gr
 
 from .. import inside as ins
-from .. import wire
+from .. import limits, wire
 from ..inside_data import view_answer
 from ..lessons import LESSONS
 from ..resources import get_model
 from ..validation import validate_int
 from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, inline_errors, on_input, on_tab_open, user_errors
+from .page_side import page_side_js
 from .serving.browser_files import BrowserFiles
 from .serving.zerogpu import INSIDE_GPU_S, on_gpu
 from .web_view import call_view, web_view
@@ -35,13 +42,54 @@ CSS = ""
 gpu = on_gpu(INSIDE_GPU_S)  # a pass is a @spaces.GPU call on ZeroGPU, the handler itself elsewhere
 
 
+# "Run on": where the pass is computed. The browser's events have no Python function but the token
+# slider's range (inside_on.js); which Run shows is the body's pg-ins-browser class (page.css).
+SERVER, BROWSER = "server", "browser"
+RUN_ON_CHOICES = [("the server", SERVER), ("this browser", BROWSER)]
+
+
+def inside_on_js(browser: BrowserFiles) -> dict[str, str]:
+    """The page's JavaScript of each browser event: ``mount`` (the panel's ``js_on_load``),
+    ``mode`` (the Run on radio's change) and ``run`` (the browser's Run: what the token slider needs)."""
+    js = page_side_js(browser.inside_config()["module"], {**browser.inside_config(), "limits": limits.for_browser()},
+                      "pg-ins-browser", "Inside the model in this browser")
+    return {
+        "mount": js["mount"],
+        "mode": js["mode"],
+        "run": f"async (text, layer, head) => (await {js['module']}).run({{text, layer, head}})",
+    }
+
+
+def run_on_info(browser: BrowserFiles, n_params: int) -> str:
+    """The Run on choice's words; ``n_params``: the model's parameters (a byte each in 8 bits)."""
+    if not browser.available or not browser.inside_code:
+        return browser.problem or browser.inside_problem or ""
+    return ("This browser: the same stages, computed on this device by the stage graph traced from this tab's own functions "
+            f"(onnxruntime-web, the model's weights in 8 bits: about {n_params / 1e6:.0f} MB, downloaded once), whatever the "
+            "server's load. The server: PyTorch at full precision, shared with the class.")
+
+
+def ui_browser_drawn(drawn: str):
+    """The browser drew a pass (inside_on.js's JSON ``{tokens, token}``): the token control spans
+    its tokens, at the one shown; nothing changes when it drew nothing."""
+    try:
+        got = json.loads(drawn) if drawn else None
+        tokens = validate_int(got.get("tokens"), name="tokens", minimum=1, maximum=limits.MAX_INSIDE_TOKENS)
+        token = validate_int(got.get("token"), name="token", minimum=0, maximum=tokens - 1)
+    except (ValueError, TypeError, AttributeError):
+        return gr.skip()
+    last = tokens - 1
+    return gr.Slider(minimum=0, maximum=max(last, 1), value=token, step=1, label=f"Token (0–{last})")
+
+
 def _answer(r: ins.InsideResult, whole: bool = True, state: bool = True) -> str:
     """What the view is handed: the rows at ``r``'s token (with the text's own fields when
     ``whole``) and, with ``state``, ``r``'s layer, head and token to show; packed for the page.
     ``answer`` makes each answer a new value, so the page hands it to the view even when the same
     rows are asked twice."""
     shown = {"layer": r.layer, "head": r.head, "token": r.token} if state else None
-    return wire.pack({**view_answer(r.fp, r.token, shown, whole=whole), "answer": time.monotonic_ns()})
+    note = {"note": ""} if whole else {}  # a new pass of the server's: no note of this browser's left beside it
+    return wire.pack({**view_answer(r.fp, r.token, shown, whole=whole), **note, "answer": time.monotonic_ns()})
 
 
 def _opened(text, layer, head) -> ins.InsideResult:
@@ -82,12 +130,13 @@ def build(tab: gr.Tab, browser: BrowserFiles | None = None) -> dict[str, gr.comp
     """The tab's content; the example's pass is drawn when ``tab`` is first opened (out of the
     first page load). ``browser``: the files the app serves its pages (the view's module among them)."""
     browser = browser if browser is not None else BrowserFiles.for_model({})
+    js = inside_on_js(browser) if browser.available and browser.inside_code else None
     cfg = get_model().config
     note(LESSON.intro)
     note(
         f"The model: {cfg.n_layer} layers, {cfg.n_head} heads of {cfg.head_dim}, d_model {cfg.d_model}. Each box of the map "
         "gives its stage's numbers and opens it; the map's chips or the sliders choose the layer and head, the slider or a "
-        "click on a token the token. Computed on the server in PyTorch, full precision."
+        "click on a token the token. Computed on the server in PyTorch, full precision, or in this browser."
     )
     r = _opened(ins.EXAMPLE_TEXTS[0], 0, 0)
     first, last = _answer(r), len(r.fp.ids) - 1
@@ -99,7 +148,13 @@ def build(tab: gr.Tab, browser: BrowserFiles | None = None) -> dict[str, gr.comp
             with gr.Column(scale=1, min_width=240):
                 layer, head = layer_head_sliders(cfg.n_layer, cfg.n_head, prefix="ins")
                 token = gr.Slider(0, max(last, 1), value=r.token, step=1, label=f"Token (0–{last})", elem_id="ins-token")
+                run_on = gr.Radio(RUN_ON_CHOICES, value=SERVER, label="Run on", elem_id="ins-run-on", info=run_on_info(browser, sum(p.numel() for p in get_model().parameters())),
+                                  interactive=js is not None)
                 run = gr.Button("Run the forward pass", variant="primary", elem_id="ins-run")
+                if js:
+                    run_here = gr.Button("Run the forward pass", variant="primary", elem_id="ins-run-browser")
+        if js:  # the browser's loading and errors, written by the page only (inside_on.js)
+            gr.HTML('<div class="pg-browser-panel"></div>', elem_id="ins-browser", js_on_load=js["mount"], padding=False)
         view = web_view("inside", browser, elem_id=VIEW, events=["rows"], elem_classes=RESULT,
                         controls={"layer": "ins-layer", "head": "ins-head", "token": "ins-token"})
     next_tab(LESSON.next_sentence, LESSON.next_tab)
@@ -118,5 +173,12 @@ def build(tab: gr.Tab, browser: BrowserFiles | None = None) -> dict[str, gr.comp
     # a time, web/views/inside.js's ask()).
     view.rows(inline_errors(gpu(ui_rows), 1), [shown], [view, error], api_visibility="private", show_progress="minimal",
               **{**events, "trigger_mode": "multiple"})
+    if js:
+        drawn = gr.Textbox(visible=False, elem_id="ins-browser-result")
+        run_on.change(None, inputs=[run_on], js=js["mode"], api_visibility="private", queue=False)
+        run_here.click(None, inputs=[text, layer, head], outputs=[drawn], js=js["run"], api_visibility="private", queue=False,
+                       show_progress="hidden").then(
+            user_errors(ui_browser_drawn), inputs=[drawn], outputs=[token], api_visibility="private", concurrency_id=LIGHT,
+            show_progress="hidden")
     gr.api(user_errors(gpu(api_inside)), api_name="inside", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
     return {"text": text, "layer": layer, "head": head, "token": token}  # its controls, by the names of a link's parameters (playground/links.py)

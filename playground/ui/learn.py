@@ -11,7 +11,6 @@ Many learners train at once (playground/learn/scheduler.Trainer), one run per vi
 from __future__ import annotations
 
 import html
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from ..learn.run import (
 from ..learn.scheduler import TRAINER
 from ..limits import MAX_LINE, MAX_RUNNING
 from ..memo import Memo
-from .generation import _RUN_ON_MODULE
+from .page_side import page_side_js
 from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, user_errors
 from .serving.browser_files import BrowserFiles
 from .serving.sessions import ResultStore
@@ -174,21 +173,17 @@ def api_learn(seconds: int, seed: int, init: str, steps: int = DEFAULT_STEPS, re
 # pg-learn-browser class (page.css).
 SERVER, BROWSER = "server", "browser"
 RUN_ON_CHOICES = [("this browser", BROWSER), ("the server", SERVER)]
-# learn_on.js sits at <root>/browser/learn_on.js, as run_on.js: imported the way Text generation's page side is.
-_MODULE = _RUN_ON_MODULE
 
 
 def learn_on_js(browser: BrowserFiles) -> dict[str, str]:
     """The page's JavaScript of each browser event: ``mount`` (the panel's ``js_on_load``),
     ``mode`` (the Run on radio's change), ``start``, ``stop``, ``prepare`` (a size or position kind
     chosen) and ``continue``."""
-    config = json.dumps(browser.learn_config())
-    module = _MODULE.format(path=json.dumps(browser.learn_config()["module"]))
+    js = page_side_js(browser.learn_config()["module"], browser.learn_config(), "pg-learn-browser", "Watch it learn in this browser")
+    module = js["module"]
     return {
-        "mount": f"{module}.then((m) => m.mount(element, {config}))"
-                 ".catch((e) => { element.textContent = 'Watch it learn in this browser could not start: ' + e.message; });",
-        "mode": "(mode) => { document.body.classList.toggle('pg-learn-browser', mode === 'browser'); "
-                f"{module}.then((m) => m.setMode(mode, {config})); }}",
+        "mount": js["mount"],
+        "mode": js["mode"],
         "start": f"(seed, init, learning_rate, size, positions) => {{ {module}.then((m) => m.start({{seed, init, learning_rate, size, positions}})); }}",
         "stop": f"() => {{ {module}.then((m) => m.stop()); }}",
         "prepare": f"(size, positions) => {{ {module}.then((m) => m.prepare(size, positions)); }}",

@@ -76,31 +76,62 @@ def warm_up_in_background() -> None:
     threading.Thread(target=warm, name="engine-warm-up", daemon=True).start()
 
 
-def prepare_learn_in_background(browser) -> None:
-    """Write Watch it learn's browser files (``python -m playground.learn.files``, in a child process:
-    building the step graphs the first time takes minutes and a few hundred MB) while the server
-    starts, then serve them (``browser.add_learn``); until then the page's "this browser" waits
-    for them and says so. Files already written are served at once and kept where unchanged."""
+INSIDE_APP_DIR = "browser-inside"  # under artifacts/: Inside the model's files the app serves, a folder per model
+
+
+def inside_folder(weights_dir: Path | None = None, out_dir: Path | None = None) -> Path:
+    """Where the app writes Inside the model's browser files for the model of ``weights_dir``
+    (None: the shipped one): a folder per model, so two apps showing two models never share one."""
+    import hashlib
+
+    from export.naming import ARTIFACTS_DIR
+
+    name = "shipped" if weights_dir is None else hashlib.sha256(str(Path(weights_dir).resolve()).encode()).hexdigest()[:16]
+    return (Path(out_dir) if out_dir is not None else ARTIFACTS_DIR) / INSIDE_APP_DIR / name
+
+
+def _current(folder: Path, weights_dir: Path | None) -> bool:
+    """Whether ``folder``'s Inside files were written after the model's weights last changed."""
+    from model import WEIGHTS_DIR
+
+    index, weights = folder / "weights.json", Path(weights_dir or WEIGHTS_DIR) / "model.safetensors"
+    return index.is_file() and weights.is_file() and index.stat().st_mtime >= weights.stat().st_mtime
+
+
+def prepare_browser_files_in_background(browser, weights_dir: Path | None = None) -> None:
+    """Write, in child processes one after the other (building a graph the first time takes minutes
+    and a few hundred MB, whose memory goes with the child), what "Run on: this browser" loads
+    beyond the model while the server starts, then serve it: Inside the model's stage graph and
+    8-bit weights for the model of ``weights_dir`` (``python -m export.inside_graph``;
+    ``browser.add_inside``), then Watch it learn's step graphs and text (``python -m
+    playground.learn.files``; ``browser.add_learn``). Until then each tab's "this browser" waits
+    for its files and says so. Files already written for this model are served at once."""
     import subprocess
     import threading
 
     from playground.learn.files import app_folder
 
-    folder = app_folder()
-    if (folder / "learn" / "learn.json").is_file():
-        browser.add_learn(folder)
+    learn, inside = app_folder(), inside_folder(weights_dir)
+    if (learn / "learn" / "learn.json").is_file():
+        browser.add_learn(learn)
+    if _current(inside, weights_dir):
+        browser.add_inside(inside)
+    root = Path(__file__).resolve().parents[2]
+
+    def child(what: str, args: list[str]) -> bool:
+        run = subprocess.run([sys.executable, "-m", *args], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if run.returncode != 0:
+            print(f"{what} could not be written: {run.stderr.strip()[-500:]}", file=sys.stderr, flush=True)
+        return run.returncode == 0
 
     def write() -> None:
-        root = Path(__file__).resolve().parents[2]
-        child = subprocess.run([sys.executable, "-m", "playground.learn.files", str(folder)], cwd=root,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if child.returncode == 0:
-            browser.add_learn(folder)
-        else:
-            print(f"Watch it learn's browser files could not be written: {child.stderr.strip()[-500:]}", file=sys.stderr, flush=True)
+        weights = [] if weights_dir is None else ["--weights", str(weights_dir)]
+        if browser.inside_code and child("Inside the model's browser files", ["export.inside_graph", str(inside), *weights]):
+            browser.add_inside(inside)
+        if browser.learn_code and child("Watch it learn's browser files", ["playground.learn.files", str(learn)]):
+            browser.add_learn(learn)
 
-    if browser.learn_code:
-        threading.Thread(target=write, name="learn-files", daemon=True).start()
+    threading.Thread(target=write, name="browser-files", daemon=True).start()
 
 
 def prepare_model(source) -> dict[str, Path]:

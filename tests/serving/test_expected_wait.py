@@ -45,3 +45,27 @@ def test_a_loop_not_open_yet_has_nothing_waiting_and_the_answer_says_so():
     assert body["loop"] is None and body["expected_wait_s"] == 0.0 and body["offer_browser"] is False
     assert body["words"].startswith("Under a second")
     assert set(body) >= {"precision", "expected_wait_s", "offer_browser", "offer_after_s", "words", "line", "loop"}
+
+
+def test_a_heavy_pass_waits_for_those_served_before_it_a_handlers_turn_at_a_time():
+    """/expected-wait?tab=inside: with a handler free the pass alone; every handler busy, a turn of
+    the running ones, those served before this visitor's (``ahead``) taken ``handlers`` at a time, then
+    its own; nothing measured with every handler busy: not known, offered."""
+    from playground.ui.serving.wait import ExpectedPass, pass_answer
+
+    free = ExpectedPass(handlers=2, running=1, line=0, ahead=0, pass_s=0.4)
+    assert free.seconds == pytest.approx(0.4) and not free.offer_browser
+    assert pass_answer(free)["words"].startswith("Under a second")
+    busy = ExpectedPass(handlers=2, running=2, line=9, ahead=5, pass_s=1.0)
+    assert busy.seconds == pytest.approx((5 // 2 + 2) * 1.0) and not busy.offer_browser  # 4 s: at the limit, not past it
+    later = ExpectedPass(handlers=2, running=2, line=9, ahead=6, pass_s=1.0)
+    assert later.seconds == pytest.approx(5.0) and not later.offer_browser
+    past = ExpectedPass(handlers=2, running=2, line=9, ahead=8, pass_s=1.0)
+    assert past.seconds == pytest.approx(6.0) and past.offer_browser
+    body = pass_answer(past)
+    assert body["expected_wait_s"] == 6.0 and body["offer_browser"] and body["until"] == "the pass is drawn"
+    assert "all 2 of its handlers for heavy passes are busy, and 8 of the 9 passes waiting go before yours" in body["words"]
+    first = ExpectedPass(handlers=2, running=2, line=40, ahead=0, pass_s=1.0)  # a learner's first, ahead of a group's
+    assert first.seconds == pytest.approx(2.0) and not first.offer_browser
+    unknown = ExpectedPass(handlers=2, running=2, line=3, ahead=3, pass_s=None)
+    assert unknown.seconds is None and unknown.offer_browser and pass_answer(unknown)["expected_wait_s"] is None

@@ -152,6 +152,30 @@ def test_a_waiting_event_is_failed_from_gradios_own_queue():
     assert message.output["error"] == "Busy: try again." and message.output["retry_after"] == 10
 
 
+def test_a_groups_pass_seconds_are_gradios_own_timings_of_its_functions_only():
+    """group_pass_s, what /expected-wait?tab=inside times a heavy pass by: the mean of the group's
+    functions' runs as Gradio's queue times them (ProcessTime.add, called when an event ends),
+    weighted by runs; another group's functions not counted; None before any ran."""
+    import gradio as gr
+
+    with gr.Blocks(analytics_enabled=False) as demo:
+        box = gr.Textbox()
+        box.submit(lambda t: t, box, box, concurrency_id="heavy")
+        box.change(lambda t: t, box, box, concurrency_id="heavy")
+        box.blur(lambda t: t, box, box, concurrency_id="light")
+    demo.queue()
+    queue = demo._queue
+    heavy = [fn for fn in demo.fns.values() if fn.concurrency_id == "heavy"]
+    light = next(fn for fn in demo.fns.values() if fn.concurrency_id == "light")
+    assert gradio_internals.group_pass_s(demo, "heavy") is None
+    queue.process_time_per_fn[heavy[0]].add(1.0)
+    queue.process_time_per_fn[heavy[0]].add(2.0)
+    queue.process_time_per_fn[heavy[1]].add(6.0)
+    queue.process_time_per_fn[light].add(100.0)
+    assert gradio_internals.group_pass_s(demo, "heavy") == pytest.approx(3.0)
+    assert gradio_internals.group_pass_s(demo, "light") == pytest.approx(100.0)
+
+
 def test_a_handlers_request_is_read_from_gradios_context():
     from gradio.context import LocalContext
 

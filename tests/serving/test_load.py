@@ -467,3 +467,8 @@ def test_an_idle_app_expects_no_wait_and_a_wrong_precision_is_told_what_is_accep
     r = httpx.get(f"{app_server.url}expected-wait", params={"precision": "fp16"}, timeout=30, verify=False)
     assert r.status_code == 400 and r.json()["detail"] == "precision must be one of full, 8-bit, auto, not 'fp16'"
     assert r.headers["cache-control"] == "no-store"
+    # a heavy pass's wait (Inside the model's Run): a handler free, nothing offered; a wrong tab is told the accepted ones
+    heavy = httpx.get(f"{app_server.url}expected-wait", params={"tab": "inside"}, timeout=30, verify=False).json()
+    assert heavy["tab"] == "inside" and heavy["offer_browser"] is False and heavy["line"]["ahead"] == 0, heavy
+    r = httpx.get(f"{app_server.url}expected-wait", params={"tab": "learn"}, timeout=30, verify=False)
+    assert r.status_code == 400 and r.json()["detail"] == "tab must be one of generation, inside, not 'learn'"

@@ -492,3 +492,26 @@ def test_an_address_served_lately_gives_its_waiting_place_to_a_learner_served_no
     assert give_way(holdings, "learner", {"g1": 1}) == ("g1", "a")
     assert give_way(holdings, "learner", {"g1": 0}) is None
     assert give_way({**holdings, "learner": Held(0, ())}, "learner", {"g1": 2, "learner": 2}) is None  # 2 + 1 < 2 + 2
+
+
+def test_a_newcomers_place_in_the_line_is_the_one_it_will_be_served_in():
+    """admission.ahead_of, what /expected-wait tells a page: a learner who has run nothing goes before
+    every pass of addresses that ran lately (0 ahead), one that ran two lately goes behind those that
+    ran fewer, and with nobody's history every waiting pass goes first (arrival order)."""
+    from playground.ui.serving.admission import VisitorEvents, ahead_of, waiting_order
+
+    live = {"g5", "h3", "w1"}
+    clock = [0.0]
+    events = VisitorEvents(lambda e: e in live, clock=lambda: clock[0])
+    for visitor, n in (("group", 5), ("herd", 3)):
+        for i in range(1, n + 1):
+            events.add(visitor, f"{visitor[0]}{i}", "forward")
+            events.note(visitor, "forward")
+            clock[0] += 1
+    pairs = [("g5", "group"), ("h3", "herd")]
+    assert ahead_of(events, "forward", pairs, "learner") == 0
+    assert ahead_of(events, "forward", pairs, "herd") == 1  # its 3rd waits; behind it (turn 2), before group's 5th (turn 4)
+    assert waiting_order(events, "forward", pairs) == ["h3", "g5"]
+    fresh = VisitorEvents(lambda e: e in live)
+    assert ahead_of(fresh, "forward", [("w1", "a"), ("w2", "b")], "learner") == 2
+    assert ahead_of(fresh, "forward", [], "learner") == 0

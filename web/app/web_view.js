@@ -22,7 +22,10 @@ function setControl(id, value) {
 const host = {
   edition: 'app',
   config: spec.config,
-  request: (name, data) => trigger(name, data || {}),
+  // A page side that computes the view's data in this browser (inside_on.js) answers its requests
+  // itself while it does (host.answer, set and cleared there): the server then hears none of them.
+  answer: null,
+  request: (name, data) => (host.answer ? host.answer(name, data || {}) : trigger(name, data || {})),
   choose: (name, value) => spec.controls[name] !== undefined && setControl(spec.controls[name], value),
   control: (name) => {
     const box = spec.controls[name] !== undefined && document.querySelector('#' + spec.controls[name] + ' input[type=number]');
@@ -30,6 +33,7 @@ const host = {
   },
 };
 const views = (window.pgViews = window.pgViews || {});
+(window.pgHosts = window.pgHosts || {})[spec.id] = host;
 Promise.all([import(new URL(spec.module, base).href), import(new URL(spec.wire, base).href)]).then(([view, wire]) => {
   const mounted = view.mount(root, host);
   views[spec.id] = mounted;

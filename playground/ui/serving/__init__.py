@@ -50,10 +50,10 @@ import gradio as gr
 
 from ... import limits, resources
 from .. import gradio_internals
-from ..common import GENERATE
+from ..common import FORWARD, GENERATE
 from . import connections
 from .compression import gzip_middleware
-from .admission import admit
+from .admission import admit, ahead_in
 from .browser_files import BrowserFiles, BrowserFileServer
 from .errors import explain_errors
 from .middleware import BodySizeLimit, RouteGuard
@@ -95,7 +95,8 @@ def harden(demo: gr.Blocks, max_waiting: Mapping[str, int] | None = None,
     requests may wait for a slot; ``per_visitor``: group -> how many of one visitor's may wait or
     run (served visitors in turn)."""
     gradio_internals.check(demo)
-    admit(demo, max_waiting, per_visitor)
+    # kept with the app: /expected-wait reads the order it serves a group's waiting requests in
+    demo.pg_admission = admit(demo, max_waiting, per_visitor)
     explain_errors(demo)
 
 
@@ -135,6 +136,7 @@ def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None, browse
     gradio_internals.patient_self_check()  # a busy machine answers launch's look at the page late
     gradio_internals.flat_lists_unwalked()  # a big answer's values do not hold the event loop
     readers = readers if readers is not None else ResultReaders()
+    admission = getattr(demo, "pg_admission", None)  # harden's (None: an app served without it)
     joins = JoinWatch(demo)  # a gate on the queue: whose each session is, and which have joined
 
     @asynccontextmanager
@@ -160,7 +162,8 @@ def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None, browse
                 # Outside the compression: it sends its own, compressed once (browser_files.py).
                 *([Middleware(BrowserFileServer, files=browser)] if browser is not None else []),
                 # (answered at once, outside the queue: what a page asks when its learner clicks Generate)
-                Middleware(ExpectedWait, demo=demo, loop_of=resources.open_loop, loops=resources.open_loops, group=GENERATE),
+                Middleware(ExpectedWait, demo=demo, loop_of=resources.open_loop, loops=resources.open_loops, group=GENERATE,
+                           pass_group=FORWARD, ahead=ahead_in(demo, admission) if admission is not None else None),
                 Middleware(PageCache),  # outside the compression: keeps what went out (page_cache.py)
                 gzip_middleware(),  # the page and JSON, gzipped (compression.py)
                 Middleware(VisitorContext),  # whose request it is, for the session Gradio makes for it (sessions.py)

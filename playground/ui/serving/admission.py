@@ -50,7 +50,7 @@ from .sessions import session_problem
 from .visitors import visitor_of
 
 __all__ = ["MAX_EVENTS_PER_ADDRESS", "RETRY_AFTER_S", "VisitorEvents", "admit",
-           "check_arrival", "fair_order", "Held", "Decision", "give_way", "decide", "gave_way_message",
+           "check_arrival", "fair_order", "ahead_of", "ahead_in", "Held", "Decision", "give_way", "decide", "gave_way_message",
            "DEFAULT_PER_VISITOR", "GENERATIONS_PER_VISITOR", "HEAVY_PER_VISITOR", "RUNS_PER_VISITOR"]
 
 log = logging.getLogger("playground")
@@ -231,13 +231,38 @@ class VisitorEvents:
         return counts
 
 
-def waiting_order(events: VisitorEvents, group: str, pairs: Sequence[tuple[str, str]]) -> list[str]:
-    """:func:`fair_order` of a group's waiting ``(event id, visitor)``, each visitor's turn counting
-    what it runs now or was served in the last :data:`RECENT_S` seconds, whichever is more."""
+def _turns(events: VisitorEvents, group: str, pairs: Sequence[tuple[str, str]]) -> dict[str, int]:
+    """Each visitor's served count for :func:`fair_order`: what it runs now or was served in the
+    last :data:`RECENT_S` seconds, whichever is more, given the group's waiting ``pairs``."""
     queued = Counter(v for _, v in pairs)
     served = events.served_recently(group, queued)
     running = {v: n - queued[v] for v, n in events.in_group(group).items()}
-    return fair_order(pairs, {v: max(served.get(v, 0), running.get(v, 0)) for v in {*served, *running}})
+    return {v: max(served.get(v, 0), running.get(v, 0)) for v in {*served, *running}}
+
+
+def waiting_order(events: VisitorEvents, group: str, pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """:func:`fair_order` of a group's waiting ``(event id, visitor)``, each visitor's turn counting
+    what it runs now or was served lately (:func:`_turns`)."""
+    return fair_order(pairs, _turns(events, group, pairs))
+
+
+NEWCOMER = "\0newcomer"  # an event id no request has
+
+
+def ahead_of(events: VisitorEvents, group: str, pairs: Sequence[tuple[str, str]], visitor: str) -> int:
+    """How many of a group's waiting ``(event id, visitor)`` would be served before a request
+    ``visitor`` sent now: its place in :func:`waiting_order` (what ``/expected-wait`` tells a page)."""
+    return fair_order([*pairs, (NEWCOMER, visitor)], _turns(events, group, pairs)).index(NEWCOMER)
+
+
+def ahead_in(demo: gr.Blocks, events: VisitorEvents) -> Callable[[str, str], int]:
+    """(group, visitor) -> :func:`ahead_of` in ``demo``'s queue now."""
+    def ahead(group: str, visitor: str) -> int:
+        owner = events.visitor_of_event()
+        pairs = [(e._id, owner.get(e._id, "?")) for e in gradio_internals.waiting_events(demo, group)]
+        return ahead_of(events, group, pairs, visitor)
+
+    return ahead
 
 
 def check_arrival(arrival: Arrival, pending: int, pending_in_group: int, waiting_in_group: int,

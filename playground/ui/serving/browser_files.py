@@ -23,6 +23,12 @@ one of the views), plotly.js under its hash (immutable), and ``/browser/learn/<f
 the training text, the held-out windows: immutable under their ``?v=``; ``learn.json`` names them
 so).
 
+Inside the model's "Run on: this browser" adds the engine's stage-graph modules (``INSIDE_MODULES``),
+the tab's page side ``/browser/inside_on.js`` and the text check both editions run
+(``/browser/static/checks.js``), all revalidated, and, once the app has written them
+(export/inside_graph.py's ``write_browser_files``, ``inside_dir``), ``/browser/inside/<file>``: the
+stage and lens graphs and their 8-bit weights, immutable under their ``?v=``.
+
 Anything else under the prefix is 404, whatever the path (nothing from the request is joined to a
 folder). The JavaScript, JSON and WebAssembly go out gzipped to a client that accepts it,
 compressed once on first demand (the WebAssembly shrinks to a fraction). The model is streamed from
@@ -45,6 +51,7 @@ import gzip
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +66,7 @@ from .visitors import visitor_of
 from .page_cache import etag_matches, request_headers
 
 __all__ = [
-    "PREFIX", "ENGINE_MODULES", "LEARN_MODULES", "VIEWS_DIR", "view_files", "ORT_FILES", "MODEL_FILES", "MISSING_ORT",
+    "PREFIX", "ENGINE_MODULES", "LEARN_MODULES", "INSIDE_MODULES", "VIEWS_DIR", "view_files", "ORT_FILES", "MODEL_FILES", "MISSING_ORT",
     "IMMUTABLE", "REVALIDATE",
     "MODEL_STREAMS_PER_VISITOR", "FILE_DOWNLOADS_PER_VISITOR", "FILE_MB_PER_MINUTE", "RETRY_AFTER_S", "Served",
     "BrowserFiles", "DownloadSlots", "BrowserFileServer", "byte_range", "UNSATISFIABLE",
@@ -83,6 +90,15 @@ LEARN_FILES_MISSING = ("Run on this browser needs Watch it learn's browser files
 LEARN_PREPARING = ("Watch it learn's browser files (the step graphs and the training text) are being written by the "
                    "server (a few seconds; minutes on a first start, which builds the graphs)")
 LEARN_FACTS = f"{PREFIX}learn/learn.json"
+# Inside the model in the browser: the stage graph's modules, its page side here, the text check of both editions.
+INSIDE_MODULES = ("inside.js", "weights.js", "fetch.js", "tokenizer.js")
+INSIDE_PAGE_MODULE = ROOT / "web" / "app" / "inside_on.js"
+INSIDE_IMPORTS = ("panel.js", "server_wait.js")  # what inside_on.js imports from beside it
+CHECKS_MODULE = ROOT / "web" / "static" / "checks.js"
+INSIDE_INDEX = f"{PREFIX}inside/files.json"  # the four files' addresses, written by the app beside them
+INSIDE_PREPARING = ("Inside the model's browser files (the stage graph and its 8-bit weights) are being written by the "
+                    "server (a few seconds after it starts)")
+INSIDE_FILES_MISSING = "Run on this browser needs Inside the model's browser files, which the app writes when it starts: {why}"
 PAGE_IMPORTS = ("server_wait.js", "panel.js", "settings_checks.js", "paint.js")  # what run_on.js imports from beside it
 LEARN_IMPORTS = ("panel.js",)  # what learn_on.js imports from beside it
 ORT_FILES = vendor.ORT_FILES
@@ -164,6 +180,7 @@ class BrowserFiles:
     problem: str | None = None
     model_mb: float = 0.0
     learn_problem: str | None = "Watch it learn's browser files are not set up in this app."
+    inside_problem: str | None = "Inside the model's browser files are not set up in this app."
 
     @property
     def available(self) -> bool:
@@ -173,14 +190,20 @@ class BrowserFiles:
     def learn_available(self) -> bool:
         return self.available and self.learn_problem is None
 
+    @property
+    def inside_available(self) -> bool:
+        return self.available and self.inside_problem is None
+
     @classmethod
     def for_model(cls, onnx_files: Mapping[str, Path], ort_dir: Path | None = None, engine_dir: Path = ENGINE_DIR,
-                  page_module: Path = PAGE_MODULE, views_dir: Path = VIEWS_DIR, learn_dir: Path | None = None) -> BrowserFiles:
+                  page_module: Path = PAGE_MODULE, views_dir: Path = VIEWS_DIR, learn_dir: Path | None = None,
+                  inside_dir: Path | None = None) -> BrowserFiles:
         """The files for the model whose ONNX files are ``onnx_files`` (``{"quantized": path, ...}``
         as app.py has them): its Hub folder's 8-bit file and the tokenizer and config beside it.
         ``ort_dir``: onnxruntime-web's files (default: the repository's, :func:`export.vendor.ort_dir`).
         The views of ``views_dir`` are served in any case (:attr:`problem` is about running the model);
-        ``learn_dir``: the folder playground.learn.files wrote for Watch it learn (None: none yet)."""
+        ``learn_dir``: the folder playground.learn.files wrote for Watch it learn (None: none yet);
+        ``inside_dir``: the folder of Inside the model's four files (None: none yet)."""
         views = {f.route: f for f in view_files(views_dir)}  # the app's own views: served whatever follows
 
         def without(problem: str) -> BrowserFiles:
@@ -218,9 +241,13 @@ class BrowserFiles:
             files.append(Served(f"{PREFIX}model/{path.name}", path, digest, version=digest[:HASH_CHARS],
                                 bounded=path.suffix == ".onnx"))
         learn, learn_problem = _learn_code(engine_dir)
-        out = cls({f.route: f for f in [*files, *learn]}, model_mb=model[0].stat().st_size / 1e6, learn_problem=learn_problem)
+        inside, inside_problem = _inside_code(engine_dir)
+        out = cls({f.route: f for f in [*files, *learn, *inside]}, model_mb=model[0].stat().st_size / 1e6,
+                  learn_problem=learn_problem, inside_problem=inside_problem)
         if learn_dir is not None:
             out.add_learn(learn_dir)
+        if inside_dir is not None:
+            out.add_inside(inside_dir)
         return out
 
     def url(self, name: str) -> str:
@@ -260,7 +287,7 @@ class BrowserFiles:
 
     def add_learn(self, learn_dir: Path) -> None:
         """Serve Watch it learn's data files from ``learn_dir`` (playground.learn.files' folder, written
-        in the background while the app starts: :func:`playground.ui.startup.prepare_learn_in_background`)."""
+        in the background while the app starts: :func:`playground.ui.startup.prepare_browser_files_in_background`)."""
         if not self.learn_code:
             return  # the page side itself is missing: nothing to serve it with
         files, problem = _learn_data(learn_dir)
@@ -287,6 +314,71 @@ class BrowserFiles:
             "plotly": rel(self.url(vendor.PLOTLY_FILE)),
             "retryAfterS": RETRY_AFTER_S,
         }
+
+
+    def add_inside(self, folder: Path) -> None:
+        """Serve Inside the model's four files from ``folder`` (written in the background while the
+        app starts: :func:`playground.ui.startup.prepare_browser_files_in_background`), each immutable
+        under its ``?v=``, and ``files.json`` (revalidated: a page built before the files were
+        written finds them there) naming those addresses."""
+        if not self.inside_code:
+            return
+        from export.inside_graph import BROWSER_FILES
+
+        folder = Path(folder)
+        if missing := [name for name in BROWSER_FILES if not (folder / name).is_file()]:
+            self.inside_problem = INSIDE_FILES_MISSING.format(why=f"{folder / missing[0]} is missing")
+            return
+        files = [Served(f"{PREFIX}inside/{name}", folder / name, digest := file_digest(folder / name),
+                        version=digest[:HASH_CHARS]) for name in BROWSER_FILES]
+        index = folder / INSIDE_INDEX.rsplit("/", 1)[1]
+        body = json.dumps({name: f.url.removeprefix("/") for name, f in zip(BROWSER_FILES, files)}, indent=1).encode()
+        if not index.is_file() or index.read_bytes() != body:
+            part = index.with_name(f".{index.name}.{os.getpid()}.tmp")
+            part.write_bytes(body)
+            os.replace(part, index)
+        files.append(Served(INSIDE_INDEX, index, file_digest(index)))
+        self.files.update({f.route: f for f in files})
+        self.inside_problem = None
+
+    @property
+    def inside_code(self) -> bool:
+        return f"{PREFIX}{INSIDE_PAGE_MODULE.name}" in self.files
+
+    def inside_config(self) -> dict[str, Any]:
+        """What Inside the model's page side needs: the addresses (relative to the app's root) of its
+        modules and of ``files.json`` (``facts``: 404 until the files are written), or why it cannot."""
+        if not self.available or not self.inside_code:
+            return {"available": False, "problem": self.problem or self.inside_problem}
+        rel = lambda url: url.removeprefix("/")  # noqa: E731 -- as page_config
+        engine = lambda name: rel(self.files[f"{PREFIX}engine/{name}"].url)  # noqa: E731 -- (a view is named inside.js too)
+        ort = next(f for f in self.files.values() if f.route.endswith(ORT_FILES[0]))
+        return {
+            "available": True,
+            "module": rel(self.url(INSIDE_PAGE_MODULE.name)),
+            "inside": engine("inside.js"),
+            "engine": engine("engine.js"),
+            "tokenizerModule": engine("tokenizer.js"),
+            "fetch": engine("fetch.js"),
+            "checks": rel(f"{PREFIX}static/{CHECKS_MODULE.name}"),
+            "ort": rel(ort.route.rsplit("/", 1)[0] + "/"),
+            "tokenizer": rel(self.url("tokenizer.json")),
+            "facts": rel(INSIDE_INDEX),
+            "retryAfterS": RETRY_AFTER_S,
+        }
+
+
+def _inside_code(engine_dir: Path) -> tuple[list[Served], str | None]:
+    """Inside the model's page side: the engine's stage-graph modules, inside_on.js and what it
+    imports beside it, the text check; and the problem until its data files are added."""
+    modules = [engine_dir / name for name in INSIDE_MODULES]
+    page = [INSIDE_PAGE_MODULE, *(INSIDE_PAGE_MODULE.parent / name for name in INSIDE_IMPORTS)]
+    if missing := [str(p) for p in [*modules, *page, CHECKS_MODULE] if not p.is_file()]:
+        return [], INSIDE_FILES_MISSING.format(why=f"{', '.join(missing)} is missing")
+    files = [Served(f"{PREFIX}engine/{p.name}", p, file_digest(p)) for p in modules]
+    files += [Served(f"{PREFIX}{p.name}", p, file_digest(p)) for p in page]
+    files.append(Served(f"{PREFIX}static/{CHECKS_MODULE.name}", CHECKS_MODULE, file_digest(CHECKS_MODULE)))
+    return files, INSIDE_PREPARING
 
 
 def _learn_code(engine_dir: Path) -> tuple[list[Served], str | None]:

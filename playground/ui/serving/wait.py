@@ -11,6 +11,12 @@ server holds and what it measured:
 Past :data:`OFFER_AFTER_S` the answer says to offer "Run on: this browser" at once
 (``offer_browser``), and ``words`` say the wait and why, in the page's words. A loop not opened yet
 (nothing generated in that precision) has nothing waiting: no question here opens an engine.
+
+``GET /expected-wait?tab=inside`` answers the same for a heavy pass (Inside the model's Run, and
+every event of the group it shares with Embeddings and Attention): with every handler of the group
+busy, the passes served before this visitor's (the group's waiting ones in the order they will be
+served, visitors in turn: serving/admission.py, :func:`.admission.ahead_of`), taken ``handlers`` at
+a time at the seconds a pass of the group has taken (Gradio's own mean), then its own.
 """
 
 from __future__ import annotations
@@ -29,13 +35,15 @@ from ...resources import AUTO_PRECISION
 from .. import gradio_internals
 from .visitors import visitor_of
 
-__all__ = ["ROUTE", "OFFER_AFTER_S", "PRECISIONS", "Expected", "expected", "words", "answer", "ExpectedWait"]
+__all__ = ["ROUTE", "OFFER_AFTER_S", "PRECISIONS", "TABS", "Expected", "expected", "words", "answer", "ExpectedPass",
+           "pass_answer", "ExpectedWait"]
 
 ROUTE = "/expected-wait"
 # A first token expected later than this on the server: the page offers the browser at once (a
 # generation there starts in 3-4 s the first time, at once once the model is kept: docs/browser.md).
 OFFER_AFTER_S = 5.0
 PRECISIONS = (*TAB_PRECISIONS, AUTO_PRECISION)  # the Text generation tab's precision radio, and the API's default
+TABS = ("generation", "inside")  # ?tab=: whose wait (a generation's first token, or a heavy pass)
 
 
 @dataclass(frozen=True)
@@ -104,14 +112,74 @@ def words(e: Expected) -> str:
     return f"About {_s(seconds)} before the first token on the server{why}."
 
 
+@dataclass(frozen=True)
+class ExpectedPass:
+    """The wait of a heavy pass asked for now: Gradio's line for one of the group's handlers, in
+    the order the group serves its waiting requests."""
+
+    handlers: int | None  # the group's handlers (None: the group has not run yet)
+    running: int  # handlers busy
+    line: int  # requests waiting for one
+    ahead: int  # of those, the ones to be served before this visitor's
+    pass_s: float | None  # a pass's mean seconds (None: none has run)
+
+    @property
+    def handlers_busy(self) -> bool:
+        return self.handlers is not None and self.running >= self.handlers
+
+    @property
+    def seconds(self) -> float | None:
+        """Seconds until the pass is drawn (None: not known, and long); 0 with a handler free
+        and nothing measured yet."""
+        if not self.handlers_busy:
+            return self.pass_s or 0.0
+        if self.pass_s is None:
+            return None
+        return (self.ahead // max(self.handlers or 1, 1) + 2) * self.pass_s  # a turn of the running ones, those ahead, its own
+
+    @property
+    def offer_browser(self) -> bool:
+        seconds = self.seconds
+        return seconds is None or seconds > OFFER_AFTER_S
+
+
+def pass_answer(e: ExpectedPass) -> dict[str, Any]:
+    """The JSON of ``/expected-wait?tab=inside`` for ``e``."""
+    seconds = e.seconds
+    why = ""
+    if e.handlers_busy:
+        why = (f": all {e.handlers} of its handlers for heavy passes are busy, and {e.ahead} of the {e.line} passes "
+               f"waiting go before yours (visitors in turn)")
+    if seconds is None:
+        text = f"The server's line is long and not moving lately{why}."
+    elif seconds < 1:
+        text = "Under a second for the pass on the server: it has a handler free."
+    else:
+        text = f"About {_s(seconds)} before the pass is drawn on the server{why}."
+    return {
+        "tab": "inside",
+        "until": "the pass is drawn",
+        "expected_wait_s": None if seconds is None else round(seconds, 2),
+        "offer_browser": e.offer_browser,
+        "offer_after_s": OFFER_AFTER_S,
+        "words": text,
+        "line": {"handlers": e.handlers, "running": e.running, "waiting": e.line, "ahead": e.ahead,
+                 "pass_s": None if e.pass_s is None else round(e.pass_s, 3)},
+    }
+
+
 class ExpectedWait:
     """ASGI middleware answering ``GET`` :data:`ROUTE` (the module's doc); anything else passes
     on. ``loop_of``: the open decoding loop of a precision, or None (playground.resources.open_loop);
-    ``loops``: every open one; ``group``: the generation group's concurrency id."""
+    ``loops``: every open one; ``group``: the generation group's concurrency id; ``pass_group``
+    the heavy passes'; ``ahead``: (group, visitor) -> how many of the group's waiting requests
+    go before a newcomer's (the admission's order; None: all of them)."""
 
     def __init__(self, app: Callable, demo: gr.Blocks, loop_of: Callable[[str], Scheduler | None],
-                 loops: Callable[[], list[Scheduler]], group: str, visitor: Callable[[Any], str] = visitor_of) -> None:
+                 loops: Callable[[], list[Scheduler]], group: str, visitor: Callable[[Any], str] = visitor_of,
+                 pass_group: str = "forward", ahead: Callable[[str, str], int] | None = None) -> None:
         self.app, self.demo, self.loop_of, self.loops, self.group, self.visitor = app, demo, loop_of, loops, group, visitor
+        self.pass_group, self.ahead = pass_group, ahead
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         path = scope.get("path", "")
@@ -123,9 +191,15 @@ class ExpectedWait:
             return
         from starlette.datastructures import QueryParams
 
-        precision = QueryParams(scope.get("query_string", b"")).get("precision") or DEFAULT_PRECISION
+        query = QueryParams(scope.get("query_string", b""))
+        precision = query.get("precision") or DEFAULT_PRECISION
+        tab = query.get("tab") or TABS[0]
         if scope.get("method") not in ("GET", "HEAD"):
             status, body = 405, {"detail": f"Only GET is answered at {ROUTE}."}
+        elif tab not in TABS:
+            status, body = 400, {"detail": f"tab must be one of {', '.join(TABS)}, not {tab[:40]!r}"}
+        elif tab == "inside":
+            status, body = 200, pass_answer(self.expected_pass(self.visitor(scope)))
         elif precision not in PRECISIONS:
             status, body = 400, {"detail": f"precision must be one of {', '.join(PRECISIONS)}, not {precision[:40]!r}"}
         else:
@@ -141,6 +215,12 @@ class ExpectedWait:
         e = expected(loop.load(visitor) if loop is not None else None, gradio_internals.group_load(self.demo, self.group),
                      [other.load() for other in self.loops()])
         return answer(e, precision, loop.max_rows if loop is not None else 0)
+
+    def expected_pass(self, visitor: str) -> ExpectedPass:
+        running, handlers, line = gradio_internals.group_load(self.demo, self.pass_group)
+        ahead = self.ahead(self.pass_group, visitor) if self.ahead is not None and line else line
+        return ExpectedPass(handlers, running, line, line if ahead < 0 else min(ahead, line),
+                            gradio_internals.group_pass_s(self.demo, self.pass_group))
 
 
 def answer(e: Expected, precision: str, rows: int) -> dict[str, Any]:
