@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
     resources.budget_cpu()  # after the export, which may use every core
     browser = serving.BrowserFiles.for_model(onnx_files)  # the engine, onnxruntime-web and the 8-bit model, by hash
     # Inside the model's stage graph and Watch it learn's step graphs for "this browser", written meanwhile
-    prepare_browser_files_in_background(browser, None if source.kind == "shipped" else source.weights_dir)
+    other = source.kind != "shipped"
+    prepare_browser_files_in_background(browser, source.weights_dir if other else None, source.out_dir if other else None)
     demo = build_app(onnx_files, source, compare_with, browser)
     warm_up_in_background()  # the ONNX session opens while the server starts
     print(f"GPT Playground built in {time.perf_counter() - T0:.1f} s; starting the server", flush=True)

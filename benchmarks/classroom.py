@@ -266,10 +266,10 @@ class Page:
         raise RuntimeError(f"{name}: the stream ended without a result")
 
 
-    def expected_wait(self, precision: str = "full") -> dict:
+    def expected_wait(self, precision: str = "full", tab: str = "generation") -> dict:
         """What ``/expected-wait`` tells this page now (a page asks it when its learner is about to
-        click Generate)."""
-        r = self.http.get(f"{self.url}expected-wait", params={"precision": precision})
+        click Generate, or Inside's Run with ``tab="inside"``)."""
+        r = self.http.get(f"{self.url}expected-wait", params={"precision": precision, "tab": tab})
         r.raise_for_status()
         return r.json()
 
@@ -283,6 +283,14 @@ class Page:
         self.run(PAGE_EVENTS["generate"], {"Max new tokens": tokens})
         if self.first_update_at is not None:
             self.notes["first_s"] = self.first_update_at - t0
+
+    def inside(self) -> None:
+        """Inside's Run on the server, the wait the server told just before noted (``told_s``,
+        ``offered``: the page would have offered this browser at once, which draws it in well
+        under a second)."""
+        told = self.expected_wait(tab="inside")
+        self.notes = {"told_s": told["expected_wait_s"], "offered": float(told["offer_browser"])}
+        self.run(PAGE_EVENTS["inside"])
 
     def learn(self, seconds: int = LEARN_SECONDS, seed: int = 0) -> None:
         """A Watch it learn run of ``seconds`` through ``/learn`` (as long as it may train: its cap
@@ -382,7 +390,7 @@ def lesson_steps(tokens: int) -> dict[str, Callable[[Page], Any]]:
         "page": lambda page: page.open(),
         "tokenize": lambda page: page.run(PAGE_EVENTS["tokenize"]),
         "attention": lambda page: page.run(PAGE_EVENTS["attention"]),
-        "inside": lambda page: page.run(PAGE_EVENTS["inside"]),
+        "inside": lambda page: page.inside(),
         "generate": lambda page: page.generate(tokens),
         # A run trains for a while: "start" is its first update; the page is then closed.
         "learn": lambda page: page.run(PAGE_EVENTS["learn"], {"Seconds of training": 10}, until="process_generating"),
@@ -650,7 +658,8 @@ def siege_table(rows: list[Row]) -> str:
         return f"{len(a.waits)} of {report.learners}: **{report.median(action):.1f} s**, {report.max(action):.1f} s{busy}"
 
     out = ["| a group keeps up (learners arrive 10 s in, obey Retry-After) | learners' 32 tokens: served, median, max "
-           "| first token, median (told by /expected-wait, median; offered the browser) | Inside pass | 15 s Watch it learn run "
+           "| first token, median (told by /expected-wait, median; offered the browser) | Inside pass (told; offered the browser) "
+           "| 15 s Watch it learn run "
            "(first point, median) | siege: accepted, gave way | load |",
            "|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -663,8 +672,13 @@ def siege_table(rows: list[Row]) -> str:
         learned = r.actions["learn15"].noted("first_s")
         learn = cell(r, "learn15") + (f" ({statistics.median(learned):.1f} s)" if learned else "")
         siege = f"{r.siege.get('accepted', 0)}, {r.siege.get('gave way', 0)}" if r.siege else "–"
+        ins = r.actions["inside"]
+        ins_told = [t for t in ins.noted("told_s")]
+        ins_unknown = sum(1 for n in ins.notes if "told_s" in n and n["told_s"] is None)
+        inside = (cell(r, "inside") + f" ({statistics.median(ins_told):.1f} s" if ins_told else cell(r, "inside") + " (–")
+        inside += (f", {ins_unknown} long" if ins_unknown else "") + f"; {sum(1 for n in ins.notes if n.get('offered'))} of {len(ins.notes)})"
         out.append(f"| {row.shape} | {cell(r, 'generate')} | {first} ({told_text}; {offered} of {len(gen.notes)}) "
-                   f"| {cell(r, 'inside')} | {learn} | {siege} | {row.load[0]:.1f}–{row.load[1]:.1f} |")
+                   f"| {inside} | {learn} | {siege} | {row.load[0]:.1f}–{row.load[1]:.1f} |")
     return "\n".join(out)
 
 

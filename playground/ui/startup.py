@@ -81,7 +81,8 @@ INSIDE_APP_DIR = "browser-inside"  # under artifacts/: Inside the model's files 
 
 def inside_folder(weights_dir: Path | None = None, out_dir: Path | None = None) -> Path:
     """Where the app writes Inside the model's browser files for the model of ``weights_dir``
-    (None: the shipped one): a folder per model, so two apps showing two models never share one."""
+    (None: the shipped one), under ``out_dir`` (the model's own, where its ONNX files go; None:
+    artifacts/): a folder per model, so two apps showing two models never share one."""
     import hashlib
 
     from export.naming import ARTIFACTS_DIR
@@ -98,11 +99,12 @@ def _current(folder: Path, weights_dir: Path | None) -> bool:
     return index.is_file() and weights.is_file() and index.stat().st_mtime >= weights.stat().st_mtime
 
 
-def prepare_browser_files_in_background(browser, weights_dir: Path | None = None) -> None:
+def prepare_browser_files_in_background(browser, weights_dir: Path | None = None, out_dir: Path | None = None) -> None:
     """Write, in child processes one after the other (building a graph the first time takes minutes
     and a few hundred MB, whose memory goes with the child), what "Run on: this browser" loads
     beyond the model while the server starts, then serve it: Inside the model's stage graph and
-    8-bit weights for the model of ``weights_dir`` (``python -m export.inside_graph``;
+    8-bit weights for the model of ``weights_dir`` (into :func:`inside_folder`, ``out_dir``: the
+    model's own folder; ``python -m export.inside_graph``;
     ``browser.add_inside``), then Watch it learn's step graphs and text (``python -m
     playground.learn.files``; ``browser.add_learn``). Until then each tab's "this browser" waits
     for its files and says so. Files already written for this model are served at once."""
@@ -111,7 +113,7 @@ def prepare_browser_files_in_background(browser, weights_dir: Path | None = None
 
     from playground.learn.files import app_folder
 
-    learn, inside = app_folder(), inside_folder(weights_dir)
+    learn, inside = app_folder(), inside_folder(weights_dir, out_dir)
     if (learn / "learn" / "learn.json").is_file():
         browser.add_learn(learn)
     if _current(inside, weights_dir):
