@@ -41,7 +41,7 @@ from .engine import Engine
 from .params import SamplingParams, check_prompt
 from .sampling import choose_rows, top_candidates
 from .steps import DecodeStep, Step, to_steps
-from .turns import SLICE_TOKENS, Served, plan, wait_steps
+from .turns import SLICE_TOKENS, Served, first_end_steps, plan, wait_steps
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,12 @@ class Load:
     wait_steps: int
     step_s: float | None  # the loop's seconds a step lately (None: it has taken none)
     ends_per_s: float | None  # requests leaving the loop a second lately (None: fewer than two in ENDS_FOR_S)
+    first_end_steps: int | None = None  # steps before the first of its requests ends (runtime.turns.first_end_steps)
+
+    @property
+    def first_end_s(self) -> float | None:
+        """Seconds before the loop lets a request go, at its pace (None: it holds none, or has taken no step)."""
+        return None if self.first_end_steps is None or self.step_s is None else self.first_end_steps * self.step_s
 
     @property
     def idle(self) -> bool:
@@ -452,10 +458,11 @@ class Scheduler:
             in_batch = sum(s.n for s in running)
             now = time.perf_counter()
             ends = [t for t in self._ends if now - t <= ENDS_FOR_S]
+            first = first_end_steps([(s.n, s.remaining) for s in (*running, *waiting)], self.max_rows)
         rate = (len(ends) - 1) / max(now - ends[0], 1e-3) if len(ends) >= 2 else None
         if in_batch:  # it joins the cache on an aligned step (CACHE_ALIGN): half of one on average
             steps += CACHE_ALIGN // 2
-        return Load(in_batch, len(waiting), steps, self.step_s, rate)
+        return Load(in_batch, len(waiting), steps, self.step_s, rate, first)
 
     def stream(
         self, prompt_ids: Sequence[int], params: SamplingParams, stop: threading.Event | None = None, visitor: str = "",

@@ -10,6 +10,7 @@ rows (the expected wait a page shows, in the loop's measured seconds a step).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -162,3 +163,17 @@ def wait_steps(waiting: Sequence[Turn], running: Sequence[Turn], served: Served,
     frees.sort()
     rounds, k = divmod(need - 1, len(frees))  # (a row taken by one ahead comes free again a slice later)
     return frees[k] + rounds * slice_tokens
+
+
+def first_end_steps(remaining: Sequence[tuple[int, int]], max_rows: int) -> int | None:
+    """Steps of the loop before the first of its requests ends (``remaining``: each request's rows
+    and the tokens it may still decode, running or waiting), when they take turns for
+    ``max_rows`` rows: while more rows want the batch than it has, each request decodes about
+    ``max_rows`` / (their rows) of the steps, so the one with least left ends after that many of its
+    tokens, stretched by as much (None: no request). A generation ending early at
+    ``<|endoftext|>`` is not counted: it is an upper bound for those, a fair guess for long ones."""
+    if not remaining:
+        return None
+    rows = sum(n for n, _ in remaining)
+    least = min(left for _, left in remaining)
+    return math.ceil(least * max(1.0, rows / max(max_rows, 1)))

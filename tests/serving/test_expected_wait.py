@@ -69,3 +69,23 @@ def test_a_heavy_pass_waits_for_those_served_before_it_a_handlers_turn_at_a_time
     assert first.seconds == pytest.approx(2.0) and not first.offer_browser
     unknown = ExpectedPass(handlers=2, running=2, line=3, ahead=3, pass_s=None)
     assert unknown.seconds is None and unknown.offer_browser and pass_answer(unknown)["expected_wait_s"] is None
+
+
+def test_every_handler_busy_waits_at_least_until_the_first_generation_can_end():
+    """116 long generations taking turns for 16 rows end late and together: the last minute's ends
+    (a burst, 2 a second) said 2 s for a line of 3, where the first of them needs 200 more tokens at
+    116/16 of the steps (a siege of 120 addresses measured 207 s, told 8.9 s). The wait is the
+    later of the two, and the words say why; with the rate the later, the rate's."""
+    from runtime.turns import first_end_steps
+
+    steps = first_end_steps([(1, 200)] * 100 + [(1, 512)] * 16, 16)
+    assert steps == 1450  # 200 tokens x 116/16
+    long = Load(running_rows=16, waiting=100, wait_steps=0, step_s=0.03, ends_per_s=2.0, first_end_steps=steps)
+    e = expected(long, (116, 116, 3), [long])
+    assert e.line_s == pytest.approx(43.5) and e.offer_browser
+    assert "the first of the generations they run ends in about 44 s" in words(e)
+    assert answer(e, "full", 16)["line"]["first_end_s"] == 43.5
+    soon = Load(running_rows=16, waiting=0, wait_steps=0, step_s=0.03, ends_per_s=0.5, first_end_steps=10)
+    e = expected(soon, (116, 116, 3), [soon])
+    assert e.line_s == pytest.approx(8.0) and "ends in about" not in words(e)
+    assert first_end_steps([], 16) is None and first_end_steps([(4, 30)], 16) == 30  # room for all: its own tokens

@@ -4,7 +4,8 @@ server holds and what it measured:
 
 - **Gradio's line for a handler**, when every handler of the generation group is busy: the
   requests waiting there and this one, at the rate the decoding loops let their requests go lately
-  (:attr:`runtime.batching.Load.ends_per_s`);
+  (:attr:`runtime.batching.Load.ends_per_s`), and never sooner than the first of the loops'
+  requests can end, taking turns (:attr:`runtime.batching.Load.first_end_s`);
 - **the decoding loop's turns** for rows: :meth:`runtime.batching.Scheduler.load` for this
   visitor, in the loop's own seconds a step.
 
@@ -62,13 +63,21 @@ class Expected:
         the moment before Gradio starts them.)"""
         return self.handlers is not None and self.running >= self.handlers
 
+    first_end_s: float | None = None  # seconds before the first of the open loops' requests ends (None: not known)
+
     @property
     def line_s(self) -> float | None:
-        """Seconds in Gradio's line before a handler takes it: 0 with one free; None when every
-        handler is busy and none has let go lately (not known, and long)."""
+        """Seconds in Gradio's line before a handler takes it: 0 with one free; with every handler
+        busy, the line ahead and this one at the rate the loops let requests go lately, but never
+        sooner than the first of their requests can end (a group's long generations, taking turns,
+        end late and together: the last minute's rate says nothing of when the next ends); None
+        when neither is known (and long)."""
         if not self.handlers_busy:
             return 0.0
-        return (self.line + 1) / self.ends_per_s if self.ends_per_s else None
+        by_rate = (self.line + 1) / self.ends_per_s if self.ends_per_s else None
+        if by_rate is None or self.first_end_s is None:
+            return by_rate if by_rate is not None else self.first_end_s
+        return max(by_rate, self.first_end_s)
 
     @property
     def seconds(self) -> float | None:
@@ -88,8 +97,9 @@ def expected(loop: Load | None, group: tuple[int, int | None, int], loads: Seque
     handlers, waiting)`` (:func:`gradio_internals.group_load`) and every open loop's load (their
     requests' ends together free the handlers)."""
     rates = [load.ends_per_s for load in loads if load.ends_per_s]
+    firsts = [load.first_end_s for load in loads if load.first_end_s is not None]
     running, handlers, line = group
-    return Expected(loop, handlers, running, line, sum(rates) if rates else None)
+    return Expected(loop, handlers, running, line, sum(rates) if rates else None, min(firsts) if firsts else None)
 
 
 def _s(seconds: float) -> str:
@@ -101,6 +111,9 @@ def words(e: Expected) -> str:
     seconds, parts = e.seconds, []
     if e.handlers_busy:
         parts.append(f"all {e.handlers} of its generation handlers are busy and {e.line} more wait for one")
+        by_rate = (e.line + 1) / e.ends_per_s if e.ends_per_s else None
+        if e.first_end_s is not None and (by_rate is None or e.first_end_s > by_rate):
+            parts.append(f"the first of the generations they run ends in about {_s(e.first_end_s)}")
     if e.loop is not None and e.loop.wait_steps and e.loop.step_s:
         parts.append(f"{e.loop.waiting} generations take turns for the decoding loop's rows "
                      f"({e.loop.running_rows} decoding, {e.loop.step_s * 1000:.0f} ms a step)")
@@ -234,7 +247,8 @@ def answer(e: Expected, precision: str, rows: int) -> dict[str, Any]:
         "words": words(e),
         "line": {"handlers": e.handlers, "running": e.running, "waiting": e.line,
                  "wait_s": None if e.line_s is None else round(e.line_s, 2),
-                 "ends_per_s": None if e.ends_per_s is None else round(e.ends_per_s, 3)},
+                 "ends_per_s": None if e.ends_per_s is None else round(e.ends_per_s, 3),
+                 "first_end_s": None if e.first_end_s is None else round(e.first_end_s, 2)},
         "loop": None if load is None else {
             "rows": rows, "running_rows": load.running_rows, "waiting": load.waiting,
             "wait_steps": load.wait_steps, "step_s": None if load.step_s is None else round(load.step_s, 4),
