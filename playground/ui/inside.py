@@ -132,6 +132,7 @@ def build(tab: gr.Tab, browser: BrowserFiles | None = None) -> dict[str, gr.comp
     browser = browser if browser is not None else BrowserFiles.for_model({})
     js = inside_on_js(browser) if browser.available and browser.inside_code else None
     cfg = get_model().config
+    n_params = sum(p.numel() for p in get_model().parameters())
     note(LESSON.intro)
     note(
         f"The model: {cfg.n_layer} layers, {cfg.n_head} heads of {cfg.head_dim}, d_model {cfg.d_model}. Each box of the map "
@@ -148,8 +149,8 @@ def build(tab: gr.Tab, browser: BrowserFiles | None = None) -> dict[str, gr.comp
             with gr.Column(scale=1, min_width=240):
                 layer, head = layer_head_sliders(cfg.n_layer, cfg.n_head, prefix="ins")
                 token = gr.Slider(0, max(last, 1), value=r.token, step=1, label=f"Token (0–{last})", elem_id="ins-token")
-                run_on = gr.Radio(RUN_ON_CHOICES, value=SERVER, label="Run on", elem_id="ins-run-on", info=run_on_info(browser, sum(p.numel() for p in get_model().parameters())),
-                                  interactive=js is not None)
+                run_on = gr.Radio(RUN_ON_CHOICES, value=SERVER, label="Run on", elem_id="ins-run-on",
+                                  info=run_on_info(browser, n_params), interactive=js is not None)
                 run = gr.Button("Run the forward pass", variant="primary", elem_id="ins-run")
                 if js:
                     run_here = gr.Button("Run the forward pass", variant="primary", elem_id="ins-run-browser")
