@@ -577,3 +577,37 @@ def test_the_expected_wait_counts_the_steps_a_newcomer_then_waits(engine, monkey
         assert load.step_s is not None and load.step_s >= 0.01 and load.expected_wait_s == load.wait_steps * load.step_s
     finally:
         scheduler.close()
+
+
+def test_the_first_end_counts_the_steps_before_a_request_leaves_a_loop_of_turns(engine, monkeypatch):
+    """Three visitors' 90-token generations on two rows, taking turns by slices of 12: the loop says
+    when the first of them will end (the least left, stretched by 3 rows wanting 2): a lower bound,
+    the first ending no sooner and within half as much again (each yield's rejoin waits for an
+    aligned step: measured 131 told, 173 steps; counting the running ones alone would say 87)."""
+    from runtime.batching import CACHE_ALIGN
+
+    forward = engine.forward
+    monkeypatch.setattr(engine, "forward", lambda *a: (time.sleep(0.002), forward(*a))[1])
+    scheduler = Scheduler(engine, max_rows=2, max_waiting=MAX_WAITING_REQUESTS, slice_tokens=12)
+    try:
+        assert scheduler.load("d").first_end_steps is None  # nothing to end
+        streams = [scheduler.stream([464 + i, 3290], SamplingParams(90, 0.8, seed=i, stop_at_eot=False), visitor=v)
+                   for i, v in enumerate("abc")]
+        ended: list[int] = []
+        with ThreadPoolExecutor(3) as pool:
+            def read(s):
+                n = sum(1 for _ in s)
+                ended.append(scheduler.steps)
+                return n
+            readers = [pool.submit(read, s) for s in streams]
+            wait_for(lambda: scheduler.load("d").running_rows == 2 and scheduler.load("d").waiting == 1 and scheduler.steps >= 3,
+                     10, 0.001, message="two rows decoding, one waiting")
+            load, since = scheduler.load("d"), scheduler.steps
+            assert [r.result(60) for r in readers] == [90, 90, 90]
+        waited = min(ended) - since
+        print(f"first end expected in {load.first_end_steps} steps, came in {waited}")
+        assert load.first_end_steps > 100  # (90 - a few) x 3/2
+        assert load.first_end_steps - CACHE_ALIGN // 2 <= waited <= 1.5 * load.first_end_steps, (waited, load)
+        assert load.first_end_s == pytest.approx(load.first_end_steps * load.step_s)
+    finally:
+        scheduler.close()

@@ -89,3 +89,22 @@ def test_every_handler_busy_waits_at_least_until_the_first_generation_can_end():
     e = expected(soon, (116, 116, 3), [soon])
     assert e.line_s == pytest.approx(8.0) and "ends in about" not in words(e)
     assert first_end_steps([], 16) is None and first_end_steps([(4, 30)], 16) == 30  # room for all: its own tokens
+
+
+def test_inside_s_files_are_served_at_start_only_when_written_after_the_models_weights(tmp_path):
+    """startup._current: the app serves Inside's files it wrote before at once, unless the model's
+    weights changed since (a retrained model: its child writes them again first); a file written in
+    the same instant counts as after."""
+    import os
+
+    from playground.ui.startup import _current
+
+    weights, folder = tmp_path / "model", tmp_path / "inside"
+    weights.mkdir(), folder.mkdir()
+    assert not _current(folder, weights)  # nothing written
+    (weights / "model.safetensors").write_bytes(b"w")
+    (folder / "weights.json").write_text("{}")
+    for index_at, weights_at, current in ((100, 100, True), (101, 100, True), (100, 101, False)):
+        os.utime(folder / "weights.json", (index_at, index_at))
+        os.utime(weights / "model.safetensors", (weights_at, weights_at))
+        assert _current(folder, weights) is current, (index_at, weights_at)

@@ -225,6 +225,25 @@ def test_the_served_apps_launch_options_install_the_patient_look(monkeypatch):
     assert networking.url_ok is not once and networking.url_ok.__wrapped__ is getattr(once, "__wrapped__", once)
 
 
+def test_the_served_apps_expected_wait_reads_the_order_its_admission_serves(monkeypatch):
+    """A hardened app's /expected-wait (launch_options' ExpectedWait) asks the app's own admission
+    where a visitor stands in a heavy passes' line; without harden it has none to ask."""
+    from gradio import networking
+
+    from playground.ui import serving
+    from playground.ui.serving.wait import ExpectedWait
+
+    monkeypatch.setattr(networking, "url_ok", networking.url_ok)  # (put back after the test)
+    demo = gradio_internals.probe_app()
+    wait = lambda: next(m for m in serving.launch_options(demo)["app_kwargs"]["middleware"] if m.cls is ExpectedWait)  # noqa: E731
+    assert wait().kwargs["ahead"] is None
+    serving.harden(demo)
+    ahead = wait().kwargs["ahead"]
+    fn = next(iter(demo.fns.values()))
+    demo.pg_admission.note("someone", fn.concurrency_id)
+    assert ahead(fn.concurrency_id, "learner") == 0 and wait().kwargs["pass_group"] == "forward"
+
+
 def test_gradios_walk_of_an_answer_takes_a_flat_list_whole_and_still_finds_files(monkeypatch):
     """The big answers (a 1024 x 512 table) are walked by Gradio for files on the event loop: with
     the patch its file test runs per row, not per value, and a file in the answer is still given

@@ -515,3 +515,37 @@ def test_a_newcomers_place_in_the_line_is_the_one_it_will_be_served_in():
     fresh = VisitorEvents(lambda e: e in live)
     assert ahead_of(fresh, "forward", [("w1", "a"), ("w2", "b")], "learner") == 2
     assert ahead_of(fresh, "forward", [], "learner") == 0
+
+
+def test_the_apps_line_is_read_from_gradios_own_queue_for_the_wait_a_page_is_told():
+    """admission.ahead_in on Gradio's own queue and events (not stand-ins): three passes of an
+    address served twice lately wait; a learner who ran none is told none go before it, the
+    address itself that all three do; ExpectedWait's answer for the learner says so, every
+    handler of the group busy."""
+    from gradio.queueing import Event
+
+    from playground.ui import gradio_internals
+    from playground.ui.serving.admission import VisitorEvents, ahead_in
+    from playground.ui.serving.wait import ExpectedWait
+
+    demo = gradio_internals.probe_app()
+    queue = demo._queue
+    fn = next(iter(demo.fns.values()))
+    group = fn.concurrency_id
+    queue.create_event_queue_for_fn(fn)
+    events = VisitorEvents(lambda e: e in queue.event_ids_to_events)
+    for _ in range(2):
+        events.note("group", group)
+    for i in range(3):
+        event = Event(f"s{i}", fn, None, None)
+        queue.event_queue_per_concurrency_id[group].queue.append(event)
+        queue.event_ids_to_events[event._id] = event
+        events.add("group", event._id, group)
+        events.note("group", group)
+    ahead = ahead_in(demo, events)
+    assert ahead(group, "learner") == 0 and ahead(group, "group") == 3
+    waiting = queue.event_queue_per_concurrency_id[group]
+    waiting.concurrency_limit, waiting.current_concurrency = 2, 2
+    told = ExpectedWait(None, demo, lambda p: None, lambda: [], "generate", pass_group=group, ahead=ahead)
+    assert told.expected_pass("learner").ahead == 0 and told.expected_pass("group").ahead == 3
+    assert told.expected_pass("learner").handlers_busy

@@ -368,15 +368,24 @@ class BrowserFiles:
         }
 
 
+def _page_side(engine_dir: Path, modules: Iterable[str], page_module: Path, imports: Iterable[str],
+               extra: Iterable[Path] = ()) -> tuple[list[Served], list[str]]:
+    """A tab's "this browser" code, revalidated: the engine's ``modules``, its page side and what
+    that imports beside it, served beside run_on.js; and the paths missing (none served then)."""
+    engine = [engine_dir / name for name in modules]
+    page = [page_module, *(page_module.parent / name for name in imports)]
+    if missing := [str(p) for p in [*engine, *page, *extra] if not p.is_file()]:
+        return [], missing
+    return ([Served(f"{PREFIX}engine/{p.name}", p, file_digest(p)) for p in engine]
+            + [Served(f"{PREFIX}{p.name}", p, file_digest(p)) for p in page]), []
+
+
 def _inside_code(engine_dir: Path) -> tuple[list[Served], str | None]:
     """Inside the model's page side: the engine's stage-graph modules, inside_on.js and what it
     imports beside it, the text check; and the problem until its data files are added."""
-    modules = [engine_dir / name for name in INSIDE_MODULES]
-    page = [INSIDE_PAGE_MODULE, *(INSIDE_PAGE_MODULE.parent / name for name in INSIDE_IMPORTS)]
-    if missing := [str(p) for p in [*modules, *page, CHECKS_MODULE] if not p.is_file()]:
+    files, missing = _page_side(engine_dir, INSIDE_MODULES, INSIDE_PAGE_MODULE, INSIDE_IMPORTS, [CHECKS_MODULE])
+    if missing:
         return [], INSIDE_FILES_MISSING.format(why=f"{', '.join(missing)} is missing")
-    files = [Served(f"{PREFIX}engine/{p.name}", p, file_digest(p)) for p in modules]
-    files += [Served(f"{PREFIX}{p.name}", p, file_digest(p)) for p in page]
     files.append(Served(f"{PREFIX}static/{CHECKS_MODULE.name}", CHECKS_MODULE, file_digest(CHECKS_MODULE)))
     return files, INSIDE_PREPARING
 
@@ -389,12 +398,9 @@ def _learn_code(engine_dir: Path) -> tuple[list[Served], str | None]:
         plotly = vendor.plotly_js()
     except (vendor.VendorError, OSError) as err:
         return [], LEARN_FILES_MISSING.format(why=f"plotly.js is missing ({err})")
-    modules = [engine_dir / name for name in LEARN_MODULES]
-    page = [LEARN_PAGE_MODULE, *(LEARN_PAGE_MODULE.parent / name for name in LEARN_IMPORTS)]
-    if missing := [str(p) for p in [*modules, LEARN_VIEW, *page] if not p.is_file()]:
+    files, missing = _page_side(engine_dir, LEARN_MODULES, LEARN_PAGE_MODULE, LEARN_IMPORTS, [LEARN_VIEW])
+    if missing:
         return [], LEARN_FILES_MISSING.format(why=f"{', '.join(missing)} is missing")
-    files = [Served(f"{PREFIX}engine/{p.name}", p, file_digest(p)) for p in modules]
-    files += [Served(f"{PREFIX}{p.name}", p, file_digest(p)) for p in page]
     digest = file_digest(plotly)
     files.append(Served(f"{PREFIX}plotly/{digest[:HASH_CHARS]}/{plotly.name}", plotly, digest, immutable=True))
     return files, LEARN_PREPARING

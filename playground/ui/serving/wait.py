@@ -74,10 +74,13 @@ class Expected:
         when neither is known (and long)."""
         if not self.handlers_busy:
             return 0.0
-        by_rate = (self.line + 1) / self.ends_per_s if self.ends_per_s else None
-        if by_rate is None or self.first_end_s is None:
-            return by_rate if by_rate is not None else self.first_end_s
-        return max(by_rate, self.first_end_s)
+        known = [s for s in (self.rate_s, self.first_end_s) if s is not None]
+        return max(known) if known else None
+
+    @property
+    def rate_s(self) -> float | None:
+        """The line ahead and this one at the rate the loops let requests go lately (None: none went)."""
+        return (self.line + 1) / self.ends_per_s if self.ends_per_s else None
 
     @property
     def seconds(self) -> float | None:
@@ -111,8 +114,7 @@ def words(e: Expected) -> str:
     seconds, parts = e.seconds, []
     if e.handlers_busy:
         parts.append(f"all {e.handlers} of its generation handlers are busy and {e.line} more wait for one")
-        by_rate = (e.line + 1) / e.ends_per_s if e.ends_per_s else None
-        if e.first_end_s is not None and (by_rate is None or e.first_end_s > by_rate):
+        if e.first_end_s is not None and (e.rate_s is None or e.first_end_s > e.rate_s):
             parts.append(f"the first of the generations they run ends in about {_s(e.first_end_s)}")
     if e.loop is not None and e.loop.wait_steps and e.loop.step_s:
         parts.append(f"{e.loop.waiting} generations take turns for the decoding loop's rows "
@@ -231,9 +233,8 @@ class ExpectedWait:
 
     def expected_pass(self, visitor: str) -> ExpectedPass:
         running, handlers, line = gradio_internals.group_load(self.demo, self.pass_group)
-        ahead = self.ahead(self.pass_group, visitor) if self.ahead is not None and line else line
-        return ExpectedPass(handlers, running, line, line if ahead < 0 else min(ahead, line),
-                            gradio_internals.group_pass_s(self.demo, self.pass_group))
+        ahead = min(self.ahead(self.pass_group, visitor), line) if self.ahead is not None and line else line
+        return ExpectedPass(handlers, running, line, ahead, gradio_internals.group_pass_s(self.demo, self.pass_group))
 
 
 def answer(e: Expected, precision: str, rows: int) -> dict[str, Any]:
