@@ -27,9 +27,15 @@ def test_the_defaults_let_a_class_train_together_a_turn_at_a_time():
     assert MAX_RUNNING > 16 and 1 <= STEP_RUNS < MAX_RUNNING
 
 
-def _arrive_beside(trainer: Trainer, others: int) -> tuple[float, int, list[int]]:
+# The longest a training run's curve may stand still while the others catch up with its share of
+# time (a first step with its sample costs several plain steps): tens of turns on a busy machine.
+NEXT_STEP_S = 60.0
+
+
+def _arrive_beside(trainer: Trainer, others: int) -> tuple[float, int, int]:
     """``others`` long runs training on ``trainer`` (each stepped once), then a learner's run: the
-    seconds to its first point, the steps the others took meanwhile, and their steps then."""
+    seconds to its first point, the steps the others took meanwhile, and the turns then until every
+    long run had stepped again (none left behind by the newcomer, nor by the runs that came first)."""
     long = [trainer.run(learn_run.settings(300, 40 + i, steps=5000), visitor=f"10.0.2.{i}", poll_s=0.05) for i in range(others)]
     newcomer = None
     try:
@@ -46,7 +52,12 @@ def _arrive_beside(trainer: Trainer, others: int) -> tuple[float, int, list[int]
         wait_for(lambda: state.losses, 120, 0.01, message="the newcomer's first point")
         first_s = time.perf_counter() - t0
         meanwhile = sum(s.step for s in states()) - before
-        return first_s, meanwhile, [s.step for s in states()]
+        # Turns are fair in time, not in steps (a run's first step carries its untrained sample, and
+        # the runs that came first have had more steps): what a learner sees is that no curve stops.
+        at, turns0 = [s.step for s in states()], trainer.turns
+        wait_for(lambda: all(s.step > a for s, a in zip(states(), at)), NEXT_STEP_S, 0.05,
+                 message=f"every long run's next step within {NEXT_STEP_S:g} s (none starves)")
+        return first_s, meanwhile, trainer.turns - turns0
     finally:
         for runs in [*long, *([newcomer] if newcomer else [])]:
             runs.close()
@@ -56,17 +67,17 @@ def _arrive_beside(trainer: Trainer, others: int) -> tuple[float, int, list[int]
 def test_a_learner_arriving_while_others_train_steps_within_two_turns_and_nobody_starves(data_dir):
     """Four long runs, turns of two: the newcomer takes its first step in the turn under way when
     it came or the next (at most two turns of the others' steps meanwhile), not once a run ends."""
-    first_s, meanwhile, steps = _arrive_beside(Trainer(max_running=8, step_runs=2), 4)
-    print(f"\nthe newcomer's first point {first_s:.2f} s after it came, {meanwhile} steps of the others meanwhile")
+    first_s, meanwhile, turns = _arrive_beside(Trainer(max_running=8, step_runs=2), 4)
+    print(f"\nthe newcomer's first point {first_s:.2f} s after it came, {meanwhile} steps of the others meanwhile, "
+          f"every run stepped again within {turns} turns")
     assert meanwhile <= 2 * 2, meanwhile
-    assert min(steps) >= max(steps) // 2, steps  # max-min by time: none left behind
 
 
 @pytest.mark.slow
 def test_a_learner_arriving_while_16_runs_train_gets_a_first_point_within_a_few_seconds(data_dir):
     """The default trainer, 16 long runs: the newcomer trains at once (no line), its first point
     within two turns of the others' steps and a few seconds."""
-    first_s, meanwhile, steps = _arrive_beside(Trainer(), 16)
-    print(f"\nthe newcomer's first point {first_s:.2f} s after it came, {meanwhile} steps of the 16 meanwhile")
+    first_s, meanwhile, turns = _arrive_beside(Trainer(), 16)
+    print(f"\nthe newcomer's first point {first_s:.2f} s after it came, {meanwhile} steps of the 16 meanwhile, "
+          f"every run stepped again within {turns} turns")
     assert meanwhile <= 2 * STEP_RUNS, meanwhile
-    assert min(steps) >= max(steps) // 2, steps

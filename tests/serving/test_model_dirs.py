@@ -193,6 +193,7 @@ def test_browser_visits_every_tab_of_the_model(model_app, tmp_path):
         header.wait_for()
         assert source.name in header.inner_text() and f"{config.n_layer} layers" in header.inner_text()
         tabs = page.get_by_role("tab")
+        tabs.first.wait_for()  # the header is drawn before the tabs: all() does not wait
         names = [t.inner_text() for t in tabs.all()]
         assert len(names) >= 6
         for name in names:
