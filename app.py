@@ -27,7 +27,8 @@ import gradio as gr  # noqa: E402
 from playground.ui import attention, common, embeddings, generation, model, positional, serving, tokenization  # noqa: E402
 from playground.ui import compare, inside, learn, links  # noqa: E402
 from playground.model_source import ModelSource, ModelSourceError, describe, resolve, shipped  # noqa: E402
-from playground import limits, resources  # noqa: E402
+from playground import limits  # noqa: E402
+from playground.resources import Resources, budget_cpu  # noqa: E402
 from playground.compare import TRAINED, Comparison  # noqa: E402
 from playground.ui.startup import prepare_browser_files_in_background, prepare_model, warm_up_in_background  # noqa: E402
 
@@ -42,38 +43,46 @@ HEADER = (
 )
 
 
+def resources_of(source: ModelSource, onnx_files: dict) -> Resources:
+    """What the tabs share for ``source``: its model, and its engines on ``onnx_files``."""
+    return Resources(None if source.kind == "shipped" else source.weights_dir, onnx_files)
+
+
 def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with: ModelSource | None = None,
-              browser: serving.BrowserFiles | None = None) -> gr.Blocks:
+              browser: serving.BrowserFiles | None = None, res: Resources | None = None) -> gr.Blocks:
     """The page for ``source`` (default: the shipped model), whose Compare tab sets
     ``compare_with`` beside it (default: the untrained initialisation of the same architecture);
     ``browser``: the files its Text generation tab's "Run on: this browser" loads (default: those
-    of ``onnx_files``, which ``serving.launch_options`` must then be given too)."""
+    of ``onnx_files``, which ``serving.launch_options`` must then be given too); ``res``: what its
+    tabs share (default: :func:`resources_of` the source; ``demo.pg_resources`` keeps it)."""
     source = source or shipped()
+    res = res if res is not None else resources_of(source, onnx_files)
     browser = browser if browser is not None else serving.BrowserFiles.for_model(onnx_files)
     comparison = Comparison(  # what the Compare tab sets beside the model
         None if compare_with is None else compare_with.weights_dir,
         None if compare_with is None else compare_with.name,
         TRAINED if source.kind == "shipped" else source.name,
+        shown=res.model(),
     )
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         gr.Markdown(HEADER, elem_id="pg-header")
         gr.Markdown(describe(source), elem_id="pg-model")
-        link = links.Links()  # a link's message shows here; each tab gets a Copy link button (playground/ui/links.py)
+        link = links.Links(res.model().config)  # a link's message shows here; each tab gets a Copy link button (playground/ui/links.py)
         with gr.Tabs(overflow_behavior="wrap") as tabs:  # every tab one tap away, on a phone too (one row that scrolls sideways: page.css)
             with gr.Tab("1 · Tokenization", id="tokenization"):
                 link.tab("tokenization", tokenization.build)
             with gr.Tab("2 · Embeddings", id="embeddings"):
-                link.tab("embeddings", embeddings.build)
+                link.tab("embeddings", lambda: embeddings.build(res))
             with gr.Tab("3 · Positional encoding", id="positional") as tab:
-                link.tab("positional", lambda: positional.build(tab))  # its heavy figures drawn when the tab first opens
+                link.tab("positional", lambda: positional.build(res, tab))  # its heavy figures drawn when the tab first opens
             with gr.Tab("4 · Attention", id="attention") as tab:
-                link.tab("attention", lambda: attention.build(tab))  # as the PE tab: the opening figures drawn when the tab first opens
+                link.tab("attention", lambda: attention.build(res, tab))  # as the PE tab: the opening figures drawn when the tab first opens
             with gr.Tab("5 · Inside the model", id="inside") as tab:
-                link.tab("inside", lambda: inside.build(tab, browser))  # drawn by the view both editions share (web/views/)
+                link.tab("inside", lambda: inside.build(res, tab, browser))  # drawn by the view both editions share (web/views/)
             with gr.Tab("6 · Text generation", id="generation"):
-                link.tab("generation", lambda: generation.build(browser))
+                link.tab("generation", lambda: generation.build(res, browser))
             with gr.Tab("7 · Model", id="model"):
-                link.tab("model", lambda: model.build(onnx_files, training_log=source.weights_dir / "training_log.json", browser=browser))
+                link.tab("model", lambda: model.build(res, onnx_files, training_log=source.weights_dir / "training_log.json", browser=browser))
             with gr.Tab("8 · Compare", id="compare"):
                 link.tab("compare", lambda: compare.build(browser, comparison))
             with gr.Tab("9 · Watch it learn", id="learn"):
@@ -91,6 +100,7 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
     # group's places shared out per visitor (serving/admission.py).
     serving.harden(demo, max_waiting={common.GENERATE: limits.MAX_WAITING_GENERATIONS, common.FORWARD: limits.MAX_WAITING_FORWARD,
                                       learn.LEARN: limits.MAX_WAITING_LEARNERS})
+    demo.pg_resources = res  # what launch_options reads the decoding loops' load from, and the warm-up opens
     return demo
 
 
@@ -109,13 +119,13 @@ def main(argv: list[str] | None = None) -> None:
     except ModelSourceError as err:
         raise SystemExit(f"GPT Playground cannot start: {err}") from None
     onnx_files = prepare_model(source)  # builds the ONNX files on the first start, with progress
-    resources.budget_cpu()  # after the export, which may use every core
+    budget_cpu()  # after the export, which may use every core
     browser = serving.BrowserFiles.for_model(onnx_files)  # the engine, onnxruntime-web and the 8-bit model, by hash
     # Inside the model's stage graph and Watch it learn's step graphs for "this browser", written meanwhile
     other = source.kind != "shipped"
     prepare_browser_files_in_background(browser, source.weights_dir if other else None, source.out_dir if other else None)
     demo = build_app(onnx_files, source, compare_with, browser)
-    warm_up_in_background()  # the ONNX session opens while the server starts
+    warm_up_in_background(demo.pg_resources)  # the ONNX session opens while the server starts
     print(f"GPT Playground built in {time.perf_counter() - T0:.1f} s; starting the server", flush=True)
     demo.launch(
         # None: Gradio reads GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (default 127.0.0.1:7860).
@@ -132,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
         run_history=False,
         # Bounded memory and requests whatever the traffic: lean sessions, unread results
         # dropped, bodies capped, no file from Gradio's shared folders, monitoring off (playground/ui/serving/).
-        **serving.launch_options(demo, browser=browser),
+        **serving.launch_options(demo, browser=browser, res=demo.pg_resources),
     )
 
 

@@ -40,8 +40,11 @@ def main(argv: list[str] | None = None) -> None:
     threads = resources.budget_cpu()
     from types import SimpleNamespace
 
-    from playground.ui.inside import ui_rows, ui_run
+    from playground.resources import Resources
+    from playground.ui.inside import Handlers
 
+    tab = Handlers(Resources())  # the shipped model, as the app's tab computes with it
+    ui_run, ui_rows = tab.ui_run, tab.ui_rows
     ui_run(text_of(args.tokens, 9), 0, 0)  # load the model and warm up
     times: dict[str, list[float]] = {"text": [], "token": []}
     for r in range(args.repeats):

@@ -59,13 +59,17 @@ def actions() -> list[Action]:
     from playground import limits
     from playground.attention import EXAMPLE_PROMPTS
     from playground.generation.params import EXAMPLE_PROMPTS as PROMPTS
-    from playground.resources import get_model
-    from .bench_inside import text_of
     from playground.compare import Comparison
+    from playground.resources import Resources
     from playground.ui import attention, compare, embeddings, generation, inside, positional, tokenization
 
-    cfg = get_model().config
-    comparing = compare.Handlers(Comparison())  # the app's default: the model beside its untrained start
+    from .bench_inside import text_of
+
+    res = Resources()  # the shipped model and engines, as the app's tabs share them
+    cfg = res.model().config
+    comparing = compare.Handlers(Comparison(shown=res.model()))  # the app's default: the model beside its untrained start
+    embeddings, attention, inside = embeddings.Handlers(res), attention.Handlers(res), inside.Handlers(res)
+    generation, model_table = generation.Generations(res), positional.Handlers(res).ui_model_table
     fresh = itertools.count()  # Inside keeps its last passes: each run a new text, as a learner typing
     long_text = ("Romeo.\nBut soft! what light through yonder window breaks?\n" * 400)[: limits.MAX_TEXT_CHARS]
     return [
@@ -75,7 +79,7 @@ def actions() -> list[Action]:
                lambda: embeddings.ui_projection(", ".join(emb.DEFAULT_WORDS), emb.DEFAULT_EXPRESSION, "3D", True)),
         Action("Positional encoding", "PE at 1024 positions x 512 dimensions",
                lambda: positional.ui_positional(512, 1024, 10000, "2, 4, 6, 8")),
-        Action("Positional encoding", "the model's own table (tab opened)", positional.ui_model_table),
+        Action("Positional encoding", "the model's own table (tab opened)", model_table),
         Action("Attention", f"layer change (to layer {cfg.n_layer - 1}) on the example",
                lambda: attention.ui_attention(EXAMPLE_PROMPTS[0], cfg.n_layer - 1, 0)),
         Action("Inside the model", f"a new {limits.MAX_INSIDE_TOKENS}-token text (the whole pass)",

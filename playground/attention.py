@@ -27,7 +27,7 @@ from model import GPT
 
 from . import limits
 from .plots import base_layout, heatmap, token_ticks
-from .resources import get_model
+from .resources import shipped_model
 from .tokens import encode_prompt, token_labels
 from .validation import validate_int
 
@@ -414,7 +414,7 @@ def attention(text: Any, layer: Any = 0, head: Any = 0, model: GPT | None = None
     """Attention of the loaded model on ``text``: layer ``layer`` and head ``head`` (0-based).
     ``step_through=False``: no step-through (no stages, its checks NaN), for a page that shows
     only the weights (Compare)."""
-    model = model or get_model()
+    model = model or shipped_model()
     cfg = model.config
     max_tokens = min(limits.MAX_ATTENTION_TOKENS, cfg.block_size)
     ids = encode_prompt(text, name="text", max_chars=limits.MAX_ATTENTION_CHARS, max_tokens=max_tokens)

@@ -31,7 +31,7 @@ from .embeddings import ArithmeticResult, embedding_arithmetic
 from .generation.state import GeneratedStep, TokenChoice
 from .initial import drawn_gpt
 from .memo import Memo
-from .resources import get_model
+from .resources import shipped_model
 from .tokens import encode_prompt, token_text
 from .validation import InputError, validate_int
 
@@ -82,11 +82,14 @@ class Comparison:
     """The two sides the Compare tab sets beside each other: the model shown (the app's shared
     model), named ``shown_label``, and the model folder ``weights_dir`` (config.json +
     model.safetensors), named ``label`` (default: the folder's name); None: the untrained
-    initialisation of the model shown. The app makes one (``--compare DIR``) and hands it to the
+    initialisation of the model shown. ``shown``: the model shown (default: the shipped one,
+    :func:`~.resources.shipped_model`). The app makes one (``--compare DIR``) and hands it to the
     tab; the second side is read from its folder once, on first use, and kept while the
     comparison lives (a new Comparison reads the folder again: its files may have been rewritten)."""
 
-    def __init__(self, weights_dir: str | Path | None = None, label: str | None = None, shown_label: str | None = None):
+    def __init__(self, weights_dir: str | Path | None = None, label: str | None = None, shown_label: str | None = None,
+                 shown: GPT | None = None):
+        self._shown = shown
         self.weights_dir = None if weights_dir is None else Path(weights_dir)
         self.label = label
         self.shown_label = shown_label or TRAINED
@@ -94,10 +97,18 @@ class Comparison:
 
     def _load_other(self, folder: Path | None) -> tuple[str, GPT]:
         if folder is None:
-            return UNTRAINED, untrained_like(get_model())
+            return UNTRAINED, untrained_like(self.shown())
         from model import load_pretrained
 
         return self.label or folder.name, load_pretrained(folder)
+
+    def shown(self) -> GPT:
+        """The model shown."""
+        return self._shown if self._shown is not None else shipped_model()
+
+    def vocab_size(self) -> int:
+        """The shown model's vocabulary: the uniform guess's loss is its logarithm."""
+        return self.shown().config.vocab_size
 
     def other(self) -> tuple[str, GPT]:
         """(label, model) of the second side, loaded once."""
@@ -105,7 +116,7 @@ class Comparison:
 
     def sides(self) -> list[tuple[str, GPT]]:
         """(label, model) of the model shown, then of the second side."""
-        return [(self.shown_label, get_model()), self.other()]
+        return [(self.shown_label, self.shown()), self.other()]
 
     def labels(self) -> tuple[str, str]:
         """The names of the two sides, as the page shows them."""
@@ -196,6 +207,7 @@ def compare_all(prompt: Any, word: Any, sentence: Any, comparison: Comparison | 
     """The three comparisons as JSON (the ``/compare`` endpoint): for each model, the prompt's
     top next tokens and loss, the word's nearest tokens, the sentence's attention (layer 0, head
     0, and the mean over layer 0's heads)."""
+    comparison = comparison or Comparison()
     tokens = compare_next_token(prompt, comparison=comparison)
     try:
         neighbours = compare_neighbours(word, comparison=comparison)
@@ -213,7 +225,7 @@ def compare_all(prompt: Any, word: Any, sentence: Any, comparison: Comparison | 
                 "attention_entropy": round(_mean_row_entropy(a.weights[0]), 4),
             }
         )
-    return {"models": models, "uniform_loss": round(math.log(get_model().config.vocab_size), 4)}
+    return {"models": models, "uniform_loss": round(math.log(comparison.vocab_size()), 4)}
 
 
 def _mean_row_entropy(w: np.ndarray) -> float:

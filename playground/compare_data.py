@@ -13,16 +13,16 @@ from typing import Any
 from . import compare as cmp
 from .attention import AttentionResult
 from .embeddings import ArithmeticResult
-from .resources import get_model
 
 __all__ = ["next_data", "neighbours_data", "attention_data", "compare_data"]
 
 
-def next_data(prompt: str, results: list[cmp.NextToken]) -> dict[str, Any]:
+def next_data(prompt: str, results: list[cmp.NextToken], vocab_size: int) -> dict[str, Any]:
     """Both sides' next tokens after ``prompt`` (:func:`compare.compare_next_token`): the top
     candidates (raw token text, probability at temperature 1), the loss on the prompt (None for
-    one token) and the next-token distribution's entropy, in nats."""
-    vocab = get_model().config.vocab_size
+    one token) and the next-token distribution's entropy, in nats; ``vocab_size``: the shown
+    model's (the uniform guess's loss is its logarithm)."""
+    vocab = vocab_size
     return {
         "prompt": prompt,
         "ids": list(results[0].ids),
@@ -73,7 +73,7 @@ def compare_data(prompt: Any = cmp.EXAMPLE_PROMPT, word: Any = cmp.EXAMPLE_WORD,
         head = opening.head if head is None else head
     return {
         "labels": list(comparison.labels()),
-        "next": next_data(prompt, cmp.compare_next_token(prompt, comparison=comparison)),
+        "next": next_data(prompt, cmp.compare_next_token(prompt, comparison=comparison), comparison.vocab_size()),
         "neighbours": neighbours_data(word, cmp.compare_neighbours(word, comparison=comparison)),
         "attention": attention_data(sentence, cmp.compare_attention(sentence, layer, head, comparison)),
     }

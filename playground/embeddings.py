@@ -24,7 +24,7 @@ from .assets import load_token_counts
 from .expressions import LinearForm, parse_expression
 from .memo import Memo
 from .plots import base_layout, bar_plot, heatmap
-from .resources import get_model, shows_shipped_model
+from .resources import is_shipped, shipped_model
 from .similarity import cosine, cosine_matrix, unit_rows
 from .tokens import encode, encode_prompt, visible_token
 from .validation import InputError, validate_bool, validate_choice, validate_int, validate_text
@@ -92,7 +92,7 @@ def searched_text(model: GPT) -> str:
     """Where the searched tokens come from, as far as the app knows the model: the shipped
     model's own training text, or, for any other model, this project's Shakespeare text, which
     that model may never have seen."""
-    if shows_shipped_model(model):
+    if is_shipped(model):
         return "its training text (Shakespeare)"
     return ("this project's Shakespeare text (the shipped model's training text; what this model was "
             "trained on, the app does not know)")
@@ -128,7 +128,7 @@ def word_vector(word: Any, *, leading_space: bool = True, model: GPT | None = No
     word = validate_text(word, name="word", max_chars=limits.MAX_WORD_CHARS).strip()
     if any(ch.isspace() for ch in word):
         raise InputError(f"{word!r} is more than one word: give a single word (no spaces)")
-    model = model or get_model()
+    model = model or shipped_model()
     index = _index(model)
     ids = encode((" " if leading_space else "") + word, special=False)
     if len(ids) > limits.MAX_WORD_TOKENS:
@@ -136,7 +136,7 @@ def word_vector(word: Any, *, leading_space: bool = True, model: GPT | None = No
     pieces = [visible_token(i) for i in ids]
     unseen = [p for p, i in zip(pieces, ids) if index.counts[i] == 0]
     if unseen:
-        why = ("training text (Shakespeare), so their embeddings were never trained" if shows_shipped_model(model)
+        why = ("training text (Shakespeare), so their embeddings were never trained" if is_shipped(model)
                else "Shakespeare text the shipped model was trained on, the tokens this tab compares")
         raise InputError(
             f"{word!r} is unknown to the model: its token(s) {', '.join(map(repr, unseen))} never occur in the "
@@ -214,7 +214,7 @@ def embedding_arithmetic(
     top_k = validate_int(top_k, name="top_k", minimum=limits.MIN_NEIGHBOURS, maximum=limits.MAX_NEIGHBOURS)
     exclude_inputs = validate_bool(exclude_inputs, name="exclude input words")
     leading_space = validate_bool(leading_space, name="leading space")
-    model = model or get_model()
+    model = model or shipped_model()
     words, vector = _combine(form, leading_space, model)
     if not np.any(vector):
         raise InputError("the result is the zero vector (the words' embeddings cancel): nothing to compare with")
@@ -247,7 +247,7 @@ class SimilarityResult:
 def word_or_expression(text: Any, *, leading_space: bool = True, model: GPT | None = None) -> WordVector:
     """A word's embedding, or an expression's vector (``queen + man - woman``: the Transformer tutorial's
     cos(queen + man − woman, king)) when ``text`` holds an operator."""
-    model = model or get_model()
+    model = model or shipped_model()
     if isinstance(text, str) and any(op in text for op in "+-*"):
         form = parse_expression(text)
         words, vector = _combine(form, leading_space, model)
@@ -259,7 +259,7 @@ def word_similarity(a: Any, b: Any, leading_space: Any = True, model: GPT | None
     """Cosine similarity of two words' embeddings (multi-token words: the mean of their tokens;
     either may be an expression such as ``queen + man - woman``)."""
     leading_space = validate_bool(leading_space, name="leading space")
-    model = model or get_model()
+    model = model or shipped_model()
     wa = word_or_expression(a, leading_space=leading_space, model=model)
     wb = word_or_expression(b, leading_space=leading_space, model=model)
     notice = " ".join(w.describe() for w in (wa, wb) if w.multi_token)
@@ -309,7 +309,7 @@ def pca_projection(
     ``expression`` may be empty/None for no marked result."""
     dims = validate_choice(dims, ["2D", "3D"], name="projection")
     leading_space = validate_bool(leading_space, name="leading space")
-    model = model or get_model()
+    model = model or shipped_model()
     word_list = _word_list(words)
     vectors = [word_vector(w, leading_space=leading_space, model=model) for w in word_list]
     x = np.stack([v.vector for v in vectors]).astype(np.float64)
@@ -454,7 +454,7 @@ def contextual_embeddings(
     """The same word in two sentences: its input embedding (static, one row of the table,
     identical in both) against the model's last hidden state at the word (contextual)."""
     word = validate_text(word, name="word", max_chars=limits.MAX_WORD_CHARS).strip()
-    model = model or get_model()
+    model = model or shipped_model()
     sentences, id_lists, positions, static, contextual = [], [], [], [], []
     for name, sentence in (("sentence A", sentence_a), ("sentence B", sentence_b)):
         ids = encode_prompt(sentence, name=name, max_chars=limits.MAX_SENTENCE_CHARS, max_tokens=model.config.block_size)

@@ -28,7 +28,7 @@ from model.stages import LENS_K, TOP_K, block_stages, ffn_alone, first_ranks_sta
 
 from . import limits
 from .memo import Memo
-from .resources import get_model
+from .resources import shipped_model
 from .tokens import encode_prompt, token_labels, token_text
 from .validation import validate_int, validate_layer_head
 
@@ -314,7 +314,7 @@ class InsideResult:
 def inside(text: Any, layer: Any = 0, head: Any = 0, token: Any = None, model: GPT | None = None) -> InsideResult:
     """The pass of the model shown (or ``model``) on ``text``, showing ``layer`` and ``head``
     (0-based) at token position ``token`` (None: the last token)."""
-    model = model or get_model()
+    model = model or shipped_model()
     cfg = model.config
     max_tokens = min(limits.MAX_INSIDE_TOKENS, cfg.block_size)
     ids = encode_prompt(text, name="text", max_chars=limits.MAX_INSIDE_CHARS, max_tokens=max_tokens)

@@ -22,7 +22,6 @@ from runtime.sampling import sampling_distribution
 
 from . import limits
 from .plots import PERCENT_HOVER, base_layout, percent
-from .resources import get_engine
 from .tokens import token_text, visible_whitespace
 from .validation import validate_float, validate_int
 
@@ -102,13 +101,12 @@ class NextTokenDistribution:
         return sampling_distribution(self.log_probs[None, :], args["temperature"], args["top_k"], args["top_p"])[0]
 
 
-def next_token_distribution(context_ids: list[int], engine: Any = None) -> NextTokenDistribution:
+def next_token_distribution(context_ids: list[int], engine: Any) -> NextTokenDistribution:
     """One forward pass of the engine on ``context_ids`` (the last ``block_size`` of them, as the
     engine reads a longer context): the full next-token distribution, read in exactly as a
     generation reads its prompt (``runtime.batching.Batch``: the same padding, the same bits),
     as a log-softmax in float64. (Asking a stream for every candidate would make 50,257 objects
     in Python, where this takes one graph call.)"""
-    engine = engine or get_engine()
     ids = check_prompt(list(context_ids), engine.vocab_size, engine.eot_id)
     request = Request.new(ids, SamplingParams(1, n_candidates=None), engine.block_size)
     Batch(engine).add(request)

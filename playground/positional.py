@@ -23,7 +23,7 @@ from . import limits
 from .assets import VOCAB_SIZE, seen_token_ids
 from .image_map import image_map
 from .plots import base_layout, heatmap, line_plot
-from .resources import get_model
+from .resources import shipped_model
 from .similarity import cosine_matrix
 from .validation import InputError, parse_int_list, validate_float, validate_int
 
@@ -228,7 +228,7 @@ def model_position_table(model: GPT | None = None) -> ModelTableResult:
 
     The row norms are compared with the token embeddings' because the two are added: whichever
     is larger dominates what the first layer sees."""
-    model = model or get_model()
+    model = model or shipped_model()
     cfg = model.config
     table = model.position_table().detach().float().cpu().numpy()
     reference = model_positional_encoding(cfg.block_size, cfg.d_model).numpy()

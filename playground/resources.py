@@ -1,8 +1,13 @@
-"""What the tabs share, loaded once on first use, thread-safely: the PyTorch model, GPT-2's
-tokenizer, and the onnxruntime engine that generates text (with the execution provider the
-``PLAYGROUND_PROVIDER`` environment variable asks for, on the ONNX file ``PLAYGROUND_ONNX`` asks
-for: by default the 8-bit integer file on a CPU, fp32 on CUDA), and beside it the other
-precision's file a generation may ask for, each with its decoding loop.
+"""What the tabs share: the PyTorch model, GPT-2's tokenizer, and the onnxruntime engine that
+generates text (with the execution provider the ``PLAYGROUND_PROVIDER`` environment variable asks
+for, on the ONNX file ``PLAYGROUND_ONNX`` asks for: by default the 8-bit integer file on a CPU,
+fp32 on CUDA), and beside it the other precision's file a generation may ask for, each with its
+decoding loop.
+
+The app builds one :class:`Resources` for the model it shows (``python app.py --model DIR``: that
+folder's) and hands it to each tab's ``build``; nothing here is replaced while the app runs. The
+plain functions under the tabs take a model (their default, :func:`shipped_model`, is the shipped
+weights loaded once, read-only, as ``model.get_tokenizer`` loads the tokenizer once).
 
 Gradio runs requests on worker threads; the first few may arrive together, so loading is
 guarded by a lock (the model is read-only afterwards: concurrent forward passes in eval mode
@@ -11,6 +16,7 @@ under ``torch.inference_mode`` are safe; the engine's session is thread-safe too
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -32,11 +38,11 @@ if TYPE_CHECKING:  # annotations only
 
 __all__ = [
     "ResourceError",
-    "shows_shipped_model",
-    "get_model",
+    "Resources",
+    "load_model",
+    "shipped_model",
+    "is_shipped",
     "get_encoding",
-    "set_model",
-    "use_model",
     "PROVIDER_ENV",
     "ONNX_FILE_ENV",
     "requested_file",
@@ -44,71 +50,49 @@ __all__ = [
     "requested_provider",
     "planned_provider",
     "open_engine",
-    "get_engine",
-    "get_scheduler",
     "AUTO_PRECISION",
     "PRECISION_FILES",
-    "engine_for",
-    "open_loop",
-    "open_loops",
     "budget_cpu",
 ]
 
 log = logging.getLogger("playground")
-
-_lock = threading.Lock()
-_model: GPT | None = None
-# What `python app.py --model DIR` shows instead of the shipped model (playground/model_source.py).
-_model_dir: Path | None = None
-_engine_files: dict[str, Path] | None = None  # artifact_paths()-style keys: "fp32", "quantized", "int8"
 
 
 class ResourceError(RuntimeError):
     """The shipped model cannot be loaded; the message names the command that fixes it."""
 
 
-def get_model(path: str | Path | None = None) -> GPT:
-    """The shared model in eval mode (the shipped weights unless ``set_model`` replaced it)."""
-    global _model
-    if _model is None:
-        with _lock:
-            if _model is None:  # another thread may have loaded it while we waited
-                try:
-                    _model = load_pretrained(path if path is not None else _model_dir)
-                except FileNotFoundError as err:
-                    raise ResourceError(f"the model's weights are missing: {err}") from err
-                except Exception as err:  # a corrupt or mismatched file
-                    raise ResourceError(
-                        f"the model's weights could not be loaded ({type(err).__name__}: {err}); "
-                        "restore them with `git checkout model/weights` or retrain with `python -m model.train`"
-                    ) from err
-    return _model
+def load_model(path: str | Path | None = None) -> GPT:
+    """The model of folder ``path`` (default: the shipped weights) in eval mode; missing or corrupt
+    weights raise :class:`ResourceError` naming the command that fixes them."""
+    try:
+        return load_pretrained(path).eval()
+    except FileNotFoundError as err:
+        raise ResourceError(f"the model's weights are missing: {err}") from err
+    except Exception as err:  # a corrupt or mismatched file
+        raise ResourceError(
+            f"the model's weights could not be loaded ({type(err).__name__}: {err}); "
+            "restore them with `git checkout model/weights` or retrain with `python -m model.train`"
+        ) from err
 
 
-def shows_shipped_model(model: GPT | None = None) -> bool:
-    """Whether ``model`` (default: the shared one) is the shipped model, trained on this
-    project's Shakespeare text: the shared model while no ``--model DIR`` replaced it."""
-    return _model_dir is None and (model is None or model is _model)
+_shipped_lock = threading.Lock()
 
 
-def set_model(model: GPT | None) -> None:
-    """Replace the shared model (None: reload the shipped one on next use)."""
-    global _model
-    with _lock:
-        _model = None if model is None else model.eval()
+@functools.cache
+def _shipped() -> GPT:
+    return load_model(None)
 
 
-def use_model(weights_dir: str | Path | None, onnx_files: dict[str, Path] | str | Path | None) -> None:
-    """Show another model folder (config.json + model.safetensors) and generate with its ONNX
-    files ({"fp32", "int8", ...: path}, or one path); None, None: the shipped model again. Call
-    before the page is built."""
-    global _model_dir, _engine_files, _model, _engine
-    if isinstance(onnx_files, (str, Path)):
-        onnx_files = {"fp32": Path(onnx_files)}
-    with _lock, _engine_lock:
-        _model_dir = None if weights_dir is None else Path(weights_dir)
-        _engine_files = None if onnx_files is None else {key: Path(path) for key, path in onnx_files.items()}
-        _model, _engine = None, None
+def shipped_model() -> GPT:
+    """The shipped model in eval mode, loaded once (read-only: every caller may share it)."""
+    with _shipped_lock:  # the first callers may arrive together: one load
+        return _shipped()
+
+
+def is_shipped(model: GPT) -> bool:
+    """Whether ``model`` is the shipped model (:func:`shipped_model`'s), loading nothing."""
+    return _shipped.cache_info().currsize > 0 and model is _shipped()
 
 
 def get_encoding() -> tiktoken.Encoding:
@@ -122,10 +106,6 @@ def get_encoding() -> tiktoken.Encoding:
 # "cuda". A Space with a GPU sets PLAYGROUND_PROVIDER=cuda; if CUDA turns out unusable there the
 # app still serves, on the CPU, and says so once on the console (the stats show the provider).
 PROVIDER_ENV = "PLAYGROUND_PROVIDER"
-_cuda_fallback_said = False
-
-_engine_lock = threading.Lock()
-_engine: Engine | None = None
 
 
 def requested_provider() -> str:
@@ -137,17 +117,19 @@ def requested_provider() -> str:
     return value
 
 
+@functools.cache  # said once a process, whichever app asked
+def _say_cuda_unusable(reason: str) -> None:
+    log.warning("CUDA was requested (%s=cuda) but is not usable on this machine (%s): generating on the CPU.",
+                PROVIDER_ENV, reason)
+
+
 def _usable_provider(requested: str) -> str:
     """``requested``, except "cuda" on a machine where CUDA is unusable: "cpu", said once."""
-    global _cuda_fallback_said
     from runtime import providers
 
     if requested != "cuda" or providers.cuda_usable():
         return requested
-    if not _cuda_fallback_said:
-        _cuda_fallback_said = True
-        log.warning("CUDA was requested (%s=cuda) but is not usable on this machine (%s): generating on the CPU.",
-                    PROVIDER_ENV, providers.cuda_unusable_reason())
+    _say_cuda_unusable(str(providers.cuda_unusable_reason()))
     return "cpu"
 
 
@@ -215,21 +197,11 @@ def choose_file(files: dict[str, Path], on_gpu: bool, requested: str | None = No
     return files[key]
 
 
-def get_engine() -> Engine:
-    """The one onnxruntime engine every request shares (its session is thread-safe: every call
-    keeps its cache and random state to itself), opened on first use. A failure is not cached:
-    the next request tries again, so rebuilding the file fixes a running app."""
-    global _engine
-    if _engine is None:
-        with _engine_lock:
-            if _engine is None:
-                from export import artifact_paths
-                from runtime import providers
-
-                provider = _usable_provider(requested_provider())
-                on_gpu = provider == "cuda" or (provider == "auto" and providers.cuda_usable())
-                _engine = open_engine(choose_file(_engine_files or artifact_paths(), on_gpu), provider)
-    return _engine
+# The ONNX file of each precision a generation may ask for, beside the app's engine's file: "full"
+# (fp32, what Inside the model and Compare compute with) and "8-bit" (the integer file). "auto"
+# is the app's engine itself, whichever file PLAYGROUND_ONNX and the device chose.
+PRECISION_FILES = {"full": FP32_NAME, "8-bit": INT8_NAME}
+AUTO_PRECISION = "auto"
 
 
 def _scheduler_of(engine: Engine) -> Scheduler:
@@ -239,78 +211,122 @@ def _scheduler_of(engine: Engine) -> Scheduler:
     return Scheduler(engine, max_rows=limits.MAX_BATCH_ROWS, max_waiting=limits.MAX_WAITING_REQUESTS, wide=engine.widened())
 
 
-_scheduler: Scheduler | None = None
+class Resources:
+    """What one app's tabs share, each opened on first use: the model of ``weights_dir``
+    (None: the shipped one, :func:`shipped_model`), the onnxruntime engine on one of
+    ``onnx_files`` ({"fp32", "int8", ...: path}, keys as ``export.artifact_paths``; one path;
+    None: the shipped model's files) and its decoding loop, and the other precision's file with a
+    loop of its own. ``model``: a model already in memory, shown instead of loading one."""
 
+    def __init__(self, weights_dir: str | Path | None = None, onnx_files: dict[str, Path] | str | Path | None = None,
+                 model: GPT | None = None) -> None:
+        if isinstance(onnx_files, (str, Path)):
+            onnx_files = {"fp32": Path(onnx_files)}
+        self.weights_dir = None if weights_dir is None else Path(weights_dir)
+        self.onnx_files = None if onnx_files is None else {key: Path(path) for key, path in onnx_files.items()}
+        self._lock = threading.Lock()
+        self._model = None if model is None else model.eval()
+        self._engine_lock = threading.Lock()
+        self._engine: Engine | None = None
+        self._scheduler: Scheduler | None = None
+        # One entry: the file of the other precision than the engine's, with its own loop.
+        self._precision_engines: Memo[Path, tuple[Engine, Scheduler]] = Memo(size=1, close=lambda pair: pair[1].close())
 
-def get_scheduler() -> Scheduler:
-    """The decoding loop every generation of the app joins (continuous batching on the shared
-    engine, at most ``limits.MAX_BATCH_ROWS`` samples at once); a new one follows a new engine."""
-    global _scheduler
-    engine = get_engine()
-    with _engine_lock:
-        if _scheduler is None or _scheduler.engine is not engine:
-            if _scheduler is not None:
-                _scheduler.close()
-            _scheduler = _scheduler_of(engine)
-    return _scheduler
+    def __repr__(self) -> str:
+        return f"Resources({str(self.weights_dir or 'shipped')!r})"
 
+    # --- the PyTorch model -------------------------------------------------------------------
 
-# The ONNX file of each precision a generation may ask for, beside the app's engine's file: "full"
-# (fp32, what Inside the model and Compare compute with) and "8-bit" (the integer file). "auto"
-# is the app's engine itself, whichever file PLAYGROUND_ONNX and the device chose.
-PRECISION_FILES = {"full": FP32_NAME, "8-bit": INT8_NAME}
-AUTO_PRECISION = "auto"
+    def model(self) -> GPT:
+        """The model in eval mode, loaded on first use (once, whichever threads arrive together)."""
+        if self._model is None:
+            with self._lock:
+                if self._model is None:  # another thread may have loaded it while we waited
+                    self._model = shipped_model() if self.weights_dir is None else load_model(self.weights_dir)
+        return self._model
 
+    def shows_shipped_model(self) -> bool:
+        """Whether these resources show the shipped model, trained on this project's Shakespeare text."""
+        return is_shipped(self.model())
 
-# The file of the other precision than the app's engine's, with a decoding loop of its own. One
-# entry: a model shown with --model replaces the shipped one's, whose loop is then closed.
-_precision_engines: Memo[Path, tuple[Engine, Scheduler]] = Memo(size=1, close=lambda pair: pair[1].close())
+    # --- the onnxruntime engine and its decoding loops ----------------------------------------
 
+    def engine(self) -> Engine:
+        """The one onnxruntime engine every request shares (its session is thread-safe: every call
+        keeps its cache and random state to itself), opened on first use. A failure is not kept:
+        the next request tries again, so rebuilding the file mends a running app."""
+        if self._engine is None:
+            with self._engine_lock:
+                if self._engine is None:
+                    from export import artifact_paths
+                    from runtime import providers
 
-def engine_for(precision: str) -> tuple[Engine, Scheduler]:
-    """The engine and decoding loop of ``precision`` (a key of :data:`PRECISION_FILES`, or
-    :data:`AUTO_PRECISION`: the app's own). The file that is not the app's engine's is opened on
-    first use, beside it (its own session and loop, the same row limits); a model without such a
-    file is told with an :class:`InputError` naming the precision it has."""
-    engine = get_engine()
-    if precision == AUTO_PRECISION:
-        return engine, get_scheduler()
-    path = engine.path.parent.parent / PRECISION_FILES[precision]  # <hub>/onnx/<file>
-    if path == engine.path:
-        return engine, get_scheduler()
+                    provider = _usable_provider(requested_provider())
+                    on_gpu = provider == "cuda" or (provider == "auto" and providers.cuda_usable())
+                    self._engine = open_engine(choose_file(self.onnx_files or artifact_paths(), on_gpu), provider)
+        return self._engine
 
-    def open_beside(path: Path) -> tuple[Engine, Scheduler]:
-        if not path.is_file():
-            raise InputError(
-                f"precision: this model has no {precision} file ({PRECISION_FILES[precision]}); "
-                f"choose {' or '.join(p for p in PRECISION_FILES if p != precision)}"
-            )
-        other = open_engine(path)
-        return other, _scheduler_of(other)
+    def scheduler(self) -> Scheduler:
+        """The decoding loop every generation joins (continuous batching on :meth:`engine`, at
+        most ``limits.MAX_BATCH_ROWS`` samples at once)."""
+        engine = self.engine()
+        with self._engine_lock:
+            if self._scheduler is None or self._scheduler.engine is not engine:
+                if self._scheduler is not None:
+                    self._scheduler.close()
+                self._scheduler = _scheduler_of(engine)
+        return self._scheduler
 
-    return _precision_engines.get(path, open_beside)
+    def engine_for(self, precision: str) -> tuple[Engine, Scheduler]:
+        """The engine and decoding loop of ``precision`` (a key of :data:`PRECISION_FILES`, or
+        :data:`AUTO_PRECISION`: the app's own). The file that is not the engine's is opened on
+        first use, beside it (its own session and loop, the same row limits); a model without such
+        a file is told with an :class:`InputError` naming the precision it has."""
+        engine = self.engine()
+        if precision == AUTO_PRECISION:
+            return engine, self.scheduler()
+        path = engine.path.parent.parent / PRECISION_FILES[precision]  # <hub>/onnx/<file>
+        if path == engine.path:
+            return engine, self.scheduler()
 
+        def open_beside(path: Path) -> tuple[Engine, Scheduler]:
+            if not path.is_file():
+                raise InputError(
+                    f"precision: this model has no {precision} file ({PRECISION_FILES[precision]}); "
+                    f"choose {' or '.join(p for p in PRECISION_FILES if p != precision)}"
+                )
+            other = open_engine(path)
+            return other, _scheduler_of(other)
 
-def open_loop(precision: str) -> Scheduler | None:
-    """The decoding loop of ``precision`` (as :func:`engine_for` takes it) if it is open already,
-    else None: what a question about the load may read without opening an engine."""
-    engine, scheduler = _engine, _scheduler
-    if engine is None:
-        return None
-    if precision == AUTO_PRECISION or engine.path.parent.parent / PRECISION_FILES[precision] == engine.path:
-        return scheduler if scheduler is not None and scheduler.engine is engine else None
-    pair = _precision_engines.peek(engine.path.parent.parent / PRECISION_FILES[precision])
-    return None if pair is None else pair[1]
+        return self._precision_engines.get(path, open_beside)
 
+    def open_loop(self, precision: str) -> Scheduler | None:
+        """The decoding loop of ``precision`` (as :meth:`engine_for` takes it) if it is open
+        already, else None: what a question about the load may read without opening an engine."""
+        engine, scheduler = self._engine, self._scheduler
+        if engine is None:
+            return None
+        if precision == AUTO_PRECISION or engine.path.parent.parent / PRECISION_FILES[precision] == engine.path:
+            return scheduler if scheduler is not None and scheduler.engine is engine else None
+        pair = self._precision_engines.peek(engine.path.parent.parent / PRECISION_FILES[precision])
+        return None if pair is None else pair[1]
 
-def open_loops() -> list[Scheduler]:
-    """Every decoding loop open now (the app's engine's, and the other precision's once used)."""
-    loops = [_scheduler] if _scheduler is not None else []
-    if _engine is not None:
-        for precision in PRECISION_FILES:
-            if (loop := open_loop(precision)) is not None and loop not in loops:
-                loops.append(loop)
-    return loops
+    def open_loops(self) -> list[Scheduler]:
+        """Every decoding loop open now (the engine's, and the other precision's once used)."""
+        loops = [self._scheduler] if self._scheduler is not None else []
+        if self._engine is not None:
+            for precision in PRECISION_FILES:
+                if (loop := self.open_loop(precision)) is not None and loop not in loops:
+                    loops.append(loop)
+        return loops
+
+    def close(self) -> None:
+        """Stop the decoding loops (a test's app, or a model no longer shown)."""
+        with self._engine_lock:
+            if self._scheduler is not None:
+                self._scheduler.close()
+            self._scheduler = None
+        self._precision_engines.clear()
 
 
 def budget_cpu() -> int:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -100,13 +101,29 @@ def shipped_onnx() -> dict[str, Path]:
     return ensure_onnx()
 
 
+@functools.cache
+def shipped_resources():
+    """What the app's tabs share for the shipped model (``playground.resources.Resources``), one
+    for the whole test session: the in-process app and the tests that call the tabs' functions
+    use the same model and engines, loaded once."""
+    from playground.resources import Resources
+
+    return Resources()  # the shipped files, artifacts/hub/ (a test that opens the engine ensures them first)
+
+
+@pytest.fixture(scope="session")
+def res():
+    """:func:`shipped_resources`, as a fixture."""
+    return shipped_resources()
+
+
 @pytest.fixture(scope="session")
 def built_app(shipped_onnx):
     """The app's page as ``python app.py`` builds it (``app.build_app``), not launched: built once
     for every test that reads its tabs or calls its events' functions in-process."""
     import app
 
-    return app.build_app(shipped_onnx)
+    return app.build_app(shipped_onnx, res=shipped_resources())
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@
 - ``state``: what a generation holds (each step's token and candidates, speed, stop reasons, the
   "Next token" history);
 - ``streaming``: a generation run, the settings checked on the shared engine, then the engine's
-  stream as state snapshots (the engine of each precision is ``resources.engine_for``'s);
+  stream as state snapshots (the engine of each precision is ``Resources.engine_for``'s);
 - ``figures``: the candidates chart of a step and its caption (and Compare's chart of one model);
 - ``views``: the text as shaded tokens, the "Next token" steps, the statistics, the provider line.
 

@@ -18,7 +18,7 @@ from runtime.generate import stream as runtime_stream
 from runtime.params import SamplingParams
 
 from .. import limits
-from ..resources import AUTO_PRECISION, engine_for, get_engine
+from ..resources import AUTO_PRECISION, Resources
 from ..tokens import decode, encode, token_text
 from .params import GenerationParams, validate_params
 from .state import TOP_CANDIDATES, GeneratedStep, GenerationState, TokenChoice
@@ -27,11 +27,11 @@ __all__ = ["prepare", "new_state", "generate", "run"]
 
 
 def prepare(
-    prompt: Any, max_new_tokens: Any, temperature: Any, top_k: Any, top_p: Any, seed: Any, num_samples: Any = 1,
+    res: Resources, prompt: Any, max_new_tokens: Any, temperature: Any, top_k: Any, top_p: Any, seed: Any, num_samples: Any = 1,
     precision: Any = AUTO_PRECISION,
 ) -> GenerationParams:
-    """:func:`~.params.validate_params` with the shared engine's context and GPT-2's tokenizer."""
-    engine = get_engine()
+    """:func:`~.params.validate_params` with the context of the engine of ``res`` and GPT-2's tokenizer."""
+    engine = res.engine()
     return validate_params(
         prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples,
         encode=encode,
@@ -41,14 +41,11 @@ def prepare(
     )
 
 
-def new_state(
-    params: GenerationParams, engine: Engine | None = None, decode: Callable[[list[int]], str] = decode
-) -> GenerationState:
+def new_state(params: GenerationParams, engine: Engine, decode: Callable[[list[int]], str] = decode) -> GenerationState:
     """The state of a generation not started yet (no token, every sample "stopped" until it ends
-    otherwise), on ``engine`` (default: the one of ``params.precision``): what :func:`generate`
+    otherwise), on ``engine`` (the one of ``params.precision``): what :func:`generate`
     fills, made beforehand by a caller that may stop it before its first token
     (``state.stop_requested``)."""
-    engine = engine if engine is not None else engine_for(params.precision)[0]
     n = params.num_samples
     state = GenerationState(params=params, provider=str(engine.provider), decode=decode, model_file=Path(engine.path).name)
     state.steps = [[] for _ in range(n)]
@@ -59,12 +56,12 @@ def new_state(
 
 
 def run(
-    params: GenerationParams, n_candidates: int | None = TOP_CANDIDATES, state: GenerationState | None = None,
+    res: Resources, params: GenerationParams, n_candidates: int | None = TOP_CANDIDATES, state: GenerationState | None = None,
     visitor: str = "",
 ) -> Iterator[GenerationState]:
-    """:func:`generate` on the engine of the precision asked for and GPT-2's tokenizer, in its
-    shared decoding batch, where visitors take turns (``visitor``: whose generation it is)."""
-    engine, scheduler = engine_for(params.precision)
+    """:func:`generate` on the engine of ``res`` of the precision asked for and GPT-2's tokenizer,
+    in its shared decoding batch, where visitors take turns (``visitor``: whose generation it is)."""
+    engine, scheduler = res.engine_for(params.precision)
     return generate(engine, params, token_text, decode, scheduler=scheduler, n_candidates=n_candidates, state=state,
                     visitor=visitor)
 

@@ -8,7 +8,7 @@ import gradio as gr
 
 from .. import attention as att
 from ..lessons import LESSONS
-from ..resources import get_model
+from ..resources import Resources
 from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, on_input, on_tab_open, user_errors
 from .serving.sessions import ResultStore
 from .widgets import RESULT, SECTION, error_slot, layer_head_sliders, next_tab, note, text_with_examples, with_notice
@@ -20,11 +20,24 @@ def _stage_md(stage: att.Stage) -> str:
     return f"**{stage.name}** `{stage.code}`\n\n{stage.caption}"
 
 
-def ui_attention(text, layer, head):
-    """The figures for a prompt. The step-through follows in ui_stage, chained after this, so it
-    shows the stage selected when the result arrives, even if the radio moved meanwhile."""
-    r = att.attention(text, layer, head)
-    return r.lines_html, r.head_figure, r.mean_figure, r.heads_figure, r.stages, _info(r)
+class Handlers:
+    """The tab's handlers on the model of the app's :class:`~playground.resources.Resources`."""
+
+    def __init__(self, res: Resources):
+        self.res = res
+
+    def ui_attention(self, text, layer, head):
+        """The figures for a prompt. The step-through follows in ui_stage, chained after this, so it
+        shows the stage selected when the result arrives, even if the radio moved meanwhile."""
+        r = att.attention(text, layer, head, model=self.res.model())
+        return r.lines_html, r.head_figure, r.mean_figure, r.heads_figure, r.stages, _info(r)
+
+    def api_attention(self, text: str, layer: int, head: int) -> dict:
+        """Attention weights of the model on `text` for `layer` and `head` (both 0-based). Returns
+        `tokens`, `ids`, `weights` ([T][T], row t = how much token t attends to each earlier token;
+        zeros above the diagonal), `mean_over_heads`, and checks of the step-through against the
+        model. Limits: text up to 2,000 characters and 64 tokens; layer and head within the model."""
+        return att.attention(text, layer, head, model=self.res.model()).to_dict()
 
 
 def _info(r: att.AttentionResult, opened_on: att.SalientHead | None = None) -> str:
@@ -57,14 +70,6 @@ def ui_stage(stages, stage_index):
         return gr.skip(), gr.skip()
     s = stages[_stage_index(stage_index, stages)]
     return _stage_md(s), s.figure
-
-
-def api_attention(text: str, layer: int, head: int) -> dict:
-    """Attention weights of the model on `text` for `layer` and `head` (both 0-based). Returns
-    `tokens`, `ids`, `weights` ([T][T], row t = how much token t attends to each earlier token;
-    zeros above the diagonal), `mean_over_heads`, and checks of the step-through against the
-    model. Limits: text up to 2,000 characters and 64 tokens; layer and head within the model."""
-    return att.attention(text, layer, head).to_dict()
 
 
 # The tokens' boxes are drawn inside their edges: the list scrolls, and a scrolling box clips what
@@ -189,17 +194,19 @@ watch('value', draw);
 """
 
 
-def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
-    """The tab's content; its figures are drawn when ``tab`` is first opened (out of the first page load)."""
-    cfg = get_model().config
+def build(res: Resources, tab: gr.Tab) -> dict[str, gr.components.Component]:
+    """The tab's content on the model of ``res``; its figures are drawn when ``tab`` is first
+    opened (out of the first page load)."""
+    h, model = Handlers(res), res.model()
+    cfg = model.config
     results = ResultStore()  # the step-through stages the stage picker reads back (~1 MB a text), the most recent 32
     note(LESSON.intro)
     # The page opens on the example's clearest head, found from the model's weights (layer 0,
     # head 0 is nearly uniform: a pale square that taught nothing; heads that look at the first
     # token are left out).
-    example = att.attention(att.EXAMPLE_PROMPTS[0], 0, 0, step_through=False)
+    example = att.attention(att.EXAMPLE_PROMPTS[0], 0, 0, model=model, step_through=False)
     opening = att.salient_head(example.weights, example.ids)
-    r = att.attention(att.EXAMPLE_PROMPTS[0], opening.layer, opening.head)
+    r = att.attention(att.EXAMPLE_PROMPTS[0], opening.layer, opening.head, model=model)
     first = (r.lines_html, r.head_figure, r.mean_figure, r.heads_figure, r.stages, _info(r, opening))
     first_md, first_fig = ui_stage(first[4], 0)
     with gr.Column(elem_classes=SECTION):
@@ -243,7 +250,7 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
     on_input(
         [run.click, text.submit, layer.release, head.release],
         *results.through(
-            ui_attention, inputs=[text, layer, head, stages], outputs=[lines, head_fig, mean_fig, heads_fig, stages, info],
+            h.ui_attention, inputs=[text, layer, head, stages], outputs=[lines, head_fig, mean_fig, heads_fig, stages, info],
             state=stages,
         ),
         error=error,
@@ -252,5 +259,5 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
         trigger_mode="always_last",
     ).then(**show_stage)
     stage_pick.change(**show_stage)
-    gr.api(user_errors(api_attention), api_name="attention", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
+    gr.api(user_errors(h.api_attention), api_name="attention", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
     return {"text": text, "layer": layer, "head": head}  # its controls, by the names of a link's parameters (playground/links.py)

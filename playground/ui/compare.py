@@ -11,12 +11,11 @@ from .. import compare as cmp
 from .. import wire
 from ..compare_data import attention_data, neighbours_data, next_data
 from ..lessons import LESSONS
-from ..resources import get_model
 from .common import FORWARD, FORWARD_CONCURRENCY, user_errors
 from .serving.browser_files import BrowserFiles
 from .serving.zerogpu import COMPARE_GPU_S, on_gpu
 from .web_view import web_view
-from .widgets import next_tab, note
+from .widgets import layer_head_sliders, next_tab, note
 
 LESSON = LESSONS["compare"]
 PROMPT, WORD, SENTENCE = cmp.EXAMPLE_PROMPT, cmp.EXAMPLE_WORD, cmp.EXAMPLE_SENTENCE
@@ -31,7 +30,8 @@ class Handlers:
         self.comparison = comparison
 
     def ui_compare_next_token(self, prompt):
-        return wire.encode(next_data(prompt, cmp.compare_next_token(prompt, comparison=self.comparison)))
+        return wire.encode(next_data(prompt, cmp.compare_next_token(prompt, comparison=self.comparison),
+                                     self.comparison.vocab_size()))
 
     def ui_compare_neighbours(self, word):
         return wire.encode(neighbours_data(word, cmp.compare_neighbours(word, comparison=self.comparison)))
@@ -54,7 +54,7 @@ def build(browser: BrowserFiles | None = None, comparison: cmp.Comparison | None
     browser = browser if browser is not None else BrowserFiles.for_model({})
     h = Handlers(comparison or cmp.Comparison())
     (shown, _), (other, other_model) = h.comparison.sides()
-    cfg, other_cfg = get_model().config, other_model.config
+    cfg, other_cfg = h.comparison.shown().config, other_model.config
     note(LESSON.intro)
     if (shown, other) != (cmp.TRAINED, cmp.UNTRAINED):  # --model or --compare DIR: say which two these are
         note(f"Here: **{shown}** (left) beside **{other}** (right).")
@@ -84,8 +84,7 @@ def build(browser: BrowserFiles | None = None, comparison: cmp.Comparison | None
     opening = cmp.opening_head(SENTENCE, h.comparison)
     with gr.Row(equal_height=False):
         sentence = gr.Textbox(SENTENCE, label="Sentence", scale=3, elem_id="cmp-sentence")
-        layer = gr.Slider(0, n_layer - 1, value=opening.layer, step=1, label=f"Layer (0–{n_layer - 1})", scale=1, elem_id="cmp-layer")
-        head = gr.Slider(0, n_head - 1, value=opening.head, step=1, label=f"Head (0–{n_head - 1})", scale=1, elem_id="cmp-head")
+        layer, head = layer_head_sliders(n_layer, n_head, prefix="cmp", layer=opening.layer, head=opening.head, scale=1)
         run_att = gr.Button("Compare attention", variant="primary", scale=1, elem_id="cmp-att-run")
     att_view = view("attention", "cmp-att-view", h.ui_compare_attention(SENTENCE, opening.layer, opening.head))
     gr.on(

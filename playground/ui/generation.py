@@ -22,7 +22,7 @@ from ..generation.params import DEFAULT_PRECISION, DEFAULTS, EXAMPLE_PROMPTS, PR
 from ..generation.state import GenerationState, with_history
 from ..lessons import LESSONS
 from ..memo import Memo
-from ..resources import AUTO_PRECISION, engine_for, get_engine, planned_provider
+from ..resources import AUTO_PRECISION, Resources, planned_provider
 from ..tokens import decode, token_text, visible_whitespace
 from ..validation import InputError, validate_int
 from . import gradio_internals
@@ -220,43 +220,6 @@ def run_on_info(browser: BrowserFiles) -> str:
     )
 
 
-def _browser_state(result: Any) -> GenerationState | None:
-    """The browser's generation (run_on.js's JSON text) as a state, its settings checked as the
-    server checks its own; None when the page ran nothing."""
-    data = read_result(result)
-    if data is None:
-        return None
-    s = data.get("settings")
-    if not isinstance(s, dict):
-        raise InputError("a browser generation's result must carry its settings")
-    params = streaming.prepare(s.get("prompt"), s.get("max_new_tokens"), s.get("temperature"), s.get("top_k"), s.get("top_p"),
-                               s.get("seed"), s.get("num_samples"))
-    return from_browser(data, params, vocab_size=get_engine().vocab_size, decode=decode, decode_one=token_text)
-
-
-def ui_browser_generated(result: Any):
-    """After a Generate in this browser: the text, the step pickers and the chart of the last
-    step, drawn by the views the server's generations use from what the browser drew."""
-    state = _browser_state(result)
-    if state is None:
-        return (gr.skip(),) * 7
-    slider, radio = _picker_updates(state)
-    return views.tokens_html(state), state, slider, radio, *_chart(state, 0, 10**9), ""
-
-
-def ui_browser_next(result: Any, previous: GenerationState | None = None):
-    """After a Next token in this browser: the prompt with the token appended, its text, chart and
-    the steps taken before it (``previous``: the session's last result), as ui_next_token's."""
-    state = _browser_state(result)
-    if state is None:
-        return (gr.skip(),) * 8
-    prompt = state.params.prompt
-    state = with_history(state, previous, prompt)
-    slider, radio = _picker_updates(state)
-    return (prompt + state.completions()[0], views.tokens_html(state), state, slider, radio, *_chart(state, 0, 1),
-            views.history_html(state))
-
-
 # Slow motion, in the page alone: the model writes a hundred tokens in a fraction of a second, too
 # fast to see the text grow token by token, so the tokens already shown are hidden and shown again
 # one every REPLAY_MS, with a running count; nothing is asked of the server.
@@ -293,54 +256,6 @@ def step_seed(seed: int, prompt_tokens: int) -> int:
     return (seed + prompt_tokens) % (limits.MAX_SEED + 1)
 
 
-def ui_next_token(prompt, temperature, top_k, top_p, seed, precision=DEFAULT_PRECISION, previous: GenerationState | None = None):
-    """One token, Transformer Explainer's "generate next token": drawn with the settings, shown
-    with its candidates, and appended to the prompt (whose new distribution the live chart then
-    shows); the steps taken before it stay listed under the chart (``previous``: the session's
-    last result)."""
-    params = streaming.prepare(prompt, 1, temperature, top_k, top_p, seed, 1, _precision(precision))
-    params = dataclasses.replace(params, seed=step_seed(params.seed, len(params.prompt_ids)))
-    state = None
-    for state in streaming.run(params, visitor=current_visitor()):
-        pass
-    state = with_history(state, previous, prompt)
-    slider, radio = _picker_updates(state)
-    appended = state.completions()[0]
-    new_prompt = prompt + appended
-    # The prompt box changes under the learner's eyes: say what joined it (a line break would not show).
-    said = f"**Next token** appended “{visible_whitespace(appended)}” to the prompt.\n\n" if appended else ""
-    return (
-        new_prompt, views.tokens_html(state), said + views.stats_markdown(state), state, slider, radio, *_chart(state, 0, 1),
-        views.history_html(state), gr.skip(),
-    )
-
-
-def ui_live(prompt, temperature, top_k, top_p, precision=DEFAULT_PRECISION):
-    """The live chart under the settings: the distribution after the prompt (computed once per
-    prompt) reshaped by the settings as they move. An empty box (while typing) changes nothing."""
-    if not isinstance(prompt, str) or not prompt.strip():
-        return gr.skip()
-    engine = get_engine()
-    settings = nt.validate_sampling(temperature, top_k, top_p, vocab_size=engine.vocab_size)
-    params = streaming.prepare(prompt, 1, settings.temperature, settings.top_k, settings.top_p, 0, 1, _precision(precision))
-    return nt.distribution_figure(_distribution(tuple(params.prompt_ids), params.precision), settings)
-
-
-# One forward pass per prompt and precision, the last 64: moving a slider only reshapes it.
-_distributions: Memo[tuple[tuple[int, ...], str], nt.NextTokenDistribution] = Memo(size=64)
-
-
-def _distribution(prompt_ids: tuple[int, ...], precision: str) -> nt.NextTokenDistribution:
-    key = (prompt_ids, precision)
-    with _distributions.lock:
-        if key in _distributions:
-            return _distributions.get(key)
-    # Computed outside the lock (not Memo.get): one learner's pass need not wait for another's.
-    distribution = nt.next_token_distribution(list(prompt_ids), engine_for(precision)[0])
-    _distributions.put(key, distribution)
-    return distribution
-
-
 def _precision(value: Any) -> Any:
     """The page's precision radio: None (a hand-made request without it) is the page's default."""
     return DEFAULT_PRECISION if value is None else value
@@ -369,13 +284,96 @@ class Speeds:
 
 
 class Generations:
-    """The page's generations in one app: those running now, by session (what its Stop reaches),
-    and the last speed in each precision (the note beside the choice). Made by :func:`build`, one
-    per page built: nothing of it is the module's."""
+    """The page's generations in one app, on the engines of its :class:`~playground.resources.Resources`:
+    those running now, by session (what its Stop reaches), the last speed in each precision (the
+    note beside the choice) and the live chart's distributions. Made by :func:`build`, one per page
+    built: nothing of it is the module's."""
 
-    def __init__(self) -> None:
+    def __init__(self, res: Resources) -> None:
+        self.res = res
         self.running = RunningGenerations()
         self.speeds = Speeds()
+        # One forward pass per prompt and precision, the last 64: moving a slider only reshapes it.
+        self.distributions: Memo[tuple[tuple[int, ...], str], nt.NextTokenDistribution] = Memo(size=64)
+
+    def ui_next_token(self, prompt, temperature, top_k, top_p, seed, precision=DEFAULT_PRECISION, previous: GenerationState | None = None):
+        """One token, Transformer Explainer's "generate next token": drawn with the settings, shown
+        with its candidates, and appended to the prompt (whose new distribution the live chart then
+        shows); the steps taken before it stay listed under the chart (``previous``: the session's
+        last result)."""
+        params = streaming.prepare(self.res, prompt, 1, temperature, top_k, top_p, seed, 1, _precision(precision))
+        params = dataclasses.replace(params, seed=step_seed(params.seed, len(params.prompt_ids)))
+        state = None
+        for state in streaming.run(self.res, params, visitor=current_visitor()):
+            pass
+        state = with_history(state, previous, prompt)
+        slider, radio = _picker_updates(state)
+        appended = state.completions()[0]
+        new_prompt = prompt + appended
+        # The prompt box changes under the learner's eyes: say what joined it (a line break would not show).
+        said = f"**Next token** appended “{visible_whitespace(appended)}” to the prompt.\n\n" if appended else ""
+        return (
+            new_prompt, views.tokens_html(state), said + views.stats_markdown(state), state, slider, radio, *_chart(state, 0, 1),
+            views.history_html(state), gr.skip(),
+        )
+
+
+    def ui_live(self, prompt, temperature, top_k, top_p, precision=DEFAULT_PRECISION):
+        """The live chart under the settings: the distribution after the prompt (computed once per
+        prompt) reshaped by the settings as they move. An empty box (while typing) changes nothing."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            return gr.skip()
+        engine = self.res.engine()
+        settings = nt.validate_sampling(temperature, top_k, top_p, vocab_size=engine.vocab_size)
+        params = streaming.prepare(self.res, prompt, 1, settings.temperature, settings.top_k, settings.top_p, 0, 1, _precision(precision))
+        return nt.distribution_figure(self.distribution(tuple(params.prompt_ids), params.precision), settings)
+
+
+    def distribution(self, prompt_ids: tuple[int, ...], precision: str) -> nt.NextTokenDistribution:
+        key = (prompt_ids, precision)
+        with self.distributions.lock:
+            if key in self.distributions:
+                return self.distributions.get(key)
+        # Computed outside the lock (not Memo.get): one learner's pass need not wait for another's.
+        distribution = nt.next_token_distribution(list(prompt_ids), self.res.engine_for(precision)[0])
+        self.distributions.put(key, distribution)
+        return distribution
+
+    def browser_state(self, result: Any) -> GenerationState | None:
+        """The browser's generation (run_on.js's JSON text) as a state, its settings checked as the
+        server checks its own; None when the page ran nothing."""
+        data = read_result(result)
+        if data is None:
+            return None
+        s = data.get("settings")
+        if not isinstance(s, dict):
+            raise InputError("a browser generation's result must carry its settings")
+        params = streaming.prepare(self.res, s.get("prompt"), s.get("max_new_tokens"), s.get("temperature"), s.get("top_k"), s.get("top_p"),
+                                   s.get("seed"), s.get("num_samples"))
+        return from_browser(data, params, vocab_size=self.res.engine().vocab_size, decode=decode, decode_one=token_text)
+
+
+    def ui_browser_generated(self, result: Any):
+        """After a Generate in this browser: the text, the step pickers and the chart of the last
+        step, drawn by the views the server's generations use from what the browser drew."""
+        state = self.browser_state(result)
+        if state is None:
+            return (gr.skip(),) * 7
+        slider, radio = _picker_updates(state)
+        return views.tokens_html(state), state, slider, radio, *_chart(state, 0, 10**9), ""
+
+
+    def ui_browser_next(self, result: Any, previous: GenerationState | None = None):
+        """After a Next token in this browser: the prompt with the token appended, its text, chart and
+        the steps taken before it (``previous``: the session's last result), as ui_next_token's."""
+        state = self.browser_state(result)
+        if state is None:
+            return (gr.skip(),) * 8
+        prompt = state.params.prompt
+        state = with_history(state, previous, prompt)
+        slider, radio = _picker_updates(state)
+        return (prompt + state.completions()[0], views.tokens_html(state), state, slider, radio, *_chart(state, 0, 1),
+                views.history_html(state))
 
     def ui_generate(
         self, prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, precision, request: gr.Request | None = None,
@@ -387,12 +385,12 @@ class Generations:
         running = self.running.begin(session)  # first: a Stop from here on reaches it
         skip = gr.skip()
         try:
-            params = streaming.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, _precision(precision))
-            state = streaming.new_state(params)
+            params = streaming.prepare(self.res, prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples, _precision(precision))
+            state = streaming.new_state(params, self.res.engine_for(params.precision)[0])
             state.stop_requested = running.stop
             running.state = state
             last_ui, first = 0.0, True
-            for state in streaming.run(params, state=state, visitor=current_visitor()):
+            for state in streaming.run(self.res, params, state=state, visitor=current_visitor()):
                 now = time.perf_counter()
                 if state.finished:
                     self.speeds.record(params.precision, state)
@@ -449,37 +447,37 @@ class Generations:
         stopped = dataclasses.replace(state, steps=steps, stop_reasons=reasons, notices=list(state.notices), finished=True)
         return views.tokens_html(stopped), views.stats_markdown(stopped)
 
+    def api_generate(
+        self, prompt: str, max_new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int, precision: str = AUTO_PRECISION,
+    ) -> Iterator[dict]:
+        """Generate text from a prompt, streamed: one JSON object per update with `completion` (the
+        new text so far), `token_ids`, `new_tokens`, `finished`, `stop_reason`,
+        `time_to_first_token_s`, `tokens_per_s`, `provider` (CPU or CUDA execution provider) and
+        `model_file` (the ONNX file generating: `model_int8.onnx` on a CPU, `model.onnx` on CUDA).
+        As in transformers, OpenAI's API, llama.cpp and Ollama, temperature 0 is greedy (always the
+        most likely token; seed, top_k and top_p then change nothing) and top_k 0 keeps every token.
+        Limits: prompt 1-4000 characters (longer than the context keeps its last tokens),
+        max_new_tokens 1-512, temperature 0-5, top_k 0-50257, top_p in (0, 1], seed 0-4294967295.
+        precision (optional, last): "auto" (the default: the server's file, as above), "full"
+        (`model.onnx`, as the page's default and the Inside and Compare tabs) or "8-bit" (`model_int8.onnx`)."""
+        last = 0.0
+        params = streaming.prepare(self.res, prompt, max_new_tokens, temperature, top_k, top_p, seed, 1, precision)
+        state = streaming.new_state(params, self.res.engine_for(params.precision)[0])
+        state.stop_requested = Stop()
+        for state in streaming.run(self.res, params, n_candidates=None, state=state, visitor=current_visitor()):  # no chart, no probabilities
+            now = time.perf_counter()
+            if state.finished or state.new_tokens == 1 or now - last >= API_EVERY_S:
+                last = now
+                yield state.to_api()
 
-def api_generate(
-    prompt: str, max_new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int, precision: str = AUTO_PRECISION,
-) -> Iterator[dict]:
-    """Generate text from a prompt, streamed: one JSON object per update with `completion` (the
-    new text so far), `token_ids`, `new_tokens`, `finished`, `stop_reason`,
-    `time_to_first_token_s`, `tokens_per_s`, `provider` (CPU or CUDA execution provider) and
-    `model_file` (the ONNX file generating: `model_int8.onnx` on a CPU, `model.onnx` on CUDA).
-    As in transformers, OpenAI's API, llama.cpp and Ollama, temperature 0 is greedy (always the
-    most likely token; seed, top_k and top_p then change nothing) and top_k 0 keeps every token.
-    Limits: prompt 1-4000 characters (longer than the context keeps its last tokens),
-    max_new_tokens 1-512, temperature 0-5, top_k 0-50257, top_p in (0, 1], seed 0-4294967295.
-    precision (optional, last): "auto" (the default: the server's file, as above), "full"
-    (`model.onnx`, as the page's default and the Inside and Compare tabs) or "8-bit" (`model_int8.onnx`)."""
-    last = 0.0
-    params = streaming.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, 1, precision)
-    state = streaming.new_state(params)
-    state.stop_requested = Stop()
-    for state in streaming.run(params, n_candidates=None, state=state, visitor=current_visitor()):  # no chart, no probabilities
-        now = time.perf_counter()
-        if state.finished or state.new_tokens == 1 or now - last >= API_EVERY_S:
-            last = now
-            yield state.to_api()
 
-
-def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Component]:
-    """The tab's components and events (call inside ``gr.Tab``); ``browser``: the files "Run on:
+def build(res: Resources, browser: BrowserFiles | None = None) -> dict[str, gr.components.Component]:
+    """The tab's components and events (call inside ``gr.Tab``), generating with the engines of
+    ``res``; ``browser``: the files "Run on:
     this browser" loads (without them the choice is off and says why)."""
     d = DEFAULTS
     browser = browser if browser is not None else BrowserFiles(problem="Run on this browser is not set up in this app.")
-    gen = Generations()
+    gen = Generations(res)
     # The generations the token and step pickers read back (~5 MB for 4 x 512 tokens), the most recent 32.
     results = ResultStore()
     js = run_on_js(browser) if browser.available else None
@@ -593,7 +591,7 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
     on_input(
         step_btn.click,
         *results.through(
-            ui_next_token, inputs=[prompt, temperature, top_k, top_p, seed, precision, state], outputs=[prompt, *streamed, *ended],
+            gen.ui_next_token, inputs=[prompt, temperature, top_k, top_p, seed, precision, state], outputs=[prompt, *streamed, *ended],
             state=state, read="previous",
         ),
         error=error, concurrency_id=GENERATE, concurrency_limit=GENERATION_CONCURRENCY, show_progress="minimal",
@@ -602,7 +600,7 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
         trigger(None, js=SHOW_OUTPUT_JS, api_visibility="private", queue=False)
     # No triggers: on page load and whenever one of its inputs changes (a slider while it moves).
     on_input(
-        None, ui_live, [prompt, temperature, top_k, top_p, precision], [live], error=live_error,
+        None, gen.ui_live, [prompt, temperature, top_k, top_p, precision], [live], error=live_error,
         concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY, trigger_mode="always_last", show_progress="hidden",
     )
     # Two listeners, in this order: the page sends the cancel first, then asks for the stopped
@@ -636,7 +634,7 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
             None, inputs=[prompt, max_new, temperature, top_k, top_p, seed, samples], outputs=[drawn], js=js["generate"],
             api_visibility="private", queue=False, show_progress="hidden",
         ).then(
-            *results.through(user_errors(ui_browser_generated), inputs=[drawn, state],
+            *results.through(user_errors(gen.ui_browser_generated), inputs=[drawn, state],
                              outputs=[output, state, step_pick, sample_pick, chart, caption, history], state=state),
             api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
         )
@@ -644,14 +642,14 @@ def build(browser: BrowserFiles | None = None) -> dict[str, gr.components.Compon
             None, inputs=[prompt, temperature, top_k, top_p, seed], outputs=[drawn], js=js["next"],
             api_visibility="private", queue=False, show_progress="hidden",
         ).then(
-            *results.through(user_errors(ui_browser_next), inputs=[drawn, state],
+            *results.through(user_errors(gen.ui_browser_next), inputs=[drawn, state],
                              outputs=[prompt, output, state, step_pick, sample_pick, chart, caption, history], state=state,
                              read="previous"),
             api_visibility="private", concurrency_id=LIGHT, show_progress="hidden",
         )
         stop_here.click(None, js=js["stop"], api_visibility="private", queue=False)
     gr.api(
-        user_errors(api_generate),
+        user_errors(gen.api_generate),
         api_name="generate",
         concurrency_id=GENERATE,
         concurrency_limit=GENERATION_CONCURRENCY,

@@ -26,7 +26,7 @@ from .. import inside as ins
 from .. import limits, wire
 from ..inside_data import view_answer
 from ..lessons import LESSONS
-from ..resources import get_model
+from ..resources import Resources
 from ..validation import validate_int
 from .common import FORWARD, FORWARD_CONCURRENCY, LIGHT, inline_errors, on_input, on_tab_open, user_errors
 from .page_side import page_side_js
@@ -92,54 +92,58 @@ def _answer(r: ins.InsideResult, whole: bool = True, state: bool = True) -> str:
     return wire.pack({**view_answer(r.fp, r.token, shown, whole=whole), **note, "answer": time.monotonic_ns()})
 
 
-def _opened(text, layer, head) -> ins.InsideResult:
-    """A new text's pass at the token the tab opens on (:func:`playground.inside.opening_token`)."""
-    r = ins.inside(text, layer, head)
-    return ins.InsideResult(r.fp, r.layer, r.head, ins.opening_token(r.fp))
+class Handlers:
+    """The tab's handlers on the model of the app's :class:`~playground.resources.Resources`."""
+
+    def __init__(self, res: Resources):
+        self.res = res
+
+    def opened(self, text, layer, head) -> ins.InsideResult:
+        """A new text's pass at the token the tab opens on (:func:`playground.inside.opening_token`)."""
+        r = ins.inside(text, layer, head, model=self.res.model())
+        return ins.InsideResult(r.fp, r.layer, r.head, ins.opening_token(r.fp))
+
+    def ui_run(self, text, layer, head):
+        """A new text: the pass, shown at the token whose prediction forms most visibly; the token
+        control spans its tokens; the text is kept as the one shown (the view's requests read it,
+        whatever the box holds meanwhile)."""
+        r = self.opened(text, layer, head)
+        last = len(r.fp.ids) - 1
+        return text, gr.Slider(minimum=0, maximum=max(last, 1), value=r.token, step=1, label=f"Token (0–{last})"), _answer(r)
+
+    def ui_rows(self, shown, evt: gr.EventData):
+        """The view asks for a token's rows (every layer's, and its logit lens) of the text shown: read
+        from its kept pass. A token past the text's end gets the last one's."""
+        r = ins.inside(shown, 0, 0, model=self.res.model())
+        position = min(validate_int(getattr(evt, "_data", {}).get("token"), name="token", minimum=0, maximum=10**6), len(r.fp.ids) - 1)
+        return _answer(ins.InsideResult(r.fp, 0, 0, position), whole=False, state=False)
+
+    def api_inside(self, text: str, layer: int, head: int) -> dict:
+        """One forward pass of the model on `text`, stage by stage, shown for `layer` and `head`
+        (0-based) at the last token. Returns `tokens`, `ids`, `token_losses` (nats, one per predicted
+        token: len(tokens) - 1 values), `loss` (their mean), `uniform_loss` (ln V), `logit_lens` (per
+        layer, the top-5 next tokens at the last position; the last layer's is the model's own),
+        `logit_lens_probabilities`, and the chosen layer's stages: `embedding`, `layer_norm`,
+        `attention`, `residual`, `ffn`, `candidates`, with `hidden_max_diff` (the check against the
+        model's own forward pass). Limits: text up to 2,000 characters and 64 tokens."""
+        return ins.inside(text, layer, head, model=self.res.model()).to_dict()
 
 
-def ui_run(text, layer, head):
-    """A new text: the pass, shown at the token whose prediction forms most visibly; the token
-    control spans its tokens; the text is kept as the one shown (the view's requests read it,
-    whatever the box holds meanwhile)."""
-    r = _opened(text, layer, head)
-    last = len(r.fp.ids) - 1
-    return text, gr.Slider(minimum=0, maximum=max(last, 1), value=r.token, step=1, label=f"Token (0–{last})"), _answer(r)
-
-
-def ui_rows(shown, evt: gr.EventData):
-    """The view asks for a token's rows (every layer's, and its logit lens) of the text shown: read
-    from its kept pass. A token past the text's end gets the last one's."""
-    r = ins.inside(shown, 0, 0)
-    position = min(validate_int(getattr(evt, "_data", {}).get("token"), name="token", minimum=0, maximum=10**6), len(r.fp.ids) - 1)
-    return _answer(ins.InsideResult(r.fp, 0, 0, position), whole=False, state=False)
-
-
-def api_inside(text: str, layer: int, head: int) -> dict:
-    """One forward pass of the model on `text`, stage by stage, shown for `layer` and `head`
-    (0-based) at the last token. Returns `tokens`, `ids`, `token_losses` (nats, one per predicted
-    token: len(tokens) - 1 values), `loss` (their mean), `uniform_loss` (ln V), `logit_lens` (per
-    layer, the top-5 next tokens at the last position; the last layer's is the model's own),
-    `logit_lens_probabilities`, and the chosen layer's stages: `embedding`, `layer_norm`,
-    `attention`, `residual`, `ffn`, `candidates`, with `hidden_max_diff` (the check against the
-    model's own forward pass). Limits: text up to 2,000 characters and 64 tokens."""
-    return ins.inside(text, layer, head).to_dict()
-
-
-def build(tab: gr.Tab, browser: BrowserFiles | None = None) -> dict[str, gr.components.Component]:
-    """The tab's content; the example's pass is drawn when ``tab`` is first opened (out of the
+def build(res: Resources, tab: gr.Tab, browser: BrowserFiles | None = None) -> dict[str, gr.components.Component]:
+    """The tab's content on the model of ``res``; the example's pass is drawn when ``tab`` is first opened (out of the
     first page load). ``browser``: the files the app serves its pages (the view's module among them)."""
     browser = browser if browser is not None else BrowserFiles.for_model({})
     js = inside_on_js(browser) if browser.available and browser.inside_code else None
-    cfg = get_model().config
-    n_params = sum(p.numel() for p in get_model().parameters())
+    h, model = Handlers(res), res.model()
+    cfg = model.config
+    n_params = sum(p.numel() for p in model.parameters())
     note(LESSON.intro)
     note(
         f"The model: {cfg.n_layer} layers, {cfg.n_head} heads of {cfg.head_dim}, d_model {cfg.d_model}. Each box of the map "
         "gives its stage's numbers and opens it; the map's chips or the sliders choose the layer and head, the slider or a "
         "click on a token the token. Computed on the server in PyTorch, full precision, or in this browser."
     )
-    r = _opened(ins.EXAMPLE_TEXTS[0], 0, 0)
+    r = h.opened(ins.EXAMPLE_TEXTS[0], 0, 0)
     first, last = _answer(r), len(r.fp.ids) - 1
     with gr.Column(elem_classes=SECTION):
         with gr.Row(equal_height=False):
@@ -163,7 +167,7 @@ def build(tab: gr.Tab, browser: BrowserFiles | None = None) -> dict[str, gr.comp
     shown = gr.State(ins.EXAMPLE_TEXTS[0])  # the text whose pass the page shows
     on_tab_open(tab, lambda: first, [view], concurrency_id=LIGHT)
     events = dict(concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY, trigger_mode="always_last")
-    on_input([run.click, text.submit], gpu(ui_run), [text, layer, head], [shown, token, view], error=error, **events)
+    on_input([run.click, text.submit], gpu(h.ui_run), [text, layer, head], [shown, token, view], error=error, **events)
     # A slider redraws on every user input (a drag, a click on the track, the arrow keys, a
     # number typed in its box) in the page alone: the view holds every layer and head at its token.
     for name, control in (("layer", layer), ("head", head), ("token", token)):
@@ -172,7 +176,7 @@ def build(tab: gr.Tab, browser: BrowserFiles | None = None) -> dict[str, gr.comp
     # Every request of the view runs ("multiple"): under "always_last" Gradio's page sends again
     # the request that ran, with its own token, in place of the later ones (the view asks one at
     # a time, web/views/inside.js's ask()).
-    view.rows(inline_errors(gpu(ui_rows), 1), [shown], [view, error], api_visibility="private", show_progress="minimal",
+    view.rows(inline_errors(gpu(h.ui_rows), 1), [shown], [view, error], api_visibility="private", show_progress="minimal",
               **{**events, "trigger_mode": "multiple"})
     if js:
         drawn = gr.Textbox(visible=False, elem_id="ins-browser-result")
@@ -181,5 +185,5 @@ def build(tab: gr.Tab, browser: BrowserFiles | None = None) -> dict[str, gr.comp
                        show_progress="hidden").then(
             user_errors(ui_browser_drawn), inputs=[drawn], outputs=[token], api_visibility="private", concurrency_id=LIGHT,
             show_progress="hidden")
-    gr.api(user_errors(gpu(api_inside)), api_name="inside", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
+    gr.api(user_errors(gpu(h.api_inside)), api_name="inside", concurrency_id=FORWARD, concurrency_limit=FORWARD_CONCURRENCY)
     return {"text": text, "layer": layer, "head": head, "token": token}  # its controls, by the names of a link's parameters (playground/links.py)

@@ -16,8 +16,9 @@ from typing import Any
 
 import gradio as gr
 
+from model import GPTConfig
+
 from .. import links
-from ..resources import get_model
 from .common import LIGHT, LIGHT_CONCURRENCY, user_errors
 from .widgets import lesson_line
 
@@ -142,9 +143,11 @@ def note_html(link: links.Link, plan: Mapping[str, Any] | None) -> str:
 
 class Links:
     """The links of a page: create it where the link's messages should appear (above the tabs),
-    build each tab through :meth:`tab`, then :meth:`wire` once the tabs exist."""
+    build each tab through :meth:`tab`, then :meth:`wire` once the tabs exist. ``config``: the
+    shown model's (a link's layer and head are checked against its size)."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: GPTConfig) -> None:
+        self.config = config
         self.note = gr.HTML("", elem_id="pg-link-note", padding=False)
         self.controls: dict[str, dict[str, Any]] = {}
 
@@ -168,7 +171,7 @@ class Links:
         """The page's query checked against the tabs' own controls' ranges and defaults."""
         return links.parse_query(
             query,
-            shape=links.Shape.of(get_model().config),
+            shape=links.Shape.of(self.config),
             bounds=lambda tab: {n: b for n, c in self.controls.get(tab, {}).items() if (b := _bounds(c)) is not None},
             defaults=lambda tab: {n: c.value for n, c in self.controls.get(tab, {}).items()},
         )

@@ -13,7 +13,7 @@ import gradio as gr
 from .. import hub_link, model_info, wire
 from ..lessons import LESSONS
 from ..model_data import model_data
-from ..resources import get_model
+from ..resources import Resources
 from .serving.browser_files import BrowserFiles
 from .web_view import web_view
 from .widgets import next_tab, note
@@ -38,15 +38,15 @@ def _download(path: Path, what: str, **button) -> gr.DownloadButton:
     return gr.DownloadButton(f"⬇ {what} ({size:.0f} MB)", value=served_path(path), **button)
 
 
-def build(onnx_files: dict[str, Path], training_log: Path | None = None, browser: BrowserFiles | None = None) -> None:
-    """``onnx_files``: {"fp32", "quantized", "int8": path} of the exported files, and optionally "zip"
+def build(res: Resources, onnx_files: dict[str, Path], training_log: Path | None = None, browser: BrowserFiles | None = None) -> None:
+    """The tab for the model of ``res``. ``onnx_files``: {"fp32", "quantized", "int8": path} of the exported files, and optionally "zip"
     (the whole Hub folder as one archive) and "browser_zip" (its browser-sized part:
     ``playground.ui.startup.prepare_onnx``); ``training_log``: the model's training_log.json
     (default: the shipped model's); ``browser``: what serves the view (web/views/model.js). The tab
     reads top to bottom as a learner asks: what the network is, how it learned, how to take it
     home; the engineering (graph, operators, clients) folded."""
     browser = browser if browser is not None else BrowserFiles.for_model(onnx_files)
-    model = get_model()
+    model = res.model()
     archive, browser_zip = onnx_files.get("zip"), onnx_files.get("browser_zip")
     files = {LABELS.get(key, key): path for key, path in onnx_files.items() if key not in ("zip", "browser_zip")}
 

@@ -12,7 +12,7 @@ from .. import limits
 from .. import positional as pe
 from ..lessons import LESSONS
 from .common import EXPENSIVE, EXPENSIVE_CONCURRENCY, LIGHT, LIGHT_CONCURRENCY, on_input, on_tab_open, user_errors
-from ..resources import get_model
+from ..resources import Resources
 from .widgets import RESULT, SECTION, error_slot, next_tab, note
 
 LESSON = LESSONS["positional"]
@@ -34,9 +34,15 @@ def ui_positional(d_model, n_positions, base, dims):
     return _summary(r), r.heatmap, r.lines, r.spectrum, r.similarity, r.offsets
 
 
-def ui_model_table():
-    t = pe.model_position_table()
-    return t.note, t.figure, t.reference_figure, t.cosine_figure
+class Handlers:
+    """The handlers that read the model of the app's :class:`~playground.resources.Resources`."""
+
+    def __init__(self, res: Resources):
+        self.res = res
+
+    def ui_model_table(self):
+        t = pe.model_position_table(self.res.model())
+        return t.note, t.figure, t.reference_figure, t.cosine_figure
 
 
 def api_positional_encoding(d_model: int, n_positions: int, base: float) -> dict:
@@ -92,8 +98,10 @@ if (!window.pgSinusoidalHover) {
 TABLE_HINT = f'<p class="pe-table-hint">{html.escape(LESSON.captions["table_hint"])}</p>'
 
 
-def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
-    """The tab's content, built inside ``tab`` (whose first opening draws the model's own table)."""
+def build(res: Resources, tab: gr.Tab) -> dict[str, gr.components.Component]:
+    """The tab's content, built inside ``tab`` (whose first opening draws the own table of the
+    model of ``res``)."""
+    h = Handlers(res)
     note(LESSON.intro)
     gr.Markdown("\n\n".join(f"$$ {line} $$" for line in pe.PAGE_FORMULA_LINES), latex_delimiters=LATEX, elem_id="pe-formula")
     note(LESSON.notes["lesson_fix"], elem_id="pe-lesson-fix")
@@ -125,9 +133,9 @@ def build(tab: gr.Tab) -> dict[str, gr.components.Component]:
         with gr.Row(equal_height=False):
             model_fig = gr.Plot(label="Model", show_label=False, elem_id="pe-model-table")
             reference_fig = gr.Plot(label="Sinusoidal, same shape", show_label=False, elem_id="pe-model-reference",
-                                    visible=get_model().config.pos_encoding == "learned")
+                                    visible=res.model().config.pos_encoding == "learned")
         cosine_fig = gr.Plot(label="Which positions the model treats as alike", show_label=False, elem_id="pe-model-cosine")
-    on_tab_open(tab, ui_model_table, [model_note, model_fig, reference_fig, cosine_fig],
+    on_tab_open(tab, h.ui_model_table, [model_note, model_fig, reference_fig, cosine_fig],
                 concurrency_id=LIGHT, concurrency_limit=LIGHT_CONCURRENCY)
     next_tab(LESSON.next_sentence, LESSON.next_tab)
 

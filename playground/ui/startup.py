@@ -59,16 +59,17 @@ def serve(files: dict[str, Path]) -> dict[str, Path]:
     return files
 
 
-def warm_up_in_background() -> None:
+def warm_up_in_background(res) -> None:
     """Open the onnxruntime session and run one token while the server starts, so the first
-    user's generation does not pay for it (the page is served meanwhile)."""
+    user's generation does not pay for it (the page is served meanwhile); ``res``: the app's
+    :class:`~playground.resources.Resources`."""
     import threading
 
     def warm() -> None:
         try:
             from ..generation.streaming import prepare, run
 
-            for _ in run(prepare("Romeo.\n", 1, 1.0, 1, 1.0, 0)):
+            for _ in run(res, prepare(res, "Romeo.\n", 1, 1.0, 1, 1.0, 0)):
                 pass
         except Exception as err:  # noqa: BLE001 -- a user request will report it properly
             print(f"engine warm-up failed: {err}", file=sys.stderr, flush=True)
@@ -91,12 +92,22 @@ def inside_folder(weights_dir: Path | None = None, out_dir: Path | None = None) 
     return (Path(out_dir) if out_dir is not None else ARTIFACTS_DIR) / INSIDE_APP_DIR / name
 
 
-def _current(folder: Path, weights_dir: Path | None) -> bool:
-    """Whether ``folder``'s Inside files were written after the model's weights last changed."""
+# What Inside's browser files are made from besides the weights: the stage graph's exporter and the
+# stage math it traces (an edit to either writes them again).
+_ROOT = Path(__file__).resolve().parents[2]
+INSIDE_SOURCES = tuple(_ROOT / p for p in ("export/inside_graph.py", "export/onnx_export.py", "model/stages.py", "model/gpt.py"))
+
+
+def _current(folder: Path, weights_dir: Path | None, sources: tuple[Path, ...] = INSIDE_SOURCES) -> bool:
+    """Whether ``folder``'s Inside files were written after the model's weights and ``sources``
+    last changed (then the app serves them at once and writes nothing)."""
     from model import WEIGHTS_DIR
 
     index, weights = folder / "weights.json", Path(weights_dir or WEIGHTS_DIR) / "model.safetensors"
-    return index.is_file() and weights.is_file() and index.stat().st_mtime >= weights.stat().st_mtime
+    if not (index.is_file() and weights.is_file()):
+        return False
+    made = [weights, *(path for path in sources if path.is_file())]
+    return index.stat().st_mtime >= max(path.stat().st_mtime for path in made)
 
 
 def prepare_browser_files_in_background(browser, weights_dir: Path | None = None, out_dir: Path | None = None) -> None:
@@ -116,9 +127,10 @@ def prepare_browser_files_in_background(browser, weights_dir: Path | None = None
     learn, inside = app_folder(), inside_folder(weights_dir, out_dir)
     if (learn / "learn" / "learn.json").is_file():
         browser.add_learn(learn)
-    if _current(inside, weights_dir):
+    written = _current(inside, weights_dir)  # written before, for these weights and this code: no child
+    if written:
         browser.add_inside(inside)
-    root = Path(__file__).resolve().parents[2]
+    root = _ROOT
 
     def child(what: str, args: list[str]) -> bool:
         run = subprocess.run([sys.executable, "-m", *args], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -128,7 +140,7 @@ def prepare_browser_files_in_background(browser, weights_dir: Path | None = None
 
     def write() -> None:
         weights = [] if weights_dir is None else ["--weights", str(weights_dir)]
-        if browser.inside_code and child("Inside the model's browser files", ["export.inside_graph", str(inside), *weights]):
+        if browser.inside_code and not written and child("Inside the model's browser files", ["export.inside_graph", str(inside), *weights]):
             browser.add_inside(inside)
         if browser.learn_code and child("Watch it learn's browser files", ["playground.learn.files", str(learn)]):
             browser.add_learn(learn)
@@ -140,11 +152,10 @@ def prepare_model(source) -> dict[str, Path]:
     """:func:`prepare_onnx` for the model ``python app.py --model DIR`` shows (a
     :class:`playground.model_source.ModelSource`): its ONNX files exported once into
     artifacts/models/ (or a hub folder's own), zipped, and served as the Model tab's downloads;
-    the shared resources then load that model."""
+    the app's :class:`~playground.resources.Resources` then open them."""
     from export.hub import BROWSER_FILES, zip_hub
 
     from ..model_source import prepare_onnx_files
-    from ..resources import use_model
 
     if source.kind == "shipped":
         return prepare_onnx()
@@ -158,5 +169,4 @@ def prepare_model(source) -> dict[str, Path]:
     zip_path.parent.mkdir(parents=True, exist_ok=True)
     archive = zip_hub(hub, zip_path)
     browser = zip_hub(hub, zip_path.with_name(zip_path.name.replace("-hub.zip", "-browser.zip")), only=BROWSER_FILES)
-    use_model(source.weights_dir, paths)
     return serve({**{key: Path(path) for key, path in paths.items()}, "zip": archive, "browser_zip": browser})

@@ -164,12 +164,18 @@ def neighbours_table(value: Any, *, label: str, elem_id: str, max_rows: int, **k
     )
 
 
-def layer_head_sliders(n_layer: int, n_head: int, *, prefix: str, layer: int = 0, head: int = 0) -> tuple[gr.Slider, gr.Slider]:
+def layer_head_sliders(n_layer: int, n_head: int, *, prefix: str, layer: int = 0, head: int = 0, **options: Any) -> tuple[gr.Slider, gr.Slider]:
     """A layer and a head slider (0-based, their ranges in their labels) opening on ``layer`` and
-    ``head``, ids ``<prefix>-layer`` and ``<prefix>-head``."""
-    layer = gr.Slider(0, n_layer - 1, value=layer, step=1, label=f"Layer (0–{n_layer - 1})", elem_id=f"{prefix}-layer")
-    head = gr.Slider(0, n_head - 1, value=head, step=1, label=f"Head (0–{n_head - 1})", elem_id=f"{prefix}-head")
-    return layer, head
+    ``head``, ids ``<prefix>-layer`` and ``<prefix>-head``. A model of one layer (or one head) gets
+    a slider that cannot move, labelled "Layer 0" (Gradio's slider needs a range of two values).
+    ``options``: more arguments of both (``scale``...)."""
+
+    def slider(name: str, count: int, value: int) -> gr.Slider:
+        label = f"{name} (0–{count - 1})" if count > 1 else f"{name} 0 (the model's only one)"
+        return gr.Slider(0, max(count - 1, 1), value=value, step=1, label=label, elem_id=f"{prefix}-{name.lower()}",
+                         interactive=count > 1, **options)
+
+    return slider("Layer", n_layer, layer), slider("Head", n_head, head)
 
 
 def cards_html(cards: Sequence[tuple[str, str]]) -> str:

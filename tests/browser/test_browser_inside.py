@@ -31,7 +31,7 @@ import torch
 
 from inside_pages import STAGES, Tolerance, check_against, check_one_screen, shown
 from playground.inside import EXAMPLE_TEXTS, ffn0_of_token_alone, inside, opening_token
-from playground.resources import get_model
+from playground.resources import shipped_model
 
 OPEN_FIRST = "lens"  # the stage a new text opens (web/views/inside.js)
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
@@ -108,7 +108,7 @@ def check_strips(page, width: int) -> None:
         assert "−" in scale and "+" in scale, scale  # e.g. "−0.17 … +0.17": the range its colours span
     # The embedding's strips share the range of x = E[id] + P[t], the largest |value| of that sum,
     # worked out here from the model's own tables; x's cells carry its values and its colours.
-    model = get_model()
+    model = shipped_model()
     r = inside(page.locator("#ins-text textarea").input_value())
     t = int(page.locator(".ins-view").get_attribute("data-token"))
     times = model.config.d_model**0.5 if model.config.scale_embedding else 1.0
@@ -141,7 +141,7 @@ def check_attention_matrix(page, n: int, layer: int, head: int, token: int) -> N
     tip = page.locator("#ins-tip").inner_text()
     ids = inside(page.locator("#ins-text textarea").input_value()).fp.ids
     with torch.inference_mode():
-        weights = get_model()(torch.tensor([ids]), output_attentions=True).attentions[layer][0, head]
+        weights = shipped_model()(torch.tensor([ids]), output_attentions=True).attentions[layer][0, head]
     assert tip.startswith(f"query {token} ") and tip.endswith(f"weight {float(weights[token, 0]):.3f}"), tip
 
 

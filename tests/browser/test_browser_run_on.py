@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import wait_for
+from conftest import shipped_resources, wait_for
 from model import get_tokenizer
 from plain_onnx import onnxruntime_greedy, plain_decode, read, session
 from playground.generation.browser import BROWSER_FILE
@@ -719,7 +719,7 @@ def test_without_onnxruntime_web_the_choice_says_what_is_missing_and_the_server_
     import gradio as gr
 
     with gr.Blocks() as demo:
-        generation.build(files)
+        generation.build(shipped_resources(), files)
     radio = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "gen-run-on")
     assert radio.interactive is False and radio.value == "server" and "web/vendor/" in radio.info
     assert not any(getattr(b, "elem_id", None) in ("gen-run-browser", "gen-browser") for b in demo.blocks.values())

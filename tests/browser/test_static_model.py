@@ -11,7 +11,7 @@ import json
 import pytest
 
 from playground import model_info
-from playground.resources import get_model
+from playground.resources import shipped_model
 from static_site import LAPTOP, PHONE, ready, static_page, static_server, static_site  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -26,7 +26,7 @@ def page(static_server):
 
 
 def test_the_picture_and_the_table_are_the_apps(page):
-    model = get_model()
+    model = shipped_model()
     c = model.config
     arch = page.inner_text("#model-arch")
     per_block = sum(p.numel() for p in model.blocks[0].parameters())
@@ -89,5 +89,5 @@ def test_a_named_model_repository_adds_its_files_from_the_hub(static_site):
     hub = rows[3:]
     assert [r["href"] for r in hub] == [f"https://huggingface.co/teacher/gpt-model/resolve/main/{path}" for path, _ in HUB_DOWNLOADS]
     assert [r["bytes"] for r in hub] == [(hub_dir() / path).stat().st_size for path, _ in HUB_DOWNLOADS]
-    data = model_data(get_model(), [], rows, hub_repo="teacher/gpt-model")
+    data = model_data(shipped_model(), [], rows, hub_repo="teacher/gpt-model")
     assert data["hub"]["url"] == "https://huggingface.co/teacher/gpt-model" and 'href="https://huggingface.co/teacher/gpt-model"' in data["hub"]["html"]

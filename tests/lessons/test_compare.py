@@ -11,8 +11,11 @@ import pytest
 import torch
 
 from playground import compare as cmp
-from playground.resources import get_model
+from playground.resources import shipped_model
 from playground.validation import InputError
+from conftest import shipped_resources
+
+RES = shipped_resources()  # the shipped model and engines, shared with the in-process app
 
 PROMPT = "ROMEO: What say you to"
 LN_V = math.log(50257)
@@ -33,7 +36,7 @@ def test_the_untrained_side_is_the_generator_the_browser_shares():
     (tests/model/test_initial.py; tests/browser/test_static_compare.py runs them in the browser)."""
     from playground.initial import initial_state
 
-    model = get_model()
+    model = shipped_model()
     drawn = cmp.untrained_like(model)
     want = initial_state(model.config, cmp.INIT_SEED)
     assert all(torch.equal(p.detach(), want[name]) for name, p in drawn.named_parameters())
@@ -61,7 +64,7 @@ def test_the_data_objects_hold_the_apps_numbers():
 
 
 def test_untrained_model_is_the_same_architecture_and_reproducible():
-    model = get_model()
+    model = shipped_model()
     a, b = cmp.untrained_like(model), cmp.untrained_like(model)
     assert a.config == model.config
     assert all((p == q).all() for p, q in zip(a.parameters(), b.parameters()))
@@ -167,7 +170,7 @@ def test_each_app_compares_what_it_was_given(tmp_path):
     save_pretrained(GPT(GPTConfig(block_size=32, n_layer=1, n_head=2, d_model=32)).eval(), tmp_path / "tiny")
     beside_tiny = app.build_app(ensure_onnx(), compare_with=resolve(tmp_path / "tiny"))
     with gr.Blocks() as beside_untrained:
-        compare.build()
+        compare.build(comparison=cmp.Comparison(shown=RES.model()))
 
     def compared(demo) -> list[str]:
         api = next(fn.fn for fn in demo.fns.values() if fn.api_name == "compare")

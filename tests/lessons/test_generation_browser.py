@@ -9,11 +9,13 @@ import json
 
 import pytest
 
-from playground import resources
 from playground.generation import figures, streaming, views
 from playground.generation.browser import BROWSER_FILE, MAX_BROWSER_CHARS, from_browser, read_result
 from playground.tokens import decode, token_text
 from playground.validation import InputError
+from conftest import shipped_resources
+
+RES = shipped_resources()  # the shipped model and engines, shared with the in-process app
 
 SETTINGS = {"prompt": "ROMEO:", "max_new_tokens": 6, "temperature": 0.8, "top_k": 50, "top_p": 0.95, "seed": 3, "num_samples": 2}
 
@@ -24,9 +26,9 @@ def served():
     from export import ensure_onnx
 
     ensure_onnx()
-    params = streaming.prepare(*[SETTINGS[k] for k in ("prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "num_samples")])
+    params = streaming.prepare(RES, *[SETTINGS[k] for k in ("prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "num_samples")])
     state = None
-    for state in streaming.run(params):
+    for state in streaming.run(RES, params):
         pass
     samples = [{"steps": [[s.token.token_id, s.token.probability, s.token.sample_probability,
                            *[x for c in s.candidates for x in (c.token_id, c.probability, c.sample_probability)]] for s in steps],
@@ -36,7 +38,7 @@ def served():
 
 
 def read(data: dict, params):
-    return from_browser(read_result(json.dumps(data)), params, vocab_size=resources.get_engine().vocab_size,
+    return from_browser(read_result(json.dumps(data)), params, vocab_size=RES.engine().vocab_size,
                         decode=decode, decode_one=token_text)
 
 

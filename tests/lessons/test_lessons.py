@@ -18,6 +18,9 @@ from markdown_it import MarkdownIt
 from import_graph import import_graph
 from playground import links
 from playground.lessons import LESSONS, Lesson, lessons_json, markdown_html, slowest_wavelength, to_html
+from conftest import shipped_resources
+
+RES = shipped_resources()  # the shipped model and engines, shared with the in-process app
 
 ROOT = Path(__file__).resolve().parents[2]
 FIVE = ("tokenization", "embeddings", "positional", "attention", "inside", "generation")  # built alone by these tests
@@ -46,8 +49,8 @@ def _build(tab: str, module=None):
     module = module or _ui_module(tab)
     with gr.Blocks() as demo:
         with gr.Tab(tab) as page:
-            takes_tab = "tab" in inspect.signature(module.build).parameters
-            module.build(page) if takes_tab else module.build()
+            takes = inspect.signature(module.build).parameters  # (res, tab) where the tab reads the model
+            module.build(*[arg for name, arg in (("res", RES), ("tab", page)) if name in takes])
     return demo
 
 

@@ -10,8 +10,11 @@ import torch
 
 from playground import limits
 from playground.attention import attention
-from playground.resources import get_model
+from playground.resources import shipped_model
 from playground.validation import InputError
+from conftest import shipped_resources
+
+RES = shipped_resources()  # the shipped model and engines, shared with the in-process app
 
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?"
 
@@ -22,7 +25,7 @@ def result():
 
 
 def test_weights_shape_rows_and_causal_mask(result):
-    cfg = get_model().config
+    cfg = shipped_model().config
     t = len(result.ids)
     assert result.weights.shape == (cfg.n_layer, cfg.n_head, t, t)
     np.testing.assert_allclose(result.weights.sum(axis=-1), 1.0, atol=1e-5)
@@ -47,7 +50,7 @@ def test_step_through_reproduces_the_model(result):
     assert result.weights_max_diff < 1e-5
     assert result.output_max_diff < 1e-4
     q, k, scores, tril, masked, weights, out = (s.matrix for s in result.stages)
-    d = get_model().config.d_model // get_model().config.n_head
+    d = shipped_model().config.d_model // shipped_model().config.n_head
     np.testing.assert_allclose(scores, q @ k.T / np.sqrt(d), atol=1e-4)  # stage 3 from stages 1 and 2
     t = len(result.ids)
     np.testing.assert_array_equal(tril, np.tril(np.ones((t, t))))
@@ -56,7 +59,7 @@ def test_step_through_reproduces_the_model(result):
     # softmax by hand on the masked scores of the last row
     row = scores[-1]
     np.testing.assert_allclose(weights[-1], np.exp(row - row.max()) / np.exp(row - row.max()).sum(), atol=1e-6)
-    assert out.shape == (t, get_model().config.d_model // get_model().config.n_head)
+    assert out.shape == (t, shipped_model().config.d_model // shipped_model().config.n_head)
     assert "masked_fill" in result.stages[4].code and "softmax" in result.stages[5].code
     assert all(s.figure.data for s in result.stages)  # each stage draws its figure when asked
 
@@ -175,7 +178,7 @@ def test_line_view_carries_the_causal_weights_of_every_head():
 def test_queries_and_keys_are_the_blocks_own_projections():
     """Stages 1 and 2 against W_Q and W_K applied by hand to the block's LayerNorm output
     (captured from the model's own forward pass by a hook)."""
-    model = get_model()
+    model = shipped_model()
     captured = {}
 
     def keep_first(module, inputs, output):  # returns None: the output is left unchanged
@@ -319,9 +322,9 @@ def test_the_page_names_and_measures_the_head_the_learner_picks():
     """The Attention tab's note for layer 2, head 3 of the opening text (as a learner picks it)
     names and measures that head's pattern, its share recomputed here from the model's weights."""
     from playground.attention import EXAMPLE_PROMPTS
-    from playground.ui.attention import ui_attention
+    from playground.ui.attention import Handlers
 
-    *_, info = ui_attention(EXAMPLE_PROMPTS[0], 2, 3)
+    *_, info = Handlers(RES).ui_attention(EXAMPLE_PROMPTS[0], 2, 3)
     r = attention(EXAMPLE_PROMPTS[0], 2, 3)
     w, ids = r.weights[2, 3], r.ids
     t = len(ids)

@@ -21,13 +21,16 @@ from playground.embeddings import (
     word_vector,
 )
 from playground.expressions import parse_expression
-from playground.resources import get_encoding, get_model
+from playground.resources import get_encoding, shipped_model
 from playground.validation import InputError
+from conftest import shipped_resources
+
+RES = shipped_resources()  # the shipped model and engines, shared with the in-process app
 
 
 def wte(token: str) -> np.ndarray:
     (tid,) = get_encoding().encode(token)
-    return get_model().wte.weight[tid].detach().numpy().astype(np.float64)
+    return shipped_model().wte.weight[tid].detach().numpy().astype(np.float64)
 
 
 # --- parser -------------------------------------------------------------------------------------
@@ -109,7 +112,7 @@ def test_multi_token_word_is_the_mean_and_says_so():
     ids = get_encoding().encode(" duchess")
     assert len(ids) > 1  # GPT-2 splits it
     w = word_vector("duchess")
-    expected = get_model().wte.weight[ids].detach().numpy().mean(axis=0)
+    expected = shipped_model().wte.weight[ids].detach().numpy().mean(axis=0)
     np.testing.assert_allclose(w.vector, expected, atol=1e-6)
     assert w.multi_token and "mean" in w.describe()
     r = embedding_arithmetic("duchess - woman + man", 3)
@@ -135,7 +138,7 @@ def test_arithmetic_vector_and_neighbours_by_brute_force():
     np.testing.assert_allclose(r.vector, expected, atol=1e-5)
     # brute force over every token seen in training, input words excluded
     counts = load_token_counts()
-    matrix = get_model().wte.weight.detach().numpy().astype(np.float64)
+    matrix = shipped_model().wte.weight.detach().numpy().astype(np.float64)
     sims = matrix @ expected / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(expected))
     inputs = {get_encoding().encode(w)[0] for w in (" king", " man", " woman")}
     candidates = [i for i in np.argsort(-sims) if counts[i] > 0 and i not in inputs][:8]
@@ -202,7 +205,7 @@ def test_default_words_are_single_tokens_seen_in_training():
     """The PCA's default list works as it opens: each word is one token the model trained on
     (none averaged over pieces, none refused as unknown), and its vector is that token's row."""
     counts = load_token_counts()
-    matrix = get_model().wte.weight.detach().numpy()
+    matrix = shipped_model().wte.weight.detach().numpy()
     for w in DEFAULT_WORDS:
         ids = get_encoding().encode(" " + w)
         assert len(ids) == 1 and counts[ids[0]] > 0, f"{w}: tokens {ids}, seen {counts[ids].tolist()} times"
@@ -259,7 +262,7 @@ def test_static_vs_contextual():
     pos = r.positions[0][0]
     assert ids_a[pos] == enc.encode(" bear")[0]
     with torch.no_grad():
-        hidden = get_model()(torch.tensor([ids_a]), head=False).hidden[0, pos].numpy()
+        hidden = shipped_model()(torch.tensor([ids_a]), head=False).hidden[0, pos].numpy()
     static = wte(" bear")
     cos = float(hidden @ static / np.linalg.norm(hidden) / np.linalg.norm(static))
     assert r.static_vs_contextual[0] == pytest.approx(cos, abs=1e-5)
@@ -290,17 +293,17 @@ def test_cosine_box_takes_the_tutorials_expression_and_shows_the_vectors():
     """cos(queen + man - woman, king), the Transformer tutorial's own, against the embedding table by hand."""
     from model import get_tokenizer
     from playground.embeddings import word_similarity
-    from playground.resources import get_model
-    from playground.ui.embeddings import ui_similarity
+    from playground.resources import shipped_model
+    from playground.ui.embeddings import Handlers
 
-    wte = get_model().wte.weight.detach().numpy().astype(np.float64)
+    wte = shipped_model().wte.weight.detach().numpy().astype(np.float64)
     enc = get_tokenizer()
     (queen,), (man,), (woman,), (king,) = (enc.encode(" " + w) for w in ("queen", "man", "woman", "king"))
     v = wte[queen] + wte[man] - wte[woman]
     expected = v @ wte[king] / np.linalg.norm(v) / np.linalg.norm(wte[king])
     r = word_similarity("queen + man - woman", "king")
     assert r.similarity == pytest.approx(expected, abs=1e-5) and r.a.expression
-    text = ui_similarity("king", "queen", True)
+    text = Handlers(RES).ui_similarity("king", "queen", True)
     assert f"wte.weight[{king}]" in text and f"{wte[king][0]:.3f}" in text and "(256 numbers)" in text
 
 
@@ -321,8 +324,8 @@ def test_the_searched_tokens_are_worded_by_what_the_app_knows_of_the_model(tmp_p
     import shutil
 
     from model import WEIGHTS_DIR
-    from playground import resources
     from playground.embeddings import embedding_arithmetic
+    from playground.resources import load_model
 
     shipped = embedding_arithmetic("king - man + woman", top_k=3)
     assert "occur in its training text (Shakespeare)" in shipped.notice
@@ -330,19 +333,16 @@ def test_the_searched_tokens_are_worded_by_what_the_app_knows_of_the_model(tmp_p
     folder.mkdir()
     for name in ("config.json", "model.safetensors"):
         shutil.copy(WEIGHTS_DIR / name, folder / name)
-    resources.use_model(folder, None)
-    try:
-        other = embedding_arithmetic("king - man + woman", top_k=3)
-        assert "its training text" not in other.notice and "the app does not know" in other.notice
-        assert f"the {shipped.notice.split('Searched the ')[1].split(' ')[0]} tokens" in other.notice  # the same count
-        counts, enc = load_token_counts(), get_encoding()
-        unseen = next(text for tid in np.flatnonzero(counts == 0)
-                      if (text := enc.decode([int(tid)])).startswith(" ") and text[1:].isalpha() and enc.encode(text) == [int(tid)])
-        with pytest.raises(InputError, match="the shipped model was trained on") as err:
-            embedding_arithmetic(f"king - {unseen.strip()}")
-        assert "were never trained" not in str(err.value)
-    finally:
-        resources.use_model(None, None)
+    model = load_model(folder)
+    other = embedding_arithmetic("king - man + woman", top_k=3, model=model)
+    assert "its training text" not in other.notice and "the app does not know" in other.notice
+    assert f"the {shipped.notice.split('Searched the ')[1].split(' ')[0]} tokens" in other.notice  # the same count
+    counts, enc = load_token_counts(), get_encoding()
+    unseen = next(text for tid in np.flatnonzero(counts == 0)
+                  if (text := enc.decode([int(tid)])).startswith(" ") and text[1:].isalpha() and enc.encode(text) == [int(tid)])
+    with pytest.raises(InputError, match="the shipped model was trained on") as err:
+        embedding_arithmetic(f"king - {unseen.strip()}", model=model)
+    assert "were never trained" not in str(err.value)
     assert "its training text" in embedding_arithmetic("king - man + woman", top_k=3).notice
 
 
@@ -350,9 +350,9 @@ def test_the_projections_caption_gives_the_variance_as_the_chart_title_does():
     """One precision for one number: the caption once said PC1 15 % under a title saying 14.7 %."""
     import re
 
-    from playground.ui.embeddings import ui_projection
+    from playground.ui.embeddings import Handlers
 
-    fig, caption = ui_projection(DEFAULT_WORDS, "", "2D", True)
+    fig, caption = Handlers(RES).ui_projection(DEFAULT_WORDS, "", "2D", True)
     explained = pca_projection(DEFAULT_WORDS, "", "2D", True).explained_variance
     want = [f"PC{i + 1} {100 * v:.1f}%" for i, v in enumerate(explained)]  # one decimal, from the projection itself
     assert re.findall(r"PC\d \d+\.\d%", fig.layout.title.text) == want

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import wait_for
+from conftest import wait_for, shipped_resources
 from playground import resources
 from playground.generation import figures, streaming, views
 from playground.generation.params import EXAMPLE_PROMPTS
@@ -19,13 +19,15 @@ from playground.generation.state import TOP_CANDIDATES
 from playground.tokens import decode, encode, token_text
 from playground.validation import InputError
 
+RES = shipped_resources()  # the shipped model and engines, shared with the in-process app
+
 
 @pytest.fixture(scope="module")
 def engine():
     from export import ensure_onnx
 
     ensure_onnx()
-    return resources.get_engine()
+    return RES.engine()
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +38,9 @@ def enc():
 
 
 def run(prompt="ROMEO:", max_new_tokens=8, temperature=0.8, top_k=50, top_p=0.95, seed=1, num_samples=1):
-    params = streaming.prepare(prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples)
+    params = streaming.prepare(RES, prompt, max_new_tokens, temperature, top_k, top_p, seed, num_samples)
     states, final = [], None
-    for final in streaming.run(params):  # the same state object, updated in place
+    for final in streaming.run(RES, params):  # the same state object, updated in place
         states.append((final.new_tokens, final.finished))
     return params, states, final
 
@@ -80,7 +82,7 @@ def test_top_k_1_is_greedy_and_matches_pytorch(engine, enc):
     from model import load_pretrained
 
     prompt = "KING HENRY V:\nOnce more unto the breach"
-    params = streaming.prepare(prompt, 8, 0.8, 1, 0.95, 123)
+    params = streaming.prepare(RES, prompt, 8, 0.8, 1, 0.95, 123)
     fp32 = resources.open_engine(artifact_paths()["fp32"])  # PyTorch's weights exactly (the app's CPU file is 8-bit)
     for final in streaming.generate(fp32, params, token_text, decode):
         pass
@@ -148,8 +150,8 @@ def test_stats_report_speed_and_provider(engine):
 
 
 def test_closing_the_stream_stops_generation(engine):
-    params = streaming.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1)
-    stream = streaming.run(params)
+    params = streaming.prepare(RES, "ROMEO:", 200, 0.8, 50, 0.95, 1)
+    stream = streaming.run(RES, params)
     for state in stream:
         if state.new_tokens >= 3:
             break
@@ -160,8 +162,8 @@ def test_closing_the_stream_stops_generation(engine):
 def test_the_stop_button_shows_the_tokens_so_far_and_says_stopped(engine):
     from playground.ui.generation import Generations
 
-    ui_stopped = Generations().ui_stopped
-    stream = streaming.run(streaming.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
+    ui_stopped = Generations(RES).ui_stopped
+    stream = streaming.run(RES, streaming.prepare(RES, "ROMEO:", 200, 0.8, 50, 0.95, 1))
     for state in stream:
         if state.new_tokens >= 4:
             break
@@ -169,7 +171,7 @@ def test_the_stop_button_shows_the_tokens_so_far_and_says_stopped(engine):
     html, stats = ui_stopped(state)
     assert html.count('class="gen-tok"') == 4 and "stopped by: stopped" in stats and "**4** new tokens" in stats
     assert not state.finished  # the shared state is left as the stream left it
-    for done in streaming.run(streaming.prepare("ROMEO:", 2, 0.8, 50, 0.95, 1)):
+    for done in streaming.run(RES, streaming.prepare(RES, "ROMEO:", 2, 0.8, 50, 0.95, 1)):
         pass
     assert all(not isinstance(out, str) for out in ui_stopped(done))  # ended by itself: nothing to change
     assert all(not isinstance(out, str) for out in ui_stopped(None))
@@ -182,8 +184,8 @@ def test_the_stop_button_answers_after_the_stream_closed(engine):
 
     from playground.ui.generation import Generations
 
-    ui_stopped = Generations().ui_stopped
-    stream = streaming.run(streaming.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
+    ui_stopped = Generations(RES).ui_stopped
+    stream = streaming.run(RES, streaming.prepare(RES, "ROMEO:", 200, 0.8, 50, 0.95, 1))
     for state in stream:
         if state.new_tokens >= 2:
             break
@@ -198,10 +200,10 @@ def test_the_stop_button_answers_after_the_stream_closed(engine):
 
 def test_long_prompt_keeps_its_last_tokens_and_says_so(engine):
     prompt = "To be, or not to be: " * 100  # far more tokens than the context
-    params = streaming.prepare(prompt, 2, 0.8, 50, 0.95, 1)
+    params = streaming.prepare(RES, prompt, 2, 0.8, 50, 0.95, 1)
     assert len(params.prompt_ids) == engine.block_size - 1
     assert params.dropped_prompt_tokens > 0 and "kept" in params.notice
-    states = list(streaming.run(params))
+    states = list(streaming.run(RES, params))
     assert states[-1].finished and "kept" in views.stats_markdown(states[-1])
 
 
@@ -229,7 +231,7 @@ def test_bad_settings_are_refused_with_a_message(engine, kwargs, message):
     args = {"prompt": "ROMEO:", "max_new_tokens": 4, "temperature": 0.8, "top_k": 50, "top_p": 0.95, "seed": 1, "num_samples": 1}
     args.update(kwargs)
     with pytest.raises(InputError, match=message):
-        streaming.prepare(*args.values())
+        streaming.prepare(RES, *args.values())
 
 
 def test_figure_and_html_show_the_steps(engine):
@@ -246,7 +248,7 @@ def test_figure_and_html_show_the_steps(engine):
 
 
 def test_a_generation_past_its_time_budget_stops_and_says_so(engine):
-    params = streaming.prepare("ROMEO:", 512, 0.8, 50, 0.95, 1, 2)
+    params = streaming.prepare(RES, "ROMEO:", 512, 0.8, 50, 0.95, 1, 2)
     final_state = None
     for final_state in streaming.generate(engine, params, token_text, decode, budget_s=0.3):
         pass
@@ -265,9 +267,9 @@ def test_stop_before_the_first_token_ends_a_generation_waiting_for_room(engine):
 
     scheduler = Scheduler(engine, max_rows=1, max_waiting=1)
     try:
-        occupant = streaming.generate(engine, streaming.prepare("ROMEO:", 512, 0.8, 50, 0.95, 1), token_text, decode, scheduler=scheduler)
+        occupant = streaming.generate(engine, streaming.prepare(RES, "ROMEO:", 512, 0.8, 50, 0.95, 1), token_text, decode, scheduler=scheduler)
         next(occupant)  # its row is the batch's only one
-        params = streaming.prepare("JULIET:", 512, 0.8, 50, 0.95, 2)
+        params = streaming.prepare(RES, "JULIET:", 512, 0.8, 50, 0.95, 2)
         waiting = streaming.new_state(params, engine)
         done = threading.Event()
 
@@ -289,7 +291,7 @@ def test_stop_before_the_first_token_ends_a_generation_waiting_for_room(engine):
 
 
 def test_stop_during_a_generation_ends_it_at_the_next_step(engine):
-    stream = streaming.run(streaming.prepare("ROMEO:", 200, 0.8, 50, 0.95, 1))
+    stream = streaming.run(RES, streaming.prepare(RES, "ROMEO:", 200, 0.8, 50, 0.95, 1))
     for state in stream:
         if state.new_tokens == 3:
             state.stop_requested.set()
@@ -299,8 +301,8 @@ def test_stop_during_a_generation_ends_it_at_the_next_step(engine):
 def test_a_cut_prompt_and_a_full_context_are_both_said(engine):
     """A prompt past the context is cut (this tab's notice), and the context then fills while
     generating (the engine's notice): a learner reads both."""
-    params = streaming.prepare("To be, or not to be: " * 100, 3, 0.8, 50, 0.95, 1)
-    final = list(streaming.run(params))[-1]
+    params = streaming.prepare(RES, "To be, or not to be: " * 100, 3, 0.8, 50, 0.95, 1)
+    final = list(streaming.run(RES, params))[-1]
     stats = views.stats_markdown(final)
     assert "were kept" in stats and "The context is full" in stats
     assert sum("The prompt" in n for n in final.notices) == 1  # the engine's own "prompt cut" is not said twice
@@ -414,11 +416,11 @@ def test_each_precision_generates_with_its_own_file_and_the_same_ids_as_that_fil
     files = ensure_onnx()
     prompt = EXAMPLE_PROMPTS[0]
     for precision, key in (("full", "fp32"), ("8-bit", "int8")):
-        params = streaming.prepare(prompt, 24, 0.0, 0, 1.0, 1, 1, precision)
-        final = list(streaming.run(params))[-1]
+        params = streaming.prepare(RES, prompt, 24, 0.0, 0, 1.0, 1, 1, precision)
+        final = list(streaming.run(RES, params))[-1]
         alone = generate(Engine.load(files[key], provider="cpu"), encode(prompt), SamplingParams(24))
         assert final.model_file == files[key].name and final.sample_ids(0) == alone[: final.new_tokens]
-    assert "full precision" in views.stats_markdown(list(streaming.run(streaming.prepare(prompt, 2, 0.0, 0, 1.0, 1, 1, "full")))[-1])
+    assert "full precision" in views.stats_markdown(list(streaming.run(RES, streaming.prepare(RES, prompt, 2, 0.0, 0, 1.0, 1, 1, "full")))[-1])
 
 
 def test_the_precision_radio_names_the_file_each_choice_runs_and_the_lesson_ties_a_seed_to_its_file(engine):
@@ -429,7 +431,7 @@ def test_the_precision_radio_names_the_file_each_choice_runs_and_the_lesson_ties
     from playground.lessons import LESSONS
 
     for precision in PRECISIONS:
-        final = list(streaming.run(streaming.prepare("ROMEO:", 1, 0.8, 0, 1.0, 42, 1, precision)))[-1]
+        final = list(streaming.run(RES, streaming.prepare(RES, "ROMEO:", 1, 0.8, 0, 1.0, 42, 1, precision)))[-1]
         assert final.model_file in PRECISION_LABELS[precision], (precision, final.model_file)
     intro = LESSONS["generation"].intro
     for name in ("model.onnx", "model_int8.onnx", QUANTIZED_NAME.split("/")[-1]):
@@ -438,7 +440,9 @@ def test_the_precision_radio_names_the_file_each_choice_runs_and_the_lesson_ties
 
 
 def test_the_api_keeps_its_file_unless_asked_and_refuses_an_unknown_precision(engine):
-    from playground.ui.generation import api_generate
+    from playground.ui.generation import Generations
+
+    api_generate = Generations(RES).api_generate
 
     default = list(api_generate("ROMEO:", 3, 0.0, 0, 1.0, 1))[-1]
     assert default["model_file"] == engine.path.name  # as before the parameter existed
@@ -452,8 +456,10 @@ def test_the_live_chart_and_a_picked_step_use_the_precision_chosen(engine):
     """The next-token distribution the page shows comes from the file the learner chose."""
     from export import ensure_onnx
     from playground import next_token as nt
-    from playground.ui.generation import _distribution
+    from playground.ui.generation import Generations
     from runtime.engine import Engine
+
+    _distribution = Generations(RES).distribution
 
     ids = encode("ROMEO:\nBut soft,")
     fp32 = Engine.load(ensure_onnx()["fp32"], provider="cpu")
@@ -463,7 +469,7 @@ def test_the_live_chart_and_a_picked_step_use_the_precision_chosen(engine):
     shown = _distribution(tuple(ids), "full").probabilities()
     assert np.abs(shown - expected).max() < 1e-6
     assert np.abs(_distribution(tuple(ids), "8-bit").probabilities() - expected).max() > 1e-6  # another file: other numbers
-    assert isinstance(nt.next_token_distribution(ids, resources.engine_for("full")[0]), nt.NextTokenDistribution)
+    assert isinstance(nt.next_token_distribution(ids, RES.engine_for("full")[0]), nt.NextTokenDistribution)
 
 
 # --- the page's own events, through the wiring the page uses ------------------------------------

@@ -21,9 +21,12 @@ from playground import limits
 from playground.compare import next_token
 from playground.inside import inside
 from playground.inside_data import inside_data, view_answer
-from playground.resources import get_model
+from playground.resources import shipped_model
 from playground.wire import UNIT_STEPS, plain
 from playground.validation import InputError
+from conftest import shipped_resources
+
+RES = shipped_resources()  # the shipped model and engines, shared with the in-process app
 
 ROOT = Path(__file__).resolve().parents[2]
 WEB_TESTS = ROOT / "tests" / "web"
@@ -77,7 +80,7 @@ def test_stages_recompose_the_models_logits(result):
     fp = result.fp
     logits = recompose_logits(fp)
     with torch.inference_mode():
-        reference = get_model()(torch.tensor([fp.ids]))[0][0]
+        reference = shipped_model()(torch.tensor([fp.ids]))[0][0]
     diff = float((logits - reference).abs().max())
     print(f"recomposed logits vs the model's forward: {diff:.2e}")
     assert diff <= 1e-5
@@ -102,7 +105,7 @@ def test_a_model_with_scaled_embeddings_recomposes_too(pos_encoding):
 def test_every_layer_matches_the_models_own_modules(result):
     """The stream after each block and the attention weights, against the model's modules run as
     they are (Block.forward, output_attentions=True): independent of the by-hand stages."""
-    fp, model = result.fp, get_model()
+    fp, model = result.fp, shipped_model()
     idx = torch.tensor([fp.ids])
     out = model(idx, output_attentions=True)
     scale = math.sqrt(model.config.d_model) if model.config.scale_embedding else 1.0
@@ -122,7 +125,7 @@ def test_stages_recompose_the_onnx_files_logits(result):
     if not path.is_file():
         pytest.skip("artifacts/hub/onnx/model.onnx is not built (python -m export)")
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    fp, cfg = result.fp, get_model().config
+    fp, cfg = result.fp, shipped_model().config
     T = len(fp.ids)
     feeds = {
         "input_ids": np.array([fp.ids], dtype=np.int64),
@@ -141,11 +144,11 @@ def test_stages_recompose_the_onnx_files_logits(result):
 def test_token_losses_mean_is_the_compare_tabs_loss(result):
     fp = result.fp
     assert len(fp.token_losses) == len(fp.ids) - 1
-    compare_loss = next_token(TEXT, get_model(), "trained model").loss
+    compare_loss = next_token(TEXT, shipped_model(), "trained model").loss
     assert fp.loss == pytest.approx(compare_loss, abs=2e-5)
     # Each value is -ln softmax(logits)[next] of the model's own logits, by definition.
     with torch.inference_mode():
-        logp = torch.log_softmax(get_model()(torch.tensor([fp.ids]))[0][0], dim=-1)
+        logp = torch.log_softmax(shipped_model()(torch.tensor([fp.ids]))[0][0], dim=-1)
     by_definition = -logp[:-1].gather(1, torch.tensor(fp.ids[1:])[:, None])[:, 0].numpy()
     np.testing.assert_allclose(fp.token_losses, by_definition, atol=2e-5)
     assert np.all(fp.next_ranks >= 1)
@@ -154,9 +157,9 @@ def test_token_losses_mean_is_the_compare_tabs_loss(result):
 def test_logit_lens_ends_on_the_models_own_top5(result):
     fp = result.fp
     lens = result.lens(len(fp.ids) - 1)
-    assert len(lens) == get_model().config.n_layer and all(len(row) == ins.LENS_K for row in lens)
+    assert len(lens) == shipped_model().config.n_layer and all(len(row) == ins.LENS_K for row in lens)
     with torch.inference_mode():
-        p = torch.softmax(get_model()(torch.tensor([fp.ids]))[0][0, -1], dim=-1)
+        p = torch.softmax(shipped_model()(torch.tensor([fp.ids]))[0][0, -1], dim=-1)
     top_p, top_i = torch.topk(p, ins.LENS_K)
     from playground.tokens import token_text
 
@@ -164,7 +167,7 @@ def test_logit_lens_ends_on_the_models_own_top5(result):
     np.testing.assert_allclose([q for _, q in lens[-1]], top_p.numpy(), atol=1e-5)
     # an earlier layer by hand: ln_f of the stream after layer 0, then @ E^T
     with torch.inference_mode():
-        model = get_model()
+        model = shipped_model()
         x0 = torch.from_numpy(fp.layers[0].x_out[-1])
         p0 = torch.softmax(model.lm_head(model.ln_f(x0)), dim=-1)
     assert [t for t, _ in lens[0]] == [token_text(int(i)) for i in torch.topk(p0, ins.LENS_K).indices]
@@ -180,7 +183,7 @@ def _rank_and_probability(logits: torch.Tensor, target: int) -> list[tuple[int, 
 def test_logit_lens_ranks_the_token_that_came_next_as_the_models_modules_do(result):
     """After every layer, the rank and probability of the token that really came next: the stream
     after each block run by the model's own modules (Block.forward), then its ln_f and lm_head."""
-    fp, model = result.fp, get_model()
+    fp, model = result.fp, shipped_model()
     idx = torch.tensor([fp.ids])
     scale = math.sqrt(model.config.d_model) if model.config.scale_embedding else 1.0
     x = model.wte(idx) * scale + model.position_table()[: len(fp.ids)]
@@ -263,10 +266,10 @@ def test_what_the_view_is_handed_is_the_models_own_attention_and_the_lens_at_the
     (got,) = unpacked(_answer(r))
     assert got["state"] == {"layer": 2, "head": 3, "token": 4} and got["key"]
     data = got["data"]
-    reference = get_model()(torch.tensor([fp.ids]), output_attentions=True).attentions
+    reference = shipped_model()(torch.tensor([fp.ids]), output_attentions=True).attentions
     for layer, layer_data in enumerate(data["layers"]):
         w = np.array(layer_data["weights"])
-        assert w.shape == (get_model().config.n_head, T, T)
+        assert w.shape == (shipped_model().config.n_head, T, T)
         np.testing.assert_allclose(w, reference[layer][0].numpy(), atol=0.5 / UNIT_STEPS + 2e-6)
         assert np.all(w[:, np.triu_indices(T, 1)[0], np.triu_indices(T, 1)[1]] == 0)
         # a row per token: at the token shown, None elsewhere
@@ -282,7 +285,7 @@ def test_what_the_view_is_handed_is_the_models_own_attention_and_the_lens_at_the
 def test_a_tokens_answer_is_its_rows_alone_and_bounded_whatever_the_texts_length():
     """Another token's answer holds that token's rows (no text fields, no matrices), and a 64-token
     text's answers stay within a bound (the whole pass would be about 1.5 M numbers)."""
-    from playground.ui.inside import _answer, ui_rows
+    from playground.ui.inside import Handlers, _answer
 
     long = "word" + " word" * (limits.MAX_INSIDE_TOKENS - 1)
     r = inside(long)
@@ -292,7 +295,7 @@ def test_a_tokens_answer_is_its_rows_alone_and_bounded_whatever_the_texts_length
         _data = {"token": 10}
 
     first = _answer(ins.InsideResult(r.fp, 0, 0, 3))
-    rows = ui_rows(long, Asked())
+    rows = Handlers(RES).ui_rows(long, Asked())
     print(f"\n64 tokens: a new text's answer {len(first) / 1e3:.0f} kB, a token's {len(rows) / 1e3:.0f} kB")
     assert len(first) < 600_000 and len(rows) < 250_000
     (got,) = unpacked(rows)
@@ -304,7 +307,7 @@ def test_a_tokens_answer_is_its_rows_alone_and_bounded_whatever_the_texts_length
 def test_ffn0_alone_is_layer_0s_network_on_the_tokens_embedding_row(result):
     """What the view's note on layer 0's feed-forward add reads: the model's own modules (ln_2,
     mlp) on the token's embedding row alone."""
-    model = get_model()
+    model = shipped_model()
     data = inside_data(result.fp, rows=[25], lens=[])
     with torch.inference_mode():
         block = model.blocks[0]
@@ -324,14 +327,14 @@ def test_png_image_is_a_valid_png():
 
 def test_layernorm_ffn_and_attention_numbers(result):
     tr, t = result.trace, result.token
-    ln = get_model().blocks[2].ln_1
+    ln = shipped_model().blocks[2].ln_1
     x = tr.x_in[t]
     assert tr.ln1_mean[t] == pytest.approx(x.mean(), abs=1e-5)
     assert tr.ln1_std[t] == pytest.approx(math.sqrt(x.var() + ln.eps), rel=1e-5)  # biased variance, as LayerNorm
     normalised = (tr.ln1_out[t] - ln.bias.detach().numpy()) / ln.weight.detach().numpy()
     assert normalised.mean() == pytest.approx(0.0, abs=1e-4) and normalised.std() == pytest.approx(1.0, abs=1e-3)
     d = result.to_dict()
-    assert d["ffn"]["fired"] == int((tr.gelu[t] > 0).sum()) and d["ffn"]["units"] == 4 * get_model().config.d_model
+    assert d["ffn"]["fired"] == int((tr.gelu[t] > 0).sum()) and d["ffn"]["units"] == 4 * shipped_model().config.d_model
     assert d["ffn"]["strongest"][0]["value"] == pytest.approx(float(tr.gelu[t].max()), abs=1e-5)
     assert len(d["attention"]["weights"]) == t + 1 and sum(d["attention"]["weights"]) == pytest.approx(1.0, abs=1e-4)
     assert d["residual"]["norm_out"][-1] == pytest.approx(float(np.linalg.norm(result.fp.layers[-1].x_out[t])), abs=1e-4)
@@ -360,7 +363,7 @@ def test_layer_head_and_token_changes_reuse_the_pass(result):
 def test_one_token_has_no_loss():
     r = inside("Hi")
     assert len(r.fp.ids) == 1 and r.fp.loss is None and r.to_dict()["token_losses"] == []
-    assert len(r.to_dict()["logit_lens"]) == get_model().config.n_layer
+    assert len(r.to_dict()["logit_lens"]) == shipped_model().config.n_layer
     data = plain(view_answer(r.fp, 0)["data"])  # the view's answer for a single token
     assert data["loss"] is None and data["token_losses"] == [] and data["lens"]["next_ranks"][0] == []
 
@@ -384,13 +387,13 @@ def test_the_tab_opens_on_a_token_of_the_text_whose_prediction_forms_through_the
     """On the example, the token the tab opens on is not the last, its next token ends in the
     output's top 5 having climbed from layer 0's rank, and no other such token climbs further: each
     rank read from the lens at that position (the model's own ln_f and head on each layer's stream)."""
-    from playground.ui.inside import ui_run
+    from playground.ui.inside import Handlers
 
     r = inside(ins.EXAMPLE_TEXTS[0])
     fp = r.fp
     t = ins.opening_token(fp)
     assert t < len(fp.ids) - 1
-    model = get_model()
+    model = shipped_model()
     with torch.inference_mode():
         scale = math.sqrt(model.config.d_model) if model.config.scale_embedding else 1.0
         x = model.wte(torch.tensor([fp.ids])) * scale + model.position_table()[: len(fp.ids)]
@@ -407,7 +410,7 @@ def test_the_tab_opens_on_a_token_of_the_text_whose_prediction_forms_through_the
     climb = {pos: math.log(ranks[pos][0]) - math.log(ranks[pos][1]) for pos in shown}
     assert t in shown and climb[t] == max(climb.values()) and climb[t] > 0, (t, ranks)
     # the page opens there: the token slider and the state the view is handed (the view says why: test_browser_inside)
-    shown_text, slider, answer = ui_run(ins.EXAMPLE_TEXTS[0], 0, 0)
+    shown_text, slider, answer = Handlers(RES).ui_run(ins.EXAMPLE_TEXTS[0], 0, 0)
     assert slider.value == t
     (got,) = unpacked(answer)
     assert got["state"]["token"] == t and got["data"]["opening_token"] == t
@@ -418,7 +421,7 @@ def test_the_tab_opens_on_a_token_of_the_text_whose_prediction_forms_through_the
 def test_untrained_model_loss_is_about_ln_v():
     from playground.compare import untrained_like
 
-    r = inside(TEXT, model=untrained_like(get_model()))
+    r = inside(TEXT, model=untrained_like(shipped_model()))
     assert abs(r.fp.loss - math.log(50257)) < 0.6
 
 
@@ -462,7 +465,7 @@ def test_the_layer_head_and_token_sliders_redraw_in_the_page_alone_and_a_new_tex
 
     with gr.Blocks() as demo:
         with gr.Tab("Inside") as t:
-            tab.build(t)
+            tab.build(RES, t)
     by_id = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
     controls = {by_id[f"ins-{n}"]._id for n in ("layer", "head", "token")}
     asks = 0
@@ -479,4 +482,4 @@ def test_the_layer_head_and_token_sliders_redraw_in_the_page_alone_and_a_new_tex
         class Asked:
             _data = {"token": "x"}
 
-        tab.ui_rows(TEXT, Asked())
+        tab.Handlers(RES).ui_rows(TEXT, Asked())

@@ -92,9 +92,9 @@ def test_architecture_picture_has_every_part_with_its_parameters():
     import json
 
     from playground.model_info import architecture_parts
-    from playground.resources import get_model
+    from playground.resources import shipped_model
 
-    model = get_model()
+    model = shipped_model()
     c = model.config
     html = json.dumps(architecture_parts(model), ensure_ascii=False)  # every text the picture writes
     block = model.blocks[0]

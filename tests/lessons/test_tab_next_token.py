@@ -18,6 +18,9 @@ from playground.generation.params import DEFAULTS, EXAMPLE_PROMPTS
 from playground.generation.state import GeneratedStep, TokenChoice, drawn_rank
 from playground.tokens import encode
 from playground.validation import InputError
+from conftest import shipped_resources
+
+RES = shipped_resources()  # the shipped model and engines, shared with the in-process app
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +28,12 @@ def engine():
     from export import ensure_onnx
 
     ensure_onnx()
-    return resources.get_engine()
+    return RES.engine()
 
 
 @pytest.fixture(scope="module")
 def dist(engine):
-    return nt.next_token_distribution(encode("ROMEO:\nBut soft,"))
+    return nt.next_token_distribution(encode("ROMEO:\nBut soft,"), engine)
 
 
 def settings(temperature=1.0, top_k=0, top_p=1.0):
@@ -39,7 +42,7 @@ def settings(temperature=1.0, top_k=0, top_p=1.0):
 
 def run(prompt="HAMLET:\n", n=16, temperature=1.5, top_k=50, top_p=0.95, seed=3):
     final = None
-    for final in streaming.run(streaming.prepare(prompt, n, temperature, top_k, top_p, seed, 1)):
+    for final in streaming.run(RES, streaming.prepare(RES, prompt, n, temperature, top_k, top_p, seed, 1)):
         pass
     return final
 
@@ -154,7 +157,7 @@ def test_a_token_from_outside_the_top_comes_with_its_sampling_probability(engine
     s = settings(2.0)
     for i in (inside[-1], *outside[:3]):
         seen = final.params.prompt_ids + final.sample_ids(0)[:i]  # the prompt and the tokens drawn before step i
-        p = nt.next_token_distribution(seen).probabilities(s)[steps[i].token.token_id]
+        p = nt.next_token_distribution(seen, RES.engine()).probabilities(s)[steps[i].token.token_id]
         assert p == pytest.approx(steps[i].token.sample_probability, rel=1e-3)
     fig, caption = figures.step_figure(final, 0, outside[0] + 1)
     assert fig.data[2].x[0] == pytest.approx(steps[outside[0]].token.sample_probability) and "outside" in caption
@@ -186,7 +189,9 @@ def test_whitespace_tokens_are_drawn_visibly(engine):
 
 
 def test_next_token_appends_one_drawn_token_and_repeats_with_the_seed(engine):
-    from playground.ui.generation import step_seed, ui_next_token
+    from playground.ui.generation import Generations, step_seed
+
+    ui_next_token = Generations(RES).ui_next_token
 
     prompt = "ROMEO:\nBut soft,"
     out = ui_next_token(prompt, 0.8, 50, 0.95, 42)
@@ -225,9 +230,9 @@ def test_the_candidates_chart_shows_what_pytorch_and_the_sampling_definitions_gi
 
     T, K, P = 1.5, 50, 0.95
     fp32 = resources.open_engine(artifact_paths()["fp32"])
-    for final in streaming.generate(fp32, streaming.prepare("HAMLET:\n", 6, T, K, P, 3, 1), token_text, decode):
+    for final in streaming.generate(fp32, streaming.prepare(RES, "HAMLET:\n", 6, T, K, P, 3, 1), token_text, decode):
         pass
-    tok, model = get_tokenizer(), resources.get_model()
+    tok, model = get_tokenizer(), RES.model()
     whitespace = {" ": "⋅", "\t": "→", "\n": "↵", "\r": "␍"}
 
     def label(i: int) -> str:
@@ -297,10 +302,10 @@ def test_next_token_keeps_the_earlier_steps_newest_first_and_bounded(wired, monk
     anew starts the list again."""
     import re
 
-    from playground.ui.generation import ui_next_token
+    from playground.ui.generation import Generations
 
     monkeypatch.setattr("playground.generation.state.HISTORY_STEPS", 3)
-    step = wired[ui_next_token]
+    step = wired[Generations.ui_next_token]
     prompt, key, drawn = "ROMEO:\nBut soft,", None, []
     for _ in range(5):
         out = step(prompt, 0.0, 0, 1.0, 42, "full", key)  # greedy: the drawn token is the first candidate
@@ -327,8 +332,9 @@ def html_escape(text: str) -> str:
 def test_next_token_from_the_default_prompt_adds_a_word_and_says_what_it_appended(engine):
     """The tab opens on a prompt cut mid-sentence: its first Next token, at the page's settings,
     adds a word, not a line break, and the stats say what joined the prompt."""
-    from playground.ui.generation import ui_next_token
+    from playground.ui.generation import Generations
 
+    ui_next_token = Generations(RES).ui_next_token
     prompt = EXAMPLE_PROMPTS[0]
     d = DEFAULTS
     out = ui_next_token(prompt, d["temperature"], d["top_k"], d["top_p"], d["seed"])

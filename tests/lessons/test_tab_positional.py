@@ -214,9 +214,9 @@ def test_small_heatmap_drawn_whole():
 
 
 def test_shipped_model_table():
-    from playground.resources import get_model
+    from playground.resources import shipped_model
 
-    model = get_model()
+    model = shipped_model()
     r = model_position_table()
     assert r.kind == model.config.pos_encoding == "learned"  # the shipped model learned its table
     np.testing.assert_allclose(r.table, model.position_table().detach().numpy())
@@ -233,19 +233,13 @@ def test_shipped_model_table():
 
 @pytest.fixture
 def sinusoidal_model():
-    """A small sinusoidal-position GPT as the app's shared model (the shipped one is learned)."""
-    from playground import resources
-
-    shipped = resources.get_model()
+    """A small sinusoidal-position GPT (the shipped one is learned)."""
     torch.manual_seed(0)
-    model = GPT(GPTConfig(block_size=48, n_layer=1, n_head=2, d_model=32, pos_encoding="sinusoidal"))
-    resources.set_model(model)
-    yield model
-    resources.set_model(shipped)
+    return GPT(GPTConfig(block_size=48, n_layer=1, n_head=2, d_model=32, pos_encoding="sinusoidal")).eval()
 
 
 def test_sinusoidal_model_table_is_the_formulas(sinusoidal_model):
-    r = model_position_table()  # the shared model: the sinusoidal one
+    r = model_position_table(sinusoidal_model)
     assert r.kind == "sinusoidal" and r.table.shape == (48, 32)
     expected = positional_encoding(32, 48).table  # the tab's own formula, base 10000
     np.testing.assert_allclose(r.table, expected, atol=1e-6)
@@ -264,18 +258,20 @@ def test_the_tab_shows_a_sinusoidal_models_table(sinusoidal_model):
     """The page built on a sinusoidal model: its note, its table, no learned-vs-formula pair."""
     import gradio as gr
 
+    from playground.resources import Resources
     from playground.ui import positional as ui
 
+    res = Resources(model=sinusoidal_model)
     with gr.Blocks() as demo:
         with gr.Tab("Positional encoding") as tab:
-            ui.build(tab)
+            ui.build(res, tab)
     blocks = {b._id: b for b in demo.blocks.values()}
     # drawn when the tab opens: the tab's select event fills the note and the plots
     (opened,) = [fn for fn in demo.fns.values() if any(t[1] == "select" for t in fn.targets)]
     outputs = [blocks[o] for o in opened.outputs] if isinstance(opened.outputs[0], int) else list(opened.outputs)
     ids = [getattr(b, "elem_id", None) for b in outputs]
     assert ids[:4] == ["pe-model-note", "pe-model-table", "pe-model-reference", "pe-model-cosine"]
-    note, _, _, _ = ui.ui_model_table()
+    note, _, _, _ = ui.Handlers(res).ui_model_table()
     assert "sinusoidal formula" in note and "learned" not in note
     reference = next(b for b in outputs if getattr(b, "elem_id", None) == "pe-model-reference")
     assert reference.visible is False  # no learned-vs-formula pair

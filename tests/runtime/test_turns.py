@@ -94,14 +94,13 @@ def test_visitors_remembered_fill_their_bound_exactly_before_one_is_forgotten():
     assert list(s.tokens) == ["b", "c", "d"]  # one past it: the longest forgotten goes
 
 
-def test_the_pages_and_the_apis_generations_reach_the_loop_as_their_visitors(monkeypatch):
+def test_the_pages_and_the_apis_generations_reach_the_loop_as_their_visitors():
     """The Generate tab's, the API's and Next token's handlers name the visitor whose request
     they serve (the socket's address here) to the decoding loop, which takes turns by it."""
     import gradio as gr
     from gradio.context import LocalContext
     from starlette.requests import Request as HttpRequest
 
-    from playground.generation import streaming
     from playground.ui import generation
 
     seen: list[str] = []
@@ -114,13 +113,18 @@ def test_the_pages_and_the_apis_generations_reach_the_loop_as_their_visitors(mon
     class Model:
         vocab_size, block_size, provider, path = 50257, 256, "CPUExecutionProvider", "model.onnx"
 
-    monkeypatch.setattr(streaming, "engine_for", lambda precision: (Model(), Loop()))
-    monkeypatch.setattr(streaming, "get_engine", Model)
+    class Res:  # the app's resources, as the handlers use them
+        def engine(self):
+            return Model()
+
+        def engine_for(self, precision):
+            return Model(), Loop()
+
     scope = {"type": "http", "client": ("10.1.2.3", 5000), "headers": [], "method": "POST", "path": "/", "query_string": b""}
     token = LocalContext.request.set(gr.Request(request=HttpRequest(scope)))
     try:
-        list(generation.api_generate("Hello", 4, 0.8, 40, 0.9, 1))
-        list(generation.Generations().ui_generate("Hello", 4, 0.8, 40, 0.9, 1, 1, "full"))
+        list(generation.Generations(Res()).api_generate("Hello", 4, 0.8, 40, 0.9, 1))
+        list(generation.Generations(Res()).ui_generate("Hello", 4, 0.8, 40, 0.9, 1, 1, "full"))
     finally:
         LocalContext.request.reset(token)
     assert seen == ["10.1.2.3", "10.1.2.3"]

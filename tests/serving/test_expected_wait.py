@@ -92,19 +92,24 @@ def test_every_handler_busy_waits_at_least_until_the_first_generation_can_end():
 
 
 def test_inside_s_files_are_served_at_start_only_when_written_after_the_models_weights(tmp_path):
-    """startup._current: the app serves Inside's files it wrote before at once, unless the model's
-    weights changed since (a retrained model: its child writes them again first); a file written in
-    the same instant counts as after."""
+    """startup._current: the app serves Inside's files it wrote before at once (and writes none),
+    unless the model's weights or the code the files are made from changed since (a retrained
+    model, an edited exporter: its child writes them again first); a file written in the same
+    instant counts as after."""
     import os
 
-    from playground.ui.startup import _current
+    from playground.ui.startup import INSIDE_SOURCES, _current
 
-    weights, folder = tmp_path / "model", tmp_path / "inside"
+    weights, folder, code = tmp_path / "model", tmp_path / "inside", tmp_path / "inside_graph.py"
     weights.mkdir(), folder.mkdir()
-    assert not _current(folder, weights)  # nothing written
+    code.write_text("")
+    assert not _current(folder, weights, (code,))  # nothing written
     (weights / "model.safetensors").write_bytes(b"w")
     (folder / "weights.json").write_text("{}")
-    for index_at, weights_at, current in ((100, 100, True), (101, 100, True), (100, 101, False)):
+    for index_at, weights_at, code_at, current in ((100, 100, 90, True), (101, 100, 90, True), (100, 101, 90, False),
+                                                  (100, 90, 100, True), (100, 90, 101, False)):
         os.utime(folder / "weights.json", (index_at, index_at))
         os.utime(weights / "model.safetensors", (weights_at, weights_at))
-        assert _current(folder, weights) is current, (index_at, weights_at)
+        os.utime(code, (code_at, code_at))
+        assert _current(folder, weights, (code,)) is current, (index_at, weights_at, code_at)
+    assert all(path.is_file() for path in INSIDE_SOURCES)  # the app's own list names files that exist

@@ -85,7 +85,7 @@ def test_missing_weights_stop_the_start_with_the_command_that_fixes_it(tmp_path,
 
 @pytest.fixture
 def fresh_fallback(monkeypatch):
-    monkeypatch.setattr(resources, "_cuda_fallback_said", False)
+    resources._say_cuda_unusable.cache_clear()  # said once a process: this test sees its own
     from runtime import providers
 
     monkeypatch.setattr(providers, "cuda_usable", lambda: False)  # as on a machine without a GPU

@@ -244,6 +244,26 @@ def test_the_served_apps_expected_wait_reads_the_order_its_admission_serves(monk
     assert ahead(fn.concurrency_id, "learner") == 0 and wait().kwargs["pass_group"] == "forward"
 
 
+def test_the_served_apps_expected_wait_reads_the_loops_of_its_own_resources(monkeypatch):
+    """/expected-wait reads the load of the decoding loops of the resources the app was built on
+    (``python app.py --model DIR``: that model's), none before they open, and none without them."""
+    from gradio import networking
+
+    from playground.resources import Resources
+    from playground.ui import serving
+    from playground.ui.serving.wait import ExpectedWait
+
+    monkeypatch.setattr(networking, "url_ok", networking.url_ok)  # (put back after the test)
+    demo, res = gradio_internals.probe_app(), Resources()
+
+    def wait(**options):
+        return next(m for m in serving.launch_options(demo, **options)["app_kwargs"]["middleware"] if m.cls is ExpectedWait)
+
+    assert wait().kwargs["loop_of"]("auto") is None and wait().kwargs["loops"]() == []
+    mine = wait(res=res).kwargs
+    assert mine["loop_of"] == res.open_loop and mine["loops"] == res.open_loops and mine["loops"]() == []
+
+
 def test_gradios_walk_of_an_answer_takes_a_flat_list_whole_and_still_finds_files(monkeypatch):
     """The big answers (a 1024 x 512 table) are walked by Gradio for files on the event loop: with
     the patch its file test runs per row, not per value, and a file in the answer is still given

@@ -8,6 +8,7 @@ import gradio as gr
 import pytest
 import spaces
 
+from conftest import shipped_resources
 from playground.ui.serving import zerogpu
 
 
@@ -65,7 +66,7 @@ def test_inside_and_compare_register_their_passes_as_gpu_calls(lent):
 
     with gr.Blocks():
         with gr.Tab("Inside the model") as tab:
-            inside.build(tab)
+            inside.build(shipped_resources(), tab)
         with gr.Tab("Compare"):
             compare.build()
     got = sorted(lent)

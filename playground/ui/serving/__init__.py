@@ -48,7 +48,8 @@ from typing import Any
 
 import gradio as gr
 
-from ... import limits, resources
+from ... import limits
+from ...resources import Resources
 from .. import gradio_internals
 from ..common import FORWARD, GENERATE
 from . import connections
@@ -126,10 +127,12 @@ async def _sweep(demo: gr.Blocks, readers: ResultReaders | None = None) -> None:
             log.exception("sweeping unread results failed")
 
 
-def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None, browser: BrowserFiles | None = None) -> dict[str, Any]:
+def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None, browser: BrowserFiles | None = None,
+                   res: Resources | None = None) -> dict[str, Any]:
     """The ``demo.launch`` arguments that bound memory and requests (see the module's doc);
     ``readers``: where the result streams open are counted (a new :class:`ResultReaders` by
-    default); ``browser``: the files "Run on: this browser" needs (none served when None). Which
+    default); ``browser``: the files "Run on: this browser" needs (none served when None); ``res``:
+    the app's resources, whose decoding loops' load ``/expected-wait`` reads (None: no loop). Which
     other files are served is ``gr.set_static_paths`` (playground/ui/startup.py)."""
     from starlette.middleware import Middleware
 
@@ -162,7 +165,8 @@ def launch_options(demo: gr.Blocks, readers: ResultReaders | None = None, browse
                 # Outside the compression: it sends its own, compressed once (browser_files.py).
                 *([Middleware(BrowserFileServer, files=browser)] if browser is not None else []),
                 # (answered at once, outside the queue: what a page asks when its learner clicks Generate)
-                Middleware(ExpectedWait, demo=demo, loop_of=resources.open_loop, loops=resources.open_loops, group=GENERATE,
+                Middleware(ExpectedWait, demo=demo, loop_of=res.open_loop if res else (lambda precision: None),
+                           loops=res.open_loops if res else list, group=GENERATE,
                            pass_group=FORWARD, ahead=ahead_in(demo, admission) if admission is not None else None),
                 Middleware(PageCache),  # outside the compression: keeps what went out (page_cache.py)
                 gzip_middleware(),  # the page and JSON, gzipped (compression.py)

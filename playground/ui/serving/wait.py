@@ -185,7 +185,7 @@ def pass_answer(e: ExpectedPass) -> dict[str, Any]:
 
 class ExpectedWait:
     """ASGI middleware answering ``GET`` :data:`ROUTE` (the module's doc); anything else passes
-    on. ``loop_of``: the open decoding loop of a precision, or None (playground.resources.open_loop);
+    on. ``loop_of``: the open decoding loop of a precision, or None (``Resources.open_loop``);
     ``loops``: every open one; ``group``: the generation group's concurrency id; ``pass_group``
     the heavy passes'; ``ahead``: (group, visitor) -> how many of the group's waiting requests
     go before a newcomer's (the admission's order; None: all of them)."""
