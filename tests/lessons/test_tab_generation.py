@@ -497,3 +497,47 @@ def test_streamed_updates_come_less_often_as_more_learners_generate():
 
     assert ui_every_s(0) == ui_every_s(4) == UI_EVERY_S
     assert UI_EVERY_S < ui_every_s(8) < API_EVERY_S == ui_every_s(16) == ui_every_s(40)
+
+
+def test_a_generate_walks_down_the_layers_entering_each_module_at_most_twice(engine):
+    """The call stacks of a Generate, from the tab's handler to the decoding loop: along each, every
+    module of the project is entered at most twice (a callback may come back once), none bounced
+    between layers again and again."""
+    import sys
+    from pathlib import Path
+
+    from playground.ui.generation import Generations
+
+    root = Path(__file__).resolve().parents[2]
+
+    def module(frame) -> str | None:
+        path = Path(frame.f_code.co_filename)
+        if root not in path.parents or "tests" in path.relative_to(root).parts or "venv" in path.parts:
+            return None
+        return ".".join(path.relative_to(root).with_suffix("").parts)
+
+    stack: list[str | None] = []
+    worst: dict[str, list[str]] = {}
+
+    def walk(frame, event, arg):
+        if event == "call":
+            stack.append(module(frame))
+            path = [m for m in stack if m]
+            runs = [m for i, m in enumerate(path) if i == 0 or path[i - 1] != m]  # a module entered, left, entered again
+            for m in set(runs):
+                if runs.count(m) > worst.get(m, []).count(m):
+                    worst[m] = runs  # the stack where it was entered the most times
+        elif event == "return" and stack:
+            stack.pop()
+
+    gen = Generations(RES)
+    list(gen.api_generate("ROMEO:", 2, 0.0, 0, 1.0, 1))  # the engine opened before the walk
+    sys.setprofile(walk)
+    try:
+        out = list(gen.api_generate("ROMEO:", 3, 0.0, 0, 1.0, 1))
+    finally:
+        sys.setprofile(None)
+    assert out[-1]["new_tokens"] == 3
+    assert {"playground.ui.generation", "playground.generation.streaming", "runtime.batching"} <= set(worst)
+    entered = {m: runs.count(m) for m, runs in worst.items()}
+    assert max(entered.values()) <= 2, {m: " > ".join(worst[m]) for m, n in entered.items() if n > 2}
