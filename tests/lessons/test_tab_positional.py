@@ -265,7 +265,7 @@ def test_the_tab_shows_a_sinusoidal_models_table(sinusoidal_model):
     with gr.Blocks() as demo:
         with gr.Tab("Positional encoding") as tab:
             ui.build(res, tab)
-    blocks = {b._id: b for b in demo.blocks.values()}
+    blocks = demo.blocks  # {id: component}, the ids the events name
     # drawn when the tab opens: the tab's select event fills the note and the plots
     (opened,) = [fn for fn in demo.fns.values() if any(t[1] == "select" for t in fn.targets)]
     outputs = [blocks[o] for o in opened.outputs] if isinstance(opened.outputs[0], int) else list(opened.outputs)
