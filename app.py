@@ -54,7 +54,8 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
     ``compare_with`` beside it (default: the untrained initialisation of the same architecture);
     ``browser``: the files its Text generation tab's "Run on: this browser" loads (default: those
     of ``onnx_files``, which ``serving.launch_options`` must then be given too); ``res``: what its
-    tabs share (default: :func:`resources_of` the source; ``demo.pg_resources`` keeps it)."""
+    tabs share (default: :func:`resources_of` the source; ``launch_options`` reads the decoding
+    loops' load from the same)."""
     source = source or shipped()
     res = res if res is not None else resources_of(source, onnx_files)
     browser = browser if browser is not None else serving.BrowserFiles.for_model(onnx_files)
@@ -100,7 +101,6 @@ def build_app(onnx_files: dict, source: ModelSource | None = None, compare_with:
     # group's places shared out per visitor (serving/admission.py).
     serving.harden(demo, max_waiting={common.GENERATE: limits.MAX_WAITING_GENERATIONS, common.FORWARD: limits.MAX_WAITING_FORWARD,
                                       learn.LEARN: limits.MAX_WAITING_LEARNERS})
-    demo.pg_resources = res  # what launch_options reads the decoding loops' load from, and the warm-up opens
     return demo
 
 
@@ -124,8 +124,9 @@ def main(argv: list[str] | None = None) -> None:
     # Inside the model's stage graph and Watch it learn's step graphs for "this browser", written meanwhile
     other = source.kind != "shipped"
     prepare_browser_files_in_background(browser, source.weights_dir if other else None, source.out_dir if other else None)
-    demo = build_app(onnx_files, source, compare_with, browser)
-    warm_up_in_background(demo.pg_resources)  # the ONNX session opens while the server starts
+    res = resources_of(source, onnx_files)  # what every tab shares: the model shown, its engines
+    demo = build_app(onnx_files, source, compare_with, browser, res)
+    warm_up_in_background(res)  # the ONNX session opens while the server starts
     print(f"GPT Playground built in {time.perf_counter() - T0:.1f} s; starting the server", flush=True)
     demo.launch(
         # None: Gradio reads GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (default 127.0.0.1:7860).
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
         run_history=False,
         # Bounded memory and requests whatever the traffic: lean sessions, unread results
         # dropped, bodies capped, no file from Gradio's shared folders, monitoring off (playground/ui/serving/).
-        **serving.launch_options(demo, browser=browser, res=demo.pg_resources),
+        **serving.launch_options(demo, browser=browser, res=res),
     )
 
 

@@ -245,10 +245,6 @@ class Resources:
                     self._model = shipped_model() if self.weights_dir is None else load_model(self.weights_dir)
         return self._model
 
-    def shows_shipped_model(self) -> bool:
-        """Whether these resources show the shipped model, trained on this project's Shakespeare text."""
-        return is_shipped(self.model())
-
     # --- the onnxruntime engine and its decoding loops ----------------------------------------
 
     def engine(self) -> Engine:
@@ -319,14 +315,6 @@ class Resources:
                 if (loop := self.open_loop(precision)) is not None and loop not in loops:
                     loops.append(loop)
         return loops
-
-    def close(self) -> None:
-        """Stop the decoding loops (a test's app, or a model no longer shown)."""
-        with self._engine_lock:
-            if self._scheduler is not None:
-                self._scheduler.close()
-            self._scheduler = None
-        self._precision_engines.clear()
 
 
 def budget_cpu() -> int:

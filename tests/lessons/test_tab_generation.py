@@ -541,3 +541,21 @@ def test_a_generate_walks_down_the_layers_entering_each_module_at_most_twice(eng
     assert {"playground.ui.generation", "playground.generation.streaming", "runtime.batching"} <= set(worst)
     entered = {m: runs.count(m) for m, runs in worst.items()}
     assert max(entered.values()) <= 2, {m: " > ".join(worst[m]) for m, n in entered.items() if n > 2}
+
+
+def test_the_open_loops_are_those_of_the_precisions_used_and_nothing_opens_by_asking(engine):
+    """What /expected-wait reads: a precision's loop once that precision generated, the app's own
+    for "auto" and for the precision of its own file, each loop listed once; asking opens nothing."""
+    from playground.resources import Resources
+
+    fresh = Resources()
+    assert fresh.open_loop("auto") is None and fresh.open_loop("full") is None and fresh.open_loops() == []
+    assert fresh._engine is None  # asking opened no engine
+    own = "8-bit" if RES.engine().path.name == "model_int8.onnx" else "full"
+    other = "full" if own == "8-bit" else "8-bit"
+    loop = RES.scheduler()  # the app's own, opened
+    assert RES.open_loop("auto") is loop and RES.open_loop(own) is loop
+    other_engine, other_loop = RES.engine_for(other)
+    assert other_engine.path.name != RES.engine().path.name and other_loop is not loop
+    assert RES.open_loop(other) is other_loop
+    assert RES.open_loops() == [loop, other_loop]
